@@ -1,0 +1,91 @@
+"""Env-steps/s of lit_sb3 vs SB3 / sb3-contrib at identical hyperparameters, side by side in one process.
+
+    python benchmarks/throughput.py                 # every case, 3 repetitions each
+    python benchmarks/throughput.py --cases ppo_cartpole_1env a2c_cartpole_8env --reps 5
+
+Each repetition trains both implementations back to back (alternating which goes first), so machine noise hits both
+alike; the table reports the median env-steps/s of each and the median of the per-repetition ratios
+(lit_sb3 / SB3 >= 1.0 means at least as fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Case:
+    algo: str  # class name, the same in lit_sb3 and SB3 / sb3-contrib
+    env_id: str
+    n_envs: int
+    steps: int
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    reference: str = "stable_baselines3"
+
+
+CASES: dict[str, Case] = {
+    "ppo_cartpole_1env": Case("PPO", "CartPole-v1", 1, 20_000),
+    "ppo_cartpole_8env": Case(
+        "PPO", "CartPole-v1", 8, 20_000,
+        {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20, "learning_rate": 1e-3},
+    ),
+    "a2c_cartpole_8env": Case("A2C", "CartPole-v1", 8, 40_000),
+}
+
+
+def _train(package: str, case: Case, seed: int) -> float:
+    from stable_baselines3.common.env_util import make_vec_env
+
+    cls = getattr(importlib.import_module(package), case.algo)
+    env = make_vec_env(case.env_id, n_envs=case.n_envs, seed=seed)
+    model = cls("MlpPolicy", env=env, seed=seed, device="cpu", **case.kwargs)
+    start = time.perf_counter()
+    model.learn(case.steps)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return model.num_timesteps / elapsed
+
+
+def run(case_names: list[str], reps: int) -> list[dict[str, Any]]:
+    rows = []
+    for name in case_names:
+        case = CASES[name]
+        ours, theirs, ratios = [], [], []
+        for rep in range(reps):
+            order = [("lit_sb3", ours), (case.reference, theirs)]
+            if rep % 2:
+                order.reverse()
+            for package, sink in order:
+                sink.append(_train(package, case, seed=rep))
+            ratios.append(ours[-1] / theirs[-1])
+            print(f"  {name} rep {rep}: lit_sb3 {ours[-1]:8.0f}  ref {theirs[-1]:8.0f}  ratio {ratios[-1]:.3f}",
+                  flush=True)
+        rows.append({"case": name, "lit_sb3": statistics.median(ours), "reference": statistics.median(theirs),
+                     "ratio": statistics.median(ratios)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads for both sides (0: torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rows = run(args.cases, args.reps)
+    print(f"\n| case | lit_sb3 steps/s | SB3 steps/s | ratio (median of {args.reps}) |")
+    print("|---|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['case']} | {row['lit_sb3']:.0f} | {row['reference']:.0f} | {row['ratio']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Hydra benchmarking harness for lit_sb3 (and SB3 as a reference backend)."""

@@ -1,0 +1,4 @@
+from lit_sb3.algorithms.ppo.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+from lit_sb3.algorithms.ppo.ppo import PPO
+
+__all__ = ["PPO", "CnnPolicy", "MlpPolicy", "MultiInputPolicy"]

@@ -1,0 +1,488 @@
+"""``BaseAlgorithm``: what every lit_sb3 algorithm shares (spaces, policy, env-step accounting, persistence)."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import lightning as L
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
+from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spaces, get_device, safe_mean
+from stable_baselines3.common.utils import set_random_seed as _seed_everything
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
+
+from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
+from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
+
+SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
+
+ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Dict)
+ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+_CKPT_KEY = "lit_sb3"
+
+
+class BaseAlgorithm(L.LightningModule):
+    """An SB3 algorithm as a LightningModule.
+
+    Constructed without an env (hyperparameters only); the networks are built from the env's spaces when an
+    :class:`~lit_sb3.trainer.RLTrainer` sets the module up, or at once when the SB3-style ``env=`` keyword is given.
+    ``num_timesteps`` counts env steps and is what the trainer's budget, the schedules and every logger's x-axis use.
+
+    :param policy: policy class or one of the algorithm's aliases (``"MlpPolicy"``, ...)
+    :param learning_rate: constant or schedule of the progress remaining (1 -> 0)
+    :param policy_kwargs: extra arguments for the policy constructor
+    :param stats_window_size: episodes averaged in ``rollout/ep_rew_mean`` and friends
+    :param verbose: 0 silent, 1 SB3's metric table on stdout, 2 debug
+    :param seed: seed for torch, numpy, the action space and the training env
+    :param device: where the networks live when used outside a trainer ("auto", "cpu", "cuda", ...)
+    :param env: SB3-style migration convenience: build the networks now and train on this env in ``learn``
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_ACTION_SPACES
+    supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_OBSERVATION_SPACES
+    default_log_interval: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        policy: str | type[BasePolicy],
+        learning_rate: float | Any,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: torch.device | str = "auto",
+        env: GymEnv | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters(ignore=["env", "_init_setup_model"])
+        self.policy_class = self._resolve_policy_class(policy)
+        self.learning_rate = learning_rate
+        self.lr_schedule = FloatSchedule(learning_rate)
+        self.policy_kwargs: dict[str, Any] = dict(policy_kwargs or {})
+        self.stats_window_size = stats_window_size
+        self.verbose = verbose
+        self.seed = seed
+        self.requested_device = device
+        self.automatic_optimization = False
+
+        self.policy: BasePolicy | None = None
+        self.observation_space: spaces.Space | None = None
+        self.action_space: spaces.Space | None = None
+        self.n_envs: int | None = None
+        self.num_timesteps = 0
+        self._n_updates = 0
+        self._episode_num = 0
+        self._last_obs: Any = None
+        self._last_episode_starts: np.ndarray | None = None
+        self._env: VecEnv | None = None  # the SB3-style env given to the constructor or learn()
+        self._seeded_env: VecEnv | None = None
+        self._callback: BaseCallback | None = None
+        self._learn_logger: Any = None
+        self._start_time = 0.0
+        self._num_timesteps_at_start = 0
+        self.ep_info_buffer: deque = deque(maxlen=stats_window_size)
+        self.ep_success_buffer: deque = deque(maxlen=stats_window_size)
+        self.log_interval = self.default_log_interval
+        self.sb3_logger = make_sb3_logger(self, verbose)
+        if env is not None:
+            self._env = to_vec_env(env)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def _resolve_policy_class(cls, policy: str | type[BasePolicy]) -> type[BasePolicy]:
+        if isinstance(policy, str):
+            if policy not in cls.policy_aliases:
+                choices = ", ".join(sorted(cls.policy_aliases))
+                raise ValueError(f"policy: unknown policy {policy!r} for {cls.__name__}; valid choices: {choices}")
+            return cls.policy_aliases[policy]
+        if isinstance(policy, type) and issubclass(policy, BasePolicy):
+            return policy
+        raise TypeError(f"policy: expected a policy name or a BasePolicy subclass, got {policy!r}")
+
+    def _finish_init(self, init_setup_model: bool) -> None:
+        """End of every subclass constructor: with an SB3-style env, build the networks at once."""
+        self._validate_hyperparameters()
+        if self._env is not None and init_setup_model:
+            self.check_env(self._env)
+            self.build(self._env.observation_space, self._env.action_space)
+
+    def _validate_hyperparameters(self) -> None:
+        """Reject invalid hyperparameters before any env or network exists (subclasses extend)."""
+        if self.stats_window_size < 1:
+            raise ValueError(f"stats_window_size: must be >= 1, got {self.stats_window_size}")
+
+    def check_env(self, env: VecEnv) -> None:
+        """Fail before training when ``env`` cannot be used by this algorithm (spaces, sizes)."""
+        for name, space, supported in (
+            ("observation space", env.observation_space, self.supported_observation_spaces),
+            ("action space", env.action_space, self.supported_action_spaces),
+        ):
+            if not isinstance(space, supported):
+                valid = ", ".join(s.__name__ for s in supported)
+                raise ValueError(
+                    f"env: {type(self).__name__} does not support the {name} {space}; supported: {valid}"
+                )
+        if self.observation_space is not None:
+            check_for_correct_spaces(env, self.observation_space, self.action_space)
+
+    def build(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """Create the networks for these spaces (idempotent)."""
+        if self.policy is not None:
+            return
+        self.observation_space, self.action_space = observation_space, action_space
+        if self.seed is not None:
+            _seed_everything(self.seed)
+            self.action_space.seed(self.seed)
+        self.policy = self.policy_class(observation_space, action_space, self.lr_schedule, **self._policy_kwargs())
+        self._build_extra()
+        if self._trainer is None:
+            self.to(get_device(self.requested_device))
+
+    def _policy_kwargs(self) -> dict[str, Any]:
+        return dict(self.policy_kwargs)
+
+    def _build_extra(self) -> None:
+        """Hook: algorithm-specific modules created after the policy (target networks, entropy coefficient)."""
+
+    # ------------------------------------------------------------------ env access
+
+    @property
+    def env(self) -> VecEnv | None:
+        """Return the active training env from the trainer, or None."""
+        trainer = self._trainer
+        datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
+        if datamodule is None or not hasattr(datamodule, "get_env"):
+            return None
+        return datamodule.get_env("fit", resolve=False)
+
+    def get_env(self) -> VecEnv | None:
+        """SB3-style: the env being trained on, else the one given to the constructor or ``learn``."""
+        return self.env or self._env
+
+    def get_vec_normalize_env(self) -> VecNormalize | None:
+        env = self.get_env()
+        return unwrap_vec_normalize(env) if env is not None else None
+
+    def _training_env(self) -> VecEnv:
+        env = self.env
+        if env is None:
+            raise RuntimeError(f"{type(self).__name__} is not attached to an RLTrainer with a training env")
+        return env
+
+    # ------------------------------------------------------------------ Lightning hooks
+
+    def setup(self, stage: str) -> None:
+        if self.policy is not None:
+            return
+        datamodule = self.trainer.datamodule
+        env = datamodule.get_env(stage) if datamodule is not None else None
+        env = env or (datamodule.get_env("fit") if datamodule is not None else None)
+        if env is None:
+            raise ValueError(f"{type(self).__name__}: no env to build the networks from; give the datamodule one")
+        self.check_env(env)
+        self.build(env.observation_space, env.action_space)
+
+    def on_train_start(self) -> None:
+        env = self._training_env()
+        self.check_env(env)
+        self.n_envs = env.num_envs
+        self._setup_buffers(env)
+        if self._last_obs is None or self._seeded_env is not env:
+            if self.seed is not None:
+                env.seed(self.seed)
+            self._last_obs = env.reset()
+            self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
+            self._seeded_env = env
+        self._start_time = time.time_ns()
+        self._num_timesteps_at_start = self.num_timesteps
+        self._callback = as_callback(getattr(self.trainer, "rl_callback", None))
+        if self._callback is not None:
+            self._callback.init_callback(SB3AlgorithmView(self))  # type: ignore[arg-type]
+            self._callback.on_training_start(
+                {"total_timesteps": self.total_timesteps, "self": self}, {}
+            )
+
+    def on_train_end(self) -> None:
+        if self._callback is not None:
+            self._callback.on_training_end()
+
+    def _setup_buffers(self, env: VecEnv) -> None:
+        """Hook: create rollout / replay buffers for this env (called at the start of each fit)."""
+
+    @property
+    def total_timesteps(self) -> int:
+        return int(getattr(self._trainer, "rl_total_timesteps", 0) or 0)
+
+    @property
+    def _current_progress_remaining(self) -> float:
+        total = self.total_timesteps
+        return 1.0 - float(self.num_timesteps) / float(total) if total > 0 else 1.0
+
+    def _stop_if_budget_reached(self) -> None:
+        if self.num_timesteps >= self.total_timesteps:
+            self.trainer.should_stop = True
+
+    # ------------------------------------------------------------------ episode statistics and logging
+
+    def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:
+        for idx, info in enumerate(infos):
+            episode = info.get("episode")
+            if episode is not None:
+                self.ep_info_buffer.append(episode)
+            success = info.get("is_success")
+            if success is not None and (dones is None or dones[idx]):
+                self.ep_success_buffer.append(success)
+
+    def _record_rollout_stats(self) -> None:
+        elapsed = max((time.time_ns() - self._start_time) / 1e9, 1e-9)
+        fps = int((self.num_timesteps - self._num_timesteps_at_start) / elapsed)
+        record = self.sb3_logger.record
+        if self.ep_info_buffer:
+            record("rollout/ep_rew_mean", safe_mean([ep["r"] for ep in self.ep_info_buffer]))
+            record("rollout/ep_len_mean", safe_mean([ep["l"] for ep in self.ep_info_buffer]))
+        if self.ep_success_buffer:
+            record("rollout/success_rate", safe_mean(self.ep_success_buffer))
+        record("time/fps", fps)
+        record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+        record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+
+    def dump_logs(self) -> None:
+        """Write everything recorded since the last dump, at the current env step."""
+        self._record_rollout_stats()
+        self.sb3_logger.dump(step=self.num_timesteps)
+
+    # ------------------------------------------------------------------ acting
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """SB3 semantics: single or batched observations; Box actions clipped (or unscaled when squashed)."""
+        if self.policy is None:
+            raise RuntimeError(f"{type(self).__name__}.predict: the networks are not built yet (fit, or pass env=)")
+        return self.policy.predict(observation, state, episode_start, deterministic)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
+        """Evaluate the policy for ``batch`` episodes on the stage's env; logs ``eval/*`` at the env step."""
+        from stable_baselines3.common.evaluation import evaluate_policy
+
+        stage = "test" if self.trainer.testing else "validate"
+        env = self.trainer.datamodule.get_env(stage) or self.trainer.datamodule.get_env("fit")
+        n_episodes, deterministic = batch
+        rewards, lengths = evaluate_policy(
+            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True
+        )
+        metrics = {
+            "eval/mean_reward": float(np.mean(rewards)),
+            "eval/std_reward": float(np.std(rewards)),
+            "eval/mean_ep_length": float(np.mean(lengths)),
+            "step": float(self.num_timesteps),  # Lightning uses a logged "step" as the loggers' x-axis
+        }
+        self.log_dict(metrics, batch_size=1)
+        return metrics
+
+    def test_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
+        return self.validation_step(batch, batch_idx)
+
+    # ------------------------------------------------------------------ training entry point
+
+    def learn(
+        self: SelfBaseAlgorithm,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
+    ) -> SelfBaseAlgorithm:
+        """Train for ``total_timesteps`` env steps (SB3's ``learn``), on an :class:`RLTrainer`.
+
+        :param total_timesteps: env steps to collect in this call
+        :param env: env id, gymnasium env, factory or VecEnv; defaults to the one given to the constructor
+        :param callback: SB3 callback(s), called at every env step
+        :param log_every_n_steps: dump metrics every this many rollouts (on-policy) or episodes (off-policy)
+        :param tb_log_name: run name of the loggers
+        :param reset_num_timesteps: start counting env steps (and logged curves) from zero
+        :param progress_bar: show a progress bar counting env steps
+        :param default_root_dir: where CSV logs go; nothing is written when None
+        """
+        from lightning.pytorch.loggers import CSVLogger
+
+        from lit_sb3.datamodule import RLEnvDataModule
+        from lit_sb3.trainer import RLTrainer
+
+        if total_timesteps <= 0:
+            raise ValueError(f"total_timesteps: must be > 0, got {total_timesteps}")
+        if env is not None:
+            vec_env = to_vec_env(env)
+            if vec_env is not self._env:
+                self._last_obs = None
+            self._env = vec_env
+        if self._env is None:
+            raise ValueError(f"env: {type(self).__name__}.learn needs an env (learn(env=...) or the constructor's env=)")
+        self.check_env(self._env)
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+            self._episode_num = 0
+            self._last_obs = None
+            self._learn_logger = None
+        if log_every_n_steps is not None:
+            self.log_interval = log_every_n_steps
+        name = tb_log_name or type(self).__name__
+        if default_root_dir is not None and self._learn_logger is None:
+            self._learn_logger = CSVLogger(save_dir=str(default_root_dir), name=name)
+        trainer = RLTrainer(
+            max_steps=self.num_timesteps + total_timesteps,
+            rl_callback=callback,
+            run_name=name,
+            logger=self._learn_logger if default_root_dir is not None else False,
+            default_root_dir=default_root_dir,
+            enable_progress_bar=progress_bar,
+            **_accelerator_for(self.requested_device),
+        )
+        trainer.fit(self, datamodule=RLEnvDataModule(train_env=self._env))
+        return self
+
+    # ------------------------------------------------------------------ persistence
+
+    def _extra_state(self) -> dict[str, Any]:
+        """Non-parameter training state kept in checkpoints (subclasses add theirs)."""
+        return {"num_timesteps": self.num_timesteps, "n_updates": self._n_updates, "episode_num": self._episode_num}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.num_timesteps = int(state["num_timesteps"])
+        self._n_updates = int(state.get("n_updates", 0))
+        self._episode_num = int(state.get("episode_num", 0))
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self.observation_space is None:
+            return
+        checkpoint[_CKPT_KEY] = {
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            **self._extra_state(),
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get(_CKPT_KEY)
+        if state is None:
+            return
+        self.build(space_from_dict(state["observation_space"]), space_from_dict(state["action_space"]))
+        self._load_extra_state(state)
+
+    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
+        """Tensors outside ``policy`` that ``save`` must keep (e.g. SAC's log entropy coefficient)."""
+        return {}
+
+    def get_parameters(self) -> dict[str, dict]:
+        """``{"policy": state_dict, "policy.optimizer": state_dict, ...}`` as SB3 returns it."""
+        if self.policy is None:
+            raise RuntimeError("get_parameters: the networks are not built yet")
+        params = {"policy": self.policy.state_dict()}
+        for name, optimizer in self._named_optimizers().items():
+            params[name] = optimizer.state_dict()
+        return params
+
+    def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        optimizer = getattr(self.policy, "optimizer", None)
+        return {"policy.optimizer": optimizer} if optimizer is not None else {}
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | dict[str, dict],
+        exact_match: bool = True,
+        device: torch.device | str = "auto",
+    ) -> None:
+        """Load parameters from a ``save`` zip or a ``get_parameters`` dict."""
+        if isinstance(load_path_or_dict, dict):
+            params = load_path_or_dict
+        else:
+            _, params, _ = load_from_zip_file(load_path_or_dict, device=device, load_data=False)
+        targets: dict[str, Any] = {"policy": self.policy, **self._named_optimizers()}
+        missing = set(targets) - set(params)
+        if exact_match and missing:
+            raise ValueError(f"set_parameters: missing {sorted(missing)} in the loaded parameters")
+        for name, state in params.items():
+            if name not in targets:
+                raise ValueError(f"set_parameters: unknown parameter group {name!r}; expected {sorted(targets)}")
+            if isinstance(targets[name], torch.optim.Optimizer):
+                targets[name].load_state_dict(state)
+            else:
+                targets[name].load_state_dict(state, strict=exact_match)
+
+    def save(self, path: str | Path, exclude: list[str] | None = None, include: list[str] | None = None) -> None:
+        """SB3-style zip: hyperparameters, spaces and counters (``data``) plus parameters (``params``)."""
+        if self.policy is None:
+            raise RuntimeError("save: the networks are not built yet")
+        data: dict[str, Any] = {k: v for k, v in self.hparams.items() if k not in set(exclude or [])}
+        data.update(
+            policy_class=self.policy_class,
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            n_envs=self.n_envs,
+            num_timesteps=self.num_timesteps,
+            _n_updates=self._n_updates,
+        )
+        save_to_zip_file(path, data=data, params=self.get_parameters(), pytorch_variables=self._pytorch_variables())
+
+    @classmethod
+    def load(
+        cls: type[SelfBaseAlgorithm],
+        path: str | Path,
+        env: GymEnv | str | None = None,
+        device: torch.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfBaseAlgorithm:
+        """Load a zip written by ``save`` (or by SB3's own ``save`` of the same algorithm)."""
+        data, params, pytorch_variables = load_from_zip_file(
+            path, device=device, custom_objects=custom_objects, print_system_info=print_system_info
+        )
+        if data is None or "observation_space" not in data:
+            raise ValueError(f"load: {path} holds no observation/action spaces; was it written by save()?")
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "_init_setup_model"}
+        init_kwargs = {k: v for k, v in data.items() if k in accepted}
+        init_kwargs["policy"] = data.get("policy", data.get("policy_class"))
+        init_kwargs.update(kwargs, device=device)
+        model = cls(**init_kwargs)
+        if env is not None:
+            model._env = to_vec_env(env)
+            check_for_correct_spaces(model._env, data["observation_space"], data["action_space"])
+        model.build(data["observation_space"], data["action_space"])
+        model.set_parameters(params, exact_match=False, device=device)
+        model._load_pytorch_variables(pytorch_variables or {})
+        model.num_timesteps = int(data.get("num_timesteps", 0))
+        model._n_updates = int(data.get("_n_updates", 0))
+        model.n_envs = data.get("n_envs")
+        return model
+
+    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
+        """Hook: restore what ``_pytorch_variables`` saved."""
+
+
+def _accelerator_for(device: torch.device | str) -> dict[str, Any]:
+    """Trainer placement for an SB3 ``device`` argument ("auto" keeps the RL default, the CPU)."""
+    device = torch.device(device) if not isinstance(device, str) or device != "auto" else None
+    if device is None or device.type == "cpu":
+        return {"accelerator": "cpu"}
+    return {"accelerator": "gpu" if device.type == "cuda" else device.type, "devices": [device.index or 0]}
+

@@ -1,0 +1,307 @@
+"""``OnPolicyAlgorithm``: one Lightning epoch = collect one rollout, then train on it."""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.utils import explained_variance, obs_as_tensor, update_learning_rate
+from stable_baselines3.common.vec_env import VecEnv
+
+from lit_sb3.common.base import BaseAlgorithm
+
+
+class RolloutMinibatches:
+    """The training "dataloader" of an on-policy algorithm: ``n_epochs`` shuffled passes over the current rollout.
+
+    Lightning iterates it once per epoch, after ``on_train_epoch_start`` has filled the rollout buffer. It stops
+    early when the algorithm asks (``target_kl``) or when the rollout was cut short by a callback.
+    """
+
+    def __init__(self, algorithm: OnPolicyAlgorithm) -> None:
+        self.algorithm = algorithm
+
+    def __iter__(self) -> Iterator[Any]:
+        algo = self.algorithm
+        if not algo._rollout_complete:
+            return
+        for epoch in range(algo.n_epochs):
+            algo._epoch = epoch
+            for batch in algo.rollout_buffer.get(algo.batch_size):
+                if algo._stop_updates:
+                    return
+                yield batch
+
+
+class OnPolicyAlgorithm(BaseAlgorithm):
+    """Shared rollout collection (GAE, time-limit bootstrapping, SB3 callbacks) for A2C, PPO and their variants.
+
+    Subclasses implement ``training_step`` on one minibatch and may override the small hooks
+    ``_policy_step`` / ``_store_transition`` (MaskablePPO, RecurrentPPO) instead of the loop.
+    """
+
+    default_log_interval: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        policy: Any,
+        learning_rate: Any,
+        n_steps: int,
+        gamma: float,
+        gae_lambda: float,
+        ent_coef: float,
+        vf_coef: float,
+        max_grad_norm: float,
+        use_sde: bool,
+        sde_sample_freq: int,
+        rollout_buffer_class: type[RolloutBuffer] | None,
+        rollout_buffer_kwargs: dict[str, Any] | None,
+        stats_window_size: int,
+        policy_kwargs: dict[str, Any] | None,
+        verbose: int,
+        seed: int | None,
+        device: torch.device | str,
+        env: GymEnv | str | None,
+        batch_size: int | None = None,
+        n_epochs: int = 1,
+        normalize_advantage: bool = False,
+    ) -> None:
+        super().__init__(policy, learning_rate, policy_kwargs, stats_window_size, verbose, seed, device, env)
+        self.n_steps = n_steps
+        self.gamma = gamma
+        self.gae_lambda = gae_lambda
+        self.ent_coef = ent_coef
+        self.vf_coef = vf_coef
+        self.max_grad_norm = max_grad_norm
+        self.use_sde = use_sde
+        self.sde_sample_freq = sde_sample_freq
+        self.rollout_buffer_class = rollout_buffer_class
+        self.rollout_buffer_kwargs = dict(rollout_buffer_kwargs or {})
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.normalize_advantage = normalize_advantage
+        self.rollout_buffer: RolloutBuffer | None = None
+        self._rollout_complete = False
+        self._stop_updates = False
+        self._epoch = 0
+        self._iteration = 0
+        self._tracked: dict[str, list[torch.Tensor]] = defaultdict(list)
+
+    # ------------------------------------------------------------------ checks and construction
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        checks = [
+            ("n_steps", self.n_steps >= 1, ">= 1"),
+            ("gamma", 0.0 <= self.gamma <= 1.0, "in [0, 1]"),
+            ("gae_lambda", 0.0 <= self.gae_lambda <= 1.0, "in [0, 1]"),
+            ("n_epochs", self.n_epochs >= 1, ">= 1"),
+            ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
+
+    def _policy_kwargs(self) -> dict[str, Any]:
+        kwargs = super()._policy_kwargs()
+        kwargs.setdefault("use_sde", self.use_sde)
+        return kwargs
+
+    def check_env(self, env: VecEnv) -> None:
+        super().check_env(env)
+        rollout = self.n_steps * env.num_envs
+        if rollout <= 1:
+            raise ValueError(
+                f"n_steps: n_steps * n_envs must be > 1 (advantage normalization needs two samples), "
+                f"got {self.n_steps} * {env.num_envs}"
+            )
+        if self.batch_size is not None and rollout % self.batch_size > 0:
+            warnings.warn(
+                f"batch_size: {self.batch_size} does not divide the rollout of n_steps * n_envs = {rollout}; "
+                f"the last minibatch of each epoch has {rollout % self.batch_size} samples",
+                stacklevel=2,
+            )
+
+    def _setup_buffers(self, env: VecEnv) -> None:
+        buffer_class = self.rollout_buffer_class or (
+            DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
+        )
+        self.rollout_buffer = buffer_class(
+            self.n_steps,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            n_envs=env.num_envs,
+            **self.rollout_buffer_kwargs,
+        )
+
+    def configure_optimizers(self) -> Any:
+        """The policy's own optimizer (its class and kwargs come from ``policy_kwargs``, as in SB3)."""
+        return self.policy.optimizer
+
+    def train_dataloader(self) -> RolloutMinibatches:
+        return RolloutMinibatches(self)
+
+    # ------------------------------------------------------------------ rollout collection
+
+    def on_train_epoch_start(self) -> None:
+        """Collect ``n_steps`` x ``n_envs`` transitions, then switch the policy to training mode."""
+        self._stop_updates = False
+        self._tracked.clear()
+        if self.num_timesteps >= self.total_timesteps:
+            self._rollout_complete = False
+            self.trainer.should_stop = True
+            return
+        env = self._training_env()
+        self._rollout_complete = self.collect_rollouts(env, self._callback, self.rollout_buffer, self.n_steps)
+        if not self._rollout_complete:
+            self.trainer.should_stop = True
+            return
+        self._iteration += 1
+        update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
+        self.policy.set_training_mode(True)
+
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback | None, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
+        """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps of every env; False when a callback stops training."""
+        self.policy.set_training_mode(False)
+        rollout_buffer.reset()
+        if self.use_sde:
+            self.policy.reset_noise(env.num_envs)
+        if callback is not None:
+            callback.on_rollout_start()
+        self._on_rollout_start(env)
+        for n_steps in range(n_rollout_steps):
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps > 0 and n_steps % self.sde_sample_freq == 0:
+                self.policy.reset_noise(env.num_envs)
+            with torch.no_grad():
+                actions, values, log_probs = self._policy_step(obs_as_tensor(self._last_obs, self.device))
+            actions = actions.cpu().numpy()
+            new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
+            self.num_timesteps += env.num_envs
+            if callback is not None:
+                callback.update_locals(locals())
+                if not callback.on_step():
+                    return False
+            self._update_info_buffer(infos, dones)
+            if isinstance(self.action_space, spaces.Discrete):
+                actions = actions.reshape(-1, 1)
+            self._bootstrap_truncations(rewards, dones, infos)
+            self._store_transition(rollout_buffer, actions, rewards, values, log_probs)
+            self._last_obs = new_obs
+            self._last_episode_starts = dones
+        with torch.no_grad():
+            last_values = self._last_values(obs_as_tensor(new_obs, self.device), dones)
+        rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=dones)
+        if callback is not None:
+            callback.update_locals(locals())
+            callback.on_rollout_end()
+        return True
+
+    def _on_rollout_start(self, env: VecEnv) -> None:
+        """Hook: per-rollout state (e.g. action masks, recurrent states)."""
+
+    def _policy_step(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Hook: actions, values and log-probabilities for the current observations."""
+        return self.policy(obs)
+
+    def _last_values(self, obs: Any, dones: np.ndarray) -> torch.Tensor:
+        """Hook: value of the observation after the rollout (bootstrap for GAE)."""
+        return self.policy.predict_values(obs)
+
+    def _store_transition(
+        self,
+        buffer: RolloutBuffer,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        values: torch.Tensor,
+        log_probs: torch.Tensor,
+    ) -> None:
+        """Hook: add one vector step to the rollout buffer."""
+        buffer.add(self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs)
+
+    def _env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """Box actions leave the policy unbounded (clip them) or squashed to [-1, 1] (rescale them)."""
+        if not isinstance(self.action_space, spaces.Box):
+            return actions
+        if self.policy.squash_output:
+            return self.policy.unscale_action(actions)
+        return np.clip(actions, self.action_space.low, self.action_space.high)
+
+    def _bootstrap_truncations(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """An episode cut by a time limit did not end: add gamma * V(last observation) to its final reward."""
+        truncated = [
+            i
+            for i, done in enumerate(dones)
+            if done and infos[i].get("TimeLimit.truncated", False) and infos[i].get("terminal_observation") is not None
+        ]
+        if not truncated:
+            return
+        for i in truncated:
+            terminal_obs = self.policy.obs_to_tensor(infos[i]["terminal_observation"])[0]
+            with torch.no_grad():
+                rewards[i] += self.gamma * self._value_of_terminal(terminal_obs, i).item()
+
+    def _value_of_terminal(self, obs: Any, env_index: int) -> torch.Tensor:
+        """Hook: value of a truncated episode's last observation."""
+        return self.policy.predict_values(obs)[0]
+
+    # ------------------------------------------------------------------ update bookkeeping
+
+    def _clip_and_step(self, loss: torch.Tensor) -> None:
+        """One optimizer step on ``loss`` with SB3's gradient-norm clipping."""
+        optimizer = self.optimizers()
+        optimizer.zero_grad()
+        self.manual_backward(loss)
+        self.clip_gradients(optimizer, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm")
+        optimizer.step()
+
+    def _track(self, **values: torch.Tensor) -> None:
+        """Keep per-minibatch statistics as tensors; they are averaged once per rollout (no per-step sync)."""
+        for key, value in values.items():
+            self._tracked[key].append(value.detach())
+
+    def _tracked_means(self) -> dict[str, float]:
+        if not self._tracked:
+            return {}
+        keys = list(self._tracked)
+        means = torch.stack([torch.stack(self._tracked[k]).float().mean() for k in keys]).tolist()
+        return dict(zip(keys, means))
+
+    def _record_update_stats(self) -> None:
+        """Record what every on-policy update reports: tracked means, explained variance, std, n_updates."""
+        record = self.sb3_logger.record
+        for key, value in self._tracked_means().items():
+            record(f"train/{key}", value)
+        buffer = self.rollout_buffer
+        record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
+        if hasattr(self.policy, "log_std"):
+            record("train/std", torch.exp(self.policy.log_std).mean().item())
+        record("train/n_updates", self._n_updates, exclude="tensorboard")
+        record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
+
+    def on_train_epoch_end(self) -> None:
+        if self._rollout_complete:
+            self._record_update_stats()
+            if self.log_interval and self._iteration % self.log_interval == 0:
+                self.sb3_logger.record("time/iterations", self._iteration, exclude="tensorboard")
+                self.dump_logs()
+        self._stop_if_budget_reached()
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "iteration": self._iteration}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        self._iteration = int(state.get("iteration", 0))

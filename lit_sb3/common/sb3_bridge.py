@@ -1,0 +1,99 @@
+"""Bridges that let SB3 callbacks and SB3's logger run unchanged inside a Lightning run."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from numbers import Number
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
+from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
+
+if TYPE_CHECKING:
+    from lit_sb3.common.base import BaseAlgorithm
+
+MaybeCallback = None | Callable | list[BaseCallback] | BaseCallback
+
+
+# SB3's exclusion names ("csv", "tensorboard", ...) for Lightning's loggers.
+_FORMAT_OF_LOGGER = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard", "WandbLogger": "wandb"}
+
+
+class LightningKVWriter(KVWriter):
+    """An SB3 output format that writes each ``logger.dump(step)`` to the Lightning trainer's loggers.
+
+    ``step`` is the env-step count, so every Lightning logger plots against env steps. Values also reach
+    ``trainer.callback_metrics``, so ``ModelCheckpoint(monitor="rollout/ep_rew_mean")`` and ``EarlyStopping`` work.
+    """
+
+    def __init__(self, algorithm: BaseAlgorithm) -> None:
+        self.algorithm = algorithm
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        trainer = self.algorithm._trainer
+        if trainer is None:
+            return
+        scalars = {k: float(v) for k, v in key_values.items() if _is_scalar(v)}
+        for lg in trainer.loggers:
+            fmt = _FORMAT_OF_LOGGER.get(type(lg).__name__, "log")
+            metrics = {k: v for k, v in scalars.items() if fmt not in key_excluded.get(k, ())}
+            if metrics:
+                lg.log_metrics(metrics, step=step)
+                lg.save()  # a killed run keeps every dump written so far
+        trainer.callback_metrics.update({k: torch.tensor(v) for k, v in scalars.items()})
+
+    def close(self) -> None:
+        pass
+
+
+def _is_scalar(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1
+    if isinstance(value, np.ndarray):
+        return value.size == 1
+    return isinstance(value, Number) and not isinstance(value, bool)
+
+
+def make_sb3_logger(algorithm: BaseAlgorithm, verbose: int) -> Logger:
+    """SB3 ``Logger`` writing to Lightning's loggers, and to stdout as SB3's table when ``verbose >= 1``."""
+    formats: list[KVWriter] = [LightningKVWriter(algorithm)]
+    if verbose >= 1:
+        formats.append(HumanOutputFormat(sys.stdout))
+    return Logger(folder=None, output_formats=formats)
+
+
+class SB3AlgorithmView:
+    """What SB3 callbacks see as ``self.model``: the LightningModule, except that ``logger`` is SB3's logger.
+
+    A LightningModule's ``logger`` is Lightning's; SB3 callbacks call ``self.model.logger.record(...)``. Everything
+    else (``predict``, ``save``, ``num_timesteps``, ``get_env``, ...) is the algorithm itself.
+    """
+
+    def __init__(self, algorithm: BaseAlgorithm) -> None:
+        object.__setattr__(self, "_algorithm", algorithm)
+
+    @property
+    def logger(self) -> Logger:
+        return self._algorithm.sb3_logger
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._algorithm, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._algorithm, name, value)
+
+
+def as_callback(callback: MaybeCallback) -> BaseCallback | None:
+    """SB3's accepted callback forms (None, function, list, BaseCallback) as one BaseCallback (or None)."""
+    if callback is None:
+        return None
+    if isinstance(callback, list):
+        return CallbackList([c for c in (as_callback(c) for c in callback) if c is not None])
+    if isinstance(callback, BaseCallback):
+        return callback
+    if callable(callback):
+        return ConvertCallback(callback)
+    raise TypeError(f"callback: expected an SB3 BaseCallback, a list of them or a function, got {type(callback)}")

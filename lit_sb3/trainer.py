@@ -1,0 +1,214 @@
+"""``RLTrainer``: a Lightning Trainer whose budget is env steps."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
+from lightning.pytorch.loggers import CSVLogger
+
+from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.datamodule import RLEnvDataModule
+from lit_sb3.progress import EnvStepProgressBar
+
+# Lightning's per-fit chatter that says nothing about an RL run (the iterable is the algorithm's own).
+_QUIET_WARNINGS = (
+    r".*does not have many workers.*",
+    r".*`training_step` returned `None`.*",
+    r".*You defined a `validation_step` but have no `val_dataloader`.*",
+    r".*Total length of .* across ranks is zero.*",
+    r".*The number of training batches .* is smaller than the logging interval.*",
+    r".*`isinstance\(treespec, LeafSpec\)` is deprecated.*",
+    r".*LeafSpec.*is deprecated.*",
+    r".*Your `val_dataloader`'s sampler has shuffling enabled.*",
+)
+_QUIET_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda", "lightning.fabric")
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Silence Lightning's tips and the warnings that do not apply to RL, for the duration of a call."""
+    levels = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            for pattern in _QUIET_WARNINGS:
+                warnings.filterwarnings("ignore", message=pattern)
+            yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+class EvalEpisodes:
+    """The evaluation "dataloader": one batch asking for ``n_episodes`` episodes of the stage's env."""
+
+    def __init__(self, n_episodes: int, deterministic: bool) -> None:
+        self.request = (n_episodes, deterministic)
+
+    def __iter__(self) -> Iterator[tuple[int, bool]]:
+        yield self.request
+
+    def __len__(self) -> int:
+        return 1
+
+
+class RLTrainer(L.Trainer):
+    """A :class:`lightning.Trainer` subclass that drives reinforcement-learning runs.
+
+    All standard ``lightning.Trainer`` keyword arguments are accepted and forwarded. ``accelerator`` (CPU),
+    ``enable_model_summary`` (off), ``enable_checkpointing`` (off: add a ``ModelCheckpoint`` to save),
+    ``logger`` (CSV) and the progress bar (counts env steps) have RL defaults that the caller can override.
+
+    :param max_steps: total environment steps to collect (the RL timestep budget). Lightning's step-based stopping is
+        disabled; the budget is enforced with env-step accounting instead.
+    :param rl_callback: SB3-style callback(s) fired at each RL step
+    :param run_name: the run name used in loggers
+    """
+
+    def __init__(
+        self,
+        max_steps: int | None = None,
+        rl_callback: MaybeCallback = None,
+        run_name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError(f"max_steps: the env-step budget must be > 0, got {max_steps}")
+        for forbidden in ("max_epochs", "min_steps", "min_epochs", "max_time"):
+            if forbidden in kwargs and kwargs[forbidden] not in (None, -1):
+                raise ValueError(f"{forbidden}: RLTrainer budgets in env steps; use max_steps=<env steps>")
+        self._rl_total_timesteps = int(max_steps or 0)
+        self.rl_callback = rl_callback
+        self.run_name = run_name
+        kwargs.setdefault("accelerator", "cpu")
+        kwargs.setdefault("devices", 1)
+        kwargs.setdefault("enable_model_summary", False)
+        kwargs.setdefault("enable_checkpointing", False)
+        kwargs.setdefault("num_sanity_val_steps", 0)
+        if "logger" not in kwargs or kwargs["logger"] is True:
+            root = kwargs.get("default_root_dir") or os.getcwd()
+            kwargs["logger"] = CSVLogger(save_dir=str(root), name=run_name or "lightning_logs")
+        callbacks = list(kwargs.pop("callbacks", None) or [])
+        if kwargs.get("enable_progress_bar", True) and not any(isinstance(c, ProgressBar) for c in callbacks):
+            callbacks.append(EnvStepProgressBar())
+        with _quiet_lightning():
+            super().__init__(max_epochs=-1, max_steps=-1, callbacks=callbacks, **kwargs)
+
+    # ------------------------------------------------------------------ budget
+
+    @property
+    def rl_total_timesteps(self) -> int:
+        """Return the trainer-owned RL timestep budget."""
+        return self._rl_total_timesteps
+
+    @property
+    def rl_num_timesteps(self) -> int:
+        """Return the latest observed RL env-step count."""
+        module = self.lightning_module
+        return int(module.num_timesteps) if isinstance(module, BaseAlgorithm) else 0
+
+    @property
+    def rl_budget_reached(self) -> bool:
+        """Return whether the trainer-owned RL timestep budget has been reached."""
+        return self._rl_total_timesteps > 0 and self.rl_num_timesteps >= self._rl_total_timesteps
+
+    @property
+    def rl_progress(self) -> float:
+        """Return RL budget progress as a value in [0, 1]."""
+        if self._rl_total_timesteps <= 0:
+            return 0.0
+        return min(1.0, self.rl_num_timesteps / self._rl_total_timesteps)
+
+    # ------------------------------------------------------------------ stages
+
+    def _attach(self, model: Any, datamodule: Any, stage: str) -> RLEnvDataModule:
+        """Check the arguments, resolve the stage's env (fails fast on bad envs) and attach the datamodule."""
+        if not isinstance(model, BaseAlgorithm):
+            raise TypeError(f"model: RLTrainer runs lit_sb3 algorithms (BaseAlgorithm), got {type(model).__name__}")
+        if not isinstance(datamodule, RLEnvDataModule):
+            raise TypeError(
+                f"datamodule: RLTrainer.{stage} needs an RLEnvDataModule holding the envs, "
+                f"got {type(datamodule).__name__}"
+            )
+        self.datamodule = datamodule  # Lightning drives its setup/teardown/state_dict through this attribute
+        datamodule.trainer = self
+        return datamodule
+
+    def fit(
+        self,
+        model: BaseAlgorithm,
+        *,
+        datamodule: Any = None,
+        train_dataloaders: Any = None,
+        val_dataloaders: Any = None,
+        ckpt_path: str | Path | None = None,
+        weights_only: bool | None = None,
+    ) -> BaseAlgorithm:
+        """Train ``model`` for :attr:`rl_total_timesteps` environment steps.
+
+        The environment is provided via an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
+
+        :param model: the RL algorithm (a LightningModule subclass)
+        :param datamodule: an RLEnvDataModule with a training env (and optionally evaluation envs)
+        :param train_dataloaders: unsupported for RLTrainer
+        :param val_dataloaders: unsupported for RLTrainer
+        :param ckpt_path: optional Lightning checkpoint path to resume from
+        :param weights_only: optional Lightning checkpoint loading flag
+        :return: the trained model (same object, for chaining)
+        """
+        if train_dataloaders is not None or val_dataloaders is not None:
+            raise TypeError(
+                "train_dataloaders/val_dataloaders: RLTrainer collects its own data; "
+                "pass datamodule=RLEnvDataModule(train_env=...) instead"
+            )
+        if self._rl_total_timesteps <= 0:
+            raise ValueError("max_steps: RLTrainer.fit needs an env-step budget, e.g. RLTrainer(max_steps=100_000)")
+        datamodule = self._attach(model, datamodule, "fit")
+        env = datamodule.get_env("fit")
+        if env is None:
+            raise ValueError("datamodule: RLEnvDataModule has no train_env to fit on")
+        model.check_env(env)
+        try:
+            with _quiet_lightning():
+                super().fit(model, train_dataloaders=model.train_dataloader(), ckpt_path=ckpt_path,
+                            weights_only=weights_only)
+        finally:
+            datamodule.teardown("fit")
+        return model
+
+    def _evaluate(self, run: Any, stage: str, model: Any, datamodule: Any, **kwargs: Any) -> Any:
+        if datamodule is None and self.datamodule is not None:
+            datamodule = self.datamodule
+        datamodule = self._attach(model if model is not None else self.lightning_module, datamodule, stage)
+        env = datamodule.get_env("validate" if stage == "validate" else "test")
+        if env is None:
+            raise ValueError(f"datamodule: RLEnvDataModule has no {stage} env (nor an env id to build one from)")
+        episodes = EvalEpisodes(datamodule.n_eval_episodes, datamodule.deterministic_eval)
+        with _quiet_lightning():
+            return run(model, dataloaders=episodes, **kwargs)
+
+    def validate(self, model: Any = None, dataloaders: Any = None, ckpt_path: Any = None, verbose: bool = True,
+                 datamodule: Any = None, weights_only: bool | None = None) -> Any:
+        """Run evaluation episodes on the datamodule's val env; logs ``eval/mean_reward`` and friends."""
+        if dataloaders is not None:
+            raise TypeError("dataloaders: RLTrainer evaluates on envs; pass datamodule=RLEnvDataModule(val_env=...)")
+        return self._evaluate(super().validate, "validate", model, datamodule, ckpt_path=ckpt_path, verbose=verbose,
+                              weights_only=weights_only)
+
+    def test(self, model: Any = None, dataloaders: Any = None, ckpt_path: Any = None, verbose: bool = True,
+             datamodule: Any = None, weights_only: bool | None = None) -> Any:
+        """Run evaluation episodes on the datamodule's test env; logs ``eval/mean_reward`` and friends."""
+        if dataloaders is not None:
+            raise TypeError("dataloaders: RLTrainer evaluates on envs; pass datamodule=RLEnvDataModule(test_env=...)")
+        return self._evaluate(super().test, "test", model, datamodule, ckpt_path=ckpt_path, verbose=verbose,
+                              weights_only=weights_only)
