@@ -1,10 +1,23 @@
 """Stable-Baselines3 algorithms as PyTorch Lightning modules."""
 
+import torch as _torch
+from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
+
+# SB3's schedules are plain data: let checkpoints holding them load with torch.load(weights_only=True).
+_torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
+
 from lit_sb3.algorithms.a2c import A2C
+from lit_sb3.algorithms.ddpg import DDPG
+from lit_sb3.algorithms.dqn import DQN
 from lit_sb3.algorithms.ppo import PPO
+from lit_sb3.algorithms.sac import SAC
+from lit_sb3.algorithms.td3 import TD3
+from lit_sb3.common.her import HerReplayBuffer
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
 
 __version__ = "0.1.0"
 
-__all__ = ["A2C", "PPO", "RLEnvDataModule", "RLTrainer", "__version__"]
+__all__ = [
+    "A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "HerReplayBuffer", "RLEnvDataModule", "RLTrainer", "__version__"
+]

@@ -51,3 +51,61 @@ def approx_kl(log_prob: torch.Tensor, old_log_prob: torch.Tensor) -> torch.Tenso
 def policy_gradient_loss(advantages: torch.Tensor, log_prob: torch.Tensor) -> torch.Tensor:
     """Vanilla (A2C) policy-gradient loss."""
     return -(advantages * log_prob).mean()
+
+
+# ---------------------------------------------------------------------- off-policy (SAC, TD3, DDPG, DQN)
+
+
+def clipped_double_q_target(
+    rewards: torch.Tensor,
+    dones: torch.Tensor,
+    discounts: torch.Tensor | float,
+    next_q_values: torch.Tensor,
+    next_log_prob: torch.Tensor | None = None,
+    ent_coef: torch.Tensor | float = 0.0,
+) -> torch.Tensor:
+    """Bellman target from the smallest of the critics' next-state values (shape [batch, n_critics]).
+
+    With ``next_log_prob`` it is SAC's soft target: the entropy bonus ``-ent_coef * log pi(a'|s')`` is added.
+    ``discounts`` is gamma, or gamma**k per sample for n-step returns.
+    """
+    next_q = next_q_values.min(dim=1, keepdim=True).values
+    if next_log_prob is not None:
+        next_q = next_q - ent_coef * next_log_prob.reshape(-1, 1)
+    return rewards + (1.0 - dones) * discounts * next_q
+
+
+def critics_mse_loss(current_q_values: tuple[torch.Tensor, ...] | list[torch.Tensor], target_q: torch.Tensor
+                     ) -> torch.Tensor:
+    """Sum over the critics of their mean squared error to the (shared) target."""
+    return torch.stack([F.mse_loss(q, target_q) for q in current_q_values]).sum()
+
+
+def sac_actor_loss(log_prob: torch.Tensor, q_values_pi: torch.Tensor, ent_coef: torch.Tensor | float) -> torch.Tensor:
+    """E[alpha * log pi(a|s) - min_i Q_i(s, a)], a ~ pi (reparameterized); ``q_values_pi`` is [batch, n_critics]."""
+    min_q = q_values_pi.min(dim=1, keepdim=True).values
+    return (ent_coef * log_prob.reshape(-1, 1) - min_q).mean()
+
+
+def entropy_coef_loss(log_ent_coef: torch.Tensor, log_prob: torch.Tensor, target_entropy: float) -> torch.Tensor:
+    """Loss of the learned temperature: pushes the policy entropy (-log_prob) towards ``target_entropy``."""
+    return -(log_ent_coef * (log_prob.reshape(-1, 1) + target_entropy).detach()).mean()
+
+
+def smoothed_target_actions(target_actions: torch.Tensor, noise: torch.Tensor, noise_clip: float) -> torch.Tensor:
+    """TD3's target policy smoothing: clipped noise on the target actor's action, kept in [-1, 1]."""
+    return (target_actions + noise.clamp(-noise_clip, noise_clip)).clamp(-1.0, 1.0)
+
+
+def dqn_target(
+    rewards: torch.Tensor, dones: torch.Tensor, discounts: torch.Tensor | float, next_q_values: torch.Tensor
+) -> torch.Tensor:
+    """One-step Q-learning target from the target network's values of every next action ([batch, n_actions])."""
+    next_q = next_q_values.max(dim=1, keepdim=True).values
+    return rewards + (1.0 - dones) * discounts * next_q
+
+
+def q_huber_loss(q_values: torch.Tensor, actions: torch.Tensor, target_q: torch.Tensor) -> torch.Tensor:
+    """Huber (smooth L1) loss between the Q-values of the taken actions and the target."""
+    taken = torch.gather(q_values, dim=1, index=actions.long().reshape(-1, 1))
+    return F.smooth_l1_loss(taken, target_q)

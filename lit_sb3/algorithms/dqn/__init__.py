@@ -1,0 +1,4 @@
+from lit_sb3.algorithms.dqn.dqn import DQN
+from lit_sb3.algorithms.dqn.policies import CnnPolicy, DQNPolicy, MlpPolicy, MultiInputPolicy
+
+__all__ = ["DQN", "CnnPolicy", "DQNPolicy", "MlpPolicy", "MultiInputPolicy"]

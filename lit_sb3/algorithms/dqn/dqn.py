@@ -1,0 +1,212 @@
+"""Deep Q-Network as a LightningModule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from lightning.pytorch.utilities.types import OptimizerLRScheduler
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import LinearSchedule, get_parameters_by_name
+
+from lit_sb3.algorithms.dqn.policies import POLICY_ALIASES, DQNPolicy
+from lit_sb3.common import losses
+from lit_sb3.common.off_policy import OffPolicyAlgorithm, soft_update
+from lit_sb3.common.sb3_bridge import MaybeCallback
+
+SelfDQN = TypeVar("SelfDQN", bound="DQN")
+
+
+class DQN(OffPolicyAlgorithm):
+    """Deep Q-Network (DQN).
+
+    Papers: https://arxiv.org/abs/1312.5602, https://www.nature.com/articles/nature14236. Epsilon-greedy exploration
+    with a linearly decaying epsilon, Huber loss, a target network refreshed every ``target_update_interval`` env
+    steps. Arguments and defaults are SB3's.
+
+    :param policy: the policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy or a class)
+    :param learning_rate: learning rate (constant or schedule of the progress remaining)
+    :param buffer_size: replay buffer capacity (transitions per env)
+    :param learning_starts: env steps of uniformly random actions before the first update
+    :param batch_size: minibatch size of each update
+    :param tau: Polyak coefficient of the target network (1: hard copy)
+    :param gamma: discount factor
+    :param train_freq: update every n env steps, or ``(n, "step" | "episode")``
+    :param gradient_steps: updates after each collection (-1: as many as env steps collected)
+    :param replay_buffer_class: replay buffer class (None: chosen from the observation space and ``n_steps``)
+    :param replay_buffer_kwargs: extra replay buffer arguments
+    :param optimize_memory_usage: memory-efficient replay buffer
+    :param n_steps: n-step returns (NStepReplayBuffer) when > 1
+    :param target_update_interval: env steps between target network updates
+    :param exploration_fraction: fraction of the training budget over which epsilon decays
+    :param exploration_initial_eps: initial probability of a random action
+    :param exploration_final_eps: final probability of a random action
+    :param max_grad_norm: gradient-norm clipping
+    :param stats_window_size: episodes averaged in the rollout statistics
+    :param policy_kwargs: extra policy constructor arguments
+    :param verbose: 0 silent, 1 SB3's metric table
+    :param seed: random seed
+    :param device: device outside a trainer
+    :param _init_setup_model: build the networks at once when ``env`` is given
+    :param env: SB3-style: train on this env in ``learn``
+    """
+
+    policy_aliases: ClassVar[dict[str, type[DQNPolicy]]] = POLICY_ALIASES
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
+
+    def __init__(
+        self,
+        policy: str | type[DQNPolicy],
+        learning_rate: float | Schedule = 1e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 32,
+        tau: float = 1.0,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 4,
+        gradient_steps: int = 1,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        target_update_interval: int = 10000,
+        exploration_fraction: float = 0.1,
+        exploration_initial_eps: float = 1.0,
+        exploration_final_eps: float = 0.05,
+        max_grad_norm: float = 10,
+        stats_window_size: int = 100,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: torch.device | str = "auto",
+        _init_setup_model: bool = True,
+        *,
+        env: GymEnv | str | None = None,
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            action_noise=None,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            env=env,
+        )
+        self.target_update_interval = target_update_interval
+        self.exploration_fraction = exploration_fraction
+        self.exploration_initial_eps = exploration_initial_eps
+        self.exploration_final_eps = exploration_final_eps
+        self.max_grad_norm = max_grad_norm
+        self.exploration_schedule = LinearSchedule(exploration_initial_eps, exploration_final_eps, exploration_fraction)
+        self.exploration_rate = 0.0
+        self._n_calls = 0
+        self._finish_init(_init_setup_model)
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        checks = [
+            ("target_update_interval", self.target_update_interval >= 1, ">= 1"),
+            ("exploration_fraction", 0.0 < self.exploration_fraction <= 1.0, "in (0, 1]"),
+            ("exploration_initial_eps", 0.0 <= self.exploration_initial_eps <= 1.0, "in [0, 1]"),
+            ("exploration_final_eps", 0.0 <= self.exploration_final_eps <= 1.0, "in [0, 1]"),
+            ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
+
+    def _build_extra(self) -> None:
+        q_net, q_net_target = self.policy.q_net, self.policy.q_net_target
+        self._q_params, self._q_target_params = list(q_net.parameters()), list(q_net_target.parameters())
+        self._bn_stats = get_parameters_by_name(q_net, ["running_"])
+        self._bn_stats_target = get_parameters_by_name(q_net_target, ["running_"])
+
+    def configure_optimizers(self) -> OptimizerLRScheduler:
+        """The Q-network optimizer."""
+        return self.policy.optimizer
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """Off-policy DQN step: collect env transitions then do gradient updates."""
+        super().training_step(batch, batch_idx)
+
+    def _on_step(self) -> None:
+        """After every vector step: target network refresh (counted in env steps) and epsilon decay."""
+        self._n_calls += 1
+        if self._n_calls % max(self.target_update_interval // self.n_envs, 1) == 0:
+            soft_update(self._q_params, self._q_target_params, self.tau)
+            soft_update(self._bn_stats, self._bn_stats_target, 1.0)
+        self.exploration_rate = self.exploration_schedule(self._current_progress_remaining)
+
+    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
+        """``gradient_steps`` Huber-loss updates towards the target network's one-step targets."""
+        (optimizer,) = self._lightning_optimizers()
+        q_net, q_net_target = self.policy.q_net, self.policy.q_net_target
+        for _ in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            with torch.no_grad():
+                target_q = losses.dqn_target(data.rewards, data.dones, discounts, q_net_target(data.next_observations))
+            loss = losses.q_huber_loss(q_net(data.observations), data.actions, target_q)
+            self._optimizer_step(optimizer, loss, max_grad_norm=self.max_grad_norm)
+            self._track(loss=loss)
+        self._n_updates += gradient_steps
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Epsilon-greedy: a uniformly random action with probability ``exploration_rate`` unless deterministic."""
+        if deterministic or np.random.rand() >= self.exploration_rate:
+            return super().predict(observation, state, episode_start, deterministic)
+        if self.policy.is_vectorized_observation(observation):
+            first = next(iter(observation.values())) if isinstance(observation, dict) else observation
+            return np.array([self.action_space.sample() for _ in range(len(first))]), state
+        return np.array(self.action_space.sample()), state
+
+    def dump_logs(self) -> None:
+        self.sb3_logger.record("rollout/exploration_rate", self.exploration_rate)
+        super().dump_logs()
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "n_calls": self._n_calls, "exploration_rate": self.exploration_rate}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        self._n_calls = int(state.get("n_calls", 0))
+        self.exploration_rate = float(state.get("exploration_rate", 0.0))
+
+    def learn(
+        self: SelfDQN,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = 4,
+        tb_log_name: str = "DQN",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
+    ) -> SelfDQN:
+        return super().learn(
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
+        )

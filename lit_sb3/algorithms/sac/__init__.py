@@ -1,0 +1,4 @@
+from lit_sb3.algorithms.sac.policies import Actor, CnnPolicy, MlpPolicy, MultiInputPolicy, SACPolicy
+from lit_sb3.algorithms.sac.sac import SAC
+
+__all__ = ["SAC", "Actor", "CnnPolicy", "MlpPolicy", "MultiInputPolicy", "SACPolicy"]

@@ -1,0 +1,256 @@
+"""Soft Actor-Critic as a LightningModule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from lightning.pytorch.utilities.types import OptimizerLRScheduler
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import get_parameters_by_name
+from torch import nn
+
+from lit_sb3.algorithms.sac.policies import POLICY_ALIASES, SACPolicy
+from lit_sb3.common import losses
+from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, soft_update
+from lit_sb3.common.sb3_bridge import MaybeCallback
+
+SelfSAC = TypeVar("SelfSAC", bound="SAC")
+
+
+class SAC(OffPolicyAlgorithm):
+    """Soft Actor-Critic (SAC).
+
+    Off-policy maximum-entropy actor-critic with twin critics and a learned (or fixed) temperature.
+    Paper: https://arxiv.org/abs/1801.01290. Arguments and defaults are SB3's.
+
+    :param policy: the policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy or a class)
+    :param learning_rate: learning rate of every optimizer (constant or schedule of the progress remaining)
+    :param buffer_size: replay buffer capacity (transitions per env)
+    :param learning_starts: env steps of uniformly random actions before the first update
+    :param batch_size: minibatch size of each update
+    :param tau: Polyak coefficient of the target critics
+    :param gamma: discount factor
+    :param train_freq: update every n env steps, or ``(n, "step" | "episode")``
+    :param gradient_steps: updates after each collection (-1: as many as env steps collected)
+    :param action_noise: extra exploration noise on the (scaled) actions
+    :param replay_buffer_class: replay buffer class (None: chosen from the observation space and ``n_steps``)
+    :param replay_buffer_kwargs: extra replay buffer arguments
+    :param optimize_memory_usage: memory-efficient replay buffer (next observations not stored twice)
+    :param n_steps: n-step returns (NStepReplayBuffer) when > 1
+    :param ent_coef: entropy coefficient; ``"auto"`` learns it (``"auto_0.1"``: from 0.1)
+    :param target_update_interval: update the target critics every n gradient steps
+    :param target_entropy: entropy the learned temperature aims at (``"auto"``: -dim(action space))
+    :param use_sde: generalized state-dependent exploration instead of Gaussian noise
+    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection)
+    :param use_sde_at_warmup: act with gSDE instead of uniform random actions before learning starts
+    :param stats_window_size: episodes averaged in the rollout statistics
+    :param policy_kwargs: extra policy constructor arguments
+    :param verbose: 0 silent, 1 SB3's metric table
+    :param seed: random seed
+    :param device: device outside a trainer
+    :param _init_setup_model: build the networks at once when ``env`` is given
+    :param env: SB3-style: train on this env in ``learn``
+    """
+
+    policy_aliases: ClassVar[dict[str, type[SACPolicy]]] = POLICY_ALIASES
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+
+    def __init__(
+        self,
+        policy: str | type[SACPolicy],
+        learning_rate: float | Schedule = 3e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        ent_coef: str | float = "auto",
+        target_update_interval: int = 1,
+        target_entropy: str | float = "auto",
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+        stats_window_size: int = 100,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: torch.device | str = "auto",
+        _init_setup_model: bool = True,
+        *,
+        env: GymEnv | str | None = None,
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            env=env,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            use_sde_at_warmup=use_sde_at_warmup,
+        )
+        self.ent_coef = ent_coef
+        self.target_update_interval = target_update_interval
+        self._target_entropy_raw = target_entropy
+        self.target_entropy = 0.0
+        self.log_ent_coef: nn.Parameter | None = None
+        self.ent_coef_optimizer: torch.optim.Optimizer | None = None
+        self._finish_init(_init_setup_model)
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        _initial_ent_coef(self.ent_coef)
+        if self.target_update_interval < 1:
+            raise ValueError(f"target_update_interval: must be >= 1, got {self.target_update_interval}")
+        if not (self._target_entropy_raw == "auto" or isinstance(self._target_entropy_raw, (int, float))):
+            raise ValueError(f"target_entropy: must be 'auto' or a float, got {self._target_entropy_raw!r}")
+
+    def _build_extra(self) -> None:
+        if self._target_entropy_raw == "auto":
+            self.target_entropy = -float(np.prod(self.action_space.shape))
+        else:
+            self.target_entropy = float(self._target_entropy_raw)
+        initial, learned = _initial_ent_coef(self.ent_coef)
+        if learned:
+            # a module parameter, so checkpoints and ``state_dict`` carry it
+            self.log_ent_coef = nn.Parameter(torch.log(torch.ones(1) * initial))
+            self.ent_coef_optimizer = torch.optim.Adam([self.log_ent_coef], lr=self.lr_schedule(1))
+        else:
+            self.register_buffer("ent_coef_tensor", torch.tensor(float(initial)))
+        critic, critic_target = self.policy.critic, self.policy.critic_target
+        self._critic_params = list(critic.parameters())
+        self._critic_target_params = list(critic_target.parameters())
+        # the actor loss backpropagates through the critic but must not write gradients into its weights
+        critic_optimized = {id(p) for group in critic.optimizer.param_groups for p in group["params"]}
+        self._critic_weights = [p for p in self._critic_params if id(p) in critic_optimized]
+        self._bn_stats = get_parameters_by_name(critic, ["running_"])
+        self._bn_stats_target = get_parameters_by_name(critic_target, ["running_"])
+
+    def configure_optimizers(self) -> OptimizerLRScheduler:
+        """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
+        return list(self._named_optimizers().values())
+
+    def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        named = {"actor.optimizer": self.policy.actor.optimizer, "critic.optimizer": self.policy.critic.optimizer}
+        if self.ent_coef_optimizer is not None:
+            named["ent_coef_optimizer"] = self.ent_coef_optimizer
+        return named
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """Off-policy SAC step: collect env transitions then do gradient updates."""
+        super().training_step(batch, batch_idx)
+
+    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
+        """Temperature, critic and actor updates on ``gradient_steps`` replay samples."""
+        optimizers = self._lightning_optimizers()
+        actor_opt, critic_opt = optimizers[0], optimizers[1]
+        ent_opt = optimizers[2] if len(optimizers) > 2 else None
+        actor, critic, critic_target = self.policy.actor, self.policy.critic, self.policy.critic_target
+        for step in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            if self.use_sde:
+                actor.reset_noise()
+            actions_pi, log_prob = actor.action_log_prob(data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+            if self.log_ent_coef is not None:
+                ent_coef = self.log_ent_coef.detach().exp()
+                ent_coef_loss = losses.entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
+                self._optimizer_step(ent_opt, ent_coef_loss)
+                self._track(ent_coef_loss=ent_coef_loss)
+            else:
+                ent_coef = self.ent_coef_tensor
+
+            with torch.no_grad():
+                next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
+                next_q = torch.cat(critic_target(data.next_observations, next_actions), dim=1)
+                target_q = losses.clipped_double_q_target(
+                    data.rewards, data.dones, discounts, next_q, next_log_prob, ent_coef
+                )
+            critic_loss = 0.5 * losses.critics_mse_loss(critic(data.observations, data.actions), target_q)
+            self._optimizer_step(critic_opt, critic_loss)
+
+            with frozen(self._critic_weights):
+                q_pi = torch.cat(critic(data.observations, actions_pi), dim=1)
+                actor_loss = losses.sac_actor_loss(log_prob, q_pi, ent_coef)
+                self._optimizer_step(actor_opt, actor_loss)
+
+            if step % self.target_update_interval == 0:
+                soft_update(self._critic_params, self._critic_target_params, self.tau)
+                soft_update(self._bn_stats, self._bn_stats_target, 1.0)
+            self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
+        self._n_updates += gradient_steps
+
+    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
+        if self.log_ent_coef is not None:
+            return {"log_ent_coef": self.log_ent_coef}
+        return {"ent_coef_tensor": self.ent_coef_tensor}
+
+    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
+        with torch.no_grad():
+            if self.log_ent_coef is not None and "log_ent_coef" in variables:
+                self.log_ent_coef.copy_(variables["log_ent_coef"].reshape(self.log_ent_coef.shape))
+            elif self.log_ent_coef is None and "ent_coef_tensor" in variables:
+                self.ent_coef_tensor.copy_(variables["ent_coef_tensor"])
+
+    def learn(
+        self: SelfSAC,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = 4,
+        tb_log_name: str = "SAC",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
+    ) -> SelfSAC:
+        return super().learn(
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
+        )
+
+
+def _initial_ent_coef(ent_coef: str | float) -> tuple[float, bool]:
+    """(initial value, learned?) of ``ent_coef``: a float > 0, ``"auto"`` or ``"auto_<float>"``."""
+    if isinstance(ent_coef, str):
+        if ent_coef == "auto":
+            return 1.0, True
+        if ent_coef.startswith("auto_"):
+            try:
+                value = float(ent_coef[len("auto_"):])
+            except ValueError:
+                value = -1.0
+            if value > 0:
+                return value, True
+        raise ValueError(f"ent_coef: must be a float > 0, 'auto' or 'auto_<initial value > 0>', got {ent_coef!r}")
+    if isinstance(ent_coef, bool) or not isinstance(ent_coef, (int, float)) or ent_coef < 0:
+        raise ValueError(f"ent_coef: must be a float >= 0, 'auto' or 'auto_<initial value > 0>', got {ent_coef!r}")
+    return float(ent_coef), False

@@ -1,0 +1,536 @@
+"""``OffPolicyAlgorithm``: each training step collects ``train_freq`` env steps into a replay buffer, then updates."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
+from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
+from stable_baselines3.common.type_aliases import GymEnv, RolloutReturn, TrainFreq, TrainFrequencyUnit
+from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
+
+from lit_sb3.common.base import BaseAlgorithm
+
+_GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+
+
+class EnvSteps:
+    """The training "dataloader" of an off-policy algorithm: an endless stream of ticks.
+
+    Each tick is one ``training_step`` (collect ``train_freq`` env steps, then update); the algorithm stops the
+    trainer itself when the env-step budget is spent or a callback asks to stop.
+    """
+
+    def __init__(self, algorithm: OffPolicyAlgorithm) -> None:
+        self.algorithm = algorithm
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            yield self.algorithm.num_timesteps
+
+
+def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> TrainFreq:
+    """``4`` -> every 4 steps; ``(2, "episode")`` (a YAML list works too) -> every 2 episodes."""
+    if isinstance(train_freq, (int, np.integer)) and not isinstance(train_freq, bool):
+        frequency, unit = int(train_freq), "step"
+    elif isinstance(train_freq, (tuple, list)) and len(train_freq) == 2:
+        frequency, unit = train_freq
+    else:
+        raise ValueError(f"train_freq: expected an int or a (frequency, unit) pair, got {train_freq!r}")
+    if isinstance(unit, TrainFrequencyUnit):
+        unit = unit.value
+    if unit not in ("step", "episode"):
+        raise ValueError(f"train_freq: unit must be one of 'step', 'episode', got {unit!r}")
+    if not isinstance(frequency, (int, np.integer)) or isinstance(frequency, bool) or frequency < 1:
+        raise ValueError(f"train_freq: frequency must be an int >= 1, got {frequency!r}")
+    return TrainFreq(int(frequency), TrainFrequencyUnit(unit))
+
+
+@torch.no_grad()
+def soft_update(params: Iterable[torch.Tensor], target_params: Iterable[torch.Tensor], tau: float) -> None:
+    """Polyak averaging ``target <- (1 - tau) * target + tau * param`` in one fused call (no per-tensor loop)."""
+    targets, sources = list(target_params), list(params)
+    if len(targets) != len(sources):
+        raise ValueError(f"soft_update: {len(sources)} parameters for {len(targets)} target parameters")
+    if targets:
+        torch._foreach_lerp_(targets, sources, tau)
+
+
+@contextlib.contextmanager
+def frozen(params: list[torch.Tensor]) -> Iterator[None]:
+    """No weight gradients for ``params`` inside the block (gradients still flow *through* them to the inputs)."""
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+class OffPolicyAlgorithm(BaseAlgorithm):
+    """Shared replay-buffer loop of SAC, TD3, DDPG and DQN (and the sb3-contrib off-policy algorithms).
+
+    Subclasses implement :meth:`gradient_updates` (``gradient_steps`` updates on replay samples) and configure their
+    optimizers; collection, warm-up, action noise, logging and persistence of the replay buffer live here.
+    """
+
+    default_log_interval: ClassVar[int] = 4
+    #: opt in to store the replay buffer in Lightning checkpoints (it can be large)
+    checkpoint_replay_buffer: bool = False
+
+    def __init__(
+        self,
+        policy: Any,
+        learning_rate: Any,
+        buffer_size: int,
+        learning_starts: int,
+        batch_size: int,
+        tau: float,
+        gamma: float,
+        train_freq: int | tuple[int, str],
+        gradient_steps: int,
+        action_noise: ActionNoise | None,
+        replay_buffer_class: type[ReplayBuffer] | None,
+        replay_buffer_kwargs: dict[str, Any] | None,
+        optimize_memory_usage: bool,
+        n_steps: int,
+        policy_kwargs: dict[str, Any] | None,
+        stats_window_size: int,
+        verbose: int,
+        seed: int | None,
+        device: torch.device | str,
+        env: GymEnv | str | None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+    ) -> None:
+        super().__init__(policy, learning_rate, policy_kwargs, stats_window_size, verbose, seed, device, env)
+        self.buffer_size = buffer_size
+        self.learning_starts = learning_starts
+        self.batch_size = batch_size
+        self.tau = tau
+        self.gamma = gamma
+        self._train_freq_raw = train_freq
+        self.train_freq = as_train_freq(train_freq)
+        self.gradient_steps = gradient_steps
+        self.action_noise = action_noise
+        self.replay_buffer_class = replay_buffer_class
+        self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
+        self.optimize_memory_usage = optimize_memory_usage
+        self.n_steps = n_steps
+        self.use_sde = use_sde
+        self.sde_sample_freq = sde_sample_freq
+        self.use_sde_at_warmup = use_sde_at_warmup
+        self.replay_buffer: ReplayBuffer | None = None
+        self._vec_normalize_env: VecNormalize | None = None
+        self._last_original_obs: Any = None
+        self._pending_buffer_state: dict[str, Any] | None = None
+        # running sums of the update statistics: no host sync per update, averaged when logs are dumped
+        self._stat_sums: dict[str, torch.Tensor] = {}
+        self._stat_counts: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ checks and construction
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        ls = self.learning_starts
+        if not isinstance(ls, (int, np.integer)) or isinstance(ls, bool) or ls < 0:
+            raise ValueError(f"learning_starts: must be an int >= 0, got {ls!r}")
+        if self.gradient_steps == 0 or self.gradient_steps < -1:
+            raise ValueError(
+                "gradient_steps: must be >= 1, or -1 (as many updates as env steps collected), "
+                f"got {self.gradient_steps}"
+            )
+        checks = [
+            ("buffer_size", self.buffer_size >= 1, ">= 1"),
+            ("batch_size", self.batch_size >= 1, ">= 1"),
+            ("tau", 0.0 <= self.tau <= 1.0, "in [0, 1]"),
+            ("gamma", 0.0 <= self.gamma <= 1.0, "in [0, 1]"),
+            ("n_steps", self.n_steps >= 1, ">= 1"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"batch_size: must be <= buffer_size ({self.buffer_size}), got {self.batch_size}")
+        if self.replay_buffer_class is not None and not (
+            isinstance(self.replay_buffer_class, type) and issubclass(self.replay_buffer_class, ReplayBuffer)
+        ):
+            raise ValueError(
+                f"replay_buffer_class: expected None or a ReplayBuffer subclass (ReplayBuffer, DictReplayBuffer, "
+                f"NStepReplayBuffer, HerReplayBuffer), got {self.replay_buffer_class!r}"
+            )
+
+    def _policy_kwargs(self) -> dict[str, Any]:
+        kwargs = super()._policy_kwargs()
+        if self.use_sde:
+            kwargs["use_sde"] = True
+        return kwargs
+
+    def _uses_her(self) -> bool:
+        return self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer)
+
+    def check_env(self, env: VecEnv) -> None:
+        super().check_env(env)
+        if self.train_freq.unit == TrainFrequencyUnit.EPISODE and env.num_envs > 1:
+            raise ValueError(
+                f"train_freq: with {env.num_envs} envs the unit must be 'step' (episodes end at different times), "
+                f"got {self._train_freq_raw!r}"
+            )
+        obs_space = env.observation_space
+        if self._uses_her():
+            keys = set(obs_space.spaces) if isinstance(obs_space, spaces.Dict) else set()
+            if not set(_GOAL_KEYS) <= keys:
+                raise ValueError(
+                    f"replay_buffer_class: HerReplayBuffer needs a goal-conditioned env (Dict observation with keys "
+                    f"{', '.join(_GOAL_KEYS)} and compute_reward), got observation space {obs_space}"
+                )
+            if self.optimize_memory_usage:
+                raise ValueError("optimize_memory_usage: must be False with HerReplayBuffer")
+        if isinstance(obs_space, spaces.Dict) and self.n_steps > 1 and self.replay_buffer_class is None:
+            raise ValueError(f"n_steps: n-step returns need a non-Dict observation space; use 1, got {self.n_steps}")
+        if self.n_steps > 1 and self.optimize_memory_usage:
+            raise ValueError("optimize_memory_usage: must be False when n_steps > 1 (NStepReplayBuffer)")
+
+    def _make_replay_buffer(self, env: VecEnv) -> ReplayBuffer:
+        buffer_class = self.replay_buffer_class
+        kwargs = dict(self.replay_buffer_kwargs)
+        if buffer_class is None:
+            if isinstance(self.observation_space, spaces.Dict):
+                buffer_class = DictReplayBuffer
+            elif self.n_steps > 1:
+                buffer_class, kwargs = NStepReplayBuffer, {**kwargs, "n_steps": self.n_steps, "gamma": self.gamma}
+            else:
+                buffer_class = ReplayBuffer
+        elif self.n_steps > 1:
+            warnings.warn(
+                f"n_steps: {self.n_steps} is ignored with a custom replay_buffer_class; pass n_steps/gamma in "
+                f"replay_buffer_kwargs to that buffer instead",
+                stacklevel=2,
+            )
+        if issubclass(buffer_class, HerReplayBuffer):
+            kwargs["env"] = env
+        return buffer_class(
+            self.buffer_size,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            n_envs=env.num_envs,
+            optimize_memory_usage=self.optimize_memory_usage,
+            **kwargs,
+        )
+
+    def _setup_buffers(self, env: VecEnv) -> None:
+        """Create the replay buffer once (it persists across ``learn`` calls); point HER at the current env."""
+        if self.replay_buffer is None or self.replay_buffer.n_envs != env.num_envs:
+            self.replay_buffer = self._make_replay_buffer(env)
+        self.replay_buffer.device = self.device
+        if isinstance(self.replay_buffer, HerReplayBuffer) and self.replay_buffer.env is not env:
+            self.replay_buffer.env = None
+            self.replay_buffer.set_env(env)
+        if self._pending_buffer_state is not None:
+            _restore_buffer_arrays(self.replay_buffer, self._pending_buffer_state)
+            self._pending_buffer_state = None
+        noise = self.action_noise
+        if noise is not None and env.num_envs > 1 and not isinstance(noise, VectorizedActionNoise):
+            self.action_noise = VectorizedActionNoise(self.action_noise, env.num_envs)
+        self._vec_normalize_env = self.get_vec_normalize_env()
+
+    def on_fit_start(self) -> None:
+        # Target networks are in eval mode by design; Lightning warns about that at every fit, so the flags are
+        # raised just for its check and lowered again in on_train_start (no forward pass runs in between).
+        self._eval_modules = [m for m in self.modules() if not m.training]
+        for module in self._eval_modules:
+            module.training = True
+
+    def on_train_start(self) -> None:
+        for module in getattr(self, "_eval_modules", []):
+            module.training = False
+        self._eval_modules = []
+        env = self._training_env()
+        resets = self._last_obs is None or self._seeded_env is not env
+        super().on_train_start()
+        if resets:
+            self._truncate_last_trajectory()
+            vec_norm = self._vec_normalize_env
+            self._last_original_obs = vec_norm.get_original_obs() if vec_norm is not None else self._last_obs
+
+    def _truncate_last_trajectory(self) -> None:
+        """The env was reset: the buffer's last transition must not be chained to the next one."""
+        buffer = self.replay_buffer
+        if buffer is None or not (buffer.full or buffer.pos > 0):
+            return
+        if isinstance(buffer, HerReplayBuffer):
+            if np.any(buffer._current_ep_start != buffer.pos):
+                buffer.truncate_last_trajectory()
+        elif self.optimize_memory_usage:
+            buffer.dones[(buffer.pos - 1) % buffer.buffer_size] = True
+
+    def train_dataloader(self) -> EnvSteps:
+        return EnvSteps(self)
+
+    # ------------------------------------------------------------------ the training step
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """Collect ``train_freq`` env steps (or episodes), then ``gradient_steps`` updates past ``learning_starts``."""
+        env = self._training_env()
+        rollout = self.collect_rollouts(
+            env,
+            callback=self._callback,
+            train_freq=self.train_freq,
+            replay_buffer=self.replay_buffer,
+            action_noise=self.action_noise,
+            learning_starts=self.learning_starts,
+            log_interval=self.log_interval,
+        )
+        if not rollout.continue_training:
+            self.trainer.should_stop = True
+            return
+        if self.num_timesteps > 0 and self.num_timesteps > self.learning_starts:
+            steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
+            if steps > 0:
+                self.policy.set_training_mode(True)
+                self._update_learning_rate()
+                self.gradient_updates(steps, self.batch_size)
+        self._stop_if_budget_reached()
+
+    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
+        """``gradient_steps`` updates on samples of ``batch_size`` transitions (SB3's ``train``)."""
+        raise NotImplementedError
+
+    def _update_learning_rate(self) -> None:
+        lr = self.lr_schedule(self._current_progress_remaining)
+        for optimizer in self._named_optimizers().values():
+            update_learning_rate(optimizer, lr)
+        self.sb3_logger.record("train/learning_rate", lr)
+
+    def _optimizer_step(
+        self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None
+    ) -> None:
+        """zero_grad, backward, optional norm clipping, step: through Lightning when a trainer drives the module."""
+        optimizer.zero_grad(set_to_none=True)
+        if self._trainer is not None:
+            self.manual_backward(loss)
+            if max_grad_norm is not None:
+                self.clip_gradients(optimizer, gradient_clip_val=max_grad_norm, gradient_clip_algorithm="norm")
+        else:
+            loss.backward()
+            if max_grad_norm is not None:
+                params = [p for group in optimizer.param_groups for p in group["params"]]
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        optimizer.step()
+
+    def _lightning_optimizers(self) -> list[Any]:
+        """The optimizers in ``configure_optimizers`` order, Lightning-wrapped inside a trainer, raw outside."""
+        if self._trainer is not None:
+            optimizers = self.optimizers()
+            return list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers]
+        return list(self._named_optimizers().values())
+
+    def _track(self, **values: torch.Tensor) -> None:
+        """Accumulate update statistics as tensors (no ``.item()`` per update)."""
+        for key, value in values.items():
+            value = value.detach()
+            if key in self._stat_sums:
+                self._stat_sums[key] += value
+                self._stat_counts[key] += 1
+            else:
+                self._stat_sums[key] = value.clone()
+                self._stat_counts[key] = 1
+
+    # ------------------------------------------------------------------ collection
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback | None,
+        train_freq: TrainFreq,
+        replay_buffer: ReplayBuffer,
+        action_noise: ActionNoise | None = None,
+        learning_starts: int = 0,
+        log_interval: int | None = None,
+    ) -> RolloutReturn:
+        """Step every env until ``train_freq`` is met, storing the transitions in ``replay_buffer``."""
+        self.policy.set_training_mode(False)
+        n_steps = n_episodes = 0
+        if self.use_sde:
+            self.policy.reset_noise(env.num_envs)
+        if callback is not None:
+            callback.on_rollout_start()
+        while should_collect_more_steps(train_freq, n_steps, n_episodes):
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self.policy.reset_noise(env.num_envs)
+            actions, buffer_actions = self._sample_action(learning_starts, action_noise, env.num_envs)
+            new_obs, rewards, dones, infos = env.step(actions)
+            self.num_timesteps += env.num_envs
+            n_steps += 1
+            if callback is not None:
+                callback.update_locals(locals())
+                if not callback.on_step():
+                    return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=False)
+            self._update_info_buffer(infos, dones)
+            self._store_transition(replay_buffer, buffer_actions, new_obs, rewards, dones, infos)
+            self._on_step()
+            for idx in np.flatnonzero(dones):
+                n_episodes += 1
+                self._episode_num += 1
+                if action_noise is not None:
+                    action_noise.reset(**({"indices": [idx]} if env.num_envs > 1 else {}))
+                if log_interval and self._episode_num % log_interval == 0:
+                    self.dump_logs()
+        if callback is not None:
+            callback.on_rollout_end()
+        return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=True)
+
+    def _sample_action(
+        self, learning_starts: int, action_noise: ActionNoise | None, n_envs: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Env actions and the actions to store (Box actions are stored scaled to [-1, 1])."""
+        if self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup):
+            unscaled = np.array([self.action_space.sample() for _ in range(n_envs)])
+        else:
+            unscaled, _ = self.predict(self._last_obs, deterministic=False)
+        if not isinstance(self.action_space, spaces.Box):
+            return unscaled, unscaled
+        scaled = self.policy.scale_action(unscaled)
+        if action_noise is not None:
+            scaled = np.clip(scaled + action_noise(), -1.0, 1.0)
+        return self.policy.unscale_action(scaled), scaled
+
+    def _store_transition(
+        self,
+        replay_buffer: ReplayBuffer,
+        buffer_action: np.ndarray,
+        new_obs: np.ndarray | dict[str, np.ndarray],
+        reward: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """Store one vector step; the buffer keeps unnormalized data and the true last observation of an episode."""
+        vec_norm = self._vec_normalize_env
+        if vec_norm is not None:
+            new_obs_, reward_ = vec_norm.get_original_obs(), vec_norm.get_original_reward()
+        else:
+            new_obs_, reward_ = new_obs, reward
+        next_obs = _copy_obs(new_obs_)
+        for i in np.flatnonzero(dones):
+            terminal = infos[i].get("terminal_observation")
+            if terminal is None:
+                continue
+            if vec_norm is not None:
+                terminal = vec_norm.unnormalize_obs(terminal)
+            if isinstance(next_obs, dict):
+                for key in next_obs:
+                    next_obs[key][i] = terminal[key]
+            else:
+                next_obs[i] = terminal
+        replay_buffer.add(self._last_original_obs, next_obs, buffer_action, reward_, dones, infos)
+        self._last_obs = new_obs
+        self._last_original_obs = new_obs_
+
+    def _on_step(self) -> None:
+        """Hook: after every vector env step (DQN: exploration rate and target network)."""
+
+    # ------------------------------------------------------------------ logging
+
+    def dump_logs(self) -> None:
+        record = self.sb3_logger.record
+        record("time/episodes", self._episode_num, exclude="tensorboard")
+        if self._stat_sums:
+            keys = list(self._stat_sums)
+            means = (torch.stack([self._stat_sums[k].float().reshape(()) for k in keys]).cpu()
+                     / torch.tensor([float(self._stat_counts[k]) for k in keys])).tolist()
+            for key, value in zip(keys, means):
+                record(f"train/{key}", value)
+            self._stat_sums.clear()
+            self._stat_counts.clear()
+        if self._n_updates:
+            record("train/n_updates", self._n_updates, exclude="tensorboard")
+        if self.use_sde and hasattr(self.policy, "actor"):
+            record("train/std", self.policy.actor.get_std().mean().item())
+        super().dump_logs()
+
+    # ------------------------------------------------------------------ replay buffer persistence
+
+    def save_replay_buffer(self, path: str | Path) -> None:
+        """Pickle the replay buffer (SB3's format; HER's env is left out)."""
+        if self.replay_buffer is None:
+            raise RuntimeError("save_replay_buffer: there is no replay buffer yet (train first)")
+        save_to_pkl(path, self.replay_buffer, self.verbose)
+
+    def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
+        """Load a buffer written by ``save_replay_buffer`` (or SB3's); HER buffers get the current env."""
+        buffer = load_from_pkl(path, self.verbose)
+        if not isinstance(buffer, ReplayBuffer):
+            raise ValueError(f"load_replay_buffer: {path} holds a {type(buffer).__name__}, not a ReplayBuffer")
+        if not hasattr(buffer, "handle_timeout_termination"):  # written by an old SB3
+            buffer.handle_timeout_termination = False
+            buffer.timeouts = np.zeros_like(buffer.dones)
+        if isinstance(buffer, HerReplayBuffer):
+            env = self.get_env()
+            if env is None:
+                raise ValueError("load_replay_buffer: a HerReplayBuffer needs an env; pass env= to the model first")
+            buffer.env = None
+            buffer.set_env(env)
+            if truncate_last_traj:
+                buffer.truncate_last_trajectory()
+        buffer.device = self.device
+        self.replay_buffer = buffer
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _extra_state(self) -> dict[str, Any]:
+        state = super()._extra_state()
+        if self.checkpoint_replay_buffer and self.replay_buffer is not None:
+            state["replay_buffer"] = _buffer_arrays(self.replay_buffer)
+        return state
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        buffer_state = state.get("replay_buffer")
+        if buffer_state is not None:
+            if self.replay_buffer is not None:
+                _restore_buffer_arrays(self.replay_buffer, buffer_state)
+            else:
+                self._pending_buffer_state = buffer_state  # applied when the buffer is created at train start
+
+
+def _copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+    if isinstance(obs, dict):
+        return {k: np.array(v, copy=True) for k, v in obs.items()}
+    return np.array(obs, copy=True)
+
+
+def _buffer_arrays(buffer: ReplayBuffer) -> dict[str, Any]:
+    """The buffer's contents as tensors and plain numbers (safe for ``weights_only`` checkpoint loading)."""
+    state: dict[str, Any] = {}
+    for key, value in vars(buffer).items():
+        if isinstance(value, np.ndarray):
+            state[key] = torch.from_numpy(value.copy())
+        elif isinstance(value, dict) and value and all(isinstance(v, np.ndarray) for v in value.values()):
+            state[key] = {k: torch.from_numpy(v.copy()) for k, v in value.items()}
+        elif isinstance(value, (bool, int, float)) and key not in ("buffer_size", "n_envs"):
+            state[key] = value
+    return state
+
+
+def _restore_buffer_arrays(buffer: ReplayBuffer, state: dict[str, Any]) -> None:
+    for key, value in state.items():
+        if isinstance(value, torch.Tensor):
+            setattr(buffer, key, value.numpy())
+        elif isinstance(value, dict):
+            setattr(buffer, key, {k: v.numpy() for k, v in value.items()})
+        else:
+            setattr(buffer, key, value)
