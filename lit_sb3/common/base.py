@@ -196,7 +196,6 @@ class BaseAlgorithm(L.LightningModule):
 
     def on_train_start(self) -> None:
         env = self._training_env()
-        self.check_env(env)
         self.n_envs = env.num_envs
         self._setup_buffers(env)
         if self._last_obs is None or self._seeded_env is not env:
@@ -337,7 +336,6 @@ class BaseAlgorithm(L.LightningModule):
             self._env = vec_env
         if self._env is None:
             raise ValueError(f"env: {type(self).__name__}.learn needs an env (learn(env=...) or the constructor's env=)")
-        self.check_env(self._env)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self._episode_num = 0

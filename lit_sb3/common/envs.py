@@ -145,7 +145,8 @@ def space_from_dict(data: dict[str, Any]) -> spaces.Space:
     """Inverse of :func:`space_to_dict`."""
     kind = data["type"]
     if kind == "Box":
-        return spaces.Box(np.array(data["low"]), np.array(data["high"]), dtype=np.dtype(data["dtype"]))
+        dtype = np.dtype(data["dtype"])
+        return spaces.Box(np.array(data["low"], dtype=dtype), np.array(data["high"], dtype=dtype), dtype=dtype)
     if kind == "Discrete":
         return spaces.Discrete(data["n"], start=data["start"])
     if kind == "MultiDiscrete":

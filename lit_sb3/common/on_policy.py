@@ -123,14 +123,15 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 f"n_steps: n_steps * n_envs must be > 1 (advantage normalization needs two samples), "
                 f"got {self.n_steps} * {env.num_envs}"
             )
+
+    def _setup_buffers(self, env: VecEnv) -> None:
+        rollout = self.n_steps * env.num_envs
         if self.batch_size is not None and rollout % self.batch_size > 0:
             warnings.warn(
                 f"batch_size: {self.batch_size} does not divide the rollout of n_steps * n_envs = {rollout}; "
                 f"the last minibatch of each epoch has {rollout % self.batch_size} samples",
                 stacklevel=2,
             )
-
-    def _setup_buffers(self, env: VecEnv) -> None:
         buffer_class = self.rollout_buffer_class or (
             DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
         )

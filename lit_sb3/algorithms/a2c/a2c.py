@@ -118,13 +118,13 @@ class A2C(OnPolicyAlgorithm):
     def on_train_epoch_start(self) -> None:
         super().on_train_epoch_start()
 
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        """A2C loss on the full rollout buffer (single gradient step)."""
+    def compute_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """A2C's loss on one batch with the current policy, and its logged parts."""
         actions = batch.actions
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
         values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
-        loss, terms = a2c_loss(
+        return a2c_loss(
             values.flatten(),
             log_prob,
             entropy,
@@ -133,6 +133,10 @@ class A2C(OnPolicyAlgorithm):
             ent_coef=self.ent_coef,
             vf_coef=self.vf_coef,
         )
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        """A2C loss on the full rollout buffer (single gradient step)."""
+        loss, terms = self.compute_loss(batch)
         self._clip_and_step(loss)
         self._track(**terms)
         return loss.detach()

@@ -111,6 +111,8 @@ class PPO(OnPolicyAlgorithm):
         self.clip_range = FloatSchedule(clip_range)
         self.clip_range_vf = FloatSchedule(clip_range_vf) if clip_range_vf is not None else None
         self._clip_range_raw, self._clip_range_vf_raw = clip_range, clip_range_vf
+        self._clip, self._clip_vf = self.clip_range(1.0), (self.clip_range_vf(1.0) if clip_range_vf is not None else None)
+        self._last_loss: torch.Tensor | None = None
         self._finish_init(_init_setup_model)
 
     def _validate_hyperparameters(self) -> None:
@@ -134,13 +136,13 @@ class PPO(OnPolicyAlgorithm):
         self._clip = self.clip_range(progress)
         self._clip_vf = self.clip_range_vf(progress) if self.clip_range_vf is not None else None
 
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        """Compute PPO clipped-surrogate loss for one mini-batch of rollout data."""
+    def compute_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """PPO's loss on one minibatch with the current policy, and its logged parts."""
         actions = batch.actions
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
         values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
-        loss, terms = ppo_loss(
+        return ppo_loss(
             values.flatten(),
             log_prob,
             entropy,
@@ -151,9 +153,13 @@ class PPO(OnPolicyAlgorithm):
             ent_coef=self.ent_coef,
             vf_coef=self.vf_coef,
         )
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        """Compute PPO clipped-surrogate loss for one mini-batch of rollout data."""
+        loss, terms = self.compute_loss(batch)
         self._track(**terms)
         if self.target_kl is not None and terms["approx_kl"].item() > 1.5 * self.target_kl:
-            self._stop_updates = True  # SB3: the step that crossed the limit is not applied
+            self._stop_updates = True  # as in SB3, the minibatch that crossed the limit is not applied
             if self.verbose >= 1:
                 print(f"Early stopping at step {self._epoch} due to reaching max kl: {terms['approx_kl'].item():.2f}")
             return loss.detach()
@@ -166,7 +172,7 @@ class PPO(OnPolicyAlgorithm):
         if self._rollout_complete:
             self._n_updates += self._epoch + 1
             record = self.sb3_logger.record
-            if getattr(self, "_last_loss", None) is not None:
+            if self._last_loss is not None:
                 record("train/loss", self._last_loss.item())
             record("train/clip_range", self._clip)
             if self._clip_vf is not None:
