@@ -250,7 +250,7 @@ def _initial_ent_coef(ent_coef: str | float) -> tuple[float, bool]:
                 value = -1.0
             if value > 0:
                 return value, True
-        raise ValueError(f"ent_coef: must be a float > 0, 'auto' or 'auto_<initial value > 0>', got {ent_coef!r}")
+        raise ValueError(f"ent_coef: must be a float >= 0, 'auto' or 'auto_<initial value > 0>', got {ent_coef!r}")
     if isinstance(ent_coef, bool) or not isinstance(ent_coef, (int, float)) or ent_coef < 0:
         raise ValueError(f"ent_coef: must be a float >= 0, 'auto' or 'auto_<initial value > 0>', got {ent_coef!r}")
     return float(ent_coef), False
