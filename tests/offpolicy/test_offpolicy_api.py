@@ -193,7 +193,9 @@ def test_replay_buffer_save_load(tmp_path):
     assert np.array_equal(other.replay_buffer.observations, model.replay_buffer.observations)
 
 
-@pytest.mark.filterwarnings("ignore:.*no pre-optimization state was saved.*", "ignore:.*callbacks used to create the checkpoint.*")
+@pytest.mark.filterwarnings(
+    "ignore:.*no pre-optimization state was saved.*", "ignore:.*callbacks used to create the checkpoint.*"
+)
 def test_checkpoint_resume_restores_counters_optimizers_entropy_and_buffer(tmp_path):
     def make():
         model = SAC("MlpPolicy", learning_starts=10, batch_size=8, policy_kwargs=TINY, seed=0)
