@@ -1,0 +1,38 @@
+# The README's two commands are `make run` and `make test`; both set up .venv first (idempotent).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: help setup run test test-all lint bench spec
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## Create .venv with torch (CPU 2.13.0 when none is installed) and the project
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# Install torch first, pinned: a bare requirement would let pip pick a multi-GB CUDA build.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[test]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	touch $(STAMP)
+
+run: setup ## Main job: train PPO on CartPole-v1 and print its evaluation
+	$(BIN)/python -m lit_bench.quickstart
+
+test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)
+	$(BIN)/pytest -m "not slow"
+
+test-all: setup ## Every test, including the slow learning runs
+	$(BIN)/pytest
+
+lint: setup ## ruff
+	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks
+
+bench: setup ## Throughput of lit_sb3 vs SB3 (env steps/s and ratio)
+	$(BIN)/python benchmarks/throughput.py
+
+spec: setup ## Conformance with the API spec in ../shared
+	$(BIN)/python ../shared/tools/spec_check.py
