@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,7 +19,7 @@ from stable_baselines3.common.preprocessing import (
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor, VecTransposeImage, is_vecenv_wrapped
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
-EnvSource = Union[str, gym.Env, VecEnv, Callable[[], gym.Env]]
+EnvSource = str | gym.Env | VecEnv | Callable[[], gym.Env]
 
 
 def check_env_id(env_id: str) -> None:

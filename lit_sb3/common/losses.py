@@ -26,7 +26,10 @@ def clipped_surrogate_loss(
 
 
 def value_loss(
-    values: torch.Tensor, returns: torch.Tensor, old_values: torch.Tensor | None = None, clip_range_vf: float | None = None
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    old_values: torch.Tensor | None = None,
+    clip_range_vf: float | None = None,
 ) -> torch.Tensor:
     """MSE to the returns; with ``clip_range_vf`` the prediction may move at most that far from ``old_values``."""
     if clip_range_vf is not None:

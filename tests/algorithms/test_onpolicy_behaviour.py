@@ -21,8 +21,8 @@ from stable_baselines3.common.callbacks import (
     StopTrainingOnRewardThreshold,
 )
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.envs import IdentityEnv, IdentityEnvBox, IdentityEnvMultiBinary, SimpleMultiObsEnv
+from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer
 
@@ -244,9 +244,9 @@ def test_trainer_refuses_dataloaders_and_foreign_datamodules():
     model = PPO("MlpPolicy", **SMALL)
     with pytest.raises(TypeError, match="train_dataloaders/val_dataloaders"):
         trainer.fit(model, datamodule=RLEnvDataModule("CartPole-v1"), train_dataloaders=[1])
-    with pytest.raises(TypeError, match="datamodule: RLTrainer.fit needs an RLEnvDataModule"):
+    with pytest.raises(TypeError, match=r"datamodule: RLTrainer\.fit needs an RLEnvDataModule"):
         trainer.fit(model, datamodule=object())
-    with pytest.raises(ValueError, match="max_steps: RLTrainer.fit needs an env-step budget"):
+    with pytest.raises(ValueError, match=r"max_steps: RLTrainer\.fit needs an env-step budget"):
         RLTrainer(logger=False).fit(model, datamodule=RLEnvDataModule("CartPole-v1"))
 
 

@@ -111,7 +111,8 @@ class PPO(OnPolicyAlgorithm):
         self.clip_range = FloatSchedule(clip_range)
         self.clip_range_vf = FloatSchedule(clip_range_vf) if clip_range_vf is not None else None
         self._clip_range_raw, self._clip_range_vf_raw = clip_range, clip_range_vf
-        self._clip, self._clip_vf = self.clip_range(1.0), (self.clip_range_vf(1.0) if clip_range_vf is not None else None)
+        self._clip = self.clip_range(1.0)
+        self._clip_vf = self.clip_range_vf(1.0) if self.clip_range_vf is not None else None
         self._last_loss: torch.Tensor | None = None
         self._finish_init(_init_setup_model)
 
