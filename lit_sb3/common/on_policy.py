@@ -24,10 +24,20 @@ class RolloutMinibatches:
 
     Lightning iterates it once per epoch, after ``on_train_epoch_start`` has filled the rollout buffer. It stops
     early when the algorithm asks (``target_kl``) or when the rollout was cut short by a callback.
+
+    It has a length on purpose: Lightning prefetches a batch from iterables of unknown length when it sets the
+    data up, which would read the first epoch's rollout before it is collected.
     """
 
     def __init__(self, algorithm: OnPolicyAlgorithm) -> None:
         self.algorithm = algorithm
+
+    def __len__(self) -> int:
+        algo = self.algorithm
+        env = algo.env
+        rollout = algo.n_steps * (env.num_envs if env is not None else algo.n_envs or 1)
+        batch = algo.batch_size or rollout
+        return algo.n_epochs * -(-rollout // batch)
 
     def __iter__(self) -> Iterator[Any]:
         algo = self.algorithm

@@ -304,3 +304,14 @@ def test_test_stage_and_hparams():
     assert model.hparams["clip_range"] == 0.1 and model.hparams["n_steps"] == 32 and "env" not in model.hparams
     out = RLTrainer(logger=False).test(model, datamodule=RLEnvDataModule(test_env="CartPole-v1"), verbose=False)
     assert out[0]["eval/mean_ep_length"] > 0
+
+
+@pytest.mark.parametrize(("algo", "kwargs", "steps_per_rollout"), [(PPO, dict(n_steps=64, batch_size=32, n_epochs=2), 4),
+                                                                 (A2C, dict(n_steps=16), 1)])
+def test_every_rollout_is_trained_on(algo, kwargs, steps_per_rollout):
+    """Regression: Lightning reads iterables during setup; the first rollout must still get its updates."""
+    model = algo("MlpPolicy", env="CartPole-v1", seed=0, policy_kwargs=dict(optimizer_class=torch.optim.Adam), **kwargs)
+    model.learn(kwargs["n_steps"] * 4)
+    state = next(iter(model.policy.optimizer.state.values()))
+    assert int(state["step"]) == 4 * steps_per_rollout
+    assert model._n_updates == 4 * kwargs.get("n_epochs", 1)
