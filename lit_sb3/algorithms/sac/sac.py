@@ -170,9 +170,7 @@ class SAC(OffPolicyAlgorithm):
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Temperature, critic and actor updates on ``gradient_steps`` replay samples."""
-        optimizers = self._lightning_optimizers()
-        actor_opt, critic_opt = optimizers[0], optimizers[1]
-        ent_opt = optimizers[2] if len(optimizers) > 2 else None
+        actor_opt, critic_opt = self._lightning_optimizers()[:2]
         actor, critic, critic_target = self.policy.actor, self.policy.critic, self.policy.critic_target
         for step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
@@ -184,7 +182,11 @@ class SAC(OffPolicyAlgorithm):
             if self.log_ent_coef is not None:
                 ent_coef = self.log_ent_coef.detach().exp()
                 ent_coef_loss = losses.entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
-                self._optimizer_step(ent_opt, ent_coef_loss)
+                # a scalar fp32 parameter fed by detached log-probs: no precision plugin or strategy is involved,
+                # so the plain step saves Lightning's per-step hooks
+                self.ent_coef_optimizer.zero_grad(set_to_none=True)
+                ent_coef_loss.backward()
+                self.ent_coef_optimizer.step()
                 self._track(ent_coef_loss=ent_coef_loss)
             else:
                 ent_coef = self.ent_coef_tensor
