@@ -123,7 +123,7 @@ def test_learning_starts_gradient_steps_and_budget():
     assert model.replay_buffer.pos == 100
 
 
-def test_episode_train_freq_multi_env_noise_and_dump(capsys):
+def test_episode_train_freq_action_noise_and_logged_metrics(capsys):
     model = SAC("MlpPolicy", env="Pendulum-v1", train_freq=(1, "episode"), gradient_steps=2, learning_starts=0,
                 batch_size=8, policy_kwargs=TINY, seed=0, verbose=1, action_noise=NormalActionNoise(np.zeros(1),
                                                                                              0.1 * np.ones(1)))
