@@ -1,0 +1,103 @@
+"""Input checks that run before any env or network exists, each failing with one line that names the mistake."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from typing import Any
+
+from gymnasium import spaces
+from omegaconf import DictConfig
+
+# Arguments the harness passes itself; a config must not set them.
+HARNESS_ARGS = ("env", "seed", "verbose", "_init_setup_model")
+BACKENDS = ("lit", "sb3")
+
+
+class ConfigError(ValueError):
+    """A user mistake in the run's configuration: reported as one line, without a traceback."""
+
+
+def algorithm_class(target: str, backend: str) -> type:
+    """The class a config's ``_target_`` names, for ``backend`` (sb3: the SB3 / sb3-contrib class of that name)."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend={backend}: unknown backend; choose one of {', '.join(BACKENDS)}")
+    module_name, _, name = target.rpartition(".")
+    if backend == "sb3":
+        for module_name in ("stable_baselines3", "sb3_contrib"):
+            cls = getattr(importlib.import_module(module_name), name, None)
+            if cls is not None:
+                return cls
+        raise ConfigError(f"algo: stable_baselines3 / sb3_contrib have no algorithm named {name}")
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError):
+        raise ConfigError(f"algo: {target} is not available in this lit_sb3 (yet); try backend=sb3") from None
+
+
+def sb3_equivalent(value: Any) -> Any:
+    """A lit_sb3 class given as a hyperparameter (e.g. ``HerReplayBuffer``) -> SB3's class of the same name."""
+    if isinstance(value, type) and value.__module__.startswith("lit_sb3"):
+        import stable_baselines3
+
+        return getattr(stable_baselines3, value.__name__, value)
+    return value
+
+
+def check_budget(budget: Any) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise ConfigError(f"budget={budget}: the env-step budget must be a positive integer")
+    return budget
+
+
+def check_hyperparameters(cls: type, algo_cfg: DictConfig, algo_name: str) -> None:
+    """Every key of the algo config must be an argument of the algorithm's constructor."""
+    params = inspect.signature(cls.__init__).parameters
+    accepted = [p for p in params if p not in ("self", *HARNESS_ARGS)]
+    for key in algo_cfg:
+        key = str(key)
+        if key.startswith("_") and key.endswith("_"):
+            continue  # _target_, _convert_, ...
+        if key in HARNESS_ARGS:
+            raise ConfigError(f"algo.{key}: set by the harness, not by the algo config ({cls.__name__})")
+        if key not in accepted:
+            close = difflib.get_close_matches(key, accepted, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; valid: {', '.join(accepted)}"
+            raise ConfigError(f"algo.{key}: {cls.__name__} (algo={algo_name}) has no hyperparameter {key!r}{hint}")
+
+
+def supported_action_spaces(cls: type) -> tuple[type[spaces.Space], ...] | None:
+    """What the algorithm can act in: lit_sb3 classes say it; for SB3's, ask the lit_sb3 class of the same name."""
+    supported = getattr(cls, "supported_action_spaces", None)
+    if supported is None:
+        lit_cls = getattr(importlib.import_module("lit_sb3"), cls.__name__, None)
+        supported = getattr(lit_cls, "supported_action_spaces", None)
+    return tuple(supported) if supported is not None else None
+
+
+def check_declared_action_space(cls: type, algo_name: str, env_name: str, declared: str) -> None:
+    """Compare the env config's ``action_space`` with what the algorithm supports, before building the env."""
+    supported = supported_action_spaces(cls)
+    if supported is not None and declared not in {s.__name__ for s in supported}:
+        names = ", ".join(s.__name__ for s in supported)
+        raise ConfigError(
+            f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
+            f"{env_name} has {declared} actions"
+        )
+
+
+def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any) -> None:
+    """After the env exists: its real action space, and Dict observations needing MultiInputPolicy."""
+    supported = supported_action_spaces(cls)
+    action_space = env.action_space
+    if supported is not None and not isinstance(action_space, supported):
+        names = ", ".join(s.__name__ for s in supported)
+        raise ConfigError(
+            f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
+            f"{env_name} has {type(action_space).__name__} actions"
+        )
+    if isinstance(env.observation_space, spaces.Dict) and policy != "MultiInputPolicy":
+        raise ConfigError(
+            f"env={env_name} has Dict observations: set algo.policy=MultiInputPolicy (got {policy})"
+        )

@@ -1,0 +1,69 @@
+"""Env config -> the training and evaluation VecEnvs of a run (same for both backends)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from lit_bench.checks import ConfigError
+
+EVAL_SEED_OFFSET = 1000  # evaluation envs never share a seed with training envs (as RLEnvDataModule does)
+
+
+def env_source(env_cfg: DictConfig, env_name: str) -> str | Callable[..., gym.Env]:
+    """The registered id, or the factory built from the ``make`` node."""
+    if env_cfg.get("make") is not None:
+        return instantiate(env_cfg.make)
+    if not env_cfg.get("id"):
+        raise ConfigError(f"env={env_name}: give either env.id (a registered id) or env.make (a factory node)")
+    env_id = str(env_cfg.id)
+    if env_id not in gym.envs.registry:
+        raise ConfigError(f"env.id={env_id}: gymnasium has no such environment (env={env_name})")
+    return env_id
+
+
+def _wrapper_class(env_cfg: DictConfig) -> Callable[[gym.Env], gym.Env] | None:
+    wrappers = [instantiate(node) for node in env_cfg.get("wrappers") or []]
+    if not wrappers:
+        return None
+
+    def wrap(env: gym.Env) -> gym.Env:
+        for wrapper in wrappers:
+            env = wrapper(env)
+        return env
+
+    return wrap
+
+
+def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any] | None:
+    """VecNormalize arguments; the return discount follows the algorithm's gamma unless set (as the RL Zoo does)."""
+    node = env_cfg.get("normalize")
+    if node is None or node is False:
+        return None
+    kwargs: dict[str, Any] = {} if node is True else dict(OmegaConf.to_container(node, resolve=True))  # type: ignore[arg-type]
+    if gamma is not None:
+        kwargs.setdefault("gamma", gamma)
+    return kwargs
+
+
+def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None) -> tuple[VecEnv, VecEnv]:
+    """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
+
+    The evaluation env normalizes observations with the training statistics (synced before each evaluation) and
+    reports raw rewards.
+    """
+    source = env_source(env_cfg, env_name)
+    common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": _wrapper_class(env_cfg)}
+    train = make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common)
+    evaluation = make_vec_env(source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, **common)
+    norm = normalize_kwargs(env_cfg, gamma)
+    if norm is not None:
+        train = VecNormalize(train, **norm)
+        evaluation = VecNormalize(evaluation, **{**norm, "training": False, "norm_reward": False})
+    return train, evaluation

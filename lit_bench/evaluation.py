@@ -1,0 +1,94 @@
+"""Periodic evaluation as an SB3 callback: the same object runs inside lit_sb3 (``rl_callback``) and SB3's ``learn``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
+
+from lit_bench.rundir import RunDir
+
+
+class PeriodicEval(BaseCallback):
+    """Every ``every`` env steps, run ``episodes`` evaluation episodes and append a row to ``eval.csv``.
+
+    Evaluations fall on multiples of ``every``, so a run resumed from a checkpoint continues the same grid.
+    ``wall_time_s`` and ``fps`` continue from the checkpoint too; ``fps`` counts training time only.
+
+    :param eval_env: one-env VecEnv (VecNormalize statistics are copied from the training env before each evaluation)
+    :param run: the run directory
+    :param every: env steps between evaluations
+    :param episodes: episodes per evaluation
+    :param deterministic: act deterministically
+    :param wall_time_offset: wall time already spent before this process (resumed runs)
+    """
+
+    def __init__(self, eval_env: VecEnv, run: RunDir, every: int, episodes: int, deterministic: bool,
+                 wall_time_offset: float = 0.0) -> None:
+        super().__init__(verbose=0)
+        self.eval_env = eval_env
+        self.run = run
+        self.every = every
+        self.episodes = episodes
+        self.deterministic = deterministic
+        self.wall_time_offset = wall_time_offset
+        self.started = time.perf_counter()
+        self.first_step_at: float | None = None  # perf_counter of the first env step (harness overhead)
+        self.eval_seconds = 0.0
+        self.steps_at_start = 0
+        self.next_eval = every
+        self.last_row: dict[str, Any] | None = None
+
+    def _init_callback(self) -> None:
+        self.steps_at_start = self.model.num_timesteps
+        self.next_eval = (self.model.num_timesteps // self.every + 1) * self.every
+
+    def _on_step(self) -> bool:
+        if self.first_step_at is None:
+            self.first_step_at = time.perf_counter()
+        if self.num_timesteps >= self.next_eval:
+            self.evaluate(self.model)
+            self.next_eval = (self.num_timesteps // self.every + 1) * self.every
+        return True
+
+    def wall_time(self) -> float:
+        return self.wall_time_offset + time.perf_counter() - self.started
+
+    def fps(self, timesteps: int) -> float:
+        train_seconds = time.perf_counter() - (self.first_step_at or self.started) - self.eval_seconds
+        return (timesteps - self.steps_at_start) / max(train_seconds, 1e-9)
+
+    def evaluate(self, model: Any) -> dict[str, Any]:
+        """Evaluate ``model`` now and append the row (also called once after training for the final score)."""
+        begin = time.perf_counter()
+        training_env = model.get_env()
+        if training_env is not None:
+            sync_envs_normalization(training_env, self.eval_env)
+        successes: list[float] = []
+
+        def record_success(local: dict[str, Any], _globals: dict[str, Any]) -> None:
+            if local.get("done") and "is_success" in local.get("info", {}):
+                successes.append(float(local["info"]["is_success"]))
+
+        returns, lengths = evaluate_policy(model, self.eval_env, n_eval_episodes=self.episodes,
+                                           deterministic=self.deterministic, return_episode_rewards=True,
+                                           callback=record_success)
+        self.eval_seconds += time.perf_counter() - begin
+        timesteps = int(model.num_timesteps)
+        row = {
+            "timesteps": timesteps,
+            "wall_time_s": round(self.wall_time(), 3),
+            "mean_return": float(np.mean(returns)),
+            "std_return": float(np.std(returns)),
+            "median_return": float(np.median(returns)),
+            "mean_ep_length": float(np.mean(lengths)),
+            "success_rate": float(np.mean(successes)) if successes else "",
+            "fps": round(self.fps(timesteps), 1),
+        }
+        self.run.append_eval(row)
+        self.last_row = row
+        return row

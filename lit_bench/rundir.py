@@ -1,0 +1,145 @@
+"""One run's directory: file names, atomic writes, and the CSV bookkeeping that keeps resumed runs continuous.
+
+Every file is written to a temporary name in the same directory and moved into place with ``os.replace``, so a run
+killed at any moment leaves either the old or the new version of each file, never half of one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+EVAL_FIELDS = (
+    "timesteps", "wall_time_s", "mean_return", "std_return", "median_return", "mean_ep_length", "success_rate", "fps",
+)
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` for a temporary sibling of ``path``, then move it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def atomic_write_json(path: Path, data: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def csv_text(fieldnames: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(fieldnames), extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def _step_of(row: dict[str, Any], key: str) -> float:
+    value = row.get(key)
+    return float(value) if value not in (None, "") else -1.0
+
+
+class RunDir:
+    """Paths and files of ``results/runs/<sweep>/<algo>/<env>/seed_<n>/``."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.config = self.root / "config.yaml"
+        self.overrides = self.root / "overrides.yaml"
+        self.eval_csv = self.root / "eval.csv"
+        self.summary = self.root / "summary.json"
+        self.vecnormalize = self.root / "vecnormalize.pkl"
+        self.train_dir = self.root / "train"
+        self.metrics_csv = self.train_dir / "metrics.csv"
+        self.checkpoints = self.root / "checkpoints"
+        self.checkpoint_state = self.checkpoints / "state.json"
+        self._metrics_before_resume = self.root / ".metrics.before_resume.csv"
+
+    # ------------------------------------------------------------------ summary
+
+    def read_summary(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.summary.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        atomic_write_json(self.summary, summary)
+
+    def wipe(self) -> None:
+        """Start over: remove everything a previous run left here."""
+        if self.root.is_dir():
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint_step(self) -> int | None:
+        """Env steps of the last complete checkpoint (state.json is written after the checkpoint files)."""
+        try:
+            return int(json.loads(self.checkpoint_state.read_text())["timesteps"])
+        except (FileNotFoundError, KeyError, ValueError):
+            return None
+
+    def checkpoint_wall_time(self) -> float:
+        try:
+            return float(json.loads(self.checkpoint_state.read_text()).get("wall_time_s", 0.0))
+        except (FileNotFoundError, ValueError):
+            return 0.0
+
+    def mark_checkpoint(self, timesteps: int, wall_time_s: float) -> None:
+        atomic_write_json(self.checkpoint_state, {"timesteps": int(timesteps), "wall_time_s": round(wall_time_s, 3)})
+
+    # ------------------------------------------------------------------ eval.csv
+
+    def eval_rows(self) -> list[dict[str, str]]:
+        return read_csv(self.eval_csv)
+
+    def append_eval(self, row: dict[str, Any]) -> None:
+        # Rewritten whole (a few hundred rows at most) so that the file on disk is always complete.
+        atomic_write_text(self.eval_csv, csv_text(EVAL_FIELDS, [*self.eval_rows(), row]))
+
+    def truncate_eval(self, upto: int) -> None:
+        """Drop evaluations past ``upto`` env steps (they happened after the checkpoint a resumed run starts from)."""
+        rows = [r for r in self.eval_rows() if _step_of(r, "timesteps") <= upto]
+        atomic_write_text(self.eval_csv, csv_text(EVAL_FIELDS, rows))
+
+    # ------------------------------------------------------------------ train/metrics.csv
+
+    def stash_metrics(self, upto: int) -> None:
+        """Before a resume: keep training metrics up to ``upto`` aside (the CSV logger starts a fresh file)."""
+        rows = read_csv(self._metrics_before_resume) + read_csv(self.metrics_csv)
+        rows = [r for r in rows if _step_of(r, "step") <= upto]
+        self._write_metrics(self._metrics_before_resume, rows)
+
+    def merge_metrics(self) -> None:
+        """After training: put the stashed metrics back in front of the resumed run's."""
+        if not self._metrics_before_resume.is_file():
+            return
+        self._write_metrics(self.metrics_csv, read_csv(self._metrics_before_resume) + read_csv(self.metrics_csv))
+        self._metrics_before_resume.unlink()
+
+    @staticmethod
+    def _write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
+        fields = sorted({key for row in rows for key in row})  # Lightning's CSVLogger sorts its columns too
+        atomic_write_text(path, csv_text(fields, rows))
