@@ -17,6 +17,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor, up
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.utils import check_finite, unchecked_distributions
 
 
 class RolloutMinibatches:
@@ -174,7 +175,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             self.trainer.should_stop = True
             return
         env = self._training_env()
-        self._rollout_complete = self.collect_rollouts(env, self._callback, self.rollout_buffer, self.n_steps)
+        with unchecked_distributions():
+            self._rollout_complete = self.collect_rollouts(env, self._callback, self.rollout_buffer, self.n_steps)
         if not self._rollout_complete:
             self.trainer.should_stop = True
             return
@@ -293,7 +295,9 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def _record_update_stats(self) -> None:
         """Record what every on-policy update reports: tracked means, explained variance, std, n_updates."""
         record = self.sb3_logger.record
-        for key, value in self._tracked_means().items():
+        means = self._tracked_means()
+        check_finite(means, self.num_timesteps)
+        for key, value in means.items():
             record(f"train/{key}", value)
         buffer = self.rollout_buffer
         record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))

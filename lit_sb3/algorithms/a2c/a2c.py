@@ -16,6 +16,7 @@ from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.utils import unchecked_distributions
 
 SelfA2C = TypeVar("SelfA2C", bound="A2C")
 
@@ -123,7 +124,8 @@ class A2C(OnPolicyAlgorithm):
         actions = batch.actions
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
-        values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
+        with unchecked_distributions():
+            values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
         return a2c_loss(
             values.flatten(),
             log_prob,

@@ -17,6 +17,7 @@ from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.utils import unchecked_distributions
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
 
@@ -142,7 +143,8 @@ class PPO(OnPolicyAlgorithm):
         actions = batch.actions
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
-        values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
+        with unchecked_distributions():
+            values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
         return ppo_loss(
             values.flatten(),
             log_prob,
