@@ -306,8 +306,10 @@ def test_test_stage_and_hparams():
     assert out[0]["eval/mean_ep_length"] > 0
 
 
-@pytest.mark.parametrize(("algo", "kwargs", "steps_per_rollout"), [(PPO, dict(n_steps=64, batch_size=32, n_epochs=2), 4),
-                                                                 (A2C, dict(n_steps=16), 1)])
+@pytest.mark.parametrize(
+    ("algo", "kwargs", "steps_per_rollout"),
+    [(PPO, dict(n_steps=64, batch_size=32, n_epochs=2), 4), (A2C, dict(n_steps=16), 1)],
+)
 def test_every_rollout_is_trained_on(algo, kwargs, steps_per_rollout):
     """Regression: Lightning reads iterables during setup; the first rollout must still get its updates."""
     model = algo("MlpPolicy", env="CartPole-v1", seed=0, policy_kwargs=dict(optimizer_class=torch.optim.Adam), **kwargs)
@@ -315,3 +317,41 @@ def test_every_rollout_is_trained_on(algo, kwargs, steps_per_rollout):
     state = next(iter(model.policy.optimizer.state.values()))
     assert int(state["step"]) == 4 * steps_per_rollout
     assert model._n_updates == 4 * kwargs.get("n_epochs", 1)
+
+
+def test_target_kl_stops_the_update_early():
+    model = PPO("MlpPolicy", env="CartPole-v1", n_steps=64, batch_size=16, n_epochs=10, target_kl=1e-9, seed=0)
+    model.learn(128)
+    # each rollout stops in its first epoch, before applying the minibatch that crossed the limit
+    assert model._n_updates == 2
+    state = model.policy.optimizer.state
+    assert not state or all(int(s["step"]) <= 2 for s in state.values())
+
+
+def test_gsde_ppo_logs_std_and_resamples_noise(tmp_path):
+    model = PPO("MlpPolicy", env="Pendulum-v1", n_steps=64, batch_size=64, n_epochs=1, use_sde=True,
+                sde_sample_freq=8, seed=0)
+    model.learn(128, default_root_dir=tmp_path)
+    metrics = pd.read_csv(next(tmp_path.rglob("metrics.csv")))
+    assert "train/std" in metrics.columns and metrics["train/std"].notna().all()
+
+
+def test_progress_bar_counts_env_steps(capsys):
+    model = PPO("MlpPolicy", n_steps=64, batch_size=64, n_epochs=1)
+    RLTrainer(max_steps=256, logger=False).fit(model, datamodule=RLEnvDataModule("CartPole-v1", n_envs=2))
+    assert "256/256" in capsys.readouterr().err
+
+
+def test_env_property_follows_the_trainer():
+    model = PPO("MlpPolicy", n_steps=64, batch_size=64, n_epochs=1)
+    assert model.env is None and model.get_env() is None
+    seen = []
+
+    class Peek(BaseCallback):
+        def _on_step(self) -> bool:
+            seen.append(self.model.env)
+            return True
+
+    RLTrainer(max_steps=64, logger=False, rl_callback=Peek()).fit(model, datamodule=RLEnvDataModule("CartPole-v1"))
+    assert seen[0] is not None and seen[0].num_envs == 1
+    assert model.env is None  # the datamodule released its env at teardown
