@@ -1,0 +1,69 @@
+"""Aggregation functions on tiny hand-written arrays with exact expected values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lit_bench.analysis import aggregate as agg
+
+
+def test_iqm_drops_a_quarter_at_each_end():
+    assert agg.iqm([1, 2, 3, 4, 5, 6, 7, 100]) == pytest.approx((3 + 4 + 5 + 6) / 4)
+    assert agg.iqm([5.0, 1.0, 3.0]) == pytest.approx(3.0)  # n=3: nothing cut
+    assert agg.iqm([1, 2, 3, 4, np.nan]) == pytest.approx(2.5)
+    assert np.isnan(agg.iqm([]))
+
+
+def test_interpolation_is_linear_and_never_extrapolates():
+    out = agg.interpolate_to_grid([0, 10, 20], [0.0, 10.0, 30.0], [5, 15, 20, 25])
+    np.testing.assert_allclose(out[:3], [5.0, 20.0, 30.0])
+    assert np.isnan(out[3])
+    np.testing.assert_allclose(agg.common_grid([100, 80], n_points=4), [20, 40, 60, 80])
+
+
+def test_final_score_and_steps_to_threshold():
+    steps, values = [30, 10, 20, 40], [3.0, 1.0, 2.0, 5.0]
+    assert agg.final_score(steps, values, last_n=2) == pytest.approx(4.0)
+    assert agg.steps_to_threshold(steps, values, 2.5) == 30
+    assert np.isnan(agg.steps_to_threshold(steps, values, 6.0))
+
+
+def test_normalization():
+    assert agg.normalized_score(50.0, reference=200.0) == pytest.approx(0.25)
+    assert agg.normalized_score(110.0, reference=210.0, random=10.0) == pytest.approx(0.5)
+
+
+def test_bootstrap_is_reproducible_and_contains_the_point():
+    scores = np.array([1.0, 2.0, 3.0, 4.0, 10.0])
+    first = agg.stratified_bootstrap_ci(scores, np.mean, n_boot=500, seed=3)
+    assert first == agg.stratified_bootstrap_ci(scores, np.mean, n_boot=500, seed=3)
+    point, low, high = first
+    assert point == pytest.approx(4.0) and low <= point <= high and low < high
+    constant = agg.stratified_bootstrap_ci(np.full((4, 2), 7.0), agg.iqm, n_boot=50)
+    assert constant == (7.0, 7.0, 7.0)
+
+
+def test_stratified_bootstrap_resamples_within_tasks():
+    # task 0 always 0, task 1 always 1: any within-task resample keeps the overall mean at exactly 0.5
+    scores = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
+    assert agg.stratified_bootstrap_ci(scores, np.mean, n_boot=100) == (0.5, 0.5, 0.5)
+
+
+def test_probability_of_improvement():
+    assert agg.probability_of_improvement(np.array([2.0, 3.0]), np.array([1.0, 1.0])) == 1.0
+    assert agg.probability_of_improvement(np.array([1.0, 2.0]), np.array([2.0, 1.0])) == pytest.approx(0.5)
+    # ties count half; averaged over two tasks: task 0 -> 1.0, task 1 -> 0.5
+    x = np.array([[2.0, 1.0], [2.0, 1.0]])
+    y = np.array([[1.0, 1.0], [1.0, 1.0]])
+    assert agg.probability_of_improvement(x, y) == pytest.approx(0.75)
+
+
+def test_curves_on_grid_and_band():
+    curves = pd.DataFrame({"seed": [0, 0, 1, 1], "timesteps": [0, 10, 0, 10], "value": [0.0, 10.0, 2.0, 4.0]})
+    on_grid = agg.curves_on_grid(curves, np.array([5.0, 10.0]))
+    assert list(on_grid["value"]) == [5.0, 10.0, 3.0, 4.0]
+    band = agg.curve_band(on_grid, n_boot=50)
+    assert list(band["mean"]) == [4.0, 7.0] and list(band["n_runs"]) == [2, 2]
+    assert (band["ci_low"] <= band["iqm"]).all() and (band["iqm"] <= band["ci_high"]).all()
