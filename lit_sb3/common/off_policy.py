@@ -405,19 +405,28 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             unscaled = np.array([self.action_space.sample() for _ in range(n_envs)])
             scaled = self.policy.scale_action(unscaled) if box else unscaled
         elif box and self.policy.squash_output:
-            # squashing policies act in [-1, 1] already: skip predict()'s unscale -> scale round trip
-            obs, _ = self.policy.obs_to_tensor(self._last_obs)
-            with torch.no_grad():
-                scaled = self.policy._predict(obs, deterministic=False).cpu().numpy()
-            scaled = scaled.reshape((n_envs, *self.action_space.shape))
+            scaled = self._policy_actions(n_envs)  # already in [-1, 1]: no unscale -> scale round trip
+        elif box:
+            unscaled = np.clip(self._policy_actions(n_envs), self.action_space.low, self.action_space.high)
+            scaled = self.policy.scale_action(unscaled)
         else:
-            unscaled, _ = self.predict(self._last_obs, deterministic=False)
-            scaled = self.policy.scale_action(unscaled) if box else unscaled
+            scaled = self._policy_actions(n_envs)
         if not box:
             return scaled, scaled
         if action_noise is not None:
             scaled = np.clip(scaled + action_noise(), -1.0, 1.0)
         return self.policy.unscale_action(scaled), scaled
+
+    def _policy_actions(self, n_envs: int) -> np.ndarray:
+        """Exploration actions for ``_last_obs`` as the policy outputs them.
+
+        What ``predict`` does minus its per-call input checks and mode switch (the policy is already in eval mode
+        while collecting): a few hundred microseconds per env step.
+        """
+        obs, _ = self.policy.obs_to_tensor(self._last_obs)
+        with torch.no_grad():
+            actions = self.policy._predict(obs, deterministic=False)
+        return actions.cpu().numpy().reshape((n_envs, *self.action_space.shape))
 
     def _store_transition(
         self,

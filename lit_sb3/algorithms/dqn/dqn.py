@@ -183,6 +183,12 @@ class DQN(OffPolicyAlgorithm):
             return np.array([self.action_space.sample() for _ in range(len(first))]), state
         return np.array(self.action_space.sample()), state
 
+    def _policy_actions(self, n_envs: int) -> np.ndarray:
+        # one draw for the whole vector step, as predict() does
+        if np.random.rand() < self.exploration_rate:
+            return np.array([self.action_space.sample() for _ in range(n_envs)])
+        return super()._policy_actions(n_envs)
+
     def dump_logs(self) -> None:
         self.sb3_logger.record("rollout/exploration_rate", self.exploration_rate)
         super().dump_logs()
