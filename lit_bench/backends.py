@@ -74,6 +74,8 @@ def train_lit(job: Job) -> Any:
     model = job.algo_cls(**algorithm_kwargs(job, "lit"), seed=job.seed, verbose=0)
     if isinstance(model, OffPolicyAlgorithm):
         model.checkpoint_replay_buffer = bool(job.cfg.checkpoint.replay_buffer)
+    if job.cfg.get("log_interval") is not None:
+        model.log_interval = int(job.cfg.log_interval)
     loggers: list[Any] = [CSVLogger(save_dir=str(job.run.root), name="train", version="")]
     loggers += [instantiate(node, save_dir=str(job.run.root)) for node in job.cfg.logger.extra]
     trainer_kwargs = OmegaConf.to_container(job.cfg.trainer, resolve=True)
@@ -142,8 +144,9 @@ def train_sb3(job: Job) -> Any:
     model.set_logger(Logger(folder=str(job.run.train_dir), output_formats=formats))
     checkpoint = SB3Checkpoint(job.run, job.checkpoint_every, job.evaluator.wall_time,
                                replay_buffer=bool(job.cfg.checkpoint.replay_buffer))
+    log_interval = {} if job.cfg.get("log_interval") is None else {"log_interval": int(job.cfg.log_interval)}
     model.learn(total_timesteps=job.budget - model.num_timesteps, callback=[job.evaluator, checkpoint],
-                reset_num_timesteps=not job.resume)
+                reset_num_timesteps=not job.resume, **log_interval)
     return model
 
 

@@ -40,7 +40,7 @@ _REPO = Path(__file__).resolve().parents[1]
 
 
 def run_dir_of(cfg: DictConfig) -> Path:
-    return Path(cfg.out_dir) / str(cfg.sweep) / str(cfg.algo_name) / str(cfg.env_name) / f"seed_{cfg.seed}"
+    return Path(cfg.out_dir) / str(cfg.sweep) / str(cfg.algo_dir) / str(cfg.env_name) / f"seed_{cfg.seed}"
 
 
 def resolved_config(cfg: DictConfig) -> dict[str, Any]:

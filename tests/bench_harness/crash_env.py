@@ -1,0 +1,36 @@
+"""A wrapper that makes one seed's training env raise mid-run, for the sweep-failure test.
+
+The crash is switched on by an environment variable (not part of the run's config), so re-running the same sweep
+command without it resumes the failed run instead of starting it afresh.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+
+CRASH_SEED_ENV = "LIT_BENCH_TEST_CRASH_SEED"
+CRASH_AFTER = 300  # env steps
+
+
+class CrashOnSeed(gym.Wrapper):
+    """Raise RuntimeError after ``CRASH_AFTER`` steps in the env first reset with the seed named by the env var."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.armed = False
+        self.steps = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        crash_seed = os.environ.get(CRASH_SEED_ENV)
+        if seed is not None and crash_seed is not None and seed == int(crash_seed):
+            self.armed = True
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        if self.armed and self.steps > CRASH_AFTER:
+            raise RuntimeError("injected failure (test)")
+        return super().step(action)
