@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[test]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
 	touch $(STAMP)
 
-run: setup ## Main job: train PPO on CartPole-v1 and print its evaluation
-	$(BIN)/python -m lit_bench.quickstart
+run: setup ## Main job: a Hydra multirun, PPO and A2C on CartPole-v1 x 3 seeds (joblib, one run per core)
+	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo,a2c env=CartPole seed=0,1,2 budget=20000 sweep=make_run
 
 test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)
 	$(BIN)/pytest -m "not slow"
