@@ -124,15 +124,17 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, seed: int 
         for (algo, backend), curves in env_curves.groupby(["algo", "backend"], sort=True):
             grid = agg.common_grid(curves.groupby("seed").timesteps.max(), n_points=50)
             bands[f"{algo} / {backend}"] = agg.curve_band(agg.curves_on_grid(curves, grid), n_boot=300, seed=seed)
-        rows = summary[summary.env == env]
-        first = rows.iloc[0]
-        ref_algo = rows.algo.iloc[0] if rows.algo.nunique() == 1 else None
-        ref = reference_score(ref_algo, first.env_id) if ref_algo and isinstance(first.env_id, str) else None
-        curve = reference_curve(ref_algo, first.env_id) if ref else None
-        label = "SB3 reference" + ("" if ref is None or ref.same_version else f" ({ref.reference_env_id})")
+        first = summary[summary.env == env].iloc[0]
+        references = {}
+        for label in bands:
+            algo = label.split(" / ")[0]
+            ref = reference_score(algo, first.env_id) if isinstance(first.env_id, str) else None
+            if ref is not None and algo not in {k.split(" / ")[0] for k in references}:
+                version = "" if ref.same_version else f", {ref.reference_env_id}"
+                references[label] = plot.ReferenceMark(ref.score, ref.budget, f"SB3 {algo}{version}",
+                                                       reference_curve(algo, first.env_id))
         ax = plot.learning_curves(
-            plot.new_axes(), bands, reference_score=ref.score if ref else None,
-            reference_budget=ref.budget if ref else None, reference_curve=curve, reference_label=label,
+            plot.new_axes(), bands, references=references,
             threshold=first.threshold if np.isfinite(first.threshold) else None,
             title=f"{env} ({first.env_id})",
         )
@@ -141,7 +143,9 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, seed: int 
     finite = labelled[np.isfinite(labelled.final_iqm)]
     if not finite.empty:
         with_ref = finite.assign(reference=finite.sb3_reference)
-        written += _save(plot.final_scores(plot.new_axes(height=1 + 0.5 * len(finite)), with_ref), out, "final_scores")
+        ax = plot.final_scores(plot.new_axes(height=1.2 + 0.5 * len(finite)), with_ref,
+                               xlabel="final evaluation return (IQM across seeds, 95% bootstrap CI)")
+        written += _save(ax, out, "final_scores")
         fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
         if not fps.empty:
             written += _save(plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps), out, "throughput")

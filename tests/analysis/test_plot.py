@@ -18,11 +18,15 @@ def _band(scale: float) -> pd.DataFrame:
 def test_learning_curves_have_lines_bands_and_reference(tmp_path):
     ax = plot.new_axes()
     ref_curve = pd.DataFrame({"timesteps": [2000, 8000], "mean_reward": [50.0, 90.0]})
-    plot.learning_curves(ax, {"ppo/lit_sb3": _band(1.0), "ppo/sb3": _band(0.9)}, reference_score=95.0,
-                         reference_budget=10000, reference_curve=ref_curve, threshold=80.0, title="CartPole-v1")
+    references = {"ppo/lit_sb3": plot.ReferenceMark(95.0, 10000, "SB3 ppo", ref_curve),
+                  "a2c/lit_sb3": plot.ReferenceMark(80.0, 500_000, "SB3 a2c")}
+    plot.learning_curves(ax, {"ppo/lit_sb3": _band(1.0), "ppo/sb3": _band(0.9), "a2c/lit_sb3": _band(0.5)},
+                         references=references, threshold=80.0, title="CartPole-v1")
     labels = [line.get_label() for line in ax.get_lines()]
     assert "ppo/lit_sb3 (IQM, n=3)" in labels and "ppo/sb3 (IQM, n=3)" in labels
-    assert "SB3 reference" in labels and any("curve" in label for label in labels)
+    assert "SB3 ppo: 95" in labels  # budget inside the plotted range: a star at the budget
+    assert "SB3 a2c: 80 at 500,000" in labels  # budget beyond it: a level line naming the budget
+    assert "SB3 ppo curve (1 seed)" in labels
     assert len(ax.collections) >= 2  # the CI bands
     ax.figure.savefig(tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 10_000
