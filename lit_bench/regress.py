@@ -1,0 +1,130 @@
+"""Regression benchmarks: run a named suite through the real harness, compare with committed thresholds.
+
+    python -m lit_bench.regress --suite ci              # run lit_sb3, print measured vs threshold, exit 1 on regression
+    python -m lit_bench.regress --suite ci --record     # run lit_sb3 and SB3, (re)write results/baselines/ci.csv
+
+Each suite entry is one ``run.py -m`` multirun over the suite's seeds (joblib launcher: one process per core). The
+score is the final evaluation return's IQM across seeds (``lit_bench.report``). A threshold is the lowest of the two
+backends' 95% CI lower bounds minus ``margin`` times its magnitude, so it tracks what both implementations really
+reach at that budget, not a guess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from lit_bench.analysis.load import load_evaluations, load_runs
+from lit_bench.report import summary_table, write_report
+from lit_bench.rundir import atomic_write_text
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES = ROOT / "conf" / "suite"
+BASELINES = ROOT / "results" / "baselines"
+BACKENDS = {"lit": "lit", "sb3": "sb3"}
+
+
+def load_suite(name: str) -> dict[str, Any]:
+    path = SUITES / f"{name}.yaml"
+    if not path.is_file():
+        choices = ", ".join(sorted(p.stem for p in SUITES.glob("*.yaml")))
+        raise SystemExit(f"suite: unknown suite {name!r}; available: {choices}")
+    return yaml.safe_load(path.read_text())
+
+
+def run_suite(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
+    """Run every entry of the suite for ``backend``; returns the sweep directory."""
+    sweep = f"regress_{suite['name']}_{backend}"
+    seeds = ",".join(str(s) for s in suite["seeds"])
+    for entry in suite["entries"]:
+        command = [
+            sys.executable, str(ROOT / "run.py"), "-m", f"algo={entry['algo']}", f"env={entry['env']}",
+            f"seed={seeds}", f"budget={entry['budget']}", f"backend={backend}", f"sweep={sweep}",
+            f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}", "force=true",
+            *entry.get("overrides", []),
+        ]
+        print(f"[regress] {' '.join(command[2:])}", flush=True)
+        subprocess.run(command, cwd=ROOT, check=False)  # failures are recorded per run and judged below
+    return out_dir / sweep
+
+
+def measured(sweep_dir: Path) -> pd.DataFrame:
+    runs = load_runs([sweep_dir])
+    return summary_table(runs, load_evaluations([sweep_dir]))
+
+
+def thresholds(scores: dict[str, pd.DataFrame], margin: float) -> pd.DataFrame:
+    """Per (algo, env): the lowest CI lower bound across backends, lowered by ``margin`` of its magnitude."""
+    merged = None
+    for backend, table in scores.items():
+        part = table[["algo", "env", "final_iqm", "ci_low"]].rename(
+            columns={"final_iqm": f"{backend}_final_iqm", "ci_low": f"{backend}_ci_low"})
+        merged = part if merged is None else merged.merge(part, on=["algo", "env"], how="outer")
+    assert merged is not None
+    lows = merged[[f"{b}_ci_low" for b in scores]].min(axis=1)
+    merged["threshold"] = lows - margin * lows.abs()
+    merged["margin"] = margin
+    return merged
+
+
+def compare(table: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFrame:
+    """Measured vs threshold for every suite entry; a missing or failed measurement is a regression too."""
+    merged = baselines[["algo", "env", "threshold"]].merge(
+        table[["algo", "env", "seeds", "failed", "final_iqm", "ci_low", "ci_high"]], on=["algo", "env"], how="left")
+    merged["passed"] = (merged.final_iqm >= merged.threshold) & (merged.failed.fillna(1) == 0)
+    return merged
+
+
+def print_table(result: pd.DataFrame) -> None:
+    print(f"\n{'algo':<6} {'env':<18} {'seeds':>5} {'failed':>6} {'final IQM':>10} {'95% CI':>20} "
+          f"{'threshold':>10}  verdict")
+    for r in result.itertuples():
+        ci = f"[{r.ci_low:.1f}, {r.ci_high:.1f}]" if pd.notna(r.ci_low) else "-"
+        score = f"{r.final_iqm:.1f}" if pd.notna(r.final_iqm) else "-"
+        print(f"{r.algo:<6} {r.env:<18} {_int(r.seeds):>5} {_int(r.failed):>6} {score:>10} {ci:>20} "
+              f"{r.threshold:>10.1f}  {'ok' if r.passed else 'REGRESSION'}")
+
+
+def _int(value: Any) -> str:
+    return "-" if pd.isna(value) else str(int(value))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", default="ci")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "results" / "runs")
+    parser.add_argument("--record", action="store_true", help="measure both backends and rewrite the thresholds")
+    parser.add_argument("--baselines", type=Path, default=None, help="thresholds CSV (default results/baselines/)")
+    args = parser.parse_args(argv)
+    suite = load_suite(args.suite)
+    baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
+    if args.record:
+        scores = {backend: measured(run_suite(suite, backend, args.out_dir)) for backend in BACKENDS}
+        table = thresholds(scores, float(suite["margin"]))
+        table["recorded"] = datetime.date.today().isoformat()
+        table["command"] = f"python -m lit_bench.regress --suite {suite['name']} --record"
+        atomic_write_text(baseline_file, table.to_csv(index=False, float_format="%.3f"))
+        print(table.to_string(index=False))
+        print(f"thresholds written to {baseline_file}")
+        return 0
+    if not baseline_file.is_file():
+        raise SystemExit(f"baselines: {baseline_file} is missing; record it with --record")
+    sweep_dir = run_suite(suite, "lit", args.out_dir)
+    write_report([sweep_dir], sweep_dir / "report")
+    result = compare(measured(sweep_dir), pd.read_csv(baseline_file))
+    print_table(result)
+    print(f"report: {sweep_dir / 'report'}")
+    regressions = int((~result.passed).sum())
+    print(f"{len(result) - regressions} passed, {regressions} failed")
+    return 1 if regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
