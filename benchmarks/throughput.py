@@ -37,6 +37,11 @@ CASES: dict[str, Case] = {
         {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20, "learning_rate": 1e-3},
     ),
     "a2c_cartpole_8env": Case("A2C", "CartPole-v1", 8, 40_000),
+    # off-policy: SB3 defaults ([256, 256] nets, one update per env step); short runs, updates dominate the cost
+    "sac_pendulum": Case("SAC", "Pendulum-v1", 1, 1_000),
+    "td3_pendulum": Case("TD3", "Pendulum-v1", 1, 1_000),
+    "sac_halfcheetah": Case("SAC", "HalfCheetah-v5", 1, 800),
+    "dqn_cartpole": Case("DQN", "CartPole-v1", 1, 10_000),
 }
 
 
