@@ -284,8 +284,32 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     # ------------------------------------------------------------------ the training step
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Collect ``train_freq`` env steps (or episodes), then ``gradient_steps`` updates past ``learning_starts``."""
+        """Collect ``train_freq`` env steps (or episodes), then ``gradient_steps`` updates past ``learning_starts``.
+
+        With a small step-based ``train_freq`` one Lightning step runs several collect/update rounds (at least
+        ``min_env_steps_per_training_step`` env steps): the RL sequence is unchanged, Lightning's per-step cost is
+        paid once per round group instead of once per env step.
+        """
         env = self._training_env()
+        for _ in range(self._rounds_per_training_step(env.num_envs)):
+            if not self._collect_and_update(env):
+                self.trainer.should_stop = True
+                return
+            if self.num_timesteps >= self.total_timesteps:
+                break
+        self._stop_if_budget_reached()
+
+    #: env steps one Lightning training step covers at least (step-based ``train_freq`` only)
+    min_env_steps_per_training_step: int = 16
+
+    def _rounds_per_training_step(self, n_envs: int) -> int:
+        if self.train_freq.unit != TrainFrequencyUnit.STEP:
+            return 1
+        per_round = self.train_freq.frequency * n_envs
+        return max(1, -(-self.min_env_steps_per_training_step // per_round))
+
+    def _collect_and_update(self, env: VecEnv) -> bool:
+        """One SB3 round: collect ``train_freq``, then update; False when a callback stopped training."""
         rollout = self.collect_rollouts(
             env,
             callback=self._callback,
@@ -296,8 +320,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             log_interval=self.log_interval,
         )
         if not rollout.continue_training:
-            self.trainer.should_stop = True
-            return
+            return False
         if self.num_timesteps > 0 and self.num_timesteps > self.learning_starts:
             steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
             if steps > 0:
@@ -305,7 +328,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                     self.policy.set_training_mode(True)
                 self._update_learning_rate()
                 self.gradient_updates(steps, self.batch_size)
-        self._stop_if_budget_reached()
+        return True
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """``gradient_steps`` updates on samples of ``batch_size`` transitions (SB3's ``train``)."""
