@@ -44,6 +44,8 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
     sweep = f"regress_{suite['name']}_{backend}"
     seeds = ",".join(str(s) for s in suite["seeds"])
     for entry in suite["entries"]:
+        if entry.get("skip"):
+            continue
         command = [
             sys.executable, str(ROOT / "run.py"), "-m", f"algo={entry['algo']}", f"env={entry['env']}",
             f"seed={seeds}", f"budget={entry['budget']}", f"backend={backend}", f"sweep={sweep}",
@@ -55,9 +57,15 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
     return out_dir / sweep
 
 
-def measured(sweep_dir: Path) -> pd.DataFrame:
-    runs = load_runs([sweep_dir])
-    return summary_table(runs, load_evaluations([sweep_dir]))
+def measured(sweep_dir: Path, suite: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The report's summary table of a suite's sweep (only the suite's active entries when ``suite`` is given)."""
+    table = summary_table(load_runs([sweep_dir]), load_evaluations([sweep_dir]))
+    return table if suite is None else selected(table, suite)
+
+
+def selected(table: pd.DataFrame, suite: dict[str, Any]) -> pd.DataFrame:
+    active = {f"{e['algo']}:{e['env']}" for e in suite["entries"] if not e.get("skip")}
+    return table[(table.algo + ":" + table.env).isin(active)]
 
 
 def thresholds(scores: dict[str, pd.DataFrame], margin: float) -> pd.DataFrame:
@@ -102,14 +110,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=ROOT / "results" / "runs")
     parser.add_argument("--record", action="store_true", help="measure both backends and rewrite the thresholds")
     parser.add_argument("--baselines", type=Path, default=None, help="thresholds CSV (default results/baselines/)")
+    parser.add_argument("--only", nargs="*", default=None, metavar="ALGO:ENV",
+                        help="run only these entries (with --record: update only their thresholds)")
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
+    if args.only is not None:
+        wanted = set(args.only)
+        unknown = wanted - {f"{e['algo']}:{e['env']}" for e in suite["entries"]}
+        if unknown:
+            raise SystemExit(f"--only: {sorted(unknown)} not in suite {suite['name']!r}")
+        for entry in suite["entries"]:
+            entry["skip"] = f"{entry['algo']}:{entry['env']}" not in wanted
     baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
     if args.record:
-        scores = {backend: measured(run_suite(suite, backend, args.out_dir)) for backend in BACKENDS}
+        scores = {backend: measured(run_suite(suite, backend, args.out_dir), suite) for backend in BACKENDS}
         table = thresholds(scores, float(suite["margin"]))
         table["recorded"] = datetime.date.today().isoformat()
         table["command"] = f"python -m lit_bench.regress --suite {suite['name']} --record"
+        if args.only is not None and baseline_file.is_file():  # keep the other entries' recorded thresholds
+            kept = pd.read_csv(baseline_file)
+            kept = kept[~(kept.algo + ":" + kept.env).isin(table.algo + ":" + table.env)]
+            table = pd.concat([kept, table], ignore_index=True).sort_values(["algo", "env"])
         atomic_write_text(baseline_file, table.to_csv(index=False, float_format="%.3f"))
         print(table.to_string(index=False))
         print(f"thresholds written to {baseline_file}")
@@ -118,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"baselines: {baseline_file} is missing; record it with --record")
     sweep_dir = run_suite(suite, "lit", args.out_dir)
     write_report([sweep_dir], sweep_dir / "report")
-    result = compare(measured(sweep_dir), pd.read_csv(baseline_file))
+    result = compare(measured(sweep_dir, suite), selected(pd.read_csv(baseline_file), suite))
     print_table(result)
     print(f"report: {sweep_dir / 'report'}")
     regressions = int((~result.passed).sum())
