@@ -3,9 +3,6 @@
 import torch as _torch
 from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
 
-# SB3's schedules are plain data: let checkpoints holding them load with torch.load(weights_only=True).
-_torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
-
 from lit_sb3.algorithms.a2c import A2C
 from lit_sb3.algorithms.ddpg import DDPG
 from lit_sb3.algorithms.dqn import DQN
@@ -17,6 +14,9 @@ from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
 
 __version__ = "0.1.0"
+
+# SB3's schedules are plain data: let checkpoints holding them load with torch.load(weights_only=True).
+_torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
 
 __all__ = [
     "A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "HerReplayBuffer", "RLEnvDataModule", "RLTrainer", "__version__"

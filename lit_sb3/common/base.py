@@ -439,12 +439,17 @@ class BaseAlgorithm(L.LightningModule):
         """SB3-style zip: hyperparameters, spaces and counters (``data``) plus parameters (``params``)."""
         if self.policy is None:
             raise RuntimeError("save: the networks are not built yet")
-        data: dict[str, Any] = {k: v for k, v in self.hparams.items() if k not in set(exclude or [])}
+        # "device" is where this process ran, not part of the model: SB3's load would take it over its own argument
+        skip = {"device", *(exclude or [])}
+        data: dict[str, Any] = {k: v for k, v in self.hparams.items() if k not in skip}
+        # SB3's load copies data over its attributes, where "*_kwargs" are dicts, never None
+        data.update({k: {} for k, v in data.items() if k.endswith("_kwargs") and v is None})
         data.update(
             policy_class=self.policy_class,
+            policy_kwargs=dict(self.policy_kwargs),
             observation_space=self.observation_space,
             action_space=self.action_space,
-            n_envs=self.n_envs,
+            n_envs=self.n_envs or (self._env.num_envs if self._env is not None else 1),
             num_timesteps=self.num_timesteps,
             _n_updates=self._n_updates,
         )

@@ -355,3 +355,11 @@ def test_env_property_follows_the_trainer():
     RLTrainer(max_steps=64, logger=False, rl_callback=Peek()).fit(model, datamodule=RLEnvDataModule("CartPole-v1"))
     assert seen[0] is not None and seen[0].num_envs == 1
     assert model.env is None  # the datamodule released its env at teardown
+
+
+def test_sb3_loads_a_model_saved_by_lit_sb3(tmp_path):
+    ours = PPO("MlpPolicy", env="CartPole-v1", n_steps=64, seed=0)
+    ours.save(tmp_path / "ours.zip")
+    theirs = sb3.PPO.load(tmp_path / "ours.zip", device="cpu")
+    obs = _obs("CartPole-v1")
+    np.testing.assert_array_equal(theirs.predict(obs, deterministic=True)[0], ours.predict(obs, deterministic=True)[0])
