@@ -14,6 +14,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 
 from lit_sb3 import DDPG, DQN, SAC, TD3, HerReplayBuffer
+from tests.learning.helpers import best_eval_reward
 
 pytestmark = pytest.mark.learning
 
@@ -90,36 +91,35 @@ def test_dqn_her_fast_bit_flipping():
 # ---------------------------------------------------------------------- Zoo settings and thresholds (slow)
 
 
+# "reaches X within N steps": evaluated every 2k steps (10 deterministic episodes), stopping once X is reached
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_sac_zoo_pendulum(seed):
-    model = SAC("MlpPolicy", env="Pendulum-v1", seed=seed, **SAC_ZOO)
-    model.learn(20_000)
-    assert _eval(model, "Pendulum-v1", seed) >= -250
+    best = best_eval_reward(SAC, "Pendulum-v1", budget=20_000, threshold=-250, seed=seed, eval_every=2_000, **SAC_ZOO)
+    assert best >= -250
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_td3_zoo_pendulum(seed):
-    model = TD3("MlpPolicy", env="Pendulum-v1", action_noise=_noise(), seed=seed, **TD3_ZOO)
-    model.learn(20_000)
-    assert _eval(model, "Pendulum-v1", seed) >= -250
+    best = best_eval_reward(TD3, "Pendulum-v1", budget=20_000, threshold=-250, seed=seed, eval_every=2_000,
+                            action_noise=_noise(), **TD3_ZOO)
+    assert best >= -250
 
 
 @pytest.mark.slow
 def test_ddpg_zoo_pendulum():
-    model = DDPG("MlpPolicy", env="Pendulum-v1", action_noise=_noise(), seed=0, **TD3_ZOO)
-    model.learn(20_000)
-    assert _eval(model, "Pendulum-v1", 0) >= -300
+    best = best_eval_reward(DDPG, "Pendulum-v1", budget=20_000, threshold=-300, seed=0, eval_every=2_000,
+                            action_noise=_noise(), **TD3_ZOO)
+    assert best >= -300
 
 
 @pytest.mark.slow
 def test_dqn_zoo_cartpole_two_of_three_seeds():
-    scores = []
-    for seed in range(3):
-        model = DQN("MlpPolicy", env="CartPole-v1", seed=seed, **DQN_ZOO)
-        model.learn(50_000)
-        scores.append(_eval(model, "CartPole-v1", seed))
+    scores = [best_eval_reward(DQN, "CartPole-v1", budget=50_000, threshold=400, seed=seed, eval_every=5_000,
+                               **DQN_ZOO) for seed in range(3)]
     assert sum(s >= 400 for s in scores) >= 2, scores
 
 
