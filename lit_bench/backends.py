@@ -98,7 +98,10 @@ def train_lit(job: Job) -> Any:
         warnings.filterwarnings("ignore", message=r".*Experiment logs directory .* exists and is not empty.*")
         warnings.filterwarnings("ignore", message=r".*Skipping '.*' parameter because.*")
         L.seed_everything(job.seed, verbose=False)
-        trainer.fit(model, datamodule=RLEnvDataModule(train_env=job.train_env), ckpt_path=ckpt_path)
+        # The checkpoint is this run's own (written by LitCheckpoint into its run dir), so unpickling the objects
+        # its hyperparameters hold (action noise, schedules, classes) is trusted; torch's default would refuse them.
+        trainer.fit(model, datamodule=RLEnvDataModule(train_env=job.train_env), ckpt_path=ckpt_path,
+                    weights_only=False)
     return model
 
 
