@@ -14,8 +14,8 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import LinearSchedule, get_parameters_by_name
 
 from lit_sb3.algorithms.dqn.policies import POLICY_ALIASES, DQNPolicy
-from lit_sb3.common import losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, soft_update
+from lit_sb3.common import exploration, losses
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfDQN = TypeVar("SelfDQN", bound="DQN")
@@ -121,16 +121,9 @@ class DQN(OffPolicyAlgorithm):
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        checks = [
-            ("target_update_interval", self.target_update_interval >= 1, ">= 1"),
-            ("exploration_fraction", 0.0 < self.exploration_fraction <= 1.0, "in (0, 1]"),
-            ("exploration_initial_eps", 0.0 <= self.exploration_initial_eps <= 1.0, "in [0, 1]"),
-            ("exploration_final_eps", 0.0 <= self.exploration_final_eps <= 1.0, "in [0, 1]"),
-            ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
-        ]
-        for name, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
+        exploration.validate_q_learning_args(self)
+        if not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm: must be > 0, got {self.max_grad_norm}")
 
     def _build_extra(self) -> None:
         q_net, q_net_target = self.policy.q_net, self.policy.q_net_target
@@ -148,11 +141,7 @@ class DQN(OffPolicyAlgorithm):
 
     def _on_step(self) -> None:
         """After every vector step: target network refresh (counted in env steps) and epsilon decay."""
-        self._n_calls += 1
-        if self._n_calls % max(self.target_update_interval // self.n_envs, 1) == 0:
-            soft_update(self._q_params, self._q_target_params, self.tau)
-            soft_update(self._bn_stats, self._bn_stats_target, 1.0)
-        self.exploration_rate = self.exploration_schedule(self._current_progress_remaining)
+        exploration.after_env_step(self)
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """``gradient_steps`` Huber-loss updates towards the target network's one-step targets."""
@@ -176,30 +165,24 @@ class DQN(OffPolicyAlgorithm):
         deterministic: bool = False,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
         """Epsilon-greedy: a uniformly random action with probability ``exploration_rate`` unless deterministic."""
-        if deterministic or np.random.rand() >= self.exploration_rate:
-            return super().predict(observation, state, episode_start, deterministic)
-        if self.policy.is_vectorized_observation(observation):
-            first = next(iter(observation.values())) if isinstance(observation, dict) else observation
-            return np.array([self.action_space.sample() for _ in range(len(first))]), state
-        return np.array(self.action_space.sample()), state
+        def greedy() -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+            return super(DQN, self).predict(observation, state, episode_start, deterministic)
+
+        return exploration.epsilon_greedy_predict(self, observation, deterministic, greedy, state)
 
     def _policy_actions(self, n_envs: int) -> np.ndarray:
-        # one draw for the whole vector step, as predict() does
-        if np.random.rand() < self.exploration_rate:
-            return np.array([self.action_space.sample() for _ in range(n_envs)])
-        return super()._policy_actions(n_envs)
+        return exploration.epsilon_greedy_actions(self, n_envs, super()._policy_actions)
 
     def dump_logs(self) -> None:
         self.sb3_logger.record("rollout/exploration_rate", self.exploration_rate)
         super().dump_logs()
 
     def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "n_calls": self._n_calls, "exploration_rate": self.exploration_rate}
+        return {**super()._extra_state(), **exploration.exploration_state(self)}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         super()._load_extra_state(state)
-        self._n_calls = int(state.get("n_calls", 0))
-        self.exploration_rate = float(state.get("exploration_rate", 0.0))
+        exploration.load_exploration_state(self, state)
 
     def learn(
         self: SelfDQN,

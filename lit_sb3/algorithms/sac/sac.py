@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
@@ -16,7 +15,7 @@ from stable_baselines3.common.utils import get_parameters_by_name
 from torch import nn
 
 from lit_sb3.algorithms.sac.policies import POLICY_ALIASES, SACPolicy
-from lit_sb3.common import losses
+from lit_sb3.common import entropy, losses
 from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, soft_update
 from lit_sb3.common.sb3_bridge import MaybeCallback
 
@@ -127,24 +126,12 @@ class SAC(OffPolicyAlgorithm):
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        _initial_ent_coef(self.ent_coef)
+        entropy.validate_entropy_args(self.ent_coef, self._target_entropy_raw)
         if self.target_update_interval < 1:
             raise ValueError(f"target_update_interval: must be >= 1, got {self.target_update_interval}")
-        if not (self._target_entropy_raw == "auto" or isinstance(self._target_entropy_raw, (int, float))):
-            raise ValueError(f"target_entropy: must be 'auto' or a float, got {self._target_entropy_raw!r}")
 
     def _build_extra(self) -> None:
-        if self._target_entropy_raw == "auto":
-            self.target_entropy = -float(np.prod(self.action_space.shape))
-        else:
-            self.target_entropy = float(self._target_entropy_raw)
-        initial, learned = _initial_ent_coef(self.ent_coef)
-        if learned:
-            # a module parameter, so checkpoints and ``state_dict`` carry it
-            self.log_ent_coef = nn.Parameter(torch.log(torch.ones(1) * initial))
-            self.ent_coef_optimizer = torch.optim.Adam([self.log_ent_coef], lr=self.lr_schedule(1))
-        else:
-            self.register_buffer("ent_coef_tensor", torch.tensor(float(initial)))
+        entropy.setup_entropy_coef(self, self.ent_coef, self._target_entropy_raw)
         critic, critic_target = self.policy.critic, self.policy.critic_target
         self._critic_params = list(critic.parameters())
         self._critic_target_params = list(critic_target.parameters())
@@ -179,17 +166,10 @@ class SAC(OffPolicyAlgorithm):
                 actor.reset_noise()
             actions_pi, log_prob = actor.action_log_prob(data.observations)
             log_prob = log_prob.reshape(-1, 1)
-            if self.log_ent_coef is not None:
-                ent_coef = self.log_ent_coef.detach().exp()
-                ent_coef_loss = losses.entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
-                # a scalar fp32 parameter fed by detached log-probs: no precision plugin or strategy is involved,
-                # so the plain step saves Lightning's per-step hooks
-                self.ent_coef_optimizer.zero_grad(set_to_none=True)
-                ent_coef_loss.backward()
-                self.ent_coef_optimizer.step()
+            ent_coef = entropy.current_ent_coef(self)
+            ent_coef_loss = entropy.entropy_coef_step(self, log_prob)
+            if ent_coef_loss is not None:
                 self._track(ent_coef_loss=ent_coef_loss)
-            else:
-                ent_coef = self.ent_coef_tensor
 
             with torch.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
@@ -212,16 +192,10 @@ class SAC(OffPolicyAlgorithm):
         self._n_updates += gradient_steps
 
     def _pytorch_variables(self) -> dict[str, torch.Tensor]:
-        if self.log_ent_coef is not None:
-            return {"log_ent_coef": self.log_ent_coef}
-        return {"ent_coef_tensor": self.ent_coef_tensor}
+        return entropy.entropy_variables(self)
 
     def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
-        with torch.no_grad():
-            if self.log_ent_coef is not None and "log_ent_coef" in variables:
-                self.log_ent_coef.copy_(variables["log_ent_coef"].reshape(self.log_ent_coef.shape))
-            elif self.log_ent_coef is None and "ent_coef_tensor" in variables:
-                self.ent_coef_tensor.copy_(variables["ent_coef_tensor"])
+        entropy.load_entropy_variables(self, variables)
 
     def learn(
         self: SelfSAC,
@@ -239,20 +213,3 @@ class SAC(OffPolicyAlgorithm):
             default_root_dir,
         )
 
-
-def _initial_ent_coef(ent_coef: str | float) -> tuple[float, bool]:
-    """(initial value, learned?) of ``ent_coef``: a float > 0, ``"auto"`` or ``"auto_<float>"``."""
-    if isinstance(ent_coef, str):
-        if ent_coef == "auto":
-            return 1.0, True
-        if ent_coef.startswith("auto_"):
-            try:
-                value = float(ent_coef[len("auto_"):])
-            except ValueError:
-                value = -1.0
-            if value > 0:
-                return value, True
-        raise ValueError(f"ent_coef: must be a float >= 0, 'auto' or 'auto_<initial value > 0>', got {ent_coef!r}")
-    if isinstance(ent_coef, bool) or not isinstance(ent_coef, (int, float)) or ent_coef < 0:
-        raise ValueError(f"ent_coef: must be a float >= 0, 'auto' or 'auto_<initial value > 0>', got {ent_coef!r}")
-    return float(ent_coef), False
