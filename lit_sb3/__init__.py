@@ -4,11 +4,14 @@ import torch as _torch
 from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
 
 from lit_sb3.algorithms.a2c import A2C
+from lit_sb3.algorithms.crossq import CrossQ
 from lit_sb3.algorithms.ddpg import DDPG
 from lit_sb3.algorithms.dqn import DQN
 from lit_sb3.algorithms.ppo import PPO
+from lit_sb3.algorithms.qrdqn import QRDQN
 from lit_sb3.algorithms.sac import SAC
 from lit_sb3.algorithms.td3 import TD3
+from lit_sb3.algorithms.tqc import TQC
 from lit_sb3.common.her import HerReplayBuffer
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
@@ -19,5 +22,6 @@ __version__ = "0.1.0"
 _torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
 
 __all__ = [
-    "A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "HerReplayBuffer", "RLEnvDataModule", "RLTrainer", "__version__"
+    "A2C", "DDPG", "DQN", "PPO", "QRDQN", "SAC", "TD3", "TQC", "CrossQ", "HerReplayBuffer", "RLEnvDataModule",
+    "RLTrainer", "__version__"
 ]

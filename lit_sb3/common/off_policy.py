@@ -79,6 +79,15 @@ def frozen(params: list[torch.Tensor]) -> Iterator[None]:
             p.requires_grad_(True)
 
 
+def optimized_params(module: torch.nn.Module) -> list[torch.Tensor]:
+    """The parameters of ``module`` its own ``optimizer`` updates (a features extractor shared with the actor is not).
+
+    An actor loss backpropagates through the critic; freezing exactly these keeps it from writing into their grads.
+    """
+    optimized = {id(p) for group in module.optimizer.param_groups for p in group["params"]}
+    return [p for p in module.parameters() if id(p) in optimized]
+
+
 class OffPolicyAlgorithm(BaseAlgorithm):
     """Shared replay-buffer loop of SAC, TD3, DDPG and DQN (and the sb3-contrib off-policy algorithms).
 

@@ -1,0 +1,206 @@
+"""Quantile Regression DQN as a LightningModule."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from lightning.pytorch.utilities.types import OptimizerLRScheduler
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import LinearSchedule, get_parameters_by_name
+
+from lit_sb3.algorithms.qrdqn.policies import POLICY_ALIASES, QRDQNPolicy
+from lit_sb3.common import exploration, quantile
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.sb3_bridge import MaybeCallback
+
+SelfQRDQN = TypeVar("SelfQRDQN", bound="QRDQN")
+
+
+class QRDQN(OffPolicyAlgorithm):
+    """Quantile Regression Deep Q-Network (QR-DQN).
+
+    DQN with a distributional Q-network: for every action it predicts ``n_quantiles`` quantiles of the return,
+    fitted with the quantile Huber loss to the greedy next action's quantiles. Paper: https://arxiv.org/abs/1710.10044.
+    Epsilon-greedy exploration and a target network refreshed every ``target_update_interval`` env steps, as in
+    DQN. Arguments and defaults are sb3-contrib's.
+
+    :param policy: the policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy or a class)
+    :param learning_rate: learning rate (constant or schedule of the progress remaining)
+    :param buffer_size: replay buffer capacity (transitions per env)
+    :param learning_starts: env steps of uniformly random actions before the first update
+    :param batch_size: minibatch size of each update
+    :param tau: Polyak coefficient of the target network (1: hard copy)
+    :param gamma: discount factor
+    :param train_freq: update every n env steps, or ``(n, "step" | "episode")``
+    :param gradient_steps: updates after each collection (-1: as many as env steps collected)
+    :param replay_buffer_class: replay buffer class (None: chosen from the observation space and ``n_steps``)
+    :param replay_buffer_kwargs: extra replay buffer arguments
+    :param optimize_memory_usage: memory-efficient replay buffer
+    :param n_steps: n-step returns (NStepReplayBuffer) when > 1
+    :param target_update_interval: env steps between target network updates
+    :param exploration_fraction: fraction of the training budget over which epsilon decays
+    :param exploration_initial_eps: initial probability of a random action
+    :param exploration_final_eps: final probability of a random action
+    :param max_grad_norm: gradient-norm clipping (None: no clipping)
+    :param stats_window_size: episodes averaged in the rollout statistics
+    :param policy_kwargs: extra policy constructor arguments (``n_quantiles``, ``net_arch``, ...)
+    :param verbose: 0 silent, 1 SB3's metric table
+    :param seed: random seed
+    :param device: device outside a trainer
+    :param _init_setup_model: build the networks at once when ``env`` is given
+    :param env: SB3-style: train on this env in ``learn``
+    """
+
+    policy_aliases: ClassVar[dict[str, type[QRDQNPolicy]]] = POLICY_ALIASES
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
+
+    def __init__(
+        self,
+        policy: str | type[QRDQNPolicy],
+        learning_rate: float | Schedule = 5e-5,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 32,
+        tau: float = 1.0,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 4,
+        gradient_steps: int = 1,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        target_update_interval: int = 10000,
+        exploration_fraction: float = 0.005,
+        exploration_initial_eps: float = 1.0,
+        exploration_final_eps: float = 0.01,
+        max_grad_norm: float | None = None,
+        stats_window_size: int = 100,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: torch.device | str = "auto",
+        _init_setup_model: bool = True,
+        *,
+        env: GymEnv | str | None = None,
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            action_noise=None,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            env=env,
+        )
+        self.target_update_interval = target_update_interval
+        self.exploration_fraction = exploration_fraction
+        self.exploration_initial_eps = exploration_initial_eps
+        self.exploration_final_eps = exploration_final_eps
+        self.max_grad_norm = max_grad_norm
+        self.exploration_schedule = LinearSchedule(exploration_initial_eps, exploration_final_eps, exploration_fraction)
+        self.exploration_rate = 0.0
+        self._n_calls = 0
+        self._finish_init(_init_setup_model)
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        exploration.validate_q_learning_args(self)
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm: must be None or > 0, got {self.max_grad_norm}")
+
+    def _build_extra(self) -> None:
+        net, net_target = self.policy.quantile_net, self.policy.quantile_net_target
+        self._q_params, self._q_target_params = list(net.parameters()), list(net_target.parameters())
+        self._bn_stats = get_parameters_by_name(net, ["running_"])
+        self._bn_stats_target = get_parameters_by_name(net_target, ["running_"])
+
+    @property
+    def n_quantiles(self) -> int:
+        return self.policy.n_quantiles
+
+    def configure_optimizers(self) -> OptimizerLRScheduler:
+        """The quantile-network optimizer."""
+        return self.policy.optimizer
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """Off-policy QRDQN step: collect env transitions then do gradient updates."""
+        super().training_step(batch, batch_idx)
+
+    def _on_step(self) -> None:
+        """After every vector step: target network refresh (counted in env steps) and epsilon decay."""
+        exploration.after_env_step(self)
+
+    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
+        """``gradient_steps`` quantile-regression updates towards the target network's greedy quantiles."""
+        (optimizer,) = self._lightning_optimizers()
+        net, net_target = self.policy.quantile_net, self.policy.quantile_net_target
+        taus = quantile.quantile_midpoints(self.n_quantiles, self.device)
+        for _ in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            with torch.no_grad():
+                target = quantile.qrdqn_target(data.rewards, data.dones, discounts, net_target(data.next_observations))
+            current = quantile.taken_action_quantiles(net(data.observations), data.actions)
+            loss = quantile.quantile_huber_loss(current, target, taus, sum_over_quantiles=True)
+            self._optimizer_step(optimizer, loss, max_grad_norm=self.max_grad_norm)
+            self._track(loss=loss)
+        self._n_updates += gradient_steps
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Epsilon-greedy action selection for QRDQN."""
+
+        def greedy() -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+            return super(QRDQN, self).predict(observation, state, episode_start, deterministic)
+
+        return exploration.epsilon_greedy_predict(self, observation, deterministic, greedy, state)
+
+    def _policy_actions(self, n_envs: int) -> np.ndarray:
+        return exploration.epsilon_greedy_actions(self, n_envs, super()._policy_actions)
+
+    def dump_logs(self) -> None:
+        self.sb3_logger.record("rollout/exploration_rate", self.exploration_rate)
+        super().dump_logs()
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), **exploration.exploration_state(self)}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        exploration.load_exploration_state(self, state)
+
+    def learn(
+        self: SelfQRDQN,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = 4,
+        tb_log_name: str = "QRDQN",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfQRDQN:
+        return super().learn(
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar
+        )

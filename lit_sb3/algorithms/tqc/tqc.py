@@ -1,0 +1,224 @@
+"""Truncated Quantile Critics as a LightningModule."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar, TypeVar
+
+import torch
+from gymnasium import spaces
+from lightning.pytorch.utilities.types import OptimizerLRScheduler
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import get_parameters_by_name
+from torch import nn
+
+from lit_sb3.algorithms.tqc.policies import POLICY_ALIASES, TQCPolicy
+from lit_sb3.common import entropy, quantile
+from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params, soft_update
+from lit_sb3.common.sb3_bridge import MaybeCallback
+
+SelfTQC = TypeVar("SelfTQC", bound="TQC")
+
+_DEFAULT_N_QUANTILES = inspect.signature(TQCPolicy.__init__).parameters["n_quantiles"].default
+
+
+class TQC(OffPolicyAlgorithm):
+    """Controlling Overestimation Bias with Truncated Mixture of Continuous Distributional Quantile Critics (TQC).
+
+    SAC with distributional critics: each critic predicts ``n_quantiles`` quantiles of the return; the target pools
+    the target critics' quantiles and drops the largest ``top_quantiles_to_drop_per_net`` per critic against
+    overestimation. Paper: https://arxiv.org/abs/2005.04269. Arguments and defaults are sb3-contrib's.
+
+    :param policy: the policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy or a class)
+    :param learning_rate: learning rate of every optimizer (constant or schedule of the progress remaining)
+    :param buffer_size: replay buffer capacity (transitions per env)
+    :param learning_starts: env steps of uniformly random actions before the first update
+    :param batch_size: minibatch size of each update
+    :param tau: Polyak coefficient of the target critics
+    :param gamma: discount factor
+    :param train_freq: update every n env steps, or ``(n, "step" | "episode")``
+    :param gradient_steps: updates after each collection (-1: as many as env steps collected)
+    :param action_noise: extra exploration noise on the (scaled) actions
+    :param replay_buffer_class: replay buffer class (None: chosen from the observation space and ``n_steps``)
+    :param replay_buffer_kwargs: extra replay buffer arguments
+    :param optimize_memory_usage: memory-efficient replay buffer (next observations not stored twice)
+    :param n_steps: n-step returns (NStepReplayBuffer) when > 1
+    :param ent_coef: entropy coefficient; ``"auto"`` learns it (``"auto_0.1"``: from 0.1)
+    :param target_update_interval: update the target critics every n gradient steps
+    :param target_entropy: entropy the learned temperature aims at (``"auto"``: -dim(action space))
+    :param top_quantiles_to_drop_per_net: largest target quantiles dropped per critic (0 .. n_quantiles - 1)
+    :param use_sde: generalized state-dependent exploration instead of Gaussian noise
+    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection)
+    :param use_sde_at_warmup: act with gSDE instead of uniform random actions before learning starts
+    :param stats_window_size: episodes averaged in the rollout statistics
+    :param policy_kwargs: extra policy constructor arguments (``n_quantiles``, ``n_critics``, ``net_arch``, ...)
+    :param verbose: 0 silent, 1 SB3's metric table
+    :param seed: random seed
+    :param device: device outside a trainer
+    :param _init_setup_model: build the networks at once when ``env`` is given
+    :param env: SB3-style: train on this env in ``learn``
+    """
+
+    policy_aliases: ClassVar[dict[str, type[TQCPolicy]]] = POLICY_ALIASES
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+
+    def __init__(
+        self,
+        policy: str | type[TQCPolicy],
+        learning_rate: float | Schedule = 3e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        ent_coef: str | float = "auto",
+        target_update_interval: int = 1,
+        target_entropy: str | float = "auto",
+        top_quantiles_to_drop_per_net: int = 2,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+        stats_window_size: int = 100,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: torch.device | str = "auto",
+        _init_setup_model: bool = True,
+        *,
+        env: GymEnv | str | None = None,
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            env=env,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            use_sde_at_warmup=use_sde_at_warmup,
+        )
+        self.ent_coef = ent_coef
+        self.target_update_interval = target_update_interval
+        self._target_entropy_raw = target_entropy
+        self.target_entropy = 0.0
+        self.top_quantiles_to_drop_per_net = top_quantiles_to_drop_per_net
+        self.log_ent_coef: nn.Parameter | None = None
+        self.ent_coef_optimizer: torch.optim.Optimizer | None = None
+        self._finish_init(_init_setup_model)
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        entropy.validate_entropy_args(self.ent_coef, self._target_entropy_raw)
+        if self.target_update_interval < 1:
+            raise ValueError(f"target_update_interval: must be >= 1, got {self.target_update_interval}")
+        n_quantiles = self.policy_kwargs.get("n_quantiles", _DEFAULT_N_QUANTILES)
+        drop = self.top_quantiles_to_drop_per_net
+        if not isinstance(drop, int) or isinstance(drop, bool) or not 0 <= drop < n_quantiles:
+            raise ValueError(
+                f"top_quantiles_to_drop_per_net: must be an int in [0, {n_quantiles - 1}] (n_quantiles={n_quantiles} "
+                f"per critic), got {drop!r}"
+            )
+
+    def _build_extra(self) -> None:
+        entropy.setup_entropy_coef(self, self.ent_coef, self._target_entropy_raw)
+        critic, critic_target = self.policy.critic, self.policy.critic_target
+        self._critic_params = list(critic.parameters())
+        self._critic_target_params = list(critic_target.parameters())
+        self._critic_weights = optimized_params(critic)
+        self._bn_stats = get_parameters_by_name(critic, ["running_"])
+        self._bn_stats_target = get_parameters_by_name(critic_target, ["running_"])
+
+    def configure_optimizers(self) -> OptimizerLRScheduler:
+        """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
+        return list(self._named_optimizers().values())
+
+    def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        named = {"actor.optimizer": self.policy.actor.optimizer, "critic.optimizer": self.policy.critic.optimizer}
+        if self.ent_coef_optimizer is not None:
+            named["ent_coef_optimizer"] = self.ent_coef_optimizer
+        return named
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """Off-policy TQC step: collect env transitions then do gradient updates."""
+        super().training_step(batch, batch_idx)
+
+    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
+        """Temperature, quantile-critic and actor updates on ``gradient_steps`` replay samples."""
+        actor_opt, critic_opt = self._lightning_optimizers()[:2]
+        actor, critic, critic_target = self.policy.actor, self.policy.critic, self.policy.critic_target
+        taus = quantile.quantile_midpoints(critic.n_quantiles, self.device)
+        for step in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            if self.use_sde:
+                actor.reset_noise()
+            actions_pi, log_prob = actor.action_log_prob(data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+            ent_coef = entropy.current_ent_coef(self)
+            ent_coef_loss = entropy.entropy_coef_step(self, log_prob)
+            if ent_coef_loss is not None:
+                self._track(ent_coef_loss=ent_coef_loss)
+
+            with torch.no_grad():
+                next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
+                target = quantile.tqc_target(
+                    data.rewards, data.dones, discounts, critic_target(data.next_observations, next_actions),
+                    self.top_quantiles_to_drop_per_net, next_log_prob, ent_coef,
+                )
+            current = critic(data.observations, data.actions)
+            critic_loss = quantile.quantile_huber_loss(current, target, taus, sum_over_quantiles=False)
+            self._optimizer_step(critic_opt, critic_loss)
+
+            with frozen(self._critic_weights):
+                actor_loss = quantile.tqc_actor_loss(log_prob, critic(data.observations, actions_pi), ent_coef)
+                self._optimizer_step(actor_opt, actor_loss)
+
+            if step % self.target_update_interval == 0:
+                soft_update(self._critic_params, self._critic_target_params, self.tau)
+                soft_update(self._bn_stats, self._bn_stats_target, 1.0)
+            self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
+        self._n_updates += gradient_steps
+
+    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
+        return entropy.entropy_variables(self)
+
+    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
+        entropy.load_entropy_variables(self, variables)
+
+    def learn(
+        self: SelfTQC,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = 4,
+        tb_log_name: str = "TQC",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfTQC:
+        return super().learn(
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar
+        )
