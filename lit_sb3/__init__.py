@@ -4,6 +4,7 @@ import torch as _torch
 from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
 
 from lit_sb3.algorithms.a2c import A2C
+from lit_sb3.algorithms.ars import ARS
 from lit_sb3.algorithms.crossq import CrossQ
 from lit_sb3.algorithms.ddpg import DDPG
 from lit_sb3.algorithms.dqn import DQN
@@ -22,6 +23,6 @@ __version__ = "0.1.0"
 _torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
 
 __all__ = [
-    "A2C", "DDPG", "DQN", "PPO", "QRDQN", "SAC", "TD3", "TQC", "CrossQ", "HerReplayBuffer", "RLEnvDataModule",
+    "A2C", "ARS", "DDPG", "DQN", "PPO", "QRDQN", "SAC", "TD3", "TQC", "CrossQ", "HerReplayBuffer", "RLEnvDataModule",
     "RLTrainer", "__version__"
 ]

@@ -29,6 +29,7 @@ _QUIET_WARNINGS = (
     r".*`isinstance\(treespec, LeafSpec\)` is deprecated.*",
     r".*LeafSpec.*is deprecated.*",
     r".*Your `val_dataloader`'s sampler has shuffling enabled.*",
+    r".*configure_optimizers` returned `None`, this fit will run with no optimizer.*",  # ARS: no gradient
 )
 _QUIET_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda", "lightning.fabric")
 

@@ -145,10 +145,14 @@ class BaseAlgorithm(L.LightningModule):
         if self.seed is not None:
             _seed_everything(self.seed)
             self.action_space.seed(self.seed)
-        self.policy = self.policy_class(observation_space, action_space, self.lr_schedule, **self._policy_kwargs())
+        self.policy = self._make_policy(observation_space, action_space)
         self._build_extra()
         if self._trainer is None:
             self.to(get_device(self.requested_device))
+
+    def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> BasePolicy:
+        """Hook: the policy for these spaces (ARS's policies take no learning-rate schedule)."""
+        return self.policy_class(observation_space, action_space, self.lr_schedule, **self._policy_kwargs())
 
     def _policy_kwargs(self) -> dict[str, Any]:
         kwargs = dict(self.policy_kwargs)
@@ -453,6 +457,7 @@ class BaseAlgorithm(L.LightningModule):
             num_timesteps=self.num_timesteps,
             _n_updates=self._n_updates,
         )
+        data.update(self._sb3_data())
         save_to_zip_file(path, data=data, params=self.get_parameters(), pytorch_variables=self._pytorch_variables())
 
     @classmethod
@@ -474,6 +479,7 @@ class BaseAlgorithm(L.LightningModule):
             raise ValueError(f"load: {path} holds no observation/action spaces; was it written by save()?")
         accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "_init_setup_model"}
         init_kwargs = {k: v for k, v in data.items() if k in accepted}
+        init_kwargs.update(cls._init_kwargs_from_sb3_data(data))
         init_kwargs["policy"] = data.get("policy", data.get("policy_class"))
         init_kwargs.update(kwargs, device=device)
         model = cls(**init_kwargs)
@@ -487,6 +493,15 @@ class BaseAlgorithm(L.LightningModule):
         model._n_updates = int(data.get("_n_updates", 0))
         model.n_envs = data.get("n_envs")
         return model
+
+    def _sb3_data(self) -> dict[str, Any]:
+        """Hook: attributes SB3's own ``load`` of this algorithm reads from the zip besides the hyperparameters."""
+        return {}
+
+    @classmethod
+    def _init_kwargs_from_sb3_data(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Hook: constructor arguments that SB3's zips store under another name (e.g. as a schedule)."""
+        return {}
 
     def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
         """Hook: restore what ``_pytorch_variables`` saved."""

@@ -1,0 +1,452 @@
+"""Augmented Random Search (ARS) as a LightningModule: gradient-free, one training step = one ARS iteration."""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from sb3_contrib.ars.policies import ARSPolicy
+from sb3_contrib.common.vec_env import AsyncEval
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import FloatSchedule, obs_as_tensor
+from stable_baselines3.common.vec_env import VecEnv
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
+from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.envs import is_monitored
+from lit_sb3.common.sb3_bridge import MaybeCallback
+
+SelfARS = TypeVar("SelfARS", bound="ARS")
+
+
+class ARSUpdate(NamedTuple):
+    """Result of one ARS update: the new weights and what sb3-contrib logs about the step."""
+
+    weights: torch.Tensor
+    step_size: torch.Tensor
+    return_std: torch.Tensor
+
+
+def perturbed_candidates(weights: torch.Tensor, deltas: torch.Tensor, delta_std: float) -> torch.Tensor:
+    """The ``2 * n_delta`` candidates: first every ``weights + delta_std * delta``, then every ``weights - ...``."""
+    noise = deltas * delta_std
+    return torch.cat([weights + noise, weights - noise])
+
+
+def ars_update(
+    weights: torch.Tensor, deltas: torch.Tensor, candidate_returns: torch.Tensor, n_top: int, learning_rate: float
+) -> ARSUpdate:
+    """One ARS step (paper's V1-t update without observation filtering, as sb3-contrib does it).
+
+    The ``n_top`` directions whose better side (``max(r+, r-)``) scored highest are kept; the step is the
+    finite-difference estimate ``sum((r+ - r-) * delta)`` scaled by ``learning_rate / (n_top * std(kept returns))``.
+
+    :param weights: current flat parameter vector, shape ``(n_params,)``
+    :param deltas: unscaled standard-normal directions, shape ``(n_delta, n_params)``
+    :param candidate_returns: returns of the ``+delta`` candidates followed by those of the ``-delta`` ones
+    :param n_top: directions kept
+    :param learning_rate: step size before the return-std scaling
+    """
+    n_delta = deltas.shape[0]
+    plus, minus = candidate_returns[:n_delta], candidate_returns[n_delta:]
+    best_side = torch.maximum(plus, minus)
+    kept = torch.argsort(best_side, descending=True)[:n_top]
+    plus, minus = plus[kept], minus[kept]
+    return_std = torch.cat([plus, minus]).std()
+    step_size = learning_rate / (n_top * return_std + 1e-6)  # the epsilon keeps equal returns from dividing by zero
+    return ARSUpdate(weights + step_size * ((plus - minus) @ deltas[kept]), step_size, return_std)
+
+
+class Iterations:
+    """The training "dataloader" of ARS: one tick per Lightning epoch; the tick's training step is one iteration.
+
+    It has a length so that Lightning treats each epoch as finite (checkpoints every N epochs = every N iterations).
+    """
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[int]:
+        yield 0
+
+
+class ARS(BaseAlgorithm):
+    """Augmented Random Search: https://arxiv.org/abs/1803.07055.
+
+    Original implementation: https://github.com/modestyachts/ARS
+    C++/Cuda Implementation: https://github.com/google-research/tiny-differentiable-simulator/
+    150 LOC Numpy Implementation: https://github.com/alexis-jacq/numpy_ARS/blob/master/asr.py
+
+    Each iteration samples ``n_delta`` Gaussian directions, evaluates the ``2 * n_delta`` perturbed policies for
+    ``n_eval_episodes`` episodes each (on the training env, or in worker processes with ``learn(async_eval=...)``)
+    and moves the weights along the best directions. Every env step of every candidate counts in ``num_timesteps``.
+    Arguments and defaults are sb3-contrib's.
+
+    :param policy: the policy to train, an ``ARSPolicy`` subclass or one of "LinearPolicy", "MlpPolicy"
+    :param n_delta: random perturbations of the policy tried at each update step
+    :param n_top: best perturbations used in each update step (None: ``n_delta``)
+    :param learning_rate: step size, constant or schedule of the progress remaining (1 -> 0)
+    :param delta_std: exploration noise (std of the perturbations), constant or schedule
+    :param zero_policy: zero the policy weights before training
+    :param alive_bonus_offset: added to the reward at every step of a candidate's evaluation (cancels alive bonuses)
+    :param n_eval_episodes: episodes evaluated per candidate
+    :param policy_kwargs: extra policy constructor arguments
+    :param stats_window_size: kept for SB3 compatibility; as in sb3-contrib the rollout statistics cover the last
+        iteration's episodes
+    :param seed: random seed
+    :param verbose: 0 silent, 1 SB3's metric table
+    :param device: device outside a trainer
+    :param _init_setup_model: build the networks at once when ``env`` is given
+    :param env: SB3-style: train on this env in ``learn``
+    """
+
+    policy_aliases: ClassVar[dict[str, type[ARSPolicy]]] = POLICY_ALIASES
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box, spaces.Discrete)
+    # ARSPolicy flattens its input: every space but Dict (no multi-input extractor) works
+    supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+        spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary
+    )
+    default_log_interval: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        policy: str | type[ARSPolicy],
+        n_delta: int = 8,
+        n_top: int | None = None,
+        learning_rate: float | Schedule = 0.02,
+        delta_std: float | Schedule = 0.05,
+        zero_policy: bool = True,
+        alive_bonus_offset: float = 0,
+        n_eval_episodes: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: torch.device | str = "cpu",
+        _init_setup_model: bool = True,
+        *,
+        env: GymEnv | str | None = None,
+    ) -> None:
+        super().__init__(policy, learning_rate, policy_kwargs, stats_window_size, verbose, seed, device, env)
+        self.n_delta = n_delta
+        self.n_top = n_delta if n_top is None else n_top
+        self.pop_size = 2 * n_delta
+        self._delta_std_raw = delta_std
+        self.delta_std_schedule = FloatSchedule(delta_std)
+        self.zero_policy = zero_policy
+        self.alive_bonus_offset = alive_bonus_offset
+        self.n_eval_episodes = n_eval_episodes
+        self._candidate_policies: list[ARSPolicy] = []  # a plain list: the copy is no submodule, so not saved
+        self._async_eval: AsyncEval | None = None
+        self._continue_training = True
+        self._vec_normalize_env: Any = None
+        self._old_count = 0.0  # observation count already shared with the workers (async_eval with VecNormalize)
+        self._finish_init(_init_setup_model)
+
+    # ------------------------------------------------------------------ checks and construction
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        checks = [
+            ("n_delta", self.n_delta >= 1, ">= 1"),
+            ("n_top", 1 <= self.n_top <= self.n_delta, f"in [1, n_delta={self.n_delta}]"),
+            ("n_eval_episodes", self.n_eval_episodes >= 1, ">= 1"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
+        for name, value in (("learning_rate", self.learning_rate), ("delta_std", self._delta_std_raw)):
+            if isinstance(value, (int, float)) and value <= 0:
+                raise ValueError(f"{name}: must be > 0 (a float or a schedule), got {value}")
+
+    def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> ARSPolicy:
+        return self.policy_class(observation_space, action_space, **self._policy_kwargs())
+
+    def _policy_kwargs(self) -> dict[str, Any]:
+        """The policy's own arguments only: an ARS policy has no optimizer to configure."""
+        return dict(self.policy_kwargs)
+
+    def _build_extra(self) -> None:
+        if self.zero_policy:
+            with torch.no_grad():
+                for param in self.policy.parameters():
+                    param.zero_()
+
+    @property
+    def n_params(self) -> int:
+        """Length of the flat weight vector that ARS perturbs."""
+        return sum(p.numel() for p in self.policy.parameters())
+
+    def configure_optimizers(self) -> None:
+        """ARS has no gradient and no optimizer."""
+        return None
+
+    def train_dataloader(self) -> Iterations:
+        return Iterations()
+
+    # ------------------------------------------------------------------ training loop
+
+    def on_train_start(self) -> None:
+        super().on_train_start()
+        self._candidate_policies = []  # rebuilt from the policy as it is now (device, architecture)
+        self._vec_normalize_env = self.get_vec_normalize_env()
+        self._continue_training = True
+
+    def _candidate_policy(self) -> ARSPolicy:
+        """A copy of the policy that loads one candidate's weights after the other (the policy keeps its own)."""
+        if not self._candidate_policies:
+            policy = copy.deepcopy(self.policy).requires_grad_(False)
+            policy.set_training_mode(False)
+            self._candidate_policies.append(policy)
+        return self._candidate_policies[0]
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """One ARS iteration: sample directions, evaluate the candidates, step along the best directions."""
+        if self.num_timesteps >= self.total_timesteps:
+            self.trainer.should_stop = True
+            return
+        if not self._do_one_update(self._callback, self._async_eval):
+            self.trainer.should_stop = True
+            return
+        if self.log_interval and self._n_updates % self.log_interval == 0:
+            self.dump_logs()
+        self._stop_if_budget_reached()
+
+    def _do_one_update(self, callback: BaseCallback | None, async_eval: AsyncEval | None) -> bool:
+        """Sample, evaluate and update once; False (and no update) when a callback stopped training."""
+        progress = self._current_progress_remaining
+        delta_std = self.delta_std_schedule(progress)
+        learning_rate = self.lr_schedule(progress)
+        weights = parameters_to_vector(self.policy.parameters()).detach()
+        deltas = torch.normal(mean=0.0, std=1.0, size=(self.n_delta, weights.numel()), device=weights.device)
+        with torch.no_grad():
+            returns = self.evaluate_candidates(perturbed_candidates(weights, deltas, delta_std), callback, async_eval)
+        if not self._continue_training:
+            return False
+        update = ars_update(weights, deltas, returns, self.n_top, learning_rate)
+        vector_to_parameters(update.weights, self.policy.parameters())
+        record = self.sb3_logger.record
+        record("train/iterations", self._n_updates, exclude="tensorboard")
+        record("train/delta_std", delta_std)
+        record("train/learning_rate", learning_rate)
+        record("train/step_size", update.step_size.item())
+        record("rollout/return_std", update.return_std.item())
+        self._n_updates += 1
+        return True
+
+    def evaluate_candidates(
+        self, candidate_weights: torch.Tensor, callback: BaseCallback | None, async_eval: AsyncEval | None
+    ) -> torch.Tensor:
+        """Evaluate each candidate.
+
+        :param candidate_weights: The candidate weights to be evaluated.
+        :param callback: Callback that will be called at each step (or after evaluation in the multiprocess version)
+        :param async_eval: The object for asynchronous evaluation of candidates.
+        :return: The episodic return for each candidate.
+        """
+        self.ep_info_buffer = deque()  # as in sb3-contrib, the rollout statistics cover this iteration only
+        if callback is not None:
+            callback.on_rollout_start()
+        if async_eval is not None:
+            returns = self._evaluate_in_workers(candidate_weights, callback, async_eval)
+        else:
+            returns = self._evaluate_here(candidate_weights, callback)
+        if callback is not None:
+            callback.on_rollout_end()
+        return returns
+
+    def _candidate_return(self, episode_rewards: list[float], episode_lengths: list[int]) -> float:
+        """A candidate's score: its summed episode returns plus the alive-bonus offset for every step taken."""
+        for reward, length in zip(episode_rewards, episode_lengths):
+            self.ep_info_buffer.append({"r": reward, "l": length})
+        self._episode_num += len(episode_rewards)
+        return float(sum(episode_rewards)) + self.alive_bonus_offset * float(sum(episode_lengths))
+
+    def _evaluate_here(self, candidate_weights: torch.Tensor, callback: BaseCallback | None) -> torch.Tensor:
+        """Candidates one after the other on the training env (or, outside a trainer, the env given to ARS)."""
+        env = self.get_env()
+        if env is None:
+            raise RuntimeError("evaluate_candidates: no env to evaluate on (train with learn/RLTrainer, or pass env=)")
+        policy = self._candidate_policy()
+        monitored = is_monitored(env)
+        returns = torch.zeros(len(candidate_weights), device=candidate_weights.device)
+        for idx, weights in enumerate(candidate_weights):
+            vector_to_parameters(weights, policy.parameters())
+            episodes = self._run_episodes(policy, env, monitored, callback)
+            if episodes is None:
+                self._continue_training = False
+                break
+            returns[idx] = self._candidate_return(*episodes)
+        return returns
+
+    def _run_episodes(
+        self, policy: ARSPolicy, env: VecEnv, monitored: bool, callback: BaseCallback | None
+    ) -> tuple[list[float], list[int]] | None:
+        """``n_eval_episodes`` episodes of ``policy``, spread over the envs and counted as SB3's ``evaluate_policy``
+        counts them (Monitor's episode records when present); None when a callback stops training."""
+        n_envs = env.num_envs
+        targets = np.array([(self.n_eval_episodes + i) // n_envs for i in range(n_envs)])
+        counts = np.zeros(n_envs, dtype=int)
+        current_rewards = np.zeros(n_envs)
+        current_lengths = np.zeros(n_envs, dtype=int)
+        episode_rewards: list[float] = []
+        episode_lengths: list[int] = []
+        obs = env.reset()
+        while (counts < targets).any():
+            actions = policy(obs_as_tensor(obs, self.device)).cpu().numpy()
+            obs, rewards, dones, infos = env.step(self._env_actions(policy, actions))
+            self.num_timesteps += n_envs
+            if callback is not None and not callback.on_step():
+                return None
+            current_rewards += rewards
+            current_lengths += 1
+            for i in np.flatnonzero(dones & (counts < targets)):
+                episode = infos[i].get("episode") if monitored else None
+                if episode is not None:
+                    episode_rewards.append(episode["r"])
+                    episode_lengths.append(episode["l"])
+                    counts[i] += 1
+                elif not monitored:  # with Monitor only its episode records end episodes (Atari life losses)
+                    episode_rewards.append(float(current_rewards[i]))
+                    episode_lengths.append(int(current_lengths[i]))
+                    counts[i] += 1
+                current_rewards[i] = 0.0
+                current_lengths[i] = 0
+        return episode_rewards, episode_lengths
+
+    def _env_actions(self, policy: ARSPolicy, actions: np.ndarray) -> np.ndarray:
+        """Box actions leave the policy squashed to [-1, 1] (rescale them) or unbounded (clip them)."""
+        if not isinstance(self.action_space, spaces.Box):
+            return actions
+        actions = actions.reshape((-1, *self.action_space.shape))
+        if policy.squash_output:
+            return policy.unscale_action(actions)
+        return np.clip(actions, self.action_space.low, self.action_space.high)
+
+    def _evaluate_in_workers(
+        self, candidate_weights: torch.Tensor, callback: BaseCallback | None, async_eval: AsyncEval
+    ) -> torch.Tensor:
+        """Candidates spread over the AsyncEval workers; the env steps they took are counted (and the callback
+        called once per round of worker steps) afterwards."""
+        returns = torch.zeros(len(candidate_weights), device=candidate_weights.device)
+        async_eval.send_jobs(candidate_weights, len(candidate_weights))
+        n_steps = 0
+        for idx, (episode_rewards, episode_lengths) in async_eval.get_results():
+            returns[idx] = self._candidate_return(list(episode_rewards), list(episode_lengths))
+            n_steps += int(np.sum(episode_lengths))
+        self._share_observation_stats(async_eval)
+        n_workers = len(async_eval.remotes)
+        for _ in range(n_steps // n_workers):
+            self.num_timesteps += n_workers
+            if callback is not None and not callback.on_step():
+                self._continue_training = False
+                return returns
+        self.num_timesteps += n_steps % n_workers
+        return returns
+
+    def _share_observation_stats(self, async_eval: AsyncEval) -> None:
+        """With VecNormalize: merge the workers' observation statistics into ours, then send the merge back."""
+        vec_normalize = self._vec_normalize_env
+        if vec_normalize is None:
+            return
+        for worker_obs_rms in async_eval.get_obs_rms():
+            vec_normalize.obs_rms.combine(worker_obs_rms)
+            # every worker started from the statistics we sent last time: count those observations only once
+            vec_normalize.obs_rms.count -= self._old_count
+        async_eval.sync_obs_rms(vec_normalize.obs_rms.copy())
+        self._old_count = vec_normalize.obs_rms.count
+
+    # ------------------------------------------------------------------ logging and entry point
+
+    def dump_logs(self) -> None:
+        """Dump information to the logger."""
+        super().dump_logs()
+
+    def learn(
+        self: SelfARS,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = 1,
+        tb_log_name: str = "ARS",
+        reset_num_timesteps: bool = True,
+        async_eval: AsyncEval | None = None,
+        progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
+    ) -> SelfARS:
+        """Return a trained model.
+
+        :param total_timesteps: The total number of samples (env steps) to train on
+        :param env: Training environment (gym env, env-id string, or VecEnv)
+        :param callback: callback(s) called at every step with state of the algorithm
+        :param log_every_n_steps: dump the metrics every this many iterations
+        :param tb_log_name: the name of the run for the loggers
+        :param reset_num_timesteps: whether or not to reset the current timestep number (used in logging)
+        :param async_eval: evaluate the candidates in worker processes; closed when training ends (as in sb3-contrib)
+        :param progress_bar: show a progress bar counting env steps
+        :param default_root_dir: where CSV logs go; nothing is written when None
+        :raises TypeError: when ``async_eval`` is not an ``AsyncEval``
+        """
+        if async_eval is not None and not isinstance(async_eval, AsyncEval):
+            raise TypeError(f"async_eval: expected an sb3_contrib AsyncEval or None, got {type(async_eval).__name__}")
+        self._async_eval = async_eval
+        try:
+            return super().learn(
+                total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+                default_root_dir,
+            )
+        finally:
+            self._async_eval = None
+            if async_eval is not None:
+                async_eval.close()
+
+    # ------------------------------------------------------------------ persistence
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | dict[str, dict],
+        exact_match: bool = True,
+        device: torch.device | str = "auto",
+    ) -> None:
+        """Load parameters from a ``save`` zip or a ``get_parameters`` dict (also sb3-contrib < 1.7 linear policies,
+        whose single layer was named ``action_net`` instead of ``action_net.0``)."""
+        if isinstance(load_path_or_dict, dict):
+            params = dict(load_path_or_dict)
+        else:
+            _, params, _ = load_from_zip_file(load_path_or_dict, device=device, load_data=False)
+        if "policy" in params:
+            params["policy"] = {_renamed_linear_key(k): v for k, v in params["policy"].items()}
+        super().set_parameters(params, exact_match=exact_match, device=device)
+
+    def _sb3_data(self) -> dict[str, Any]:
+        # sb3-contrib's load builds ARS with its defaults, then copies these attributes over them
+        return {"n_top": self.n_top, "pop_size": self.pop_size, "delta_std_schedule": self.delta_std_schedule}
+
+    @classmethod
+    def _init_kwargs_from_sb3_data(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if "delta_std" not in data and "delta_std_schedule" in data:  # a zip written by sb3-contrib
+            return {"delta_std": data["delta_std_schedule"]}
+        return {}
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "old_count": float(self._old_count)}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        self._old_count = float(state.get("old_count", 0.0))
+
+
+def _renamed_linear_key(key: str) -> str:
+    """``action_net.weight`` (sb3-contrib < 1.7) -> ``action_net.0.weight``."""
+    if key in ("action_net.weight", "action_net.bias"):
+        return key.replace("action_net.", "action_net.0.")
+    return key
