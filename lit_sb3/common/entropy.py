@@ -48,6 +48,8 @@ def setup_entropy_coef(algo: Any, ent_coef: str | float, target_entropy: str | f
         algo.target_entropy = -float(np.prod(algo.action_space.shape))
     else:
         algo.target_entropy = float(target_entropy)
+    # SB3 saves the resolved value: its ``load`` rebuilds the model without an env and cannot resolve "auto"
+    algo.hparams["target_entropy"] = algo.target_entropy
     initial, learned = initial_ent_coef(ent_coef)
     if learned:
         # a module parameter, so checkpoints and ``state_dict`` carry it
