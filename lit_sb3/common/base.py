@@ -291,14 +291,10 @@ class BaseAlgorithm(L.LightningModule):
 
     def validation_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
         """Evaluate the policy for ``batch`` episodes on the stage's env; logs ``eval/*`` at the env step."""
-        from stable_baselines3.common.evaluation import evaluate_policy
-
         stage = "test" if self.trainer.testing else "validate"
         env = self.trainer.datamodule.get_env(stage) or self.trainer.datamodule.get_env("fit")
         n_episodes, deterministic = batch
-        rewards, lengths = evaluate_policy(
-            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True
-        )
+        rewards, lengths = self.evaluate_episodes(env, n_episodes, deterministic)
         metrics = {
             "eval/mean_reward": float(np.mean(rewards)),
             "eval/std_reward": float(np.std(rewards)),
@@ -307,6 +303,14 @@ class BaseAlgorithm(L.LightningModule):
         }
         self.log_dict(metrics, batch_size=1)
         return metrics
+
+    def evaluate_episodes(self, env: VecEnv, n_episodes: int, deterministic: bool) -> tuple[list[float], list[int]]:
+        """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``)."""
+        from stable_baselines3.common.evaluation import evaluate_policy
+
+        return evaluate_policy(
+            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True
+        )
 
     def test_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
         return self.validation_step(batch, batch_idx)

@@ -6,22 +6,32 @@ import torch
 import torch.nn.functional as F
 
 
-def normalize_advantages(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Zero mean, unit (sample) standard deviation; a single advantage is left as it is."""
-    if advantages.numel() <= 1:
+def masked_mean(x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean over the entries where ``mask`` is True (all entries without a mask): padded sequences do not count."""
+    return x.mean() if mask is None else x[mask].mean()
+
+
+def normalize_advantages(advantages: torch.Tensor, eps: float = 1e-8, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Zero mean, unit (sample) standard deviation over the unmasked entries; a single advantage is left as it is."""
+    valid = advantages if mask is None else advantages[mask]
+    if valid.numel() <= 1:
         return advantages
-    return (advantages - advantages.mean()) / (advantages.std() + eps)
+    return (advantages - valid.mean()) / (valid.std() + eps)
 
 
 def clipped_surrogate_loss(
-    advantages: torch.Tensor, log_prob: torch.Tensor, old_log_prob: torch.Tensor, clip_range: float
+    advantages: torch.Tensor,
+    log_prob: torch.Tensor,
+    old_log_prob: torch.Tensor,
+    clip_range: float,
+    mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO's clipped policy objective (as a loss to minimise) and the fraction of clipped ratios."""
     ratio = torch.exp(log_prob - old_log_prob)
     unclipped = advantages * ratio
     clipped = advantages * torch.clamp(ratio, 1.0 - clip_range, 1.0 + clip_range)
-    loss = -torch.min(unclipped, clipped).mean()
-    clip_fraction = ((ratio - 1.0).abs() > clip_range).float().mean()
+    loss = -masked_mean(torch.min(unclipped, clipped), mask)
+    clip_fraction = masked_mean(((ratio - 1.0).abs() > clip_range).float(), mask)
     return loss, clip_fraction
 
 
@@ -30,25 +40,35 @@ def value_loss(
     returns: torch.Tensor,
     old_values: torch.Tensor | None = None,
     clip_range_vf: float | None = None,
+    mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """MSE to the returns; with ``clip_range_vf`` the prediction may move at most that far from ``old_values``."""
     if clip_range_vf is not None:
         assert old_values is not None, "old_values are needed to clip the value function"
         values = old_values + torch.clamp(values - old_values, -clip_range_vf, clip_range_vf)
-    return F.mse_loss(returns, values)
+    if mask is None:
+        return F.mse_loss(returns, values)
+    return masked_mean((returns - values) ** 2, mask)
 
 
-def entropy_loss(entropy: torch.Tensor | None, log_prob: torch.Tensor) -> torch.Tensor:
+def entropy_loss(
+    entropy: torch.Tensor | None, log_prob: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Negative entropy; distributions without a closed form use the ``-log_prob`` estimate."""
     if entropy is None:
-        return log_prob.mean()
-    return -entropy.mean()
+        return masked_mean(log_prob, mask)
+    return -masked_mean(entropy, mask)
 
 
-def approx_kl(log_prob: torch.Tensor, old_log_prob: torch.Tensor) -> torch.Tensor:
+def approx_kl(log_prob: torch.Tensor, old_log_prob: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Low-variance estimator of KL(old || new): E[(r - 1) - log r] (Schulman's k3)."""
     log_ratio = log_prob - old_log_prob
-    return ((torch.exp(log_ratio) - 1.0) - log_ratio).mean()
+    return masked_mean((torch.exp(log_ratio) - 1.0) - log_ratio, mask)
+
+
+def surrogate_objective(advantages: torch.Tensor, log_prob: torch.Tensor, old_log_prob: torch.Tensor) -> torch.Tensor:
+    """TRPO's importance-sampled policy objective (to maximise): E[A * pi(a|s) / pi_old(a|s)]."""
+    return (advantages * torch.exp(log_prob - old_log_prob)).mean()
 
 
 def policy_gradient_loss(advantages: torch.Tensor, log_prob: torch.Tensor) -> torch.Tensor:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from gymnasium import spaces
+from lightning.pytorch.trainer.states import TrainerStatus
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv
@@ -37,7 +38,7 @@ class RolloutMinibatches:
         algo = self.algorithm
         env = algo.env
         rollout = algo.n_steps * (env.num_envs if env is not None else algo.n_envs or 1)
-        batch = algo.batch_size or rollout
+        batch = algo._minibatch_size() or rollout
         return algo.n_epochs * -(-rollout // batch)
 
     def __iter__(self) -> Iterator[Any]:
@@ -46,7 +47,7 @@ class RolloutMinibatches:
             return
         for epoch in range(algo.n_epochs):
             algo._epoch = epoch
-            for batch in algo.rollout_buffer.get(algo.batch_size):
+            for batch in algo.rollout_buffer.get(algo._minibatch_size()):
                 if algo._stop_updates:
                     return
                 yield batch
@@ -123,7 +124,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     def _policy_kwargs(self) -> dict[str, Any]:
         kwargs = super()._policy_kwargs()
-        kwargs.setdefault("use_sde", self.use_sde)
+        if self.use_sde:  # only then: policies without gSDE (MaskablePPO's) take no use_sde argument
+            kwargs.setdefault("use_sde", True)
         return kwargs
 
     def check_env(self, env: VecEnv) -> None:
@@ -143,10 +145,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 f"the last minibatch of each epoch has {rollout % self.batch_size} samples",
                 stacklevel=2,
             )
-        buffer_class = self.rollout_buffer_class or (
-            DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
-        )
-        self.rollout_buffer = buffer_class(
+        self.rollout_buffer = self._rollout_buffer_class()(
             self.n_steps,
             self.observation_space,
             self.action_space,
@@ -156,6 +155,16 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             n_envs=env.num_envs,
             **self.rollout_buffer_kwargs,
         )
+
+    def _rollout_buffer_class(self) -> type[RolloutBuffer]:
+        """The user's ``rollout_buffer_class``, else the default for the observation space (hook for variants)."""
+        if self.rollout_buffer_class is not None:
+            return self.rollout_buffer_class
+        return DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
+
+    def _minibatch_size(self) -> int | None:
+        """Hook: size of the minibatches ``training_step`` receives (None: the whole rollout at once)."""
+        return self.batch_size
 
     def configure_optimizers(self) -> Any:
         """The policy's own optimizer (its class and kwargs come from ``policy_kwargs``, as in SB3)."""
@@ -176,13 +185,19 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             return
         env = self._training_env()
         with unchecked_distributions():
-            self._rollout_complete = self.collect_rollouts(env, self._callback, self.rollout_buffer, self.n_steps)
+            self._rollout_complete = self.collect_rollouts(
+                env, self._callback, self.rollout_buffer, self.n_steps, **self._collect_kwargs()
+            )
         if not self._rollout_complete:
             self.trainer.should_stop = True
             return
         self._iteration += 1
         update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
         self.policy.set_training_mode(True)
+
+    def _collect_kwargs(self) -> dict[str, Any]:
+        """Hook: extra ``collect_rollouts`` arguments of a variant (MaskablePPO's ``use_masking``)."""
+        return {}
 
     def collect_rollouts(
         self, env: VecEnv, callback: BaseCallback | None, rollout_buffer: RolloutBuffer, n_rollout_steps: int
@@ -272,13 +287,44 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     # ------------------------------------------------------------------ update bookkeeping
 
-    def _clip_and_step(self, loss: torch.Tensor) -> None:
-        """One optimizer step on ``loss`` with SB3's gradient-norm clipping."""
-        optimizer = self.optimizers()
+    def _optimizer_step(
+        self, loss: torch.Tensor, max_grad_norm: float | None, drop_grads: Sequence[torch.Tensor] = ()
+    ) -> None:
+        """One step of the policy's optimizer on ``loss``, gradient norm clipped to ``max_grad_norm`` (None: not).
+
+        ``drop_grads``: parameters this loss must not move (TRPO's critic step leaves the actor alone). Outside a
+        running fit (SB3-style ``train()``) the step uses plain torch instead of the trainer.
+        """
+        inside_fit = self._inside_fit()
+        optimizer = self.optimizers() if inside_fit else self.policy.optimizer
         optimizer.zero_grad()
-        self.manual_backward(loss)
-        self.clip_gradients(optimizer, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm")
+        if inside_fit:
+            self.manual_backward(loss)
+        else:
+            loss.backward()
+        for param in drop_grads:
+            param.grad = None
+        if max_grad_norm is not None:
+            if inside_fit:
+                self.clip_gradients(optimizer, gradient_clip_val=max_grad_norm, gradient_clip_algorithm="norm")
+            else:
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), max_grad_norm)
         optimizer.step()
+
+    def _inside_fit(self) -> bool:
+        return self._trainer is not None and self._trainer.state.status == TrainerStatus.RUNNING
+
+    def update_on_rollout(self) -> None:
+        """Run this algorithm's update on the gathered rollout once, outside Lightning's loop (SB3's ``train()``).
+
+        The same minibatches and ``training_step`` as inside ``fit``; metrics are recorded by the fit loop only.
+        """
+        if self.rollout_buffer is None or not self.rollout_buffer.full:
+            raise RuntimeError("update_on_rollout: no gathered rollout; call collect_rollouts (or learn) first")
+        self._stop_updates, self._rollout_complete = False, True
+        self.policy.set_training_mode(True)
+        for batch_idx, batch in enumerate(RolloutMinibatches(self)):
+            self.training_step(batch, batch_idx)
 
     def _track(self, **values: torch.Tensor) -> None:
         """Keep per-minibatch statistics as tensors; they are averaged once per rollout (no per-step sync)."""

@@ -139,7 +139,7 @@ class A2C(OnPolicyAlgorithm):
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         """A2C loss on the full rollout buffer (single gradient step)."""
         loss, terms = self.compute_loss(batch)
-        self._clip_and_step(loss)
+        self._optimizer_step(loss, self.max_grad_norm)
         self._track(**terms)
         return loss.detach()
 

@@ -6,23 +6,21 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
-from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.common.utils import FloatSchedule
 
 from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
-from lit_sb3.common import losses
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
+from lit_sb3.common.ppo_update import ClippedSurrogateUpdate, ppo_loss
 from lit_sb3.common.sb3_bridge import MaybeCallback
-from lit_sb3.common.utils import unchecked_distributions
+
+__all__ = ["PPO", "ppo_loss"]
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
 
 
-class PPO(OnPolicyAlgorithm):
+class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     """Proximal Policy Optimization algorithm (PPO) (clip version).
 
     Paper: https://arxiv.org/abs/1707.06347. Arguments and defaults are SB3's.
@@ -108,79 +106,8 @@ class PPO(OnPolicyAlgorithm):
             n_epochs=n_epochs,
             normalize_advantage=normalize_advantage,
         )
-        self.target_kl = target_kl
-        self.clip_range = FloatSchedule(clip_range)
-        self.clip_range_vf = FloatSchedule(clip_range_vf) if clip_range_vf is not None else None
-        self._clip_range_raw, self._clip_range_vf_raw = clip_range, clip_range_vf
-        self._clip = self.clip_range(1.0)
-        self._clip_vf = self.clip_range_vf(1.0) if self.clip_range_vf is not None else None
-        self._last_loss: torch.Tensor | None = None
+        self._init_clipping(clip_range, clip_range_vf, target_kl)
         self._finish_init(_init_setup_model)
-
-    def _validate_hyperparameters(self) -> None:
-        super()._validate_hyperparameters()
-        if self.batch_size is None or self.batch_size <= 1:
-            raise ValueError(f"batch_size: must be > 1, got {self.batch_size}")
-        for name, value in (("clip_range", self._clip_range_raw), ("clip_range_vf", self._clip_range_vf_raw)):
-            if isinstance(value, (int, float)) and value <= 0:
-                raise ValueError(f"{name}: must be > 0 (or None for clip_range_vf), got {value}")
-        if self.target_kl is not None and self.target_kl <= 0:
-            raise ValueError(f"target_kl: must be > 0 or None, got {self.target_kl}")
-
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        """Return the policy optimizer."""
-        return super().configure_optimizers()
-
-    def on_train_epoch_start(self) -> None:
-        """Run base rollout collection hook then set policy to train mode."""
-        super().on_train_epoch_start()
-        progress = self._current_progress_remaining
-        self._clip = self.clip_range(progress)
-        self._clip_vf = self.clip_range_vf(progress) if self.clip_range_vf is not None else None
-
-    def compute_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """PPO's loss on one minibatch with the current policy, and its logged parts."""
-        actions = batch.actions
-        if isinstance(self.action_space, spaces.Discrete):
-            actions = actions.long().flatten()
-        with unchecked_distributions():
-            values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
-        return ppo_loss(
-            values.flatten(),
-            log_prob,
-            entropy,
-            batch,
-            clip_range=self._clip,
-            clip_range_vf=self._clip_vf,
-            normalize_advantage=self.normalize_advantage,
-            ent_coef=self.ent_coef,
-            vf_coef=self.vf_coef,
-        )
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        """Compute PPO clipped-surrogate loss for one mini-batch of rollout data."""
-        loss, terms = self.compute_loss(batch)
-        self._track(**terms)
-        if self.target_kl is not None and terms["approx_kl"].item() > 1.5 * self.target_kl:
-            self._stop_updates = True  # as in SB3, the minibatch that crossed the limit is not applied
-            if self.verbose >= 1:
-                print(f"Early stopping at step {self._epoch} due to reaching max kl: {terms['approx_kl'].item():.2f}")
-            return loss.detach()
-        self._clip_and_step(loss)
-        self._last_loss = loss.detach()
-        return self._last_loss
-
-    def on_train_epoch_end(self) -> None:
-        """Log epoch-level PPO stats."""
-        if self._rollout_complete:
-            self._n_updates += self._epoch + 1
-            record = self.sb3_logger.record
-            if self._last_loss is not None:
-                record("train/loss", self._last_loss.item())
-            record("train/clip_range", self._clip)
-            if self._clip_vf is not None:
-                record("train/clip_range_vf", self._clip_vf)
-        super().on_train_epoch_end()
 
     def learn(
         self: SelfPPO,
@@ -198,32 +125,3 @@ class PPO(OnPolicyAlgorithm):
             default_root_dir,
         )
 
-
-def ppo_loss(
-    values: torch.Tensor,
-    log_prob: torch.Tensor,
-    entropy: torch.Tensor | None,
-    batch: Any,
-    *,
-    clip_range: float,
-    clip_range_vf: float | None,
-    normalize_advantage: bool,
-    ent_coef: float,
-    vf_coef: float,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """PPO's total loss on one minibatch and its parts, named as SB3 logs them (``train/<name>``)."""
-    advantages = losses.normalize_advantages(batch.advantages) if normalize_advantage else batch.advantages
-    pg_loss, clip_fraction = losses.clipped_surrogate_loss(advantages, log_prob, batch.old_log_prob, clip_range)
-    v_loss = losses.value_loss(values, batch.returns, batch.old_values, clip_range_vf)
-    ent_loss = losses.entropy_loss(entropy, log_prob)
-    loss = pg_loss + ent_coef * ent_loss + vf_coef * v_loss
-    with torch.no_grad():
-        kl = losses.approx_kl(log_prob, batch.old_log_prob)
-    terms = {
-        "policy_gradient_loss": pg_loss,
-        "value_loss": v_loss,
-        "entropy_loss": ent_loss,
-        "clip_fraction": clip_fraction,
-        "approx_kl": kl,
-    }
-    return loss, terms
