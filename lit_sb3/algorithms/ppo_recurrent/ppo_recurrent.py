@@ -1,0 +1,226 @@
+"""PPO with LSTM policies (sb3-contrib's RecurrentPPO) as a LightningModule.
+
+The LSTM states travel with the rollout: each step feeds the previous step's states (zeroed by the policy where
+an episode starts), the buffer stores the states each step started from, and the update replays whole sequences
+(sb3-contrib's ``RecurrentRolloutBuffer`` cuts them at episode starts and pads them; the padding is masked out of
+every mean of the loss).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from sb3_contrib.common.recurrent.buffers import RecurrentDictRolloutBuffer, RecurrentRolloutBuffer
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.vec_env import VecEnv
+
+from lit_sb3.algorithms.ppo_recurrent.policies import POLICY_ALIASES
+from lit_sb3.common.on_policy import OnPolicyAlgorithm
+from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
+from lit_sb3.common.sb3_bridge import MaybeCallback
+
+SelfRecurrentPPO = TypeVar("SelfRecurrentPPO", bound="RecurrentPPO")
+
+
+class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
+    """Proximal Policy Optimization algorithm (PPO) (clip version) with support for recurrent policies (LSTM).
+
+    Arguments and defaults are sb3-contrib's. ``policy_kwargs`` choose the LSTM: ``lstm_hidden_size``,
+    ``n_lstm_layers``, ``shared_lstm`` (one LSTM for actor and critic) or ``enable_critic_lstm`` (a second one).
+
+    ``model.train()`` without an argument is SB3's ``train()``: one update on the gathered rollout (and the module
+    is left in training mode); ``model.train(mode)`` with a mode is ``nn.Module.train``.
+
+    :param policy: MlpLstmPolicy, CnnLstmPolicy, MultiInputLstmPolicy or a ``RecurrentActorCriticPolicy`` subclass
+    :param learning_rate: constant or schedule of the progress remaining (1 -> 0)
+    :param n_steps: steps per env per rollout
+    :param batch_size: minibatch size in transitions (None: the whole rollout)
+    :param n_epochs: passes over each rollout
+    :param gamma: discount factor
+    :param gae_lambda: GAE bias/variance trade-off
+    :param clip_range: clipping of the probability ratio (constant or schedule)
+    :param clip_range_vf: clipping of the value update (None: no clipping)
+    :param normalize_advantage: normalize advantages per minibatch
+    :param ent_coef: entropy coefficient
+    :param vf_coef: value-loss coefficient
+    :param max_grad_norm: gradient-norm clipping
+    :param use_sde: generalized state-dependent exploration
+    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout)
+    :param target_kl: stop the update early when the approximate KL exceeds 1.5 * target_kl
+    :param stats_window_size: episodes averaged in the rollout statistics
+    :param policy_kwargs: extra policy constructor arguments
+    :param verbose: 0 silent, 1 SB3's metric table
+    :param seed: random seed
+    :param device: device outside a trainer
+    :param _init_setup_model: build the networks at once when ``env`` is given
+    :param env: SB3-style: train on this env in ``learn``
+    """
+
+    policy_aliases: ClassVar[dict[str, type[RecurrentActorCriticPolicy]]] = POLICY_ALIASES
+
+    def __init__(
+        self,
+        policy: str | type[RecurrentActorCriticPolicy],
+        learning_rate: float | Schedule = 3e-4,
+        n_steps: int = 128,
+        batch_size: int | None = 128,
+        n_epochs: int = 10,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        clip_range: float | Schedule = 0.2,
+        clip_range_vf: float | Schedule | None = None,
+        normalize_advantage: bool = True,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        target_kl: float | None = None,
+        stats_window_size: int = 100,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: torch.device | str = "auto",
+        _init_setup_model: bool = True,
+        *,
+        env: GymEnv | str | None = None,
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=None,
+            rollout_buffer_kwargs=None,
+            stats_window_size=stats_window_size,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            env=env,
+            batch_size=batch_size,
+            n_epochs=n_epochs,
+            normalize_advantage=normalize_advantage,
+        )
+        self._init_clipping(clip_range, clip_range_vf, target_kl)
+        self._last_lstm_states: RNNStates | None = None
+        self._next_lstm_states: RNNStates | None = None
+        self._finish_init(_init_setup_model)
+
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        if not issubclass(self.policy_class, RecurrentActorCriticPolicy):
+            valid = ", ".join(self.policy_aliases)
+            raise ValueError(
+                f"policy: RecurrentPPO needs a RecurrentActorCriticPolicy ({valid}), got {self.policy_class.__name__}"
+            )
+
+    def _setup_buffers(self, env: VecEnv) -> None:
+        layers, _, hidden = self.policy.lstm_hidden_state_shape
+        state_shape = (layers, env.num_envs, hidden)
+        if self._last_lstm_states is None or tuple(self._last_lstm_states.pi[0].shape) != state_shape:
+            zeros = lambda: torch.zeros(state_shape, device=self.device)  # noqa: E731
+            self._last_lstm_states = RNNStates((zeros(), zeros()), (zeros(), zeros()))
+        buffer_class = (
+            RecurrentDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RecurrentRolloutBuffer
+        )
+        self.rollout_buffer = buffer_class(
+            self.n_steps,
+            self.observation_space,
+            self.action_space,
+            (self.n_steps, *state_shape),
+            self.device,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            n_envs=env.num_envs,
+        )
+
+    # ------------------------------------------------------------------ rollout hooks: carry the LSTM states
+
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
+        """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps of every env, carrying the LSTM states."""
+        if not isinstance(rollout_buffer, (RecurrentRolloutBuffer, RecurrentDictRolloutBuffer)):
+            raise TypeError(f"rollout_buffer: RecurrentPPO needs a recurrent rollout buffer, got {rollout_buffer}")
+        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+
+    def _episode_starts(self, starts: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(starts, dtype=torch.float32, device=self.device)
+
+    def _policy_step(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        starts = self._episode_starts(self._last_episode_starts)
+        actions, values, log_probs, self._next_lstm_states = self.policy(obs, self._last_lstm_states, starts)
+        return actions, values, log_probs
+
+    def _value_of_terminal(self, obs: Any, env_index: int) -> torch.Tensor:
+        """A truncated episode's last observation, valued with that env's critic state after the final step."""
+        hidden, cell = self._next_lstm_states.vf
+        state = (hidden[:, env_index : env_index + 1].contiguous(), cell[:, env_index : env_index + 1].contiguous())
+        return self.policy.predict_values(obs, state, self._episode_starts(np.zeros(1)))[0]
+
+    def _store_transition(
+        self,
+        buffer: RolloutBuffer,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        values: torch.Tensor,
+        log_probs: torch.Tensor,
+    ) -> None:
+        """Store the step with the states it started from, then move on to the states after it."""
+        buffer.add(
+            self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs,
+            lstm_states=self._last_lstm_states,
+        )
+        self._last_lstm_states = self._next_lstm_states
+
+    def _last_values(self, obs: Any, dones: np.ndarray) -> torch.Tensor:
+        return self.policy.predict_values(obs, self._last_lstm_states.vf, self._episode_starts(dones))
+
+    # ------------------------------------------------------------------ update hooks: whole padded sequences
+
+    def _evaluate_actions(self, batch: Any, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        return self.policy.evaluate_actions(batch.observations, actions, batch.lstm_states, batch.episode_starts)
+
+    def _loss_mask(self, batch: Any) -> torch.Tensor:
+        return batch.mask > 1e-8
+
+    def train(self, mode: bool | None = None) -> RecurrentPPO:
+        """Update policy using the currently gathered rollout buffer.
+
+        ``train()`` (SB3's call) runs ``n_epochs`` of minibatch updates on the gathered rollout when there is one;
+        ``train(mode)`` is ``nn.Module.train`` and only switches training mode. Both leave the module (and its
+        policy) in the requested mode and return it.
+        """
+        if mode is not None:
+            return super().train(mode)
+        super().train(True)
+        if self.rollout_buffer is not None and self.rollout_buffer.full:
+            self.update_on_rollout()
+        return self
+
+    def learn(
+        self: SelfRecurrentPPO,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = 1,
+        tb_log_name: str = "RecurrentPPO",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfRecurrentPPO:
+        return super().learn(total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps,
+                             progress_bar)
