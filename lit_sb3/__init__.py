@@ -9,10 +9,13 @@ from lit_sb3.algorithms.crossq import CrossQ
 from lit_sb3.algorithms.ddpg import DDPG
 from lit_sb3.algorithms.dqn import DQN
 from lit_sb3.algorithms.ppo import PPO
+from lit_sb3.algorithms.ppo_mask import MaskablePPO
+from lit_sb3.algorithms.ppo_recurrent import RecurrentPPO
 from lit_sb3.algorithms.qrdqn import QRDQN
 from lit_sb3.algorithms.sac import SAC
 from lit_sb3.algorithms.td3 import TD3
 from lit_sb3.algorithms.tqc import TQC
+from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.common.her import HerReplayBuffer
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
@@ -23,6 +26,6 @@ __version__ = "0.1.0"
 _torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
 
 __all__ = [
-    "A2C", "ARS", "DDPG", "DQN", "PPO", "QRDQN", "SAC", "TD3", "TQC", "CrossQ", "HerReplayBuffer", "RLEnvDataModule",
-    "RLTrainer", "__version__"
+    "A2C", "ARS", "DDPG", "DQN", "PPO", "QRDQN", "SAC", "TD3", "TQC", "TRPO", "CrossQ", "HerReplayBuffer",
+    "MaskablePPO", "RLEnvDataModule", "RLTrainer", "RecurrentPPO", "__version__",
 ]
