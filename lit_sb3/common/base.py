@@ -12,8 +12,9 @@ import lightning as L
 import numpy as np
 import torch
 from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spaces, get_device, safe_mean
@@ -22,6 +23,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_no
 
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
+
+# Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
+_ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
 
 SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 
@@ -158,6 +162,11 @@ class BaseAlgorithm(L.LightningModule):
         kwargs = dict(self.policy_kwargs)
         optimizer_class = kwargs.get("optimizer_class", torch.optim.Adam)
         optimizer_kwargs = dict(kwargs.get("optimizer_kwargs") or {})
+        if kwargs.get("optimizer_kwargs") is None and optimizer_class is torch.optim.Adam and issubclass(
+            self.policy_class, _ADAM_EPS_POLICIES
+        ):
+            # These policies use Adam's eps=1e-5 only when given no optimizer_kwargs: keep it when adding `fused`.
+            optimizer_kwargs["eps"] = 1e-5
         chosen = {"fused", "foreach"} & set(optimizer_kwargs)
         if optimizer_class in (torch.optim.Adam, torch.optim.AdamW) and not chosen:
             # Same update rule, one fused kernel instead of a Python loop over parameters: the step of a small MLP
