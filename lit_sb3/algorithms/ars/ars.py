@@ -305,8 +305,10 @@ class ARS(BaseAlgorithm):
             actions = policy(obs_as_tensor(obs, self.device)).cpu().numpy()
             obs, rewards, dones, infos = env.step(self._env_actions(policy, actions))
             self.num_timesteps += n_envs
-            if callback is not None and not callback.on_step():
-                return None
+            if callback is not None:
+                callback.update_locals(locals())  # SB3 callbacks may read dones/infos (sb3-contrib gives them none)
+                if not callback.on_step():
+                    return None
             current_rewards += rewards
             current_lengths += 1
             for i in np.flatnonzero(dones & (counts < targets)):
