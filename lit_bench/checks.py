@@ -9,6 +9,7 @@ from typing import Any
 
 from gymnasium import spaces
 from omegaconf import DictConfig
+from sb3_contrib.common.maskable.utils import is_masking_supported
 
 # Arguments the harness passes itself; a config must not set them.
 HARNESS_ARGS = ("env", "seed", "verbose", "_init_setup_model")
@@ -96,6 +97,11 @@ def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any
         raise ConfigError(
             f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
             f"{env_name} has {type(action_space).__name__} actions"
+        )
+    if "use_masking" in inspect.signature(cls.learn).parameters and not is_masking_supported(env):
+        raise ConfigError(
+            f"algo={algo_name} acts on action masks: env={env_name} has no action_masks() method "
+            f"(use a masked env, e.g. env=InvalidActionDiscrete)"
         )
     if isinstance(env.observation_space, spaces.Dict) and policy != "MultiInputPolicy":
         raise ConfigError(

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
 import numpy as np
+from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_masked_policy
+from sb3_contrib.common.maskable.utils import is_masking_supported
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
 from lit_bench.rundir import RunDir
+
+
+def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
+    """SB3's ``evaluate_policy``; masked (sb3-contrib's) when the env has action masks and the model takes them."""
+    if is_masking_supported(env) and "action_masks" in inspect.signature(model.predict).parameters:
+        return evaluate_masked_policy(model, env, use_masking=True, **kwargs)
+    return evaluate_policy(model, env, **kwargs)
 
 
 class PeriodicEval(BaseCallback):
@@ -74,9 +84,9 @@ class PeriodicEval(BaseCallback):
             if local.get("done") and "is_success" in local.get("info", {}):
                 successes.append(float(local["info"]["is_success"]))
 
-        returns, lengths = evaluate_policy(model, self.eval_env, n_eval_episodes=self.episodes,
-                                           deterministic=self.deterministic, return_episode_rewards=True,
-                                           callback=record_success)
+        returns, lengths = evaluate_episodes(model, self.eval_env, n_eval_episodes=self.episodes,
+                                             deterministic=self.deterministic, return_episode_rewards=True,
+                                             callback=record_success)
         self.eval_seconds += time.perf_counter() - begin
         timesteps = int(model.num_timesteps)
         row = {

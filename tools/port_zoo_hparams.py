@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-ALGOS = ("ppo", "a2c", "sac", "td3", "ddpg", "dqn")
+ALGOS = ("ppo", "a2c", "sac", "td3", "ddpg", "dqn", "tqc", "qrdqn", "crossq")
 # our env group name -> the Zoo's key (MuJoCo: the Zoo tunes -v4, we run -v5)
 ENVS = {
     "CartPole": "CartPole-v1", "Acrobot": "Acrobot-v1", "MountainCar": "MountainCar-v0",

@@ -4,6 +4,7 @@ run.py sweeps (both backends, joblib) write complete, resumable run directories.
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
 import signal
@@ -17,9 +18,16 @@ from gymnasium import spaces
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
+from sb3_contrib.common.maskable.utils import is_masking_supported
 
 from lit_bench.backends import Job, algorithm_kwargs
-from lit_bench.checks import ConfigError, algorithm_class, check_hyperparameters, supported_action_spaces
+from lit_bench.checks import (
+    ConfigError,
+    algorithm_class,
+    check_hyperparameters,
+    check_spaces,
+    supported_action_spaces,
+)
 from lit_bench.envs import make_envs
 from lit_bench.rundir import EVAL_FIELDS
 from lit_bench.train import _prepare
@@ -93,6 +101,10 @@ def test_every_pair_instantiates_or_fails_clearly(algo: str, built_envs: dict, t
             built_envs[key] = make_envs(cfg.env, env_name, 0, cfg.algo.get("gamma"))
         train_env, _ = built_envs[key]
         assert type(train_env.action_space).__name__ == cfg.env.action_space
+        if not is_masking_supported(train_env) and "use_masking" in inspect.signature(cls.learn).parameters:
+            with pytest.raises(ConfigError, match=rf"^algo={algo} acts on action masks: env={env_name} has no"):
+                check_spaces(cls, algo, env_name, cfg.algo.get("policy"), train_env)
+            continue
         if isinstance(train_env.observation_space, spaces.Dict) and cfg.algo.policy != "MultiInputPolicy":
             continue  # covered by test_bad_input_is_one_line
         job = Job(cfg=cfg, algo_cls=cls, run=None, train_env=train_env, evaluator=None, budget=1, seed=0,  # type: ignore[arg-type]
@@ -110,7 +122,7 @@ def test_every_pair_instantiates_or_fails_clearly(algo: str, built_envs: dict, t
 
 @pytest.mark.parametrize("pair", PAIRS)
 def test_algo_env_file_is_valid(pair: str) -> None:
-    algo, env_name = pair.split("_", 1)
+    algo, env_name = pair.rsplit("_", 1)  # algo names may hold "_" (ppo_lstm), env names do not
     text = (CONF / "algo_env" / f"{pair}.yaml").read_text()
     assert text.startswith("# @package _global_\n")
     assert "rl-baselines3-zoo" in text or "not tuned values" in text, "cite the source"
