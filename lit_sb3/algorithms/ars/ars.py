@@ -79,6 +79,47 @@ class Iterations:
         yield 0
 
 
+class EpisodeTally:
+    """Episode returns and lengths as SB3's ``evaluate_policy`` records them.
+
+    Each env ends ``targets[i]`` episodes; with a ``Monitor`` only its episode records count (a life lost in Atari
+    is a ``done`` but no episode end), otherwise the rewards summed since the env's last episode end.
+    """
+
+    def __init__(self, targets: list[int], monitored: bool) -> None:
+        self.targets = targets
+        self.counts = [0] * len(targets)
+        self.open = sum(targets)
+        self.monitored = monitored
+        self.current_rewards = np.zeros(len(targets))
+        self.current_lengths = np.zeros(len(targets), dtype=int)
+        self.rewards: list[float] = []
+        self.lengths: list[int] = []
+
+    def add(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """Record one vector step."""
+        self.current_rewards += rewards
+        self.current_lengths += 1
+        if not dones.any():
+            return
+        for i in np.flatnonzero(dones):
+            if self.counts[i] >= self.targets[i]:
+                continue
+            episode = infos[i].get("episode") if self.monitored else None
+            if episode is not None:
+                self._end(i, episode["r"], episode["l"])
+            elif not self.monitored:
+                self._end(i, float(self.current_rewards[i]), int(self.current_lengths[i]))
+            self.current_rewards[i] = 0.0
+            self.current_lengths[i] = 0
+
+    def _end(self, env_idx: int, reward: float, length: int) -> None:
+        self.rewards.append(reward)
+        self.lengths.append(length)
+        self.counts[env_idx] += 1
+        self.open -= 1
+
+
 class ARS(BaseAlgorithm):
     """Augmented Random Search: https://arxiv.org/abs/1803.07055.
 
@@ -291,39 +332,25 @@ class ARS(BaseAlgorithm):
     def _run_episodes(
         self, policy: ARSPolicy, env: VecEnv, monitored: bool, callback: BaseCallback | None
     ) -> tuple[list[float], list[int]] | None:
-        """``n_eval_episodes`` episodes of ``policy``, spread over the envs and counted as SB3's ``evaluate_policy``
-        counts them (Monitor's episode records when present); None when a callback stops training."""
-        n_envs = env.num_envs
-        targets = np.array([(self.n_eval_episodes + i) // n_envs for i in range(n_envs)])
-        counts = np.zeros(n_envs, dtype=int)
-        current_rewards = np.zeros(n_envs)
-        current_lengths = np.zeros(n_envs, dtype=int)
-        episode_rewards: list[float] = []
-        episode_lengths: list[int] = []
+        """``n_eval_episodes`` episodes of ``policy``, spread over the envs as SB3's ``evaluate_policy`` spreads
+        them; None when a callback stops training."""
+        n_envs, device = env.num_envs, self.device
+        tally = EpisodeTally([(self.n_eval_episodes + i) // n_envs for i in range(n_envs)], monitored)
+        uncounted = 0
         obs = env.reset()
-        while (counts < targets).any():
-            actions = policy(obs_as_tensor(obs, self.device)).cpu().numpy()
+        while tally.open:
+            actions = policy(obs_as_tensor(obs, device)).cpu().numpy()
             obs, rewards, dones, infos = env.step(self._env_actions(policy, actions))
-            self.num_timesteps += n_envs
             if callback is not None:
+                self.num_timesteps += n_envs  # a callback reads the count at every step
                 callback.update_locals(locals())  # SB3 callbacks may read dones/infos (sb3-contrib gives them none)
                 if not callback.on_step():
                     return None
-            current_rewards += rewards
-            current_lengths += 1
-            for i in np.flatnonzero(dones & (counts < targets)):
-                episode = infos[i].get("episode") if monitored else None
-                if episode is not None:
-                    episode_rewards.append(episode["r"])
-                    episode_lengths.append(episode["l"])
-                    counts[i] += 1
-                elif not monitored:  # with Monitor only its episode records end episodes (Atari life losses)
-                    episode_rewards.append(float(current_rewards[i]))
-                    episode_lengths.append(int(current_lengths[i]))
-                    counts[i] += 1
-                current_rewards[i] = 0.0
-                current_lengths[i] = 0
-        return episode_rewards, episode_lengths
+            else:
+                uncounted += n_envs  # a module attribute write per step costs more than the policy's argmax
+            tally.add(rewards, dones, infos)
+        self.num_timesteps += uncounted
+        return tally.rewards, tally.lengths
 
     def _env_actions(self, policy: ARSPolicy, actions: np.ndarray) -> np.ndarray:
         """Box actions leave the policy squashed to [-1, 1] (rescale them) or unbounded (clip them)."""
