@@ -16,7 +16,9 @@ from typing import Any
 
 import yaml
 
-ALGOS = ("ppo", "a2c", "sac", "td3", "ddpg", "dqn", "tqc", "qrdqn", "crossq")
+ALGOS = ("ppo", "a2c", "sac", "td3", "ddpg", "dqn", "ars", "tqc", "qrdqn", "crossq")
+# the policy conf/algo/<algo>.yaml sets (a Zoo entry naming another one gets a `policy` line)
+DEFAULT_POLICY = {"ars": "LinearPolicy"}
 # our env group name -> the Zoo's key (MuJoCo: the Zoo tunes -v4, we run -v5)
 ENVS = {
     "CartPole": "CartPole-v1", "Acrobot": "Acrobot-v1", "MountainCar": "MountainCar-v0",
@@ -86,7 +88,8 @@ def main(src: Path, dst: Path) -> None:
         entries = yaml.load((src / f"{algo}.yml").read_text(), Loader=yaml.SafeLoader)  # merge keys resolved
         for env, key in ENVS.items():
             if key in entries:
-                (dst / f"{algo}_{env}.yaml").write_text(port(algo, env, key, entries[key], "MlpPolicy"))
+                policy = DEFAULT_POLICY.get(algo, "MlpPolicy")
+                (dst / f"{algo}_{env}.yaml").write_text(port(algo, env, key, entries[key], policy))
 
 
 if __name__ == "__main__":
