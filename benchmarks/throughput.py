@@ -28,6 +28,7 @@ class Case:
     steps: int
     kwargs: dict[str, Any] = field(default_factory=dict)
     reference: str = "stable_baselines3"
+    policy: str = "MlpPolicy"
 
 
 CASES: dict[str, Case] = {
@@ -42,6 +43,9 @@ CASES: dict[str, Case] = {
     "td3_pendulum": Case("TD3", "Pendulum-v1", 1, 1_000),
     "sac_halfcheetah": Case("SAC", "HalfCheetah-v5", 1, 800),
     "dqn_cartpole": Case("DQN", "CartPole-v1", 1, 10_000),
+    # RL Zoo's CartPole setting (linear policy, 2 directions); same seed -> the same iterations on both sides
+    "ars_cartpole": Case("ARS", "CartPole-v1", 1, 20_000, {"n_delta": 2}, reference="sb3_contrib",
+                         policy="LinearPolicy"),
 }
 
 
@@ -50,7 +54,7 @@ def _train(package: str, case: Case, seed: int) -> float:
 
     cls = getattr(importlib.import_module(package), case.algo)
     env = make_vec_env(case.env_id, n_envs=case.n_envs, seed=seed)
-    model = cls("MlpPolicy", env=env, seed=seed, device="cpu", **case.kwargs)
+    model = cls(case.policy, env=env, seed=seed, device="cpu", **case.kwargs)
     start = time.perf_counter()
     model.learn(case.steps)
     elapsed = time.perf_counter() - start
