@@ -81,6 +81,21 @@ def entropy_coef_step(algo: Any, log_prob: torch.Tensor) -> torch.Tensor | None:
     return loss
 
 
+def policy_actions_and_temperature(algo: Any, observations: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SAC/TQC's first move in an update: reparameterized actions with their log-probs ([batch, 1]) for
+    ``observations``, the temperature to use in this update, then one step of the learned temperature (tracked as
+    ``ent_coef_loss``)."""
+    if algo.use_sde:
+        algo.policy.actor.reset_noise()
+    actions_pi, log_prob = algo.policy.actor.action_log_prob(observations)
+    log_prob = log_prob.reshape(-1, 1)
+    ent_coef = current_ent_coef(algo)
+    ent_coef_loss = entropy_coef_step(algo, log_prob)
+    if ent_coef_loss is not None:
+        algo._track(ent_coef_loss=ent_coef_loss)
+    return actions_pi, log_prob, ent_coef
+
+
 def entropy_variables(algo: Any) -> dict[str, torch.Tensor]:
     """The tensors SB3's ``save`` keeps next to the policy (``log_ent_coef`` or ``ent_coef_tensor``)."""
     if algo.log_ent_coef is not None:

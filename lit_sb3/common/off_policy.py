@@ -365,6 +365,17 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
 
+    def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """Actor-critics: actor, critic and (when learned) temperature optimizers, under SB3's save names, in that
+        order; Q-learning: the policy's optimizer."""
+        policy = self.policy
+        if not (hasattr(policy, "actor") and hasattr(policy, "critic")):
+            return super()._named_optimizers()
+        named = {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
+        if getattr(self, "ent_coef_optimizer", None) is not None:
+            named["ent_coef_optimizer"] = self.ent_coef_optimizer
+        return named
+
     def _lightning_optimizers(self) -> list[Any]:
         """The optimizers in ``configure_optimizers`` order, Lightning-wrapped inside a trainer, raw outside."""
         if self._trainer is not None:

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import sb3_contrib
 import torch
-from stable_baselines3.common.logger import Logger
 
 import lit_sb3
-from tests.offpolicy.test_offpolicy_parity import TOL, _assert_same, _fixed_batch, _our_mean, _run_both
+from tests.offpolicy import test_offpolicy_parity as parity
+from tests.offpolicy.test_offpolicy_parity import TOL, _assert_same, _our_mean, _run_both
 
 pytestmark = pytest.mark.parity
 
 
 def _pair(name: str, env_id: str, **kwargs):
-    ref = getattr(sb3_contrib, name)("MlpPolicy", env_id, seed=0, device="cpu", **kwargs)
-    ours = getattr(lit_sb3, name)("MlpPolicy", env=env_id, seed=0, device="cpu", **kwargs)
-    ours.policy.load_state_dict(ref.policy.state_dict())
-    ref.set_logger(Logger(folder=None, output_formats=[]))
-    batch = _fixed_batch(ref)
-    ref.replay_buffer.sample = lambda *a, **k: batch
-    ours.replay_buffer = SimpleNamespace(sample=lambda *a, **k: batch)
-    return ref, ours
+    return parity._pair(name, env_id, reference=sb3_contrib, **kwargs)
 
 
 def _actor_critic_optimizers(ref, ours, learned_ent_coef: bool = True):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -49,8 +50,9 @@ def _record_step_grads(optimizers: dict[str, torch.optim.Optimizer]) -> dict[str
     return seen
 
 
-def _pair(name: str, env_id: str, **kwargs):
-    ref = getattr(sb3, name)("MlpPolicy", env_id, seed=0, device="cpu", **kwargs)
+def _pair(name: str, env_id: str, reference: Any = sb3, **kwargs):
+    """The reference package's model (SB3 or sb3-contrib) and ours, same weights, both sampling one fixed batch."""
+    ref = getattr(reference, name)("MlpPolicy", env_id, seed=0, device="cpu", **kwargs)
     ours = getattr(lit_sb3, name)("MlpPolicy", env=env_id, seed=0, device="cpu", **kwargs)
     ours.policy.load_state_dict(ref.policy.state_dict())
     ref.set_logger(Logger(folder=None, output_formats=[]))

@@ -149,12 +149,6 @@ class CrossQ(OffPolicyAlgorithm):
         """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
         return list(self._named_optimizers().values())
 
-    def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        named = {"actor.optimizer": self.policy.actor.optimizer, "critic.optimizer": self.policy.critic.optimizer}
-        if self.ent_coef_optimizer is not None:
-            named["ent_coef_optimizer"] = self.ent_coef_optimizer
-        return named
-
     def training_step(self, batch: Any, batch_idx: int) -> None:
         """Off-policy CrossQ step: collect env transitions then do gradient updates."""
         super().training_step(batch, batch_idx)

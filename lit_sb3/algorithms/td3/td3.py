@@ -141,9 +141,6 @@ class TD3(OffPolicyAlgorithm):
         """Actor and critic optimizers, in that order."""
         return list(self._named_optimizers().values())
 
-    def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        return {"actor.optimizer": self.policy.actor.optimizer, "critic.optimizer": self.policy.critic.optimizer}
-
     def training_step(self, batch: Any, batch_idx: int) -> None:
         """Off-policy TD3 step: collect env transitions then do gradient updates."""
         super().training_step(batch, batch_idx)

@@ -156,12 +156,6 @@ class TQC(OffPolicyAlgorithm):
         """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
         return list(self._named_optimizers().values())
 
-    def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        named = {"actor.optimizer": self.policy.actor.optimizer, "critic.optimizer": self.policy.critic.optimizer}
-        if self.ent_coef_optimizer is not None:
-            named["ent_coef_optimizer"] = self.ent_coef_optimizer
-        return named
-
     def training_step(self, batch: Any, batch_idx: int) -> None:
         """Off-policy TQC step: collect env transitions then do gradient updates."""
         super().training_step(batch, batch_idx)
@@ -174,14 +168,7 @@ class TQC(OffPolicyAlgorithm):
         for step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
             discounts = data.discounts if data.discounts is not None else self.gamma
-            if self.use_sde:
-                actor.reset_noise()
-            actions_pi, log_prob = actor.action_log_prob(data.observations)
-            log_prob = log_prob.reshape(-1, 1)
-            ent_coef = entropy.current_ent_coef(self)
-            ent_coef_loss = entropy.entropy_coef_step(self, log_prob)
-            if ent_coef_loss is not None:
-                self._track(ent_coef_loss=ent_coef_loss)
+            actions_pi, log_prob, ent_coef = entropy.policy_actions_and_temperature(self, data.observations)
 
             with torch.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
