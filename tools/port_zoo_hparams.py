@@ -16,13 +16,14 @@ from typing import Any
 
 import yaml
 
-ALGOS = ("ppo", "a2c", "sac", "td3", "ddpg", "dqn", "ars", "tqc", "qrdqn", "crossq")
+ALGOS = ("ppo", "a2c", "sac", "td3", "ddpg", "dqn", "ars", "tqc", "qrdqn", "crossq", "trpo", "ppo_lstm")
 # the policy conf/algo/<algo>.yaml sets (a Zoo entry naming another one gets a `policy` line)
-DEFAULT_POLICY = {"ars": "LinearPolicy"}
+DEFAULT_POLICY = {"ars": "LinearPolicy", "ppo_lstm": "MlpLstmPolicy"}
 # our env group name -> the Zoo's key (MuJoCo: the Zoo tunes -v4, we run -v5)
 ENVS = {
     "CartPole": "CartPole-v1", "Acrobot": "Acrobot-v1", "MountainCar": "MountainCar-v0",
     "MountainCarContinuous": "MountainCarContinuous-v0", "Pendulum": "Pendulum-v1",
+    "CartPoleNoVel": "CartPoleNoVel-v1", "PendulumNoVel": "PendulumNoVel-v1",
     **{name: f"{name}-v4" for name in ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid", "Swimmer", "Reacher",
                                        "InvertedPendulum", "InvertedDoublePendulum")},
 }
