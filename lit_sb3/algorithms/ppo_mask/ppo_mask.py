@@ -140,10 +140,6 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
 
     # ------------------------------------------------------------------ rollout hooks
 
-    def on_train_epoch_start(self) -> None:
-        """Collect rollouts with masking, then set policy to train mode."""
-        super().on_train_epoch_start()
-
     def _collect_kwargs(self) -> dict[str, Any]:
         return {"use_masking": self.use_masking}
 
@@ -186,14 +182,6 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
 
     def _evaluate_actions(self, batch: Any, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
         return self.policy.evaluate_actions(batch.observations, actions, action_masks=batch.action_masks)
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        """Compute MaskablePPO clipped-surrogate loss for one mini-batch."""
-        return super().training_step(batch, batch_idx)
-
-    def on_train_epoch_end(self) -> None:
-        """Log epoch-level stats."""
-        super().on_train_epoch_end()
 
     # ------------------------------------------------------------------ acting
 

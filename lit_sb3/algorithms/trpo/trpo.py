@@ -147,11 +147,7 @@ class TRPO(OnPolicyAlgorithm):
         return super().configure_optimizers()
 
     def _minibatch_size(self) -> int | None:
-        return None  # the actor step sees the whole rollout; the critic makes its own minibatches
-
-    def on_train_epoch_start(self) -> None:
-        """Configure TRPO to process full buffer in one pass, then collect rollout."""
-        super().on_train_epoch_start()
+        return None  # one training_step per rollout, on all of it; the critic makes its own minibatches
 
     # ------------------------------------------------------------------ the update
 
