@@ -101,6 +101,16 @@ def test_maskable_ppo_refuses_envs_without_masks_unless_told():
     assert model.num_timesteps == 32
 
 
+def test_maskable_ppo_checkpoint_keeps_use_masking(tmp_path):
+    model = MaskablePPO("MlpPolicy", n_steps=16, batch_size=16, n_epochs=1)
+    model.use_masking = False  # what learn(use_masking=False) sets, for a run driven by RLTrainer
+    trainer = RLTrainer(max_steps=32, default_root_dir=tmp_path, enable_progress_bar=False)
+    trainer.fit(model, datamodule=RLEnvDataModule("CartPole-v1"))
+    trainer.save_checkpoint(tmp_path / "model.ckpt")
+    restored = MaskablePPO.load_from_checkpoint(tmp_path / "model.ckpt")
+    assert restored.num_timesteps == 32 and restored.use_masking is False
+
+
 def test_maskable_ppo_refuses_continuous_actions():
     with pytest.raises(ValueError, match="action space"):
         MaskablePPO("MlpPolicy", n_steps=16).learn(32, env="Pendulum-v1", use_masking=False)

@@ -183,6 +183,13 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     def _evaluate_actions(self, batch: Any, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
         return self.policy.evaluate_actions(batch.observations, actions, action_masks=batch.action_masks)
 
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "use_masking": self.use_masking}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_state(state)
+        self.use_masking = bool(state.get("use_masking", True))  # a resumed run keeps learn()'s choice
+
     # ------------------------------------------------------------------ acting
 
     def predict(
