@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import importlib
 import statistics
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from sb3_contrib.common.envs import InvalidActionEnvDiscrete
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class Case:
     reference: str = "stable_baselines3"
     policy: str = "MlpPolicy"
 
+
+# envs that are not registered with gymnasium, by the name a case gives
+ENV_FACTORIES = {"InvalidActionEnvDiscrete": functools.partial(InvalidActionEnvDiscrete, dim=20, n_invalid_actions=10)}
 
 CASES: dict[str, Case] = {
     "ppo_cartpole_1env": Case("PPO", "CartPole-v1", 1, 20_000),
@@ -53,6 +58,18 @@ CASES: dict[str, Case] = {
     "crossq_pendulum": Case("CrossQ", "Pendulum-v1", 1, 1_000, {"policy_kwargs": {"net_arch": [256, 256]}},
                             reference="sb3_contrib"),
     "qrdqn_cartpole": Case("QRDQN", "CartPole-v1", 1, 10_000, reference="sb3_contrib"),
+    # sb3-contrib on-policy: the RL Zoo's CartPole TRPO; RecurrentPPO with its CartPoleNoVel net (10 epochs);
+    # MaskablePPO on sb3-contrib's masked identity env (masks read from the env at every step)
+    "trpo_cartpole": Case("TRPO", "CartPole-v1", 2, 20_000,
+                          {"n_steps": 512, "batch_size": 512, "cg_damping": 1e-3, "gae_lambda": 0.98,
+                           "n_critic_updates": 20}, reference="sb3_contrib"),
+    "recurrent_ppo_cartpole": Case("RecurrentPPO", "CartPole-v1", 8, 4_096,
+                                   {"n_steps": 32, "batch_size": 256, "n_epochs": 10,
+                                    "policy_kwargs": {"lstm_hidden_size": 64, "enable_critic_lstm": True,
+                                                      "net_arch": {"pi": [64], "vf": [64]}}},
+                                   reference="sb3_contrib", policy="MlpLstmPolicy"),
+    "maskable_ppo_invalid_actions": Case("MaskablePPO", "InvalidActionEnvDiscrete", 1, 8_192,
+                                         {"n_steps": 256}, reference="sb3_contrib"),
 }
 
 
@@ -60,7 +77,7 @@ def _train(package: str, case: Case, seed: int) -> float:
     from stable_baselines3.common.env_util import make_vec_env
 
     cls = getattr(importlib.import_module(package), case.algo)
-    env = make_vec_env(case.env_id, n_envs=case.n_envs, seed=seed)
+    env = make_vec_env(ENV_FACTORIES.get(case.env_id, case.env_id), n_envs=case.n_envs, seed=seed)
     model = cls(case.policy, env=env, seed=seed, device="cpu", **copy.deepcopy(case.kwargs))  # SB3 may mutate them
     start = time.perf_counter()
     model.learn(case.steps)
