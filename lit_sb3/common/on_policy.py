@@ -102,6 +102,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         self.normalize_advantage = normalize_advantage
         self.rollout_buffer: RolloutBuffer | None = None
         self._rollout_complete = False
+        self._rollout_untrained = False  # a gathered rollout no update has used yet (SB3-style train())
         self._stop_updates = False
         self._epoch = 0
         self._iteration = 0
@@ -232,6 +233,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         with torch.no_grad():
             last_values = self._last_values(obs_as_tensor(new_obs, self.device), dones)
         rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=dones)
+        self._rollout_untrained = True
         if callback is not None:
             callback.update_locals(locals())
             callback.on_rollout_end()
@@ -321,7 +323,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         """
         if self.rollout_buffer is None or not self.rollout_buffer.full:
             raise RuntimeError("update_on_rollout: no gathered rollout; call collect_rollouts (or learn) first")
-        self._stop_updates, self._rollout_complete = False, True
+        self._stop_updates, self._rollout_complete, self._rollout_untrained = False, True, False
         self.policy.set_training_mode(True)
         for batch_idx, batch in enumerate(RolloutMinibatches(self)):
             self.training_step(batch, batch_idx)
@@ -353,6 +355,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
 
     def on_train_epoch_end(self) -> None:
+        self._rollout_untrained = False
         if self._rollout_complete:
             self._record_update_stats()
             if self.log_interval and self._iteration % self.log_interval == 0:

@@ -154,8 +154,16 @@ def test_recurrent_train_is_the_sb3_update_and_train_mode_stays_nn_module():
     assert model.train(False) is model and not model.training and not model.policy.training
     assert model.eval() is model and not model.training
     before = [p.detach().clone() for p in model.policy.parameters()]
+    assert model.train() is model and model.training  # learn() trained on its last rollout: only the mode
+    assert all(torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))
+    env = model.get_env()
+    model.collect_rollouts(env, None, model.rollout_buffer, model.n_steps)
+    model.eval()
     assert model.train() is model and model.training and model.policy.training  # SB3's train(): an update
     assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))
+    after = [p.detach().clone() for p in model.policy.parameters()]
+    model.train()  # that rollout is used up
+    assert all(torch.equal(a, b) for a, b in zip(after, model.policy.parameters()))
     fresh = RecurrentPPO("MlpLstmPolicy", env="CartPole-v1")
     assert fresh.train() is fresh and fresh.training  # no rollout yet: only the mode switch
 

@@ -201,14 +201,15 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     def train(self, mode: bool | None = None) -> RecurrentPPO:
         """Update policy using the currently gathered rollout buffer.
 
-        ``train()`` (SB3's call) runs ``n_epochs`` of minibatch updates on the gathered rollout when there is one;
-        ``train(mode)`` is ``nn.Module.train`` and only switches training mode. Both leave the module (and its
-        policy) in the requested mode and return it.
+        ``train()`` (SB3's call) runs ``n_epochs`` of minibatch updates on a gathered rollout that no update has
+        used yet (after ``collect_rollouts``); ``train(mode)`` is ``nn.Module.train`` and only switches training
+        mode, as does ``train()`` when there is nothing to train on (so Lightning's ``unfreeze()`` after ``learn``
+        does not train again). Both leave the module (and its policy) in training mode and return it.
         """
         if mode is not None:
             return super().train(mode)
         super().train(True)
-        if self.rollout_buffer is not None and self.rollout_buffer.full:
+        if self._rollout_untrained:
             self.update_on_rollout()
         return self
 
