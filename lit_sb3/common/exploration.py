@@ -1,8 +1,8 @@
 """Epsilon-greedy exploration and the periodic target-network refresh of the Q-learning algorithms (DQN, QR-DQN).
 
 Plain functions over the algorithm, which keeps ``exploration_rate``, ``exploration_schedule``, ``_n_calls``,
-``target_update_interval`` and ``tau`` as SB3 names them, and the online/target parameter lists ``_q_params``,
-``_q_target_params``, ``_bn_stats`` and ``_bn_stats_target``.
+``target_update_interval`` and ``tau`` as SB3 names them, and updates its target network with
+``OffPolicyAlgorithm._update_target_networks``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from lit_sb3.common.off_policy import soft_update
 
 
 def validate_q_learning_args(algo: Any) -> None:
@@ -33,8 +31,7 @@ def after_env_step(algo: Any) -> None:
     over all envs) and move epsilon along its schedule."""
     algo._n_calls += 1
     if algo._n_calls % max(algo.target_update_interval // algo.n_envs, 1) == 0:
-        soft_update(algo._q_params, algo._q_target_params, algo.tau)
-        soft_update(algo._bn_stats, algo._bn_stats_target, 1.0)
+        algo._update_target_networks()
     algo.exploration_rate = algo.exploration_schedule(algo._current_progress_remaining)
 
 

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.common.utils import LinearSchedule, get_parameters_by_name
+from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3.algorithms.dqn.policies import POLICY_ALIASES, DQNPolicy
 from lit_sb3.common import exploration, losses
@@ -126,10 +126,7 @@ class DQN(OffPolicyAlgorithm):
             raise ValueError(f"max_grad_norm: must be > 0, got {self.max_grad_norm}")
 
     def _build_extra(self) -> None:
-        q_net, q_net_target = self.policy.q_net, self.policy.q_net_target
-        self._q_params, self._q_target_params = list(q_net.parameters()), list(q_net_target.parameters())
-        self._bn_stats = get_parameters_by_name(q_net, ["running_"])
-        self._bn_stats_target = get_parameters_by_name(q_net_target, ["running_"])
+        self._pair_target_networks((self.policy.q_net, self.policy.q_net_target))
 
     def configure_optimizers(self) -> OptimizerLRScheduler:
         """The Q-network optimizer."""

@@ -10,7 +10,7 @@ from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.common.utils import LinearSchedule, get_parameters_by_name
+from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3.algorithms.qrdqn.policies import POLICY_ALIASES, QRDQNPolicy
 from lit_sb3.common import exploration, quantile
@@ -126,10 +126,7 @@ class QRDQN(OffPolicyAlgorithm):
             raise ValueError(f"max_grad_norm: must be None or > 0, got {self.max_grad_norm}")
 
     def _build_extra(self) -> None:
-        net, net_target = self.policy.quantile_net, self.policy.quantile_net_target
-        self._q_params, self._q_target_params = list(net.parameters()), list(net_target.parameters())
-        self._bn_stats = get_parameters_by_name(net, ["running_"])
-        self._bn_stats_target = get_parameters_by_name(net_target, ["running_"])
+        self._pair_target_networks((self.policy.quantile_net, self.policy.quantile_net_target))
 
     @property
     def n_quantiles(self) -> int:

@@ -11,11 +11,10 @@ from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.common.utils import get_parameters_by_name
 
 from lit_sb3.algorithms.td3.policies import POLICY_ALIASES, TD3Policy
 from lit_sb3.common import losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, soft_update
+from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
 from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfTD3 = TypeVar("SelfTD3", bound="TD3")
@@ -124,18 +123,8 @@ class TD3(OffPolicyAlgorithm):
 
     def _build_extra(self) -> None:
         policy = self.policy
-        self._critic_params = list(policy.critic.parameters())
-        self._critic_target_params = list(policy.critic_target.parameters())
-        self._actor_params = list(policy.actor.parameters())
-        self._actor_target_params = list(policy.actor_target.parameters())
-        optimized = {id(p) for group in policy.critic.optimizer.param_groups for p in group["params"]}
-        self._critic_weights = [p for p in self._critic_params if id(p) in optimized]
-        self._bn_stats = get_parameters_by_name(policy.critic, ["running_"]) + get_parameters_by_name(
-            policy.actor, ["running_"]
-        )
-        self._bn_stats_target = get_parameters_by_name(policy.critic_target, ["running_"]) + get_parameters_by_name(
-            policy.actor_target, ["running_"]
-        )
+        self._pair_target_networks((policy.critic, policy.critic_target), (policy.actor, policy.actor_target))
+        self._critic_weights = optimized_params(policy.critic)
 
     def configure_optimizers(self) -> OptimizerLRScheduler:
         """Actor and critic optimizers, in that order."""
@@ -170,9 +159,7 @@ class TD3(OffPolicyAlgorithm):
                 with frozen(self._critic_weights):
                     actor_loss = -critic.q1_forward(data.observations, actor(data.observations)).mean()
                     self._optimizer_step(actor_opt, actor_loss)
-                soft_update(self._critic_params, self._critic_target_params, self.tau)
-                soft_update(self._actor_params, self._actor_target_params, self.tau)
-                soft_update(self._bn_stats, self._bn_stats_target, 1.0)
+                self._update_target_networks()
                 self._track(actor_loss=actor_loss)
 
     def learn(

@@ -11,12 +11,11 @@ from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.common.utils import get_parameters_by_name
 from torch import nn
 
 from lit_sb3.algorithms.tqc.policies import POLICY_ALIASES, TQCPolicy
 from lit_sb3.common import entropy, quantile
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params, soft_update
+from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
 from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfTQC = TypeVar("SelfTQC", bound="TQC")
@@ -145,12 +144,8 @@ class TQC(OffPolicyAlgorithm):
 
     def _build_extra(self) -> None:
         entropy.setup_entropy_coef(self, self.ent_coef, self._target_entropy_raw)
-        critic, critic_target = self.policy.critic, self.policy.critic_target
-        self._critic_params = list(critic.parameters())
-        self._critic_target_params = list(critic_target.parameters())
-        self._critic_weights = optimized_params(critic)
-        self._bn_stats = get_parameters_by_name(critic, ["running_"])
-        self._bn_stats_target = get_parameters_by_name(critic_target, ["running_"])
+        self._pair_target_networks((self.policy.critic, self.policy.critic_target))
+        self._critic_weights = optimized_params(self.policy.critic)
 
     def configure_optimizers(self) -> OptimizerLRScheduler:
         """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
@@ -185,8 +180,7 @@ class TQC(OffPolicyAlgorithm):
                 self._optimizer_step(actor_opt, actor_loss)
 
             if step % self.target_update_interval == 0:
-                soft_update(self._critic_params, self._critic_target_params, self.tau)
-                soft_update(self._bn_stats, self._bn_stats_target, 1.0)
+                self._update_target_networks()
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
 
