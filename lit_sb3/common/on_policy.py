@@ -18,7 +18,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor, up
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.utils import check_finite, unchecked_distributions
+from lit_sb3.common.utils import check_finite, env_actions, unchecked_distributions
 
 
 class RolloutMinibatches:
@@ -217,7 +217,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             with torch.no_grad():
                 actions, values, log_probs = self._policy_step(obs_as_tensor(self._last_obs, self.device))
             actions = actions.cpu().numpy()
-            new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
+            new_obs, rewards, dones, infos = env.step(env_actions(actions, self.action_space, self.policy))
             self.num_timesteps += env.num_envs
             if callback is not None:
                 callback.update_locals(locals())
@@ -260,14 +260,6 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     ) -> None:
         """Hook: add one vector step to the rollout buffer."""
         buffer.add(self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs)
-
-    def _env_actions(self, actions: np.ndarray) -> np.ndarray:
-        """Box actions leave the policy unbounded (clip them) or squashed to [-1, 1] (rescale them)."""
-        if not isinstance(self.action_space, spaces.Box):
-            return actions
-        if self.policy.squash_output:
-            return self.policy.unscale_action(actions)
-        return np.clip(actions, self.action_space.low, self.action_space.high)
 
     def _bootstrap_truncations(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
         """An episode cut by a time limit did not end: add gamma * V(last observation) to its final reward."""

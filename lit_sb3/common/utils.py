@@ -6,6 +6,9 @@ import contextlib
 import math
 from collections.abc import Iterator
 
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.policies import BasePolicy
 from torch.distributions import Distribution
 
 
@@ -23,6 +26,17 @@ def unchecked_distributions() -> Iterator[None]:
         yield
     finally:
         Distribution.set_default_validate_args(previous)
+
+
+def env_actions(actions: np.ndarray, action_space: spaces.Space, policy: BasePolicy) -> np.ndarray:
+    """The actions to send to the env: Box actions leave a policy squashed to [-1, 1] (rescale them) or unbounded
+    (clip them to the bounds); other spaces pass as they are."""
+    if not isinstance(action_space, spaces.Box):
+        return actions
+    actions = actions.reshape((-1, *action_space.shape))
+    if policy.squash_output:
+        return policy.unscale_action(actions)
+    return np.clip(actions, action_space.low, action_space.high)
 
 
 def check_finite(values: dict[str, float], num_timesteps: int) -> None:

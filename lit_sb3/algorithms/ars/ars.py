@@ -24,6 +24,7 @@ from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.envs import is_monitored
 from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.utils import env_actions
 
 SelfARS = TypeVar("SelfARS", bound="ARS")
 
@@ -340,7 +341,7 @@ class ARS(BaseAlgorithm):
         obs = env.reset()
         while tally.open:
             actions = policy(obs_as_tensor(obs, device)).cpu().numpy()
-            obs, rewards, dones, infos = env.step(self._env_actions(policy, actions))
+            obs, rewards, dones, infos = env.step(env_actions(actions, self.action_space, policy))
             if callback is not None:
                 self.num_timesteps += n_envs  # a callback reads the count at every step
                 callback.update_locals(locals())  # SB3 callbacks may read dones/infos (sb3-contrib gives them none)
@@ -351,15 +352,6 @@ class ARS(BaseAlgorithm):
             tally.add(rewards, dones, infos)
         self.num_timesteps += uncounted
         return tally.rewards, tally.lengths
-
-    def _env_actions(self, policy: ARSPolicy, actions: np.ndarray) -> np.ndarray:
-        """Box actions leave the policy squashed to [-1, 1] (rescale them) or unbounded (clip them)."""
-        if not isinstance(self.action_space, spaces.Box):
-            return actions
-        actions = actions.reshape((-1, *self.action_space.shape))
-        if policy.squash_output:
-            return policy.unscale_action(actions)
-        return np.clip(actions, self.action_space.low, self.action_space.high)
 
     def _evaluate_in_workers(
         self, candidate_weights: torch.Tensor, callback: BaseCallback | None, async_eval: AsyncEval

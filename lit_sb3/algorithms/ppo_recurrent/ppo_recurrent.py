@@ -132,8 +132,8 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         layers, _, hidden = self.policy.lstm_hidden_state_shape
         state_shape = (layers, env.num_envs, hidden)
         if self._last_lstm_states is None or tuple(self._last_lstm_states.pi[0].shape) != state_shape:
-            zeros = lambda: torch.zeros(state_shape, device=self.device)  # noqa: E731
-            self._last_lstm_states = RNNStates((zeros(), zeros()), (zeros(), zeros()))
+            zeros = torch.zeros(state_shape, device=self.device)  # (hidden, cell) of the actor's and critic's LSTM
+            self._last_lstm_states = RNNStates((zeros, zeros.clone()), (zeros.clone(), zeros.clone()))
         buffer_class = (
             RecurrentDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RecurrentRolloutBuffer
         )
