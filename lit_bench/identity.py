@@ -88,9 +88,13 @@ def _text(value: Any) -> str:
 
 def _short(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:g}"
+        return f"{value:.4g}"
     if isinstance(value, str) and "." in value and " " not in value:
         return value.rsplit(".", 1)[-1]  # a class path: its name
+    if isinstance(value, dict) and "_target_" in value:
+        return _short(value["_target_"])
+    if isinstance(value, list) and value:
+        return "+".join(_short(v) for v in value)
     return _text(value)[:24]
 
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ import yaml
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.report import summary_table, write_report
 from lit_bench.rundir import atomic_write_text
+from lit_bench.sweep import TAG_ENV, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conf" / "suite"
@@ -39,10 +43,16 @@ def load_suite(name: str) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
-def run_suite(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
-    """Run every entry of the suite for ``backend``; returns the sweep directory."""
-    sweep = f"regress_{suite['name']}_{backend}"
+def sweep_dir_of(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
+    return out_dir / f"regress_{suite['name']}_{backend}"
+
+
+def run_suite(suite: dict[str, Any], backend: str, out_dir: Path) -> list[Path]:
+    """Run every entry of the suite for ``backend``; returns the run directories these runs wrote (runs of other
+    configs left in the same sweep directory by earlier suite versions are neither touched nor measured)."""
+    sweep = sweep_dir_of(suite, backend, out_dir).name
     seeds = ",".join(str(s) for s in suite["seeds"])
+    tag = f"regress-{uuid.uuid4().hex[:8]}"  # the multiruns' ids start with it: their job records name the runs
     for entry in suite["entries"]:
         if entry.get("skip"):
             continue
@@ -53,13 +63,15 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
             *entry.get("overrides", []),
         ]
         print(f"[regress] {' '.join(command[2:])}", flush=True)
-        subprocess.run(command, cwd=ROOT, check=False)  # failures are recorded per run and judged below
-    return out_dir / sweep
+        # failures are recorded per run and judged below
+        subprocess.run(command, cwd=ROOT, check=False, env={**os.environ, TAG_ENV: tag})
+    return sorted({Path(r["run_dir"]) for r in read_records(out_dir / sweep, f"{tag}-*")})
 
 
-def measured(sweep_dir: Path, suite: dict[str, Any] | None = None) -> pd.DataFrame:
-    """The report's summary table of a suite's sweep (only the suite's active entries when ``suite`` is given)."""
-    table = summary_table(load_runs([sweep_dir]), load_evaluations([sweep_dir]))
+def measured(runs: Path | Sequence[Path], suite: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The report's summary table of runs or sweeps (only the suite's active entries when ``suite`` is given)."""
+    paths = [runs] if isinstance(runs, Path) else list(runs)
+    table = summary_table(load_runs(paths), load_evaluations(paths))
     return table if suite is None else selected(table, suite)
 
 
@@ -137,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not baseline_file.is_file():
         raise SystemExit(f"baselines: {baseline_file} is missing; record it with --record")
-    sweep_dir = run_suite(suite, "lit", args.out_dir)
-    write_report([sweep_dir], sweep_dir / "report")
-    result = compare(measured(sweep_dir, suite), selected(pd.read_csv(baseline_file), suite))
+    runs = run_suite(suite, "lit", args.out_dir)
+    sweep_dir = sweep_dir_of(suite, "lit", args.out_dir)
+    write_report(runs, sweep_dir / "report")
+    result = compare(measured(runs, suite), selected(pd.read_csv(baseline_file), suite))
     print_table(result)
     print(f"report: {sweep_dir / 'report'}")
     regressions = int((~result.passed).sum())

@@ -1,9 +1,11 @@
 """Read run directories (any sweeps, globs, both backends) into tidy pandas tables.
 
 ``load_runs`` gives one row per run (status and summary numbers); ``load_evaluations`` gives the long table
-``[algo, backend, env, env_id, seed, sweep, status, timesteps, metric, value, run_dir]`` of every evaluation.
-Failed, interrupted and truncated runs are kept and marked, never dropped: a run without ``summary.json`` is
-``incomplete``; one still saying ``running`` (killed mid-run) is ``interrupted``.
+``[algo, backend, env, env_id, seed, sweep, status, run_dir, config_id, variant, timesteps, metric, value]`` of
+every evaluation. Runs are found at any depth; ``config_id`` (the config without its seed, ``lit_bench.identity``)
+tells the configs of a sweep apart and ``variant`` names them ("" for the composed defaults). Failed, interrupted
+and truncated runs are kept and marked, never dropped: a run without ``summary.json`` is ``incomplete``; one still
+saying ``running`` (killed mid-run) is ``interrupted``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from lit_bench.rundir import EVAL_FIELDS
+from lit_bench.identity import config_id, parse_run_path
+from lit_bench.rundir import EVAL_FIELDS, RunDir
 
-RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "status", "run_dir"]
+RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "status", "run_dir", "config_id", "variant"]
 METRICS = [f for f in EVAL_FIELDS if f != "timesteps"]
 
 
@@ -37,18 +40,6 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(found)
 
 
-def _from_path(run_dir: Path) -> dict[str, Any]:
-    """algo / env / seed / sweep from ``.../<sweep>/<algo>/<env>/seed_<n>`` when the summary is missing."""
-    parts = run_dir.parts
-    seed = parts[-1].removeprefix("seed_") if parts[-1].startswith("seed_") else None
-    return {
-        "algo": parts[-3] if len(parts) >= 3 else None,
-        "env": parts[-2] if len(parts) >= 2 else None,
-        "seed": int(seed) if seed and seed.isdigit() else None,
-        "sweep": parts[-4] if len(parts) >= 4 else None,
-    }
-
-
 def _status(summary: dict[str, Any] | None) -> str:
     if summary is None:
         return "incomplete"
@@ -62,9 +53,12 @@ def load_runs(paths: Iterable[str | Path]) -> pd.DataFrame:
     for run_dir in find_run_dirs(paths):
         summary_file = run_dir / "summary.json"
         summary = json.loads(summary_file.read_text()) if summary_file.is_file() else None
-        row = {**_from_path(run_dir), **{k: v for k, v in (summary or {}).items() if not isinstance(v, dict)}}
-        row.update(status=_status(summary), run_dir=str(run_dir), sweep=_from_path(run_dir)["sweep"])
+        row = {**parse_run_path(run_dir), **{k: v for k, v in (summary or {}).items() if not isinstance(v, dict)}}
+        row.update(status=_status(summary), run_dir=str(run_dir))
         row.setdefault("backend", "lit_sb3")
+        if not row.get("config_id"):  # runs written before config ids: hash their config.yaml the same way
+            config = RunDir(run_dir).read_config()
+            row["config_id"] = config_id(config) if config else None
         rows.append(row)
     frame = pd.DataFrame(rows)
     for column in RUN_COLUMNS:

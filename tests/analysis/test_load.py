@@ -24,7 +24,7 @@ def test_load_evaluations_is_tidy_and_accepts_globs(tmp_path):
     make_sweep(tmp_path)
     evals = load_evaluations([tmp_path / "fixture_sweep*"])
     assert list(evals.columns) == ["algo", "backend", "env", "env_id", "seed", "sweep", "status", "run_dir",
-                                   "timesteps", "metric", "value"]
+                                   "config_id", "variant", "timesteps", "metric", "value"]
     ret = evals[(evals.metric == "mean_return") & (evals.algo == "ppo") & (evals.backend == "lit_sb3")]
     assert sorted(ret[ret.seed == 1]["value"]) == [120.0, 320.0, 490.0]
     failed = evals[(evals.algo == "a2c") & (evals.seed == 0)]
