@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from lit_bench.analysis.load import find_run_dirs, load_evaluations, load_runs
+from lit_bench.identity import config_id
 
-from .fixtures import make_sweep
+from .fixtures import make_sweep, write_run
 
 
 def test_load_runs_keeps_and_marks_every_run(tmp_path):
@@ -36,3 +37,19 @@ def test_load_evaluations_is_tidy_and_accepts_globs(tmp_path):
 def test_missing_path_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         find_run_dirs([tmp_path / "nope"])
+
+
+def test_runs_at_any_depth_keep_their_config(tmp_path):
+    """One sweep with the defaults and two variants (the run-identity layout), plus an old run without config ids."""
+    sweep = tmp_path / "hp"
+    for variant in ("algo.learning_rate=0.001-0123456789", "algo.learning_rate=0.003-abcdef0123"):
+        for seed in (0, 1):
+            write_run(sweep / "ppo" / "CartPole" / variant, "", "", seed, "lit", [10.0, 20.0], status=None)
+    old = write_run(sweep, "ppo", "CartPole", 0, "lit", [30.0])
+    (old / "config.yaml").write_text("seed: 0\nbudget: 1000\nsweep: hp\nalgo: {gamma: 0.9}\n")
+    runs = load_runs([sweep])
+    assert len(runs) == 5 and (runs.sweep == "hp").all()
+    assert (runs.algo == "ppo").all() and (runs.env == "CartPole").all()
+    variants = runs.groupby("variant").seed.apply(sorted).to_dict()
+    assert variants == {"": [0], "algo.learning_rate=0.001": [0, 1], "algo.learning_rate=0.003": [0, 1]}
+    assert runs[runs.variant == ""].config_id.item() == config_id({"seed": 5, "budget": 1000, "algo": {"gamma": 0.9}})
