@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 import yaml
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.checks import (
     ConfigError,
@@ -50,12 +50,13 @@ def resolved_config(cfg: DictConfig) -> dict[str, Any]:
 
 def hydra_output_dir() -> Path | None:
     """The directory Hydra made for this job (None outside run.py)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
+    from hydra.core.hydra_config import HydraConfig
 
-        return Path(HydraConfig.get().runtime.output_dir).resolve()
-    except Exception:  # not inside a Hydra app, or a composed config without a runtime output_dir
+    try:
+        output_dir = OmegaConf.select(HydraConfig.get(), "runtime.output_dir", default=None)
+    except ValueError:  # not inside a Hydra app
         return None
+    return Path(output_dir).resolve() if output_dir else None  # None: a composed config (tests) has none
 
 
 def versions() -> dict[str, str | None]:
