@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import socket
@@ -22,6 +23,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.analysis import aggregate
 from lit_bench.checks import (
     ConfigError,
     algorithm_class,
@@ -32,6 +34,7 @@ from lit_bench.checks import (
 )
 from lit_bench.envs import make_envs
 from lit_bench.evaluation import PeriodicEval
+from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.rundir import RunDir, atomic_write_text
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
@@ -89,10 +92,9 @@ def task_overrides() -> list[str]:
 def steps_to_threshold(rows: list[dict[str, Any]], threshold: float | None) -> int | None:
     if threshold is None:
         return None
-    for row in rows:
-        if float(row["mean_return"]) >= threshold:
-            return int(float(row["timesteps"]))
-    return None
+    at = aggregate.steps_to_threshold(  # the report's definition (held for several evaluations), in one place
+        [float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows], float(threshold))
+    return None if math.isnan(at) else int(at)
 
 
 def _prepare(cfg: DictConfig) -> tuple[type, int]:
@@ -101,6 +103,7 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
     budget = check_budget(cfg.budget)
     check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
+    check_loggers(cfg)
     if cfg.eval.every is not None and int(cfg.eval.every) <= 0:
         raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
     if int(cfg.eval.episodes) <= 0:
@@ -188,6 +191,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for env in (train_env, eval_env):
             if env is not None:
                 env.close()
+        finish_loggers()
         summary["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         run_dir.write_summary(summary)
     return summary

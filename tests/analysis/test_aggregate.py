@@ -23,11 +23,28 @@ def test_interpolation_is_linear_and_never_extrapolates():
     np.testing.assert_allclose(agg.common_grid([100, 80], n_points=4), [20, 40, 60, 80])
 
 
-def test_final_score_and_steps_to_threshold():
-    steps, values = [30, 10, 20, 40], [3.0, 1.0, 2.0, 5.0]
-    assert agg.final_score(steps, values, last_n=2) == pytest.approx(4.0)
-    assert agg.steps_to_threshold(steps, values, 2.5) == 30
-    assert np.isnan(agg.steps_to_threshold(steps, values, 6.0))
+def test_final_is_the_last_evaluation():
+    assert agg.final_score([30, 10, 20, 40], [3.0, 1.0, 2.0, 5.0]) == 5.0
+    assert np.isnan(agg.final_score([], []))
+
+
+def test_steps_to_threshold_needs_the_threshold_held():
+    steps = [200, 400, 600, 800, 1000, 1200, 1400]
+    # a lucky 500 before any update, then the threshold held from 600 on for three evaluations
+    assert agg.steps_to_threshold(steps, [500, 14, 480, 490, 500, 20, 30], 475) == 600
+    assert np.isnan(agg.steps_to_threshold(steps, [500, 14, 9, 10, 11, 12, 14], 475))  # the seed-0 case
+    assert np.isnan(agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475))  # not yet held long enough
+    assert agg.steps_to_threshold(list(reversed(steps)), [9, 9, 9, 9, 480, 480, 480], 475) == 200  # sorted by step
+    assert agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475, window=2) == 1200
+
+
+def test_the_harness_uses_the_same_threshold_definition():
+    from lit_bench.train import steps_to_threshold
+
+    rows = [{"timesteps": str(t), "mean_return": str(v)} for t, v in zip([200, 400, 600, 800, 1000],
+                                                                           [500, 14, 480, 490, 500])]
+    assert steps_to_threshold(rows, 475.0) == 600
+    assert steps_to_threshold(rows[:2], 475.0) is None and steps_to_threshold(rows, None) is None
 
 
 def test_normalization():
