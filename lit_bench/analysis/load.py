@@ -83,18 +83,21 @@ def _read_summary(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 def read_eval_csv(path: Path) -> tuple[pd.DataFrame, str | None]:
     """A run's evaluations (empty when the file is absent) and what is wrong with the file, if anything."""
-    if not path.is_file():
+    if not path.is_file() or path.stat().st_size == 0:  # (judged by the caller: fine for a run not yet evaluated)
         return pd.DataFrame(), None
     try:
         evals = pd.read_csv(path)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         return pd.DataFrame(), f"{path}: unreadable ({type(error).__name__})"
+    if not path.read_bytes().endswith(b"\n"):  # the harness writes whole lines, atomically
+        return pd.DataFrame(), f"{path}: the last row is cut short (no line end)"
     missing = [c for c in ("timesteps", "mean_return") if c not in evals]
     if missing:
         return pd.DataFrame(), f"{path}: no {', '.join(missing)} column"
     numbers = evals[["timesteps", "mean_return"]].apply(pd.to_numeric, errors="coerce")
     if numbers.isna().any().any():
-        return pd.DataFrame(), f"{path}: row {int(numbers.isna().any(axis=1).to_numpy().argmax()) + 1} is cut short"
+        row = int(numbers.isna().any(axis=1).to_numpy().argmax()) + 1
+        return pd.DataFrame(), f"{path}: row {row} has no number for timesteps or mean_return"
     return evals, None
 
 
