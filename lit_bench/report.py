@@ -296,12 +296,15 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison
                                  ci_low=finite.ci_low.fillna(finite.final_iqm),
                                  ci_high=finite.ci_high.fillna(finite.final_iqm))
         ax = plot.final_scores(plot.new_axes(height=1.2 + 0.5 * len(finite)), with_ref,
-                               xlabel=f"final return ({agg.FINAL}): IQM across seeds, 95% bootstrap CI")
+                               xlabel=f"final return ({agg.FINAL}): IQM across seeds, 95% bootstrap CI"
+                               + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable"
+                                  if finite.ci_flagged.any() else ""))
         written += _save(ax, out, "final_scores")
     fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
     if not fps.empty:
         fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
-                         color=[colour_of[(r.sweep, r.algo, r.variant)] for r in fps.itertuples()])
+                         color=[colour_of[(r.sweep, r.algo, r.variant)] for r in fps.itertuples()],
+                         hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
         ax = plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps)
         written += _save(ax, out, "throughput")
     if comparison is not None and not comparison.empty:

@@ -169,13 +169,15 @@ def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", x
 
 def throughput(ax: Axes, summary: pd.DataFrame) -> Axes:
     """Bars of env steps/s per label (``label``, ``fps``: median over seeds), the min-max over seeds as whiskers
-    (``fps_low``, ``fps_high``, optional), the number on each bar and an optional ``note`` (e.g. the lit/SB3 ratio)."""
+    (``fps_low``, ``fps_high``, optional), the number on each bar and an optional ``note`` (e.g. the lit/SB3 ratio);
+    optional ``color`` and ``hatch`` per bar."""
     rows = summary.reset_index(drop=True)
     fps = rows["fps"].to_numpy(float)
     xerr = None
     if {"fps_low", "fps_high"} <= set(rows):
         xerr = np.vstack([fps - rows["fps_low"].to_numpy(float), rows["fps_high"].to_numpy(float) - fps])
-    bars = ax.barh(rows["label"], fps, xerr=xerr, capsize=4, color=rows.get("color", "tab:blue"))
+    bars = ax.barh(rows["label"], fps, xerr=xerr, capsize=4, color=rows.get("color", "tab:blue"),
+                   hatch=rows.get("hatch"), edgecolor="white")
     notes = rows["note"] if "note" in rows else [""] * len(rows)
     ax.bar_label(bars, labels=[f"{v:,.0f}/s  {n}".rstrip() for v, n in zip(fps, notes)], padding=6,
                  fontsize="small")
