@@ -116,6 +116,8 @@ class MetricsCSV(KVWriter):
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         row = {k: v for k, v in key_values.items() if "csv" not in key_excluded.get(k, ()) and scalar(v)}
+        if not row:  # e.g. the evaluations, which eval.csv records
+            return
         self.rows.append({**row, "step": step})
         fields = sorted({key for r in self.rows for key in r})
         atomic_write_text(self.path, csv_text(fields, self.rows))

@@ -131,13 +131,17 @@ class PeriodicEval(BaseCallback):
         atomic_write(self.run.root / EVALUATIONS_NPZ, write)
 
     def _log(self, row: dict[str, Any], successes: list[float]) -> None:
-        """Log to the run's loggers (SB3's ``Logger``: Lightning's loggers with lit, SB3's formats with sb3)."""
+        """Send the evaluation to the run's loggers at its env step, under SB3's ``EvalCallback`` names.
+
+        Written straight to the SB3 logger's output formats (Lightning's loggers with lit, SB3's formats with sb3)
+        rather than ``record`` + ``dump``, so that values a training loop recorded but has not dumped yet stay where
+        they belong; excluded from CSV, whose record of the evaluations is ``eval.csv``.
+        """
         model = getattr(self, "model", None)  # set by init_callback (SB3 declares it without a value)
         if model is None:  # never attached to a training run
             return
-        logger = model.logger
-        logger.record("eval/mean_reward", row["mean_return"])
-        logger.record("eval/mean_ep_length", row["mean_ep_length"])
+        values = {"eval/mean_reward": row["mean_return"], "eval/mean_ep_length": row["mean_ep_length"]}
         if successes:
-            logger.record("eval/success_rate", float(np.mean(successes)))
-        logger.dump(row["timesteps"])
+            values["eval/success_rate"] = float(np.mean(successes))
+        for output in model.logger.output_formats:
+            output.write(values, dict.fromkeys(values, ("csv",)), step=row["timesteps"])

@@ -35,6 +35,7 @@ class Captured(KVWriter):
 
     def write(self, key_values, key_excluded, step=0):
         self.dumps.append((dict(key_values), step))
+        self.excluded = key_excluded
 
 
 class FixedPolicy:
@@ -80,6 +81,7 @@ def test_evaluations_npz_is_read_by_a_zoo_style_loader_and_evals_reach_the_logge
     values, _ = captured.dumps[1]
     assert values["eval/mean_reward"] == rows[1]["mean_return"]
     assert values["eval/mean_ep_length"] == rows[1]["mean_ep_length"]
+    assert captured.excluded["eval/mean_reward"] == ("csv",)  # eval.csv is the CSV record; train/metrics.csv not
     episodes = load_episode_returns([run.root])
     assert list(episodes.timesteps) == [100] * 3 + [200] * 3 and list(episodes.episode) == [0, 1, 2] * 2
 
