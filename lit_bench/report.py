@@ -243,9 +243,9 @@ def _steps(value: float) -> str:
     return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"
 
 
-def _save(ax: plt.Axes, out: Path, name: str) -> list[Path]:
+def _save(ax: plt.Axes, out: Path, name: str, suffixes: Sequence[str] = (".png", ".pdf")) -> list[Path]:
     paths = []
-    for suffix in (".png", ".pdf"):
+    for suffix in suffixes:
         path = out / f"{name}{suffix}"
         atomic_write(path, lambda tmp, s=suffix: ax.figure.savefig(tmp, dpi=120, format=s[1:], bbox_inches="tight"))
         paths.append(path)
@@ -254,7 +254,7 @@ def _save(ax: plt.Axes, out: Path, name: str) -> list[Path]:
 
 
 def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison: pd.DataFrame | None = None,
-            seed: int = 0) -> list[Path]:
+            seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf")) -> list[Path]:
     """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences."""
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
     returns = returns[returns.status != "damaged"]
@@ -287,7 +287,7 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison
             threshold=first.threshold if np.isfinite(first.threshold) else None,
             title=f"{env} ({first.env_id}): IQM across seeds, 95% CI",
         )
-        written += _save(ax, out, f"curves_{env}")
+        written += _save(ax, out, f"curves_{env}", suffixes)
     labelled = summary.assign(label=[label(r, several) for r in summary.itertuples()])
     finite = labelled[np.isfinite(labelled.final_iqm)]
     if not finite.empty:
@@ -299,14 +299,14 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison
                                xlabel=f"final return ({agg.FINAL}): IQM across seeds, 95% bootstrap CI"
                                + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable"
                                   if finite.ci_flagged.any() else ""))
-        written += _save(ax, out, "final_scores")
+        written += _save(ax, out, "final_scores", suffixes)
     fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
     if not fps.empty:
         fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
                          color=[colour_of[(r.sweep, r.algo, r.variant)] for r in fps.itertuples()],
                          hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
         ax = plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps)
-        written += _save(ax, out, "throughput")
+        written += _save(ax, out, "throughput", suffixes)
     if comparison is not None and not comparison.empty:
         rows = comparison.assign(
             label=[f"{label(r, several, backend=False)} / {r.env}" for r in comparison.itertuples()],
@@ -314,7 +314,7 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison
                   + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
                   for r in comparison.itertuples()])
         ax = plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows)
-        written += _save(ax, out, "comparison")
+        written += _save(ax, out, "comparison", suffixes)
     return written
 
 

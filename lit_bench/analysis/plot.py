@@ -109,7 +109,7 @@ def learning_curves(
                 for y in near:
                     scale.include(y)
                 clipped = " (partly off the scale)" if len(near) < len(shown) else ""
-                ax.plot(shown["timesteps"], shown["mean_reward"], ls=":", lw=1.2, color=color,
+                ax.plot(shown["timesteps"], shown["mean_reward"], ls=":", lw=1.2, color=color, marker="x", ms=6,
                         label=f"{ref.label} eval curve (1 seed){clipped}")
             elif not shown.empty:
                 notes.append(f"not drawn: {ref.label} eval curve, {shown['mean_reward'].min():g} to "
@@ -159,7 +159,7 @@ def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", x
                 fmt="o", capsize=4)
     if "reference" in rows and np.isfinite(rows["reference"].to_numpy(float)).any():
         ax.scatter(rows["reference"], y, marker="*", s=120, color="k", label="SB3 at the same budget", zorder=3)
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="best")
     ax.set_yticks(y, rows["label"])
     ax.invert_yaxis()  # first row on top, as in the tables
     ax.set_xlabel(xlabel)
