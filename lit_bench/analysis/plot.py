@@ -203,7 +203,7 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame) -> Axes:
         ax.annotate(r.note, (1.02, i), xycoords=("axes fraction", "data"), va="center", fontsize="small")
     ax.axvline(0.0, color="k", lw=1)
     handles = [Line2D([], [], marker="o", ls="none", color="0.45", label="one seed: lit - SB3"),
-               Line2D([], [], marker="D", color="tab:blue", label="IQM difference, 95% CI")]
+               Line2D([], [], marker="D", color="tab:blue", label="IQM(lit) - IQM(SB3), 95% CI")]
     if rows["ci_flagged"].any():
         handles.append(Line2D([], [], marker="D", color="tab:orange", label="... under 5 seeds: CI unreliable"))
     ax.legend(handles=handles, fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=3)
