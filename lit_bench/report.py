@@ -195,8 +195,8 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
     lines = [
         f"## lit vs SB3, paired by seed (final = {agg.FINAL})",
         "",
-        "| run | env | n | lit IQM | SB3 IQM | lit - SB3 per seed | IQM(lit) - IQM(SB3) [95% CI] | P(lit > SB3) | verdict "
-        "| env steps/s lit / SB3 (min-max) |",
+        "| run | env | n | lit IQM | SB3 IQM | lit - SB3 per seed | IQM(lit) - IQM(SB3) [95% CI] | P(lit > SB3) "
+        "| verdict | env steps/s lit / SB3 (min-max) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in comparison.itertuples():
