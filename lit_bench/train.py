@@ -8,6 +8,7 @@ sweep's other runs carry on) and returned.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import socket
@@ -22,6 +23,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.analysis import aggregate
 from lit_bench.checks import (
     ConfigError,
     algorithm_class,
@@ -33,6 +35,7 @@ from lit_bench.checks import (
 from lit_bench.envs import make_envs
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved
+from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
 from lit_bench.rundir import RunDir, atomic_write_text
 
@@ -93,10 +96,9 @@ def task_overrides() -> list[str]:
 def steps_to_threshold(rows: list[dict[str, Any]], threshold: float | None) -> int | None:
     if threshold is None:
         return None
-    for row in rows:
-        if float(row["mean_return"]) >= threshold:
-            return int(float(row["timesteps"]))
-    return None
+    at = aggregate.steps_to_threshold(  # the report's definition (held for several evaluations), in one place
+        [float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows], float(threshold))
+    return None if math.isnan(at) else int(at)
 
 
 def _prepare(cfg: DictConfig) -> tuple[type, int]:
@@ -105,6 +107,7 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
     budget = check_budget(cfg.budget)
     check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
+    check_loggers(cfg)
     if cfg.eval.every is not None and int(cfg.eval.every) <= 0:
         raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
     if int(cfg.eval.episodes) <= 0:
@@ -212,6 +215,7 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         for env in (train_env, eval_env):
             if env is not None:
                 env.close()
+        finish_loggers()
         summary["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         run_dir.write_summary(summary)
     return summary
