@@ -19,12 +19,13 @@ EVAL_SEED_OFFSET = 1000  # evaluation envs never share a seed with training envs
 
 
 def require_package(env_cfg: DictConfig, env_name: str) -> None:
-    """Import the env's ``package`` (which registers its ids); a missing one names the extra that installs it."""
+    """Import the env's ``package`` (one module, or a list: the first registers its ids, the others are what its
+    wrappers need); a missing one names the extra that installs it."""
     package = env_cfg.get("package")
-    if not package:
-        return
+    modules = [package] if isinstance(package, str) else list(package or [])
     try:
-        importlib.import_module(str(package))
+        for module in modules:
+            importlib.import_module(str(module))
     except ImportError as error:
         extra = env_cfg.get("extra") or "envs"
         raise ConfigError(f"env={env_name} needs the '{extra}' extra (missing module {error.name!r}): "
