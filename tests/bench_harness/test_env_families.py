@@ -194,3 +194,34 @@ def test_smoke_robotics_her(tmp_path: Path) -> None:
     for config in runs.values():
         assert config["algo"]["policy"] == "MultiInputPolicy"
         assert config["algo"]["replay_buffer_class"]["path"] == "lit_sb3.HerReplayBuffer"
+
+
+# ------------------------------------------------------------------------------------------------- zoo suites
+
+
+def test_zoo_suites_hold_the_reference_table_at_its_budgets() -> None:
+    with (REPO / "results" / "reference" / "sb3_reference_scores.csv").open(newline="") as file:
+        budgets = {(r["algo"], r["env_id"]): int(r["n_timesteps"]) for r in csv.DictReader(file)}
+    reference_of = {(r.algo, r.env): r.reference_env_id for r in coverage(make=False)}
+    families = []
+    for path in sorted((CONF / "suite").glob("zoo_*.yaml")):
+        suite = yaml.safe_load(path.read_text())
+        assert suite["name"] == path.stem and suite["reference"] and len(suite["seeds"]) >= 5
+        if path.stem != "zoo_all":
+            families += suite["entries"]
+    every = yaml.safe_load((CONF / "suite" / "zoo_all.yaml").read_text())["entries"]
+    assert sorted(map(str, families)) == sorted(map(str, every)) and len(every) == len(budgets)
+    for entry in every:
+        assert entry["budget"] == budgets[(entry["algo"], reference_of[(entry["algo"], entry["env"])])]
+
+
+def test_suite_entries_share_multiruns_and_take_a_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lit_bench import regress
+
+    commands: list[list[str]] = []
+    monkeypatch.setattr(regress.subprocess, "run", lambda command, **_: commands.append(command))
+    regress.run_suite(regress.load_suite("zoo_atari"), "lit", tmp_path, "slurm")
+    assert sorted(c[3] for c in commands) == ["algo=a2c", "algo=dqn", "algo=ppo", "algo=qrdqn"]
+    for command in commands:
+        assert len(command[4].split(",")) == 10 and "budget=10000000" in command
+        assert "hydra/launcher=slurm" in command and "seed=0,1,2,3,4" in command
