@@ -189,7 +189,7 @@ def test_smoke_minigrid_pybullet_carracing(tmp_path: Path) -> None:
 @needs("robotics")
 def test_smoke_robotics_her(tmp_path: Path) -> None:
     runs = smoke(tmp_path, "robotics", "algo=tqc", "env=PandaReach,parking", "algo.learning_starts=64",
-                 "algo.batch_size=32", "algo.buffer_size=1000", "algo.policy_kwargs.net_arch=[32,32]", *SMALL)
+                 "algo.batch_size=32", "algo.buffer_size=1000", "++algo.policy_kwargs.net_arch=[32,32]", *SMALL)
     assert set(runs) == {"PandaReach", "parking"}
     for config in runs.values():
         assert config["algo"]["policy"] == "MultiInputPolicy"
@@ -225,3 +225,29 @@ def test_suite_entries_share_multiruns_and_take_a_launcher(tmp_path: Path, monke
     for command in commands:
         assert len(command[4].split(",")) == 10 and "budget=10000000" in command
         assert "hydra/launcher=slurm" in command and "seed=0,1,2,3,4" in command
+
+
+def test_her_buffer_goes_into_weights_only_checkpoints(tmp_path: Path) -> None:
+    """Robotics runs checkpoint their HerReplayBuffer: its object-array ``infos`` must not break the checkpoint."""
+    import torch
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    from lit_sb3 import HerReplayBuffer
+    from lit_sb3.common.off_policy import _buffer_arrays, _restore_buffer_arrays
+
+    env = make_vec_env(lambda: BitFlippingEnv(n_bits=4, continuous=True), n_envs=1)
+    buffer = HerReplayBuffer(20, env.observation_space, env.action_space, env=env)
+    obs = env.reset()
+    for _ in range(6):
+        action = np.array([env.action_space.sample()])
+        next_obs, reward, done, info = env.step(action)
+        buffer.add(obs, next_obs, action, reward, done, info)
+        obs = next_obs
+    path = tmp_path / "buffer.pt"
+    torch.save(_buffer_arrays(buffer), path)
+    restored = HerReplayBuffer(20, env.observation_space, env.action_space, env=env)
+    _restore_buffer_arrays(restored, torch.load(path, weights_only=True))
+    assert restored.pos == 6 and np.array_equal(restored.actions, buffer.actions)
+    assert np.array_equal(restored.observations["desired_goal"], buffer.observations["desired_goal"])
+    assert restored.sample(4).rewards.shape == (4, 1)
