@@ -32,7 +32,7 @@ from lit_bench.checks import (
     check_hyperparameters,
     check_spaces,
 )
-from lit_bench.envs import make_envs
+from lit_bench.envs import make_envs, require_package
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved
 from lit_bench.loggers import check_loggers, finish_loggers
@@ -102,12 +102,13 @@ def steps_to_threshold(rows: list[dict[str, Any]], threshold: float | None) -> i
 
 
 def _prepare(cfg: DictConfig) -> tuple[type, int]:
-    """Checks that need no env: backend, algorithm class, hyperparameter names, budget, declared action space."""
+    """Checks that need no env: backend, algorithm class, hyperparameter names, budget, action space, env package."""
     algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
     check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
     budget = check_budget(cfg.budget)
     check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
     check_loggers(cfg)
+    require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
     if cfg.eval.every is not None and int(cfg.eval.every) <= 0:
         raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
     if int(cfg.eval.episodes) <= 0:

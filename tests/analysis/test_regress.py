@@ -13,7 +13,7 @@ from .fixtures import make_sweep
 @pytest.fixture
 def fixture_suite(tmp_path, monkeypatch):
     make_sweep(tmp_path, sb3=False)
-    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out: [tmp_path / "fixture_sweep"])
+    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out, launcher=None: [tmp_path / "fixture_sweep"])
     return tmp_path
 
 
