@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from lit_bench import signals
 from lit_bench.train import INVOCATION_ENV
 
 MAX_ROWS = 40  # one screen; beyond it only the failed runs are listed
@@ -58,8 +60,17 @@ class SweepReport(Callback):
         os.environ[INVOCATION_ENV] = self.invocation
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(str(config.hydra.sweep.dir))
-        summaries = collect(sweep_dir, self.invocation)
-        print(f"\nsweep {sweep_dir}:\n{table(summaries)}", flush=True)
-        if any(s.get("status") != "completed" for s in summaries):
-            sys.exit(1)
+        report(Path(str(config.hydra.sweep.dir)), self.invocation)
+
+
+def report(sweep_dir: Path, invocation: str | None) -> None:
+    """Print the table of this multirun's runs; exit non-zero if any did not complete (128 + signal if stopped)."""
+    summaries = collect(sweep_dir, invocation)
+    print(f"\nsweep {sweep_dir}:\n{table(summaries)}", flush=True)
+    stopped = signals.pending()
+    if stopped is not None:
+        print(f"sweep stopped by {signal.Signals(stopped).name}: runs not listed did not start; "
+              f"rerun the same command to resume", flush=True)
+        sys.exit(128 + stopped)
+    if any(s.get("status") != "completed" for s in summaries):
+        sys.exit(1)

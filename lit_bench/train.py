@@ -12,6 +12,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 import time
 import traceback
 from importlib.metadata import PackageNotFoundError, version
@@ -27,12 +28,15 @@ from lit_bench.checks import (
     algorithm_class,
     check_budget,
     check_declared_action_space,
+    check_hyperparameter_values,
     check_hyperparameters,
+    check_run_options,
     check_spaces,
 )
 from lit_bench.envs import make_envs
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.rundir import RunDir, atomic_write_text
+from lit_bench.signals import Interrupted
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
 _VOLATILE_KEYS = ("force",)  # changing these does not make a finished run stale
@@ -96,15 +100,13 @@ def steps_to_threshold(rows: list[dict[str, Any]], threshold: float | None) -> i
 
 
 def _prepare(cfg: DictConfig) -> tuple[type, int]:
-    """Checks that need no env: backend, algorithm class, hyperparameter names, budget, declared action space."""
+    """Checks that need no env: run options, backend, algorithm class, hyperparameters, budget, action space."""
+    check_run_options(cfg)
     algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
     check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
+    check_hyperparameter_values(algo_cls, cfg.algo)
     budget = check_budget(cfg.budget)
     check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
-    if cfg.eval.every is not None and int(cfg.eval.every) <= 0:
-        raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
-    if int(cfg.eval.episodes) <= 0:
-        raise ConfigError(f"eval.episodes={cfg.eval.episodes}: must be >= 1")
     return algo_cls, budget
 
 
@@ -113,7 +115,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     from lit_bench.backends import BACKENDS, Job
 
     started = time.perf_counter()
-    torch.set_num_threads(int(cfg.get("threads", 1)))
     run_dir = RunDir(run_dir_of(cfg))
     config = resolved_config(cfg)
     digest = config_hash(config)
@@ -121,7 +122,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     previous = run_dir.read_summary()
     base = {
         "algo": str(cfg.algo_name), "env": str(cfg.env_name), "env_id": config["env"].get("id"),
-        "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
+        "seed": cfg.seed, "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
         "config_hash": digest, "invocation": invocation,
     }
     try:
@@ -129,11 +130,20 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     except ConfigError as error:
         summary = {**base, "status": "failed", "error": str(error), "traceback": None}
         if not (previous and previous.get("status") == "completed"):
-            run_dir.root.mkdir(parents=True, exist_ok=True)
-            run_dir.write_summary(summary)
+            try:
+                run_dir.root.mkdir(parents=True, exist_ok=True)
+                run_dir.write_summary(summary)
+            except OSError:
+                pass  # out_dir itself is the mistake: the returned summary is the only record
         return summary
+    torch.set_num_threads(int(cfg.threads))
+
 
     same_config = previous is not None and previous.get("config_hash") == digest
+    damage = run_dir.damage(previous)
+    if damage:
+        print(f"{run_dir.root}: {damage}; running it again from the start", file=sys.stderr, flush=True)
+        same_config = False
     if same_config and previous["status"] == "completed" and not cfg.force:
         summary = {**previous, "invocation": invocation}
         run_dir.write_summary(summary)
@@ -179,6 +189,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         )
     except ConfigError as error:
         summary.update(status="failed", error=str(error), traceback=None)
+    except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
+        step = run_dir.checkpoint_step()
+        at = f"at {step} env steps" if step is not None else "before its first checkpoint"
+        summary.update(status="interrupted", signal=interrupt.name, timesteps=step,
+                       error=f"stopped by {interrupt.name} {at}; rerun the same command to resume")
     except Exception as error:  # a failed run is recorded, never allowed to take the sweep down
         summary.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
     except BaseException:  # KeyboardInterrupt / SystemExit: leave the checkpoint for the next resume
@@ -196,8 +211,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def describe(summary: dict[str, Any]) -> str:
     """One line for the console."""
     name = f"{summary['algo']} on {summary['env']} (seed {summary['seed']}, {summary['backend']})"
-    if summary["status"] == "failed":
-        return f"{name}: FAILED: {summary.get('error')}"
+    if summary["status"] in ("failed", "interrupted"):
+        return f"{name}: {summary['status'].upper()}: {summary.get('error')}"
     score = f"{summary['final_mean_return']:.1f} +/- {summary['final_std_return']:.1f}"
     threshold = summary.get("threshold")
     solved = ""
