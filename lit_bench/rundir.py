@@ -157,16 +157,21 @@ class RunDir:
         if summary.get("status") != "completed":
             return None
         try:
-            rows = self.eval_rows()
-        except (OSError, ValueError, csv.Error) as error:
+            text = self.eval_csv.read_text()
+        except FileNotFoundError:
+            return "eval.csv is missing"
+        except (OSError, ValueError) as error:
             return f"eval.csv is unreadable ({error})"
+        rows = list(csv.DictReader(io.StringIO(text)))
         if not rows:
-            return "eval.csv is missing or empty"
+            return "eval.csv is empty"
         last = rows[-1]
+        if not text.endswith("\n") or None in last or None in last.values():
+            return "eval.csv is truncated (its last row is incomplete)"
         try:
             final_step, final_return = int(float(last["timesteps"])), float(last["mean_return"])
-        except (KeyError, TypeError, ValueError):
-            return "eval.csv is truncated (its last row is incomplete)"
+        except (KeyError, ValueError):
+            return "eval.csv is damaged (its last row does not parse)"
         if final_step != summary.get("timesteps") or final_return != summary.get("final_mean_return"):
             return (f"eval.csv does not end with the final evaluation in summary.json "
                     f"({final_step} vs {summary.get('timesteps')} env steps)")
