@@ -138,9 +138,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         return summary
     torch.set_num_threads(int(cfg.threads))
 
-
     same_config = previous is not None and previous.get("config_hash") == digest
-    damage = run_dir.damage(previous)
+    damage = run_dir.damage(previous) if previous is None or same_config else None  # else: rerun anyway
     if damage:
         print(f"{run_dir.root}: {damage}; running it again from the start", file=sys.stderr, flush=True)
         same_config = False

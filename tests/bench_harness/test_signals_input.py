@@ -151,7 +151,7 @@ def _interrupted(run_dir: Path, name: str) -> int:
 
 
 def test_sigint_run_checkpoints_exits_130_and_resumes(tmp_path: Path) -> None:
-    args = [*LONG, "budget=1600", f"out_dir={tmp_path}", "sweep=sig"]
+    args = [*LONG, "budget=960", f"out_dir={tmp_path}", "sweep=sig"]
     run_dir = tmp_path / "sig" / "ppo" / "CartPole" / "seed_0"
     process = _start(args)
     _wait_for_checkpoint(process, run_dir)
@@ -160,16 +160,16 @@ def test_sigint_run_checkpoints_exits_130_and_resumes(tmp_path: Path) -> None:
     assert process.returncode == 130, output
     assert "Traceback" not in output and "stopped by SIGINT at" in output
     step = _interrupted(run_dir, "SIGINT")
-    assert step < 1600
+    assert step < 960
 
     result = run_py(*args)
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "completed" and summary["resumed_from"] == step and summary["timesteps"] >= 1600
+    assert summary["status"] == "completed" and summary["resumed_from"] == step and summary["timesteps"] >= 960
 
 
 def test_sigterm_sequential_sweep_sb3_table_and_143(tmp_path: Path) -> None:
-    process = _start([*LONG, "-m", "seed=0,1", "backend=sb3", "budget=20000", f"out_dir={tmp_path}", "sweep=sig",
+    process = _start(["-m", *LONG, "seed=0,1", "backend=sb3", "budget=20000", f"out_dir={tmp_path}", "sweep=sig",
                       "hydra/launcher=basic"])
     root = tmp_path / "sig" / "ppo@sb3" / "CartPole"
     _wait_for_checkpoint(process, root / "seed_0")
@@ -184,7 +184,7 @@ def test_sigterm_sequential_sweep_sb3_table_and_143(tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", ["ctrl-c", pytest.param("sigterm-parent", marks=pytest.mark.slow)])
 def test_joblib_sweep_stops_with_table(how: str, tmp_path: Path) -> None:
     """Ctrl-C reaches the whole process group; SIGTERM (kill, timeout) only the parent, which forwards it."""
-    process = _start([*LONG, "-m", "seed=0,1,2", "budget=20000", f"out_dir={tmp_path}", "sweep=sig",
+    process = _start(["-m", *LONG, "seed=0,1,2", "budget=20000", f"out_dir={tmp_path}", "sweep=sig",
                       "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])
     root = tmp_path / "sig" / "ppo" / "CartPole"
     _wait_for_checkpoint(process, root / "seed_0", root / "seed_1")
