@@ -82,7 +82,7 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         return  # a worker gets a terminal's Ctrl-C twice (directly and forwarded): once is enough
     _pending = signum
     stop_file = os.environ.get(STOP_FILE_ENV)
-    if stop_file:
+    if stop_file and in_sweep_process():  # only the sweep stops the sweep (a requeued submitit job must run)
         open(stop_file, "a").close()
     if not worker:
         print(f"\n{name}: stopping at the next checkpoint (send it again to stop at once)", file=sys.stderr,

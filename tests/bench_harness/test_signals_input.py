@@ -210,3 +210,38 @@ def test_slurm_launchers_follow_threads_and_requeue() -> None:
         cfg = compose_run(f"hydra/launcher={launcher}", "threads=3")
         assert cfg.hydra.launcher.cpus_per_task == 3
     assert compose_run("hydra/launcher=slurm").hydra.launcher.max_num_timeout > 0
+
+
+def _descendants(pid: int) -> list[int]:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (ValueError, OSError, IndexError):
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+@pytest.mark.slow
+def test_submitit_preempted_job_checkpoints_requeues_and_resumes(tmp_path: Path) -> None:
+    """submitit's local executor: SIGUSR2 (its preemption / time-out signal) -> checkpoint, requeue, resume."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    process = _start(["-m", *LONG, "hydra/launcher=slurm_local", "budget=1600", f"out_dir={tmp_path}", "sweep=sub"])
+    run_dir = tmp_path / "sub" / "ppo" / "CartPole" / "seed_0"
+    _wait_for_checkpoint(process, run_dir)
+    tasks = [pid for pid in _descendants(process.pid)
+             if "submitit.core._submit" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert len(tasks) == 1, tasks
+    os.kill(tasks[0], signal.SIGUSR2)
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["timesteps"] >= 1600
+    assert summary["resumed_from"] is not None and summary["resumed_from"] % 64 == 0
+    logs = "".join(p.read_text() for p in (tmp_path / "sub" / ".submitit").rglob("*_log.*"))
+    assert "stopping at the next checkpoint" in logs and "Requeued job" in logs
