@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+import lit_bench.startup  # noqa: F401  (first: a quiet Ctrl-C while the rest imports)
 from lit_bench import signals
 from lit_bench.sweep import report
 from lit_bench.train import INVOCATION_ENV, describe, run
