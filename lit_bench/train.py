@@ -111,7 +111,7 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed)."""
+    """Train, evaluate and record one run; return its summary (``status``: completed, skipped, failed, interrupted)."""
     from lit_bench.backends import BACKENDS, Job
 
     started = time.perf_counter()
