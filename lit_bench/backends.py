@@ -22,6 +22,7 @@ from lit_bench.checks import ConfigError, sb3_equivalent
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.loggers import lightning_loggers, sb3_output_formats, scalar
 from lit_bench.rundir import RunDir, atomic_write_text, csv_text
+from lit_bench.signals import LitStopOnSignal, SB3StopOnSignal
 
 
 @dataclass
@@ -79,12 +80,13 @@ def train_lit(job: Job) -> Any:
     loggers = lightning_loggers(job.cfg, job.run)
     trainer_kwargs = OmegaConf.to_container(job.cfg.trainer, resolve=True)
     assert isinstance(trainer_kwargs, dict)
+    checkpoint = LitCheckpoint(job.run, job.checkpoint_every, job.evaluator.wall_time)
     trainer = RLTrainer(
         max_steps=job.budget,
         rl_callback=job.evaluator,
         run_name=f"{job.cfg.algo_name}_{job.cfg.env_name}_seed{job.seed}",
         logger=loggers,
-        callbacks=[LitCheckpoint(job.run, job.checkpoint_every, job.evaluator.wall_time)],
+        callbacks=[checkpoint, LitStopOnSignal(checkpoint)],
         default_root_dir=str(job.run.root),
         **trainer_kwargs,
     )
@@ -143,7 +145,8 @@ def train_sb3(job: Job) -> Any:
     checkpoint = SB3Checkpoint(job.run, job.checkpoint_every, job.evaluator.wall_time,
                                replay_buffer=bool(job.cfg.checkpoint.replay_buffer))
     log_interval = {} if job.cfg.get("log_interval") is None else {"log_interval": int(job.cfg.log_interval)}
-    model.learn(total_timesteps=job.budget - model.num_timesteps, callback=[job.evaluator, checkpoint],
+    callbacks = [job.evaluator, checkpoint, SB3StopOnSignal(checkpoint)]
+    model.learn(total_timesteps=job.budget - model.num_timesteps, callback=callbacks,
                 reset_num_timesteps=not job.resume, **log_interval)
     return model
 

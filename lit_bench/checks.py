@@ -5,10 +5,12 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from gymnasium import spaces
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from sb3_contrib.common.maskable.utils import is_masking_supported
 
 # Arguments the harness passes itself; a config must not set them.
@@ -107,3 +109,66 @@ def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any
         raise ConfigError(
             f"env={env_name} has Dict observations: set algo.policy=MultiInputPolicy (got {policy})"
         )
+
+
+def _positive_int(name: str, value: Any, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{name}={value}: must be a positive integer" + (" or null" if optional else ""))
+
+
+def check_out_dir(out_dir: Any) -> None:
+    """``out_dir`` must be a directory this process can create files in."""
+    path = Path(str(out_dir))
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"out_dir={out_dir}: is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as error:
+        raise ConfigError(f"out_dir={out_dir}: cannot write results there ({error.strerror})") from None
+
+
+def check_run_options(cfg: DictConfig) -> None:
+    """The harness's own options (seed, threads, intervals, flags, out_dir)."""
+    seed = cfg.seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed={seed}: must be a non-negative integer (several: -m seed=0,1,2)")
+    _positive_int("threads", cfg.get("threads"))
+    _positive_int("env.n_envs", cfg.env.get("n_envs"))
+    _positive_int("eval.episodes", cfg.eval.episodes)
+    for name in ("log_interval", "eval.every", "checkpoint.every"):
+        _positive_int(name, OmegaConf.select(cfg, name), optional=True)
+    for name in ("eval.deterministic", "checkpoint.replay_buffer", "force"):
+        value = OmegaConf.select(cfg, name)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name}={value}: must be true or false")
+    check_out_dir(cfg.out_dir)
+
+
+_CLASS_NODE = "{_target_: hydra.utils.get_class, path: %s}"
+
+
+def check_hyperparameter_values(cls: type, algo_cfg: DictConfig) -> None:
+    """A string where the constructor wants a number, a flag or a class: caught here, not after the envs exist."""
+    params = inspect.signature(cls.__init__).parameters
+    for key, value in algo_cfg.items():
+        key = str(key)
+        if not isinstance(value, str) or key not in params:
+            continue
+        default = params[key].default
+        if key.endswith("_class"):
+            raise ConfigError(f"algo.{key}={value}: a class is a config node, not a string: {_CLASS_NODE % value}")
+        if isinstance(default, bool):
+            raise ConfigError(f"algo.{key}={value}: must be true or false")
+        if isinstance(default, (int, float)):
+            schedule = " or a schedule node ({_target_: stable_baselines3.common.utils.LinearSchedule, ...})"
+            hint = schedule if "Schedule" in str(params[key].annotation) else ""
+            raise ConfigError(f"algo.{key}={value}: must be a number{hint}")
+    policy_kwargs = algo_cfg.get("policy_kwargs") or {}
+    for key, value in policy_kwargs.items():
+        if isinstance(value, str) and str(key).endswith(("_fn", "_class")):
+            raise ConfigError(
+                f"algo.policy_kwargs.{key}={value}: a class is a config node, not a string: {_CLASS_NODE % value}"
+            )

@@ -85,9 +85,10 @@ class RunDir:
 
     def read_summary(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.summary.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            summary = json.loads(self.summary.read_text())
+        except (OSError, ValueError):  # missing, unreadable, or not JSON (ValueError covers JSONDecodeError)
             return None
+        return summary if isinstance(summary, dict) else None
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         atomic_write_json(self.summary, summary)
@@ -189,3 +190,35 @@ class RunDir:
     def _write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
         fields = sorted({key for row in rows for key in row})  # Lightning's CSVLogger sorts its columns too
         atomic_write_text(path, csv_text(fields, rows))
+
+    # ------------------------------------------------------------------ checking a finished run
+
+    def damage(self, summary: dict[str, Any] | None) -> str | None:
+        """What is wrong with the files of a run before it is skipped as completed (None: nothing, or not completed).
+
+        A completed run's eval.csv ends with the final evaluation that its summary.json reports.
+        """
+        if summary is None:
+            return "summary.json is unreadable" if self.summary.exists() else None
+        if summary.get("status") != "completed":
+            return None
+        try:
+            text = self.eval_csv.read_text()
+        except FileNotFoundError:
+            return "eval.csv is missing"
+        except (OSError, ValueError) as error:
+            return f"eval.csv is unreadable ({error})"
+        rows = list(csv.DictReader(io.StringIO(text)))
+        if not rows:
+            return "eval.csv is empty"
+        last = rows[-1]
+        if not text.endswith("\n") or None in last or None in last.values():
+            return "eval.csv is truncated (its last row is incomplete)"
+        try:
+            final_step, final_return = int(float(last["timesteps"])), float(last["mean_return"])
+        except (KeyError, ValueError):
+            return "eval.csv is damaged (its last row does not parse)"
+        if final_step != summary.get("timesteps") or final_return != summary.get("final_mean_return"):
+            return (f"eval.csv does not end with the final evaluation in summary.json "
+                    f"({final_step} vs {summary.get('timesteps')} env steps)")
+        return None

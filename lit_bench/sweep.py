@@ -12,6 +12,7 @@ import fcntl
 import json
 import math
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -23,6 +24,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from lit_bench import signals
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.train import INVOCATION_ENV
 
@@ -60,6 +62,13 @@ def read_records(sweep_dir: Path, invocation: str = "*") -> list[dict[str, Any]]
     return found
 
 
+def record_job(cfg: DictConfig, summary: dict[str, Any]) -> None:
+    """In a multirun: add this job's outcome to the multirun's records (the sweep table reads them)."""
+    invocation = os.environ.get(INVOCATION_ENV)
+    if invocation and HydraConfig.get().mode == RunMode.MULTIRUN:
+        record(Path(str(cfg.out_dir)) / str(cfg.sweep), invocation, summary)
+
+
 def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float:
     """What run.py's task function returns: the run's objective. A failed run exits 1 (single run), is a failed
     trial (raises ``RunFailed``) for a sweeper that uses return values, and NaN for Hydra's basic sweeper, which
@@ -70,9 +79,7 @@ def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float:
         if failed:
             sys.exit(1)
         return float(summary["objective"])
-    invocation = os.environ.get(INVOCATION_ENV)
-    if invocation:
-        record(Path(str(cfg.out_dir)) / str(cfg.sweep), invocation, summary)
+    record_job(cfg, summary)
     if not failed:
         return float(summary["objective"])
     if str(hydra_cfg.sweeper.get("_target_", "")).endswith(".BasicSweeper"):
@@ -151,14 +158,24 @@ class SweepReport(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         assert self.invocation is not None
-        sweep_dir = Path(str(config.out_dir)) / str(config.sweep)
-        records = read_records(sweep_dir, self.invocation)
-        print(f"\nsweep {sweep_dir}:\n{table(records)}", flush=True)
         direction = _direction(config)
-        best = best_trial(records, direction) if direction else None
-        if best is not None and direction is not None:
-            path = write_best_trial(sweep_dir, best, direction)
-            print(f"best ({direction}, objective {config.objective.metric}): {best['objective']:.2f} "
-                  f"{best.get('variant') or '(defaults)'} seed {best.get('seed')} -> {path}", flush=True)
-        if any(r.get("status") not in ("completed", "skipped") for r in records):
-            sys.exit(1)
+        report(Path(str(config.out_dir)) / str(config.sweep), self.invocation, direction, str(config.objective.metric))
+
+
+def report(sweep_dir: Path, invocation: str | None, direction: str | None = None, metric: str = "") -> None:
+    """Print the table of this multirun's jobs (and its best trial under a sweeper with a direction); exit non-zero
+    if any did not complete (128 + the signal when the sweep was stopped by one)."""
+    records = read_records(sweep_dir, invocation or "*")
+    print(f"\nsweep {sweep_dir}:\n{table(records)}", flush=True)
+    best = best_trial(records, direction) if direction else None
+    if best is not None and direction is not None:
+        path = write_best_trial(sweep_dir, best, direction)
+        print(f"best ({direction}, objective {metric}): {best['objective']:.2f} "
+              f"{best.get('variant') or '(defaults)'} seed {best.get('seed')} -> {path}", flush=True)
+    stopped = signals.pending()
+    if stopped is not None:
+        print(f"sweep stopped by {signal.Signals(stopped).name}: runs not listed did not start; "
+              f"rerun the same command to resume", flush=True)
+        sys.exit(128 + stopped)
+    if any(r.get("status") not in ("completed", "skipped") for r in records):
+        sys.exit(1)

@@ -13,6 +13,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 import time
 import traceback
 from importlib.metadata import PackageNotFoundError, version
@@ -29,7 +30,9 @@ from lit_bench.checks import (
     algorithm_class,
     check_budget,
     check_declared_action_space,
+    check_hyperparameter_values,
     check_hyperparameters,
+    check_run_options,
     check_spaces,
 )
 from lit_bench.envs import make_envs, require_package
@@ -38,6 +41,7 @@ from lit_bench.identity import RunIdentity, config_hash, config_id, identify, re
 from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
 from lit_bench.rundir import RunDir, atomic_write_text
+from lit_bench.signals import Interrupted
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
 _REPO = Path(__file__).resolve().parents[1]
@@ -102,9 +106,11 @@ def steps_to_threshold(rows: list[dict[str, Any]], threshold: float | None) -> i
 
 
 def _prepare(cfg: DictConfig) -> tuple[type, int]:
-    """Checks that need no env: backend, algorithm class, hyperparameter names, budget, action space, env package."""
+    """Checks that need no env: run options, backend, algorithm class, hyperparameters, budget, action space,
+    env package, loggers, objective (the run options are checked before, in ``run``)."""
     algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
     check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
+    check_hyperparameter_values(algo_cls, cfg.algo)
     budget = check_budget(cfg.budget)
     check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
     check_loggers(cfg)
@@ -122,6 +128,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     ``objective`` (the score a sweeper gets, see ``lit_bench.objective``) is set for completed and skipped runs.
     """
+    try:
+        check_run_options(cfg)  # seed, threads, ... shape the run directory: checked before it is named
+    except ConfigError as error:
+        return {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed, "backend": str(cfg.backend),
+                "run_dir": None, "status": "failed", "error": str(error), "traceback": None}
     config = resolved_config(cfg)
     identity = identify(config)
     run_dir = RunDir(run_dir_of(cfg, identity))
@@ -145,7 +156,6 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     from lit_bench.backends import BACKENDS, Job
 
     started = time.perf_counter()
-    torch.set_num_threads(int(cfg.get("threads", 1)))
     previous = run_dir.read_summary()
     held = run_dir.read_config()
     if held is not None and config_hash(held) != base["config_hash"]:
@@ -158,11 +168,19 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     except ConfigError as error:
         summary = {**base, "status": "failed", "error": str(error), "traceback": None}
         if not (previous and previous.get("status") == "completed"):
-            run_dir.root.mkdir(parents=True, exist_ok=True)
-            run_dir.write_summary(summary)
+            try:
+                run_dir.root.mkdir(parents=True, exist_ok=True)
+                run_dir.write_summary(summary)
+            except OSError:
+                pass  # out_dir itself is the mistake: the returned summary is the only record
         return summary
+    torch.set_num_threads(int(cfg.threads))
 
     same_config = held is not None and previous is not None
+    damage = run_dir.damage(previous) if held is not None else None  # else: a new run anyway
+    if damage:
+        print(f"{run_dir.root}: {damage}; running it again from the start", file=sys.stderr, flush=True)
+        same_config = False
     if same_config and previous["status"] == "completed" and not cfg.force:
         return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
     resume_step = run_dir.checkpoint_step() if same_config and not cfg.force else None
@@ -207,6 +225,11 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         )
     except ConfigError as error:
         summary.update(status="failed", error=str(error), traceback=None)
+    except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
+        step = run_dir.checkpoint_step()
+        at = f"at {step} env steps" if step is not None else "before its first checkpoint"
+        summary.update(status="interrupted", signal=interrupt.name, timesteps=step,
+                       error=f"stopped by {interrupt.name} {at}; rerun the same command to resume")
     except Exception as error:  # a failed run is recorded, never allowed to take the sweep down
         summary.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
     except BaseException:  # KeyboardInterrupt / SystemExit: leave the checkpoint for the next resume
@@ -226,8 +249,8 @@ def describe(summary: dict[str, Any]) -> str:
     """One line for the console."""
     variant = f", {summary['variant']}" if summary.get("variant") else ""
     name = f"{summary['algo']} on {summary['env']} (seed {summary['seed']}, {summary['backend']}{variant})"
-    if summary["status"] == "failed":
-        return f"{name}: FAILED: {summary.get('error')}"
+    if summary["status"] in ("failed", "interrupted"):
+        return f"{name}: {summary['status'].upper()}: {summary.get('error')}"
     score = f"{summary['final_mean_return']:.1f} +/- {summary['final_std_return']:.1f}"
     threshold = summary.get("threshold")
     solved = ""

@@ -1,0 +1,188 @@
+"""SIGINT / SIGTERM during a run or a sweep: checkpoint, record ``interrupted``, exit 128 + the signal (130 / 143).
+
+A signal is noted, not acted on where it lands (half a rollout cannot be checkpointed consistently): the run stops
+at its next checkpoint boundary (after the update in progress), writes a checkpoint there with the usual
+checkpoint callback and raises :class:`Interrupted`, which ``train.run`` records in summary.json. A second signal
+in the main process stops at once (the last checkpoint on disk stays valid). In a joblib sweep the parent forwards
+the signal to its workers, the jobs not started yet are skipped (stop file), and the sweep table is printed. Under
+submitit, its requeue signal (SIGUSR2) is handled the same way, then handed to submitit, which requeues the job;
+the requeued job resumes from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from types import FrameType
+from typing import Any
+
+import lightning as L
+from stable_baselines3.common.callbacks import BaseCallback
+
+STOP_FILE_ENV = "LIT_BENCH_STOP_FILE"  # created when a sweep is interrupted: its workers start no further job
+SWEEP_PID_ENV = "LIT_BENCH_SWEEP_PID"  # the process that runs the sweep (joblib workers are other processes)
+
+_pending: int | None = None
+_previous: dict[int, Any] = {}  # handlers installed before ours (submitit's requeue handler is called after us)
+
+
+class Interrupted(BaseException):
+    """Raised at a checkpoint boundary after a signal (not an Exception: a run's failure handling must not eat it)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        super().__init__(self.name)
+
+
+def pending() -> int | None:
+    """The signal received in this process, if any."""
+    return _pending
+
+
+def exit_code() -> int | None:
+    return None if _pending is None else 128 + _pending
+
+
+def in_sweep_process() -> bool:
+    """This process runs the multirun itself (and, with the basic launcher, its jobs)."""
+    return os.environ.get(SWEEP_PID_ENV) == str(os.getpid())
+
+
+def in_joblib_worker() -> bool:
+    sweep_pid = os.environ.get(SWEEP_PID_ENV)
+    return sweep_pid is not None and sweep_pid != str(os.getpid()) and "SUBMITIT_EXECUTOR" not in os.environ
+
+
+def sweep_stopped() -> bool:
+    stop_file = os.environ.get(STOP_FILE_ENV)
+    return stop_file is not None and os.path.exists(stop_file)
+
+
+def _workers() -> list[int]:
+    """Pids of this process's joblib (loky) workers."""
+    from joblib.externals.loky import reusable_executor
+
+    executor = getattr(reusable_executor, "_executor", None)
+    return list(getattr(executor, "_processes", None) or {})
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    global _pending
+    name = signal.Signals(signum).name
+    worker = in_joblib_worker()
+    if _pending is not None and not worker:
+        print(f"\n{name} again: stopping now; the last checkpoint on disk is kept", file=sys.stderr, flush=True)
+        for pid in _workers():
+            _kill(pid, signal.SIGKILL)
+        os._exit(128 + signum)
+    if _pending is not None:
+        return  # a worker gets a terminal's Ctrl-C twice (directly and forwarded): once is enough
+    _pending = signum
+    stop_file = os.environ.get(STOP_FILE_ENV)
+    if stop_file and in_sweep_process():  # only the sweep stops the sweep (a requeued submitit job must run)
+        open(stop_file, "a").close()
+    if not worker:
+        print(f"\n{name}: stopping at the next checkpoint (send it again to stop at once)", file=sys.stderr,
+              flush=True)
+        for pid in _workers():
+            _kill(pid, signum)
+
+
+def _kill(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # a worker that has just exited
+        os.kill(pid, signum)
+
+
+def _signals() -> list[int]:
+    found = [signal.SIGINT, signal.SIGTERM]
+    usr2 = signal.getsignal(signal.SIGUSR2)
+    if callable(usr2) and usr2 is not _handler:  # submitit's requeue signal
+        found.append(signal.SIGUSR2)
+    return found
+
+
+def install() -> None:
+    """Handle SIGINT and SIGTERM (and submitit's SIGUSR2) in this process; idempotent. Ignored signals stay so."""
+    for signum in _signals():
+        current = signal.getsignal(signum)
+        if current in (_handler, signal.SIG_IGN):
+            continue
+        _previous[signum] = current
+        signal.signal(signum, _handler)
+
+
+def _reinstall() -> None:
+    """Lightning installs its own SIGTERM handler at fit start (it stops without a checkpoint): take it back."""
+    for signum in _previous:
+        signal.signal(signum, _handler)
+
+
+def start_sweep(stop_file: str) -> None:
+    """In the process that runs a multirun: make its workers able to tell that the sweep was stopped."""
+    os.environ[SWEEP_PID_ENV] = str(os.getpid())
+    os.environ[STOP_FILE_ENV] = stop_file
+    install()
+
+
+def finish() -> None:
+    """After a run in a process that got a signal: hand it to the previous handler (submitit requeues the job) and
+    exit 128 + the signal; a joblib worker returns instead (its parent reports the sweep and exits)."""
+    if _pending is None:
+        return
+    previous = _previous.get(_pending)
+    if callable(previous) and previous is not signal.default_int_handler:
+        previous(_pending, None)
+    if not in_joblib_worker():
+        sys.exit(128 + _pending)
+
+
+def _stop_if_pending() -> None:
+    if _pending is not None:
+        raise Interrupted(_pending)
+
+
+class LitStopOnSignal(L.Callback):
+    """After ``checkpoint`` (a LitCheckpoint) in the callback list: at its boundaries, save and stop if signalled."""
+
+    def __init__(self, checkpoint: Any) -> None:
+        self.checkpoint = checkpoint
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        _reinstall()
+        _stop_if_pending()
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._stop(trainer, pl_module)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        from lit_sb3.common.off_policy import OffPolicyAlgorithm
+
+        if isinstance(pl_module, OffPolicyAlgorithm):  # an on-policy batch is a minibatch in mid-update
+            self._stop(trainer, pl_module)
+
+    def _stop(self, trainer: L.Trainer, pl_module: Any) -> None:
+        if _pending is not None:
+            self.checkpoint.save(trainer, pl_module)
+            raise Interrupted(_pending)
+
+
+class SB3StopOnSignal(BaseCallback):
+    """After ``checkpoint`` (an SB3Checkpoint): at the start of a rollout (the last update is done), save and stop."""
+
+    def __init__(self, checkpoint: Any) -> None:
+        super().__init__(verbose=0)
+        self.checkpoint = checkpoint
+
+    def _on_training_start(self) -> None:
+        _stop_if_pending()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_start(self) -> None:
+        if _pending is not None:
+            self.checkpoint.save()
+            raise Interrupted(_pending)
