@@ -21,6 +21,7 @@ from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spac
 from stable_baselines3.common.utils import set_random_seed as _seed_everything
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
+from lit_sb3.common import resume
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
 
@@ -91,6 +92,8 @@ class BaseAlgorithm(L.LightningModule):
         self._last_episode_starts: np.ndarray | None = None
         self._env: VecEnv | None = None  # the SB3-style env given to the constructor or learn()
         self._seeded_env: VecEnv | None = None
+        self._action_log: resume.ActionLog | None = None  # seeds + actions since the training env's reset (resume)
+        self._pending_resume: dict[str, Any] | None = None  # checkpointed training state, applied at train start
         self._callback: BaseCallback | None = None
         self._learn_logger: Any = None
         self._start_time = 0.0
@@ -220,9 +223,13 @@ class BaseAlgorithm(L.LightningModule):
         env = self._training_env()
         self.n_envs = env.num_envs
         self._setup_buffers(env)
-        if self._last_obs is None or self._seeded_env is not env:
+        pending, self._pending_resume = self._pending_resume, None
+        if pending is not None and "env" in pending:
+            self._resume_training_state(env, pending)
+        elif self._last_obs is None or self._seeded_env is not env:
             if self.seed is not None:
                 env.seed(self.seed)
+            self._action_log = resume.ActionLog.before_reset(env)
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
             self._seeded_env = env
@@ -234,6 +241,31 @@ class BaseAlgorithm(L.LightningModule):
             self._callback.on_training_start(
                 {"total_timesteps": self.total_timesteps, "self": self}, {}
             )
+        if pending is not None and "rng" in pending:
+            # last, so that nothing between here and the first training step draws from the restored generators
+            resume.set_rng_state(pending["rng"])
+            resume.set_space_rng_state(self.action_space, pending["action_space_rng"])
+
+    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
+        """Put ``env`` and the collection state where the checkpoint left them (subclasses extend)."""
+        log = resume.ActionLog.from_state(state["env"]["log"])
+        log.replay(env)
+        resume.set_vecnormalize_state(env, state["env"]["vecnormalize"])
+        self._action_log, self._seeded_env = log, env
+        self._last_obs = resume.from_tree(state["env"]["last_obs"])
+        self._last_episode_starts = resume.from_tree(state["env"]["last_episode_starts"])
+
+    def _step_env(self, env: VecEnv, actions: np.ndarray) -> Any:
+        """``env.step(actions)``, recorded for an exact resume by replay."""
+        if self._action_log is not None and self._seeded_env is env:
+            self._action_log.append(actions)
+        return env.step(actions)
+
+    def _reset_env(self, env: VecEnv) -> Any:
+        """``env.reset()`` during training (ARS's episodes), recorded for an exact resume by replay."""
+        if self._action_log is not None and self._seeded_env is env:
+            self._action_log.resets.append(self._action_log.size)
+        return env.reset()
 
     def on_train_end(self) -> None:
         if self._callback is not None:
@@ -388,13 +420,30 @@ class BaseAlgorithm(L.LightningModule):
     # ------------------------------------------------------------------ persistence
 
     def _extra_state(self) -> dict[str, Any]:
-        """Non-parameter training state kept in checkpoints (subclasses add theirs)."""
-        return {"num_timesteps": self.num_timesteps, "n_updates": self._n_updates, "episode_num": self._episode_num}
+        """Non-parameter training state kept in checkpoints (subclasses add theirs): counters, RNGs, episode
+        statistics and, once training started, what an exact resume needs to bring the env back."""
+        state: dict[str, Any] = {
+            "num_timesteps": self.num_timesteps, "n_updates": self._n_updates, "episode_num": self._episode_num,
+            "rng": resume.rng_state(), "action_space_rng": resume.space_rng_state(self.action_space),
+            "ep_info_buffer": resume.to_tree(list(self.ep_info_buffer)),
+            "ep_success_buffer": resume.to_tree(list(self.ep_success_buffer)),
+        }
+        env = self._seeded_env
+        if self._action_log is not None and env is not None and self._last_obs is not None:
+            state["env"] = {
+                "log": self._action_log.state(), "vecnormalize": resume.vecnormalize_state(env),
+                "last_obs": resume.to_tree(self._last_obs),
+                "last_episode_starts": resume.to_tree(self._last_episode_starts),
+            }
+        return state
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.num_timesteps = int(state["num_timesteps"])
         self._n_updates = int(state.get("n_updates", 0))
         self._episode_num = int(state.get("episode_num", 0))
+        self.ep_info_buffer.extend(resume.from_tree(state.get("ep_info_buffer", [])))
+        self.ep_success_buffer.extend(resume.from_tree(state.get("ep_success_buffer", [])))
+        self._pending_resume = state if "rng" in state else None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         if self.observation_space is None:
