@@ -22,6 +22,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.checkpointing import resume_point
 from lit_bench.checks import (
     ConfigError,
     algorithm_class,
@@ -30,7 +31,7 @@ from lit_bench.checks import (
     check_hyperparameters,
     check_spaces,
 )
-from lit_bench.envs import make_envs
+from lit_bench.envs import EVAL_SEED_OFFSET, make_envs
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.rundir import RunDir, atomic_write_text
 
@@ -138,7 +139,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         summary = {**previous, "invocation": invocation}
         run_dir.write_summary(summary)
         return {**summary, "status": "skipped"}
-    resume_step = run_dir.checkpoint_step() if same_config and not cfg.force else None
+    resume_step = resume_point(run_dir, str(cfg.backend)) if same_config and not cfg.force else None
     resume = resume_step is not None and resume_step < budget
     if not resume:
         run_dir.wipe()
@@ -161,7 +162,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         every = int(cfg.eval.every or max(budget // 10, 1))
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
-                                 wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0)
+                                 wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
+                                 seed=int(cfg.seed) + EVAL_SEED_OFFSET)
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         model = BACKENDS[str(cfg.backend)](job)
