@@ -174,6 +174,22 @@ def run_py(*args: str, env: dict[str, str] | None = None, timeout: float = 240) 
                           text=True, timeout=timeout)
 
 
+def kill_when_checkpointed(args: list[str], state: Path, at_least: int) -> None:
+    """Start run.py, SIGKILL its process group once a checkpoint of at least ``at_least`` steps exists."""
+    process = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if state.is_file() and json.loads(state.read_text())["timesteps"] >= at_least:
+                break
+            assert process.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.02)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+
+
 def read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as file:
         return list(csv.DictReader(file))
@@ -243,19 +259,8 @@ def test_killed_run_resumes_to_full_budget(tmp_path: Path) -> None:
     args = ["run.py", "algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64",
             "budget=3200", "eval.every=320", "eval.episodes=2", f"out_dir={tmp_path}", "sweep=kill"]
     run_dir = tmp_path / "kill" / "ppo" / "CartPole" / "seed_0"
-    process = subprocess.Popen([sys.executable, *args], cwd=REPO, env=CHILD_ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        state = run_dir / "checkpoints" / "state.json"
-        while time.monotonic() < deadline:
-            if state.is_file() and json.loads(state.read_text())["timesteps"] >= 960:
-                break
-            assert process.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.2)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
+    state = run_dir / "checkpoints" / "state.json"
+    kill_when_checkpointed(args[1:], state, 960)
     killed = json.loads((run_dir / "summary.json").read_text())
     assert killed["status"] == "running"
     ckpt_step = json.loads(state.read_text())["timesteps"]

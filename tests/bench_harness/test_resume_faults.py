@@ -4,17 +4,12 @@ damaged or missing checkpoint never wedges a run (fall back to the previous one,
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from lit_bench.train import run
-from tests.bench_harness.test_harness import CHILD_ENV, REPO, compose_run, read_csv, run_py
+from tests.bench_harness.test_harness import compose_run, kill_when_checkpointed, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 
@@ -22,22 +17,6 @@ SAC_TINY = ("algo=sac", "env=Pendulum", "budget=400", "eval.every=100", "checkpo
             "algo.learning_starts=100", "algo.buffer_size=150", "algo.batch_size=32",
             "algo.policy_kwargs={net_arch:[32,32]}")
 SCORE_FIELDS = ("timesteps", "mean_return", "std_return", "median_return", "mean_ep_length")
-
-
-def kill_when_checkpointed(args: list[str], state: Path, at_least: int) -> None:
-    """Start run.py, SIGKILL its process group once a checkpoint of at least ``at_least`` steps exists."""
-    process = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if state.is_file() and json.loads(state.read_text())["timesteps"] >= at_least:
-                break
-            assert process.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.02)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
 
 
 def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
