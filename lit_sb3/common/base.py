@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import zipfile
 from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -21,7 +22,7 @@ from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spac
 from stable_baselines3.common.utils import set_random_seed as _seed_everything
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
-from lit_sb3.common import resume
+from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
 
@@ -520,6 +521,7 @@ class BaseAlgorithm(L.LightningModule):
             _n_updates=self._n_updates,
         )
         data.update(self._sb3_data())
+        data[safe_zip.SAFE_KEY] = safe_zip.safe_mirror(data)  # what load reads instead of the pickled entries
         save_to_zip_file(path, data=data, params=self.get_parameters(), pytorch_variables=self._pytorch_variables())
 
     @classmethod
@@ -531,15 +533,32 @@ class BaseAlgorithm(L.LightningModule):
         custom_objects: dict[str, Any] | None = None,
         print_system_info: bool = False,
         force_reset: bool = True,
+        *,
+        trusted: bool = False,
         **kwargs: Any,
     ) -> SelfBaseAlgorithm:
-        """Load a zip written by ``save`` (or by SB3's own ``save`` of the same algorithm)."""
-        data, params, pytorch_variables = load_from_zip_file(
-            path, device=device, custom_objects=custom_objects, print_system_info=print_system_info
-        )
+        """Load a zip written by ``save`` (or by SB3's own ``save`` of the same algorithm).
+
+        Safe by default: the zip's ``:serialized:`` (cloudpickle) entries are never unpickled; their values come
+        from the plain-JSON mirror ``save`` writes, or from ``custom_objects``. A zip that holds a needed value only
+        as a pickle (one written by SB3 itself) is refused with one line, unless ``trusted=True`` (runs its code).
+        """
+        if isinstance(path, (str, Path)) and not Path(path).is_file() and not Path(f"{path}.zip").is_file():
+            raise FileNotFoundError(f"load: no such file: {path}")
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "_init_setup_model"}
+        try:
+            if trusted:
+                data, params, pytorch_variables = load_from_zip_file(
+                    path, device=device, custom_objects=custom_objects, print_system_info=print_system_info
+                )
+            else:
+                needed = accepted | {"observation_space", "action_space", "policy", "policy_class"}
+                data = safe_zip.read_data(path, custom_objects, needed)
+                _, params, pytorch_variables = load_from_zip_file(path, device=device, load_data=False)
+        except zipfile.BadZipFile as error:
+            raise ValueError(f"load: {path} is not a readable save() zip ({error})") from None
         if data is None or "observation_space" not in data:
             raise ValueError(f"load: {path} holds no observation/action spaces; was it written by save()?")
-        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "_init_setup_model"}
         init_kwargs = {k: v for k, v in data.items() if k in accepted}
         init_kwargs.update(cls._init_kwargs_from_sb3_data(data))
         init_kwargs["policy"] = data.get("policy", data.get("policy_class"))

@@ -43,15 +43,22 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be read, or that references code lit_sb3 does not load without the caller's say."""
 
 
-def _resolve(name: str) -> Any:
+def trusted_name(name: str) -> bool:
+    """Whether ``module.qualname`` is on the allow-list (checked before anything is imported)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in (*TRUSTED_NUMPY, *TRUSTED_CLASSES))
+
+
+def resolve_trusted(name: str) -> Any:
+    """The allow-listed class (or numpy helper) ``module.qualname``; None when it is not allowed or not found."""
+    if not trusted_name(name):
+        return None
     module, _, attr = name.rpartition(".")
-    return getattr(importlib.import_module(module), attr)
-
-
-def _trusted(name: str, obj: Any) -> bool:
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in TRUSTED_NUMPY):
-        return True
-    return isinstance(obj, type) and any(fnmatch.fnmatchcase(name, pattern) for pattern in TRUSTED_CLASSES)
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return None
+    numpy_helper = any(fnmatch.fnmatchcase(name, pattern) for pattern in TRUSTED_NUMPY)
+    return obj if numpy_helper or isinstance(obj, type) else None
 
 
 def checkpoint_globals(path: str | Path) -> list[Any]:
@@ -68,11 +75,11 @@ def checkpoint_globals(path: str | Path) -> list[Any]:
                               f"torch.save): {reason}") from None
     allowed, refused = [], []
     for name in names:
-        try:
-            obj = _resolve(name)
-        except (ImportError, AttributeError):
-            obj = None
-        (allowed if obj is not None and _trusted(name, obj) else refused).append(obj if obj is not None else name)
+        obj = resolve_trusted(name)
+        if obj is None:
+            refused.append(name)
+        else:
+            allowed.append(obj)
     if refused:
         raise CheckpointError(
             f"checkpoint: {path} references {', '.join(map(str, refused))}, which lit_sb3 does not load by default "
