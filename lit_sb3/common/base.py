@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 import zipfile
 from collections import deque
 from pathlib import Path
@@ -24,6 +25,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_no
 
 from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
+from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
@@ -456,11 +458,33 @@ class BaseAlgorithm(L.LightningModule):
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self._trainer is not None:  # resuming into a model the caller built (load_from_checkpoint builds its own)
+            _warn_about_changed_hyperparameters(self, checkpoint.get("hyper_parameters") or {})
         state = checkpoint.get(_CKPT_KEY)
         if state is None:
             return
         self.build(space_from_dict(state["observation_space"]), space_from_dict(state["action_space"]))
         self._load_extra_state(state)
+
+    @classmethod
+    def load_from_checkpoint(
+        cls,
+        checkpoint_path: str | Path | Any,
+        map_location: Any = None,
+        hparams_file: str | Path | None = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Lightning's ``load_from_checkpoint``, safe by default: ``weights_only=True`` with the objects lit_sb3
+        checkpoints hold allow-listed (action noise, schedules, policy/buffer classes); one clear line for a
+        missing, truncated or foreign file. ``weights_only=False`` unpickles anything (trusted files only)."""
+        local = isinstance(checkpoint_path, (str, Path)) and "://" not in str(checkpoint_path)
+        with trusted_checkpoint(checkpoint_path if local and weights_only is not False else None):
+            return super().load_from_checkpoint(
+                checkpoint_path, map_location=map_location, hparams_file=hparams_file, strict=strict,
+                weights_only=True if weights_only is None else weights_only, **kwargs,
+            )
 
     def _pytorch_variables(self) -> dict[str, torch.Tensor]:
         """Tensors outside ``policy`` that ``save`` must keep (e.g. SAC's log entropy coefficient)."""
@@ -586,6 +610,37 @@ class BaseAlgorithm(L.LightningModule):
 
     def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
         """Hook: restore what ``_pytorch_variables`` saved."""
+
+
+_VOLATILE_HPARAMS = ("verbose", "device")  # where and how loudly a run trains, not what it trains
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, comparing objects without ``__eq__`` (action noise, schedules) by their attributes."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) is type(b) and hasattr(a, "__dict__") and not isinstance(a, type) and type(a).__eq__ is object.__eq__:
+        return _same(vars(a), vars(b))
+    return bool(a == b)
+
+
+def _warn_about_changed_hyperparameters(model: BaseAlgorithm, saved: dict[str, Any]) -> None:
+    """Resuming a checkpoint into a model built with other hyperparameters trains with the model's: say which."""
+    changed = [
+        f"{key}={model.hparams[key]!r} (checkpoint: {saved[key]!r})"
+        for key in saved
+        if key in model.hparams and key not in _VOLATILE_HPARAMS and not _same(model.hparams[key], saved[key])
+    ]
+    if changed:
+        warnings.warn(
+            f"ckpt_path: {type(model).__name__} differs from the checkpoint's hyperparameters: {'; '.join(changed)}; "
+            f"training continues with the model's values (build the model with the checkpoint's to resume it exactly)",
+            stacklevel=2,
+        )
 
 
 def _accelerator_for(device: torch.device | str) -> dict[str, Any]:
