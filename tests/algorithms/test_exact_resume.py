@@ -14,7 +14,8 @@ import torch
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.noise import OrnsteinUhlenbeckActionNoise
 
-from lit_sb3 import DQN, PPO, SAC, TD3, RLEnvDataModule, RLTrainer
+from lit_sb3 import A2C, ARS, DDPG, DQN, PPO, QRDQN, SAC, TD3, TQC, TRPO, RecurrentPPO, RLEnvDataModule, RLTrainer
+from lit_sb3.common.on_policy import OnPolicyAlgorithm
 
 NET = {"net_arch": [32, 32]}
 OFF_POLICY = {"learning_starts": 40, "buffer_size": 200, "batch_size": 32, "policy_kwargs": NET}  # buffer wraps
@@ -29,6 +30,17 @@ CASES: dict[str, tuple[Any, str, int, int]] = {
     "dqn": (lambda: DQN("MlpPolicy", **OFF_POLICY, target_update_interval=50, exploration_fraction=0.5, seed=3),
             "CartPole-v1", 400, 240),
 }
+MORE_CASES: dict[str, tuple[Any, str, int, int]] = {  # the other algorithms, in the slow run
+    "a2c": (lambda: A2C("MlpPolicy", n_steps=8, policy_kwargs=NET, seed=3), "CartPole-v1", 160, 64),
+    "ppo_lstm": (lambda: RecurrentPPO("MlpLstmPolicy", n_steps=32, batch_size=32, n_epochs=2, seed=3,
+                                      policy_kwargs={"lstm_hidden_size": 8, "net_arch": [16]}), "CartPole-v1", 160, 64),
+    "trpo": (lambda: TRPO("MlpPolicy", n_steps=64, batch_size=32, policy_kwargs=NET, seed=3), "CartPole-v1", 320, 128),
+    "ars": (lambda: ARS("LinearPolicy", n_delta=2, seed=3), "CartPole-v1", 3000, 1000),
+    "qrdqn": (lambda: QRDQN("MlpPolicy", **OFF_POLICY, target_update_interval=50, seed=3), "CartPole-v1", 400, 240),
+    "tqc": (lambda: TQC("MlpPolicy", **OFF_POLICY, seed=3), "Pendulum-v1", 320, 240),
+    "ddpg": (lambda: DDPG("MlpPolicy", **OFF_POLICY, seed=3), "Pendulum-v1", 320, 240),
+}
+ALL_CASES = {**CASES, **MORE_CASES}
 
 
 class StopAndSave(L.Callback):
@@ -38,7 +50,7 @@ class StopAndSave(L.Callback):
         self.at, self.path = at, path
 
     def on_train_batch_end(self, trainer: L.Trainer, module: Any, *args: Any) -> None:
-        if not isinstance(module, PPO):
+        if not isinstance(module, OnPolicyAlgorithm):  # an on-policy batch is a minibatch inside an update
             self._maybe(trainer, module)
 
     def on_train_epoch_end(self, trainer: L.Trainer, module: Any) -> None:
@@ -61,9 +73,11 @@ def scramble_global_rngs() -> None:
     random.random()
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize(
+    "name", [*sorted(CASES), *(pytest.param(name, marks=pytest.mark.slow) for name in sorted(MORE_CASES))]
+)
 def test_stopped_and_resumed_run_is_bit_identical(name: str, tmp_path: Path) -> None:
-    factory, env_id, budget, stop_at = CASES[name]
+    factory, env_id, budget, stop_at = ALL_CASES[name]
     whole = fit(factory(), env_id, budget)
 
     ckpt = tmp_path / "stop.ckpt"
