@@ -402,6 +402,7 @@ class BaseAlgorithm(L.LightningModule):
             self.num_timesteps = 0
             self._episode_num = 0
             self._last_obs = None
+            self._pending_resume = None  # a fresh start: no env replay or RNG restore from a loaded checkpoint
             self._learn_logger = None
         if log_every_n_steps is not None:
             self.log_interval = log_every_n_steps
