@@ -48,7 +48,12 @@ def same(a: Any, b: Any) -> bool:
     return bool(np.array_equal(a, b))
 
 
-@pytest.mark.parametrize("algo", [a for a in ALGOS if a in OFF_POLICY])
+DEFAULT_RUN = ("dqn", "sac")  # HER's Dict buffer, and a Box one; the others (same buffer code) in the slow run
+
+
+@pytest.mark.parametrize(
+    "algo", [a if a in DEFAULT_RUN else pytest.param(a, marks=pytest.mark.slow) for a in ALGOS if a in OFF_POLICY]
+)
 def test_every_off_policy_pair_checkpoints_its_replay_buffer(algo: str, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     checked = 0
