@@ -7,6 +7,7 @@ CSV schema: a ``step`` column plus SB3's metric names, sorted), ``eval.csv``, ``
 from __future__ import annotations
 
 import functools
+import json
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,14 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_bench.checkpointing import LIT_CHECKPOINT, SB3_CHECKPOINT, SB3_REPLAY_BUFFER, LitCheckpoint, SB3Checkpoint
+from lit_bench.checkpointing import (
+    LIT_CHECKPOINT,
+    SB3_CHECKPOINT,
+    SB3_REPLAY_BUFFER,
+    SB3_VECNORMALIZE,
+    LitCheckpoint,
+    SB3Checkpoint,
+)
 from lit_bench.checks import ConfigError, sb3_equivalent
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.loggers import lightning_loggers, sb3_output_formats, scalar
@@ -57,12 +65,6 @@ def algorithm_kwargs(job: Job, backend: str) -> dict[str, Any]:
     return kwargs
 
 
-def _load_vecnormalize(job: Job) -> None:
-    if isinstance(job.train_env, VecNormalize) and job.run.vecnormalize.is_file():
-        saved = VecNormalize.load(str(job.run.vecnormalize), job.train_env.venv)
-        job.train_env.obs_rms, job.train_env.ret_rms = saved.obs_rms, saved.ret_rms
-
-
 # ---------------------------------------------------------------------------------------------------- lit
 
 
@@ -91,18 +93,15 @@ def train_lit(job: Job) -> Any:
         **trainer_kwargs,
     )
     ckpt_path = None
-    if job.resume:
-        _load_vecnormalize(job)
+    if job.resume:  # the checkpoint holds the VecNormalize statistics, the envs' replay log, RNGs, buffer
         ckpt_path = str(job.run.checkpoints / LIT_CHECKPOINT)
     with warnings.catch_warnings():
         # resumed runs reuse train/ on purpose (rows up to the checkpoint were stashed by RunDir)
         warnings.filterwarnings("ignore", message=r".*Experiment logs directory .* exists and is not empty.*")
         warnings.filterwarnings("ignore", message=r".*Skipping '.*' parameter because.*")
         L.seed_everything(job.seed, verbose=False)
-        # The checkpoint is this run's own (written by LitCheckpoint into its run dir), so unpickling the objects
-        # its hyperparameters hold (action noise, schedules, classes) is trusted; torch's default would refuse them.
-        trainer.fit(model, datamodule=RLEnvDataModule(train_env=job.train_env), ckpt_path=ckpt_path,
-                    weights_only=False)
+        # weights_only: the objects its hyperparameters hold (action noise, schedules, classes) are allow-listed
+        trainer.fit(model, datamodule=RLEnvDataModule(train_env=job.train_env), ckpt_path=ckpt_path)
     return model
 
 
@@ -129,17 +128,10 @@ class MetricsCSV(KVWriter):
 
 
 def train_sb3(job: Job) -> Any:
-    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-
     kwargs = algorithm_kwargs(job, "sb3")
+    model = job.algo_cls(env=job.train_env, seed=job.seed, verbose=0, **kwargs)
     if job.resume:
-        _load_vecnormalize(job)
-        model = job.algo_cls.load(str(job.run.checkpoints / SB3_CHECKPOINT), env=job.train_env)
-        buffer = job.run.checkpoints / SB3_REPLAY_BUFFER
-        if isinstance(model, OffPolicyAlgorithm) and buffer.is_file():
-            model.load_replay_buffer(str(buffer))
-    else:
-        model = job.algo_cls(env=job.train_env, seed=job.seed, verbose=0, **kwargs)
+        _resume_sb3(job, model)
     formats: list[KVWriter] = [MetricsCSV(job.run), *sb3_output_formats(job.cfg, job.run)]
     model.set_logger(Logger(folder=str(job.run.train_dir), output_formats=formats))
     checkpoint = SB3Checkpoint(job.run, job.checkpoint_every, job.evaluator.wall_time,
@@ -149,6 +141,36 @@ def train_sb3(job: Job) -> Any:
     model.learn(total_timesteps=job.budget - model.num_timesteps, callback=callbacks,
                 reset_num_timesteps=not job.resume, **log_interval)
     return model
+
+
+# counters SB3's zip keeps as plain JSON values; the rest of the model comes from the config, as for a new run
+_SB3_COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls", "exploration_rate")
+
+
+def _resume_sb3(job: Job, model: Any) -> None:
+    """Resume without unpickling: parameters and optimizer states (SB3 reads them with ``weights_only=True``),
+    counters from the zip's JSON, replay buffer and VecNormalize statistics from tensor files."""
+    import zipfile
+
+    import torch
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+    from lit_sb3.common.off_policy import _restore_buffer_arrays
+    from lit_sb3.common.resume import set_vecnormalize_state
+
+    path = job.run.checkpoints / SB3_CHECKPOINT
+    model.set_parameters(str(path), exact_match=True, device=model.device)
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data"))
+    for key in _SB3_COUNTERS:
+        if isinstance(data.get(key), (int, float)):
+            setattr(model, key, data[key])
+    buffer = job.run.checkpoints / SB3_REPLAY_BUFFER
+    if isinstance(model, OffPolicyAlgorithm) and buffer.is_file():
+        _restore_buffer_arrays(model.replay_buffer, torch.load(buffer, weights_only=True))
+    normalize = job.run.checkpoints / SB3_VECNORMALIZE
+    if isinstance(job.train_env, VecNormalize) and normalize.is_file():
+        set_vecnormalize_state(job.train_env, torch.load(normalize, weights_only=True))
 
 
 BACKENDS = {"lit": train_lit, "sb3": train_sb3}

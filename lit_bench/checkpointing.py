@@ -2,29 +2,166 @@
 
 Checkpoints are taken where the algorithm's state is consistent: after an update (lit: end of an on-policy
 rollout+update epoch, or of an off-policy training step; SB3: at the start of the next rollout).
+
+A new checkpoint is written to a temporary file, checked (zip CRCs), and only then moved over ``last.*``; the
+one it replaces is kept as ``previous.*``. On resume, :func:`resume_point` uses ``last.*`` when it reads back,
+else ``previous.*``, else starts the run afresh, saying so in one line. Nothing in a checkpoint is unpickled:
+the lit backend's ``.ckpt`` loads with ``weights_only=True`` (see ``lit_sb3.common.safe_load``); the sb3
+backend's resume reads only the tensors and plain JSON values of its zip, and its replay buffer and
+VecNormalize statistics are written as tensors (``.pt``, loaded ``weights_only``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
-from lit_bench.rundir import RunDir, atomic_write
+from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
 
 LIT_CHECKPOINT = "last.ckpt"
 SB3_CHECKPOINT = "last.zip"
-SB3_REPLAY_BUFFER = "replay_buffer.pkl"
+SB3_REPLAY_BUFFER = "replay_buffer.pt"  # the sb3 backend's replay buffer (filled part, tensors)
+SB3_VECNORMALIZE = "vecnormalize.pt"  # the sb3 backend's VecNormalize statistics (tensors)
+CHECKPOINT_FILES = {"lit": LIT_CHECKPOINT, "sb3": SB3_CHECKPOINT}
+
+
+def previous_name(name: str) -> str:
+    return name.replace("last", "previous", 1)
 
 
 def save_vecnormalize(env: Any, run: RunDir) -> None:
+    """``vecnormalize.pkl`` in SB3's own format, for users who evaluate the trained model later (never read back)."""
     if isinstance(env, VecNormalize):
         atomic_write(run.vecnormalize, lambda tmp: env.save(str(tmp)))
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def zip_problem(path: Path) -> str | None:
+    """None when ``path`` is a complete zip archive (torch checkpoints and SB3 zips are), else what is wrong."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    return f"corrupt member {bad}" if bad is not None else None
+
+
+def install_checkpoint(run: RunDir, name: str, write: Callable[[Path], None], timesteps: int,
+                       wall_time_s: float) -> None:
+    """Write ``checkpoints/<name>`` through ``write(tmp)``: check it, keep the current one as ``previous``, move it
+    into place, then record ``state.json``. A file that does not check out is dropped with one warning line (the
+    run goes on; the last good checkpoint stays)."""
+    final = run.checkpoints / name
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        problem = zip_problem(tmp)
+        if problem is not None:
+            warn(f"checkpoint at {timesteps} env steps not kept: the written file does not read back ({problem})")
+            return
+        if final.exists():
+            os.replace(final, final.with_name(previous_name(name)))
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+    atomic_write_json(run.checkpoint_state, {"timesteps": int(timesteps), "wall_time_s": round(wall_time_s, 3)})
+
+
+def save_lit_checkpoint(trainer: L.Trainer, module: Any, run: RunDir, wall_time_s: float) -> None:
+    """The lit backend's checkpoint of ``module`` at its current env step (also what a signal handler calls)."""
+    # weights_only=False saves the full training state (optimizers, loops), not "load with weights_only"
+    install_checkpoint(run, LIT_CHECKPOINT, lambda tmp: trainer.save_checkpoint(str(tmp), weights_only=False),
+                       module.num_timesteps, wall_time_s)
+    save_vecnormalize(module.get_env(), run)
+
+
+def save_sb3_checkpoint(model: Any, run: RunDir, wall_time_s: float, replay_buffer: bool) -> None:
+    """The sb3 backend's checkpoint: SB3's zip, plus the replay buffer and VecNormalize statistics as tensors."""
+    from lit_sb3.common.off_policy import _buffer_arrays
+    from lit_sb3.common.resume import vecnormalize_state
+
+    extras = {SB3_VECNORMALIZE: vecnormalize_state(model.get_env())}
+    if replay_buffer and isinstance(model, SB3OffPolicy) and model.replay_buffer is not None:
+        extras[SB3_REPLAY_BUFFER] = _buffer_arrays(model.replay_buffer)
+    for name, state in extras.items():  # written first: the zip and state.json mark the checkpoint complete
+        if state is not None:
+            atomic_write(run.checkpoints / name, lambda tmp, state=state: torch.save(state, tmp))
+    install_checkpoint(run, SB3_CHECKPOINT, lambda tmp: model.save(str(tmp)), model.num_timesteps, wall_time_s)
+    save_vecnormalize(model.get_env(), run)
+
+
+def save_checkpoint(backend: str, model: Any, run: RunDir, wall_time_s: float, *, trainer: L.Trainer | None = None,
+                    replay_buffer: bool = True) -> None:
+    """Checkpoint a running job now, for either backend (``trainer`` is the lit backend's RLTrainer)."""
+    if backend == "lit":
+        assert trainer is not None, "save_checkpoint: the lit backend needs its trainer"
+        save_lit_checkpoint(trainer, model, run, wall_time_s)
+    else:
+        save_sb3_checkpoint(model, run, wall_time_s, replay_buffer)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def checkpoint_timesteps(path: Path) -> int:
+    """Env steps of a checkpoint, read from the file itself without unpickling anything (raises when unreadable)."""
+    problem = zip_problem(path)
+    if problem is not None:
+        raise ValueError(problem)
+    if path.suffix == ".zip":  # SB3's zip: "data" is JSON; num_timesteps is a plain number in it
+        with zipfile.ZipFile(path) as archive:
+            return int(json.loads(archive.read("data"))["num_timesteps"])
+    from lit_sb3.common.safe_load import trusted_checkpoint
+
+    with trusted_checkpoint(path):
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    return int(checkpoint["lit_sb3"]["num_timesteps"])
+
+
+def resume_point(run: RunDir, backend: str) -> int | None:
+    """The env step to resume from, or None to start afresh. Falls back from a damaged or missing ``last`` to
+    ``previous`` (promoted to ``last``); one warning line for each fallback."""
+    name = CHECKPOINT_FILES[backend]
+    last, previous = run.checkpoints / name, run.checkpoints / previous_name(name)
+    problems = []
+    for path in (last, previous):
+        if not path.exists():
+            if path is last and run.checkpoint_state.is_file():
+                problems.append(f"{path.name} is missing")
+            continue
+        try:
+            timesteps = checkpoint_timesteps(path)
+        except Exception as error:  # any unreadable file: fall back, never wedge the run
+            problems.append(f"{path.name} is unreadable ({str(error).splitlines()[0] if str(error) else error!r})")
+            continue
+        if path is previous:
+            warn(f"{run.root}: {'; '.join(problems)}; resuming from {previous.name} at {timesteps} env steps")
+            os.replace(previous, last)
+        return timesteps
+    if problems:
+        warn(f"{run.root}: {'; '.join(problems)} and no earlier checkpoint reads back; starting the run afresh")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- callbacks
 
 
 class _Boundaries:
@@ -71,10 +208,7 @@ class LitCheckpoint(L.Callback):
     def save(self, trainer: L.Trainer, pl_module: Any) -> None:
         if pl_module.num_timesteps == self.saved_at:
             return
-        path = self.run.checkpoints / LIT_CHECKPOINT
-        atomic_write(path, lambda tmp: trainer.save_checkpoint(str(tmp), weights_only=False))
-        save_vecnormalize(pl_module.get_env(), self.run)
-        self.run.mark_checkpoint(pl_module.num_timesteps, self.wall_time())
+        save_lit_checkpoint(trainer, pl_module, self.run, self.wall_time())
         self.saved_at = pl_module.num_timesteps
 
 
@@ -105,14 +239,7 @@ class SB3Checkpoint(BaseCallback):
         self.save()
 
     def save(self) -> None:
-        model = self.model
-        if model.num_timesteps == self.saved_at:
+        if self.model.num_timesteps == self.saved_at:
             return
-        atomic_write(self.run.checkpoints / SB3_CHECKPOINT, lambda tmp: model.save(str(tmp)))
-        if self.replay_buffer and isinstance(model, SB3OffPolicy):
-            tmp_buffer = self.run.checkpoints / f".{SB3_REPLAY_BUFFER}.{os.getpid()}.tmp.pkl"
-            model.save_replay_buffer(str(tmp_buffer))
-            os.replace(tmp_buffer, self.run.checkpoints / SB3_REPLAY_BUFFER)
-        save_vecnormalize(model.get_env(), self.run)
-        self.run.mark_checkpoint(model.num_timesteps, self.wall_time())
-        self.saved_at = model.num_timesteps
+        save_sb3_checkpoint(self.model, self.run, self.wall_time(), self.replay_buffer)
+        self.saved_at = self.model.num_timesteps

@@ -40,10 +40,12 @@ class PeriodicEval(BaseCallback):
     :param episodes: episodes per evaluation
     :param deterministic: act deterministically
     :param wall_time_offset: wall time already spent before this process (resumed runs)
+    :param seed: the evaluation env is reset with this seed before every evaluation, so that each evaluation sees
+        the same episodes whatever ran before it (a resumed run scores exactly like an uninterrupted one)
     """
 
     def __init__(self, eval_env: VecEnv, run: RunDir, every: int, episodes: int, deterministic: bool,
-                 wall_time_offset: float = 0.0) -> None:
+                 wall_time_offset: float = 0.0, seed: int | None = None) -> None:
         super().__init__(verbose=0)
         self.eval_env = eval_env
         self.run = run
@@ -51,6 +53,7 @@ class PeriodicEval(BaseCallback):
         self.episodes = episodes
         self.deterministic = deterministic
         self.wall_time_offset = wall_time_offset
+        self.seed = seed
         self.started = time.perf_counter()
         self.first_step_at: float | None = None  # perf_counter of the first env step (harness overhead)
         self.eval_seconds = 0.0
@@ -89,6 +92,8 @@ class PeriodicEval(BaseCallback):
         training_env = model.get_env()
         if training_env is not None:
             sync_envs_normalization(training_env, self.eval_env)
+        if self.seed is not None:
+            self.eval_env.seed(self.seed)
         successes: list[float] = []
 
         def record_success(local: dict[str, Any], _globals: dict[str, Any]) -> None:

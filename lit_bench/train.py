@@ -25,6 +25,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.analysis import aggregate
+from lit_bench.checkpointing import resume_point
 from lit_bench.checks import (
     ConfigError,
     algorithm_class,
@@ -35,7 +36,7 @@ from lit_bench.checks import (
     check_run_options,
     check_spaces,
 )
-from lit_bench.envs import make_envs, require_package
+from lit_bench.envs import EVAL_SEED_OFFSET, make_envs, require_package
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved
 from lit_bench.loggers import check_loggers, finish_loggers
@@ -183,7 +184,7 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         same_config = False
     if same_config and previous["status"] == "completed" and not cfg.force:
         return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
-    resume_step = run_dir.checkpoint_step() if same_config and not cfg.force else None
+    resume_step = resume_point(run_dir, str(cfg.backend)) if same_config and not cfg.force else None
     resume = resume_step is not None and resume_step < budget
     if not resume:
         run_dir.wipe()
@@ -206,7 +207,8 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         every = int(cfg.eval.every or max(budget // 10, 1))
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
-                                 wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0)
+                                 wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
+                                 seed=int(cfg.seed) + EVAL_SEED_OFFSET)
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         model = BACKENDS[str(cfg.backend)](job)

@@ -15,6 +15,7 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
 
 from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.common.sb3_bridge import MaybeCallback
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.progress import EnvStepProgressBar
@@ -180,9 +181,11 @@ class RLTrainer(L.Trainer):
             raise ValueError("datamodule: RLEnvDataModule has no train_env to fit on")
         model.check_env(env)
         try:
-            with _quiet_lightning():
+            # a checkpoint loads without unpickling foreign code unless the caller passes weights_only=False
+            with _quiet_lightning(), trusted_checkpoint(ckpt_path if ckpt_path not in (None, "last", "best") and
+                                                        weights_only is not False else None):
                 super().fit(model, train_dataloaders=model.train_dataloader(), ckpt_path=ckpt_path,
-                            weights_only=weights_only)
+                            weights_only=True if weights_only is None else weights_only)
         finally:
             datamodule.teardown("fit")
         return model

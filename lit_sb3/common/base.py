@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
+import zipfile
 from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -21,7 +23,9 @@ from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spac
 from stable_baselines3.common.utils import set_random_seed as _seed_everything
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
+from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
+from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
@@ -91,6 +95,8 @@ class BaseAlgorithm(L.LightningModule):
         self._last_episode_starts: np.ndarray | None = None
         self._env: VecEnv | None = None  # the SB3-style env given to the constructor or learn()
         self._seeded_env: VecEnv | None = None
+        self._action_log: resume.ActionLog | None = None  # seeds + actions since the training env's reset (resume)
+        self._pending_resume: dict[str, Any] | None = None  # checkpointed training state, applied at train start
         self._callback: BaseCallback | None = None
         self._learn_logger: Any = None
         self._start_time = 0.0
@@ -220,9 +226,13 @@ class BaseAlgorithm(L.LightningModule):
         env = self._training_env()
         self.n_envs = env.num_envs
         self._setup_buffers(env)
-        if self._last_obs is None or self._seeded_env is not env:
+        pending, self._pending_resume = self._pending_resume, None
+        if pending is not None and "env" in pending:
+            self._resume_training_state(env, pending)
+        elif self._last_obs is None or self._seeded_env is not env:
             if self.seed is not None:
                 env.seed(self.seed)
+            self._action_log = resume.ActionLog.before_reset(env)
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
             self._seeded_env = env
@@ -234,6 +244,31 @@ class BaseAlgorithm(L.LightningModule):
             self._callback.on_training_start(
                 {"total_timesteps": self.total_timesteps, "self": self}, {}
             )
+        if pending is not None and "rng" in pending:
+            # last, so that nothing between here and the first training step draws from the restored generators
+            resume.set_rng_state(pending["rng"])
+            resume.set_space_rng_state(self.action_space, pending["action_space_rng"])
+
+    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
+        """Put ``env`` and the collection state where the checkpoint left them (subclasses extend)."""
+        log = resume.ActionLog.from_state(state["env"]["log"])
+        log.replay(env)
+        resume.set_vecnormalize_state(env, state["env"]["vecnormalize"])
+        self._action_log, self._seeded_env = log, env
+        self._last_obs = resume.from_tree(state["env"]["last_obs"])
+        self._last_episode_starts = resume.from_tree(state["env"]["last_episode_starts"])
+
+    def _step_env(self, env: VecEnv, actions: np.ndarray) -> Any:
+        """``env.step(actions)``, recorded for an exact resume by replay."""
+        if self._action_log is not None and self._seeded_env is env:
+            self._action_log.append(actions)
+        return env.step(actions)
+
+    def _reset_env(self, env: VecEnv) -> Any:
+        """``env.reset()`` during training (ARS's episodes), recorded for an exact resume by replay."""
+        if self._action_log is not None and self._seeded_env is env:
+            self._action_log.resets.append(self._action_log.size)
+        return env.reset()
 
     def on_train_end(self) -> None:
         if self._callback is not None:
@@ -367,6 +402,7 @@ class BaseAlgorithm(L.LightningModule):
             self.num_timesteps = 0
             self._episode_num = 0
             self._last_obs = None
+            self._pending_resume = None  # a fresh start: no env replay or RNG restore from a loaded checkpoint
             self._learn_logger = None
         if log_every_n_steps is not None:
             self.log_interval = log_every_n_steps
@@ -388,13 +424,30 @@ class BaseAlgorithm(L.LightningModule):
     # ------------------------------------------------------------------ persistence
 
     def _extra_state(self) -> dict[str, Any]:
-        """Non-parameter training state kept in checkpoints (subclasses add theirs)."""
-        return {"num_timesteps": self.num_timesteps, "n_updates": self._n_updates, "episode_num": self._episode_num}
+        """Non-parameter training state kept in checkpoints (subclasses add theirs): counters, RNGs, episode
+        statistics and, once training started, what an exact resume needs to bring the env back."""
+        state: dict[str, Any] = {
+            "num_timesteps": self.num_timesteps, "n_updates": self._n_updates, "episode_num": self._episode_num,
+            "rng": resume.rng_state(), "action_space_rng": resume.space_rng_state(self.action_space),
+            "ep_info_buffer": resume.to_tree(list(self.ep_info_buffer)),
+            "ep_success_buffer": resume.to_tree(list(self.ep_success_buffer)),
+        }
+        env = self._seeded_env
+        if self._action_log is not None and env is not None and self._last_obs is not None:
+            state["env"] = {
+                "log": self._action_log.state(), "vecnormalize": resume.vecnormalize_state(env),
+                "last_obs": resume.to_tree(self._last_obs),
+                "last_episode_starts": resume.to_tree(self._last_episode_starts),
+            }
+        return state
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.num_timesteps = int(state["num_timesteps"])
         self._n_updates = int(state.get("n_updates", 0))
         self._episode_num = int(state.get("episode_num", 0))
+        self.ep_info_buffer.extend(resume.from_tree(state.get("ep_info_buffer", [])))
+        self.ep_success_buffer.extend(resume.from_tree(state.get("ep_success_buffer", [])))
+        self._pending_resume = state if "rng" in state else None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         if self.observation_space is None:
@@ -406,11 +459,33 @@ class BaseAlgorithm(L.LightningModule):
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self._trainer is not None:  # resuming into a model the caller built (load_from_checkpoint builds its own)
+            _warn_about_changed_hyperparameters(self, checkpoint.get("hyper_parameters") or {})
         state = checkpoint.get(_CKPT_KEY)
         if state is None:
             return
         self.build(space_from_dict(state["observation_space"]), space_from_dict(state["action_space"]))
         self._load_extra_state(state)
+
+    @classmethod
+    def load_from_checkpoint(
+        cls,
+        checkpoint_path: str | Path | Any,
+        map_location: Any = None,
+        hparams_file: str | Path | None = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Lightning's ``load_from_checkpoint``, safe by default: ``weights_only=True`` with the objects lit_sb3
+        checkpoints hold allow-listed (action noise, schedules, policy/buffer classes); one clear line for a
+        missing, truncated or foreign file. ``weights_only=False`` unpickles anything (trusted files only)."""
+        local = isinstance(checkpoint_path, (str, Path)) and "://" not in str(checkpoint_path)
+        with trusted_checkpoint(checkpoint_path if local and weights_only is not False else None):
+            return super().load_from_checkpoint(
+                checkpoint_path, map_location=map_location, hparams_file=hparams_file, strict=strict,
+                weights_only=True if weights_only is None else weights_only, **kwargs,
+            )
 
     def _pytorch_variables(self) -> dict[str, torch.Tensor]:
         """Tensors outside ``policy`` that ``save`` must keep (e.g. SAC's log entropy coefficient)."""
@@ -471,6 +546,7 @@ class BaseAlgorithm(L.LightningModule):
             _n_updates=self._n_updates,
         )
         data.update(self._sb3_data())
+        data[safe_zip.SAFE_KEY] = safe_zip.safe_mirror(data)  # what load reads instead of the pickled entries
         save_to_zip_file(path, data=data, params=self.get_parameters(), pytorch_variables=self._pytorch_variables())
 
     @classmethod
@@ -482,15 +558,32 @@ class BaseAlgorithm(L.LightningModule):
         custom_objects: dict[str, Any] | None = None,
         print_system_info: bool = False,
         force_reset: bool = True,
+        *,
+        trusted: bool = False,
         **kwargs: Any,
     ) -> SelfBaseAlgorithm:
-        """Load a zip written by ``save`` (or by SB3's own ``save`` of the same algorithm)."""
-        data, params, pytorch_variables = load_from_zip_file(
-            path, device=device, custom_objects=custom_objects, print_system_info=print_system_info
-        )
+        """Load a zip written by ``save`` (or by SB3's own ``save`` of the same algorithm).
+
+        Safe by default: the zip's ``:serialized:`` (cloudpickle) entries are never unpickled; their values come
+        from the plain-JSON mirror ``save`` writes, or from ``custom_objects``. A zip that holds a needed value only
+        as a pickle (one written by SB3 itself) is refused with one line, unless ``trusted=True`` (runs its code).
+        """
+        if isinstance(path, (str, Path)) and not Path(path).is_file() and not Path(f"{path}.zip").is_file():
+            raise FileNotFoundError(f"load: no such file: {path}")
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "_init_setup_model"}
+        try:
+            if trusted:
+                data, params, pytorch_variables = load_from_zip_file(
+                    path, device=device, custom_objects=custom_objects, print_system_info=print_system_info
+                )
+            else:
+                needed = accepted | {"observation_space", "action_space", "policy", "policy_class"}
+                data = safe_zip.read_data(path, custom_objects, needed)
+                _, params, pytorch_variables = load_from_zip_file(path, device=device, load_data=False)
+        except zipfile.BadZipFile as error:
+            raise ValueError(f"load: {path} is not a readable save() zip ({error})") from None
         if data is None or "observation_space" not in data:
             raise ValueError(f"load: {path} holds no observation/action spaces; was it written by save()?")
-        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "_init_setup_model"}
         init_kwargs = {k: v for k, v in data.items() if k in accepted}
         init_kwargs.update(cls._init_kwargs_from_sb3_data(data))
         init_kwargs["policy"] = data.get("policy", data.get("policy_class"))
@@ -518,6 +611,37 @@ class BaseAlgorithm(L.LightningModule):
 
     def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
         """Hook: restore what ``_pytorch_variables`` saved."""
+
+
+_VOLATILE_HPARAMS = ("verbose", "device")  # where and how loudly a run trains, not what it trains
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, comparing objects without ``__eq__`` (action noise, schedules) by their attributes."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) is type(b) and hasattr(a, "__dict__") and not isinstance(a, type) and type(a).__eq__ is object.__eq__:
+        return _same(vars(a), vars(b))
+    return bool(a == b)
+
+
+def _warn_about_changed_hyperparameters(model: BaseAlgorithm, saved: dict[str, Any]) -> None:
+    """Resuming a checkpoint into a model built with other hyperparameters trains with the model's: say which."""
+    changed = [
+        f"{key}={model.hparams[key]!r} (checkpoint: {saved[key]!r})"
+        for key in saved
+        if key in model.hparams and key not in _VOLATILE_HPARAMS and not _same(model.hparams[key], saved[key])
+    ]
+    if changed:
+        warnings.warn(
+            f"ckpt_path: {type(model).__name__} differs from the checkpoint's hyperparameters: {'; '.join(changed)}; "
+            f"training continues with the model's values (build the model with the checkpoint's to resume it exactly)",
+            stacklevel=2,
+        )
 
 
 def _accelerator_for(device: torch.device | str) -> dict[str, Any]:

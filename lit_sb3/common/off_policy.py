@@ -20,6 +20,7 @@ from stable_baselines3.common.utils import get_parameters_by_name, should_collec
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
+from lit_sb3.common import resume
 from lit_sb3.common.base import BaseAlgorithm
 
 _GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
@@ -96,8 +97,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     """
 
     default_log_interval: ClassVar[int] = 4
-    #: opt in to store the replay buffer in Lightning checkpoints (it can be large)
-    checkpoint_replay_buffer: bool = False
+    #: keep the replay buffer's filled part in Lightning checkpoints (exact resume); False for small checkpoints
+    checkpoint_replay_buffer: bool = True
 
     def __init__(
         self,
@@ -269,7 +270,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             module.training = False
         self._eval_modules = []
         env = self._training_env()
-        resets = self._last_obs is None or self._seeded_env is not env
+        resets = self._pending_resume is None and (self._last_obs is None or self._seeded_env is not env)
         super().on_train_start()
         if resets:
             self._truncate_last_trajectory()
@@ -430,7 +431,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
             actions, buffer_actions = self._sample_action(learning_starts, action_noise, env.num_envs)
-            new_obs, rewards, dones, infos = env.step(actions)
+            new_obs, rewards, dones, infos = self._step_env(env, actions)
             self.num_timesteps += env.num_envs
             n_steps += 1
             if callback is not None:
@@ -569,7 +570,19 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         state = super()._extra_state()
         if self.checkpoint_replay_buffer and self.replay_buffer is not None:
             state["replay_buffer"] = _buffer_arrays(self.replay_buffer)
+        if "env" in state:
+            state["env"]["last_original_obs"] = resume.to_tree(self._last_original_obs)
+        state["action_noise"] = resume.noise_state(self.action_noise)
+        state["stat_sums"] = {k: (v, self._stat_counts[k]) for k, v in self._stat_sums.items()}
         return state
+
+    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
+        super()._resume_training_state(env, state)
+        self._last_original_obs = resume.from_tree(state["env"]["last_original_obs"])
+        resume.set_noise_state(self.action_noise, state.get("action_noise"))
+        sums = state.get("stat_sums", {})
+        self._stat_sums = {k: v for k, (v, _) in sums.items()}
+        self._stat_counts = {k: n for k, (_, n) in sums.items()}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         super()._load_extra_state(state)
@@ -588,27 +601,47 @@ def _copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str,
 
 
 def _buffer_arrays(buffer: ReplayBuffer) -> dict[str, Any]:
-    """The buffer's contents as tensors and plain numbers (safe for ``weights_only`` checkpoint loading).
+    """The buffer's filled part as tensors and plain numbers (safe for ``weights_only`` checkpoint loading).
 
-    Object arrays (HerReplayBuffer's per-transition ``infos`` dicts) cannot be tensors and are not kept: a resumed
-    HER buffer relabels with empty infos, which only matters for envs whose ``compute_reward`` reads ``info``.
+    Arrays over the buffer's slots keep only the slots written so far (one more with ``optimize_memory_usage``, where
+    the next observation of the last transition sits in the next slot); HER's per-transition info dicts are kept
+    only when it copies them (``copy_info_dict``), otherwise they are all empty.
     """
-    state: dict[str, Any] = {}
+    filled = buffer.buffer_size if buffer.full else min(buffer.pos + 1, buffer.buffer_size)
+    state: dict[str, Any] = {"filled": filled}
+
+    def part(array: np.ndarray) -> Any:
+        return resume.to_tree(array[:filled] if array.shape[:1] == (buffer.buffer_size,) else array)
+
     for key, value in vars(buffer).items():
-        if isinstance(value, np.ndarray) and value.dtype != object:
-            state[key] = torch.from_numpy(value.copy())
+        if key == "infos" and not getattr(buffer, "copy_info_dict", True):
+            continue
+        if isinstance(value, np.ndarray):
+            state[key] = part(value)
         elif isinstance(value, dict) and value and all(isinstance(v, np.ndarray) for v in value.values()):
-            state[key] = {k: torch.from_numpy(v.copy()) for k, v in value.items()}
+            state[key] = {k: part(v) for k, v in value.items()}
         elif isinstance(value, (bool, int, float)) and key not in ("buffer_size", "n_envs"):
             state[key] = value
     return state
 
 
 def _restore_buffer_arrays(buffer: ReplayBuffer, state: dict[str, Any]) -> None:
+    """Write a :func:`_buffer_arrays` state into a freshly built buffer of the same size."""
+
+    def put(target: np.ndarray | None, saved: Any) -> np.ndarray:
+        saved = resume.from_tree(saved)
+        if target is None or target.shape[1:] != saved.shape[1:] or len(saved) > len(target):
+            return saved
+        target[: len(saved)] = saved
+        return target
+
     for key, value in state.items():
-        if isinstance(value, torch.Tensor):
-            setattr(buffer, key, value.numpy())
-        elif isinstance(value, dict):
-            setattr(buffer, key, {k: v.numpy() for k, v in value.items()})
+        if key == "filled":
+            continue
+        if isinstance(value, dict) and "__object_array__" not in value:
+            current = getattr(buffer, key)
+            setattr(buffer, key, {k: put(current.get(k), v) for k, v in value.items()})
+        elif isinstance(value, (torch.Tensor, dict)):
+            setattr(buffer, key, put(getattr(buffer, key, None), value))
         else:
             setattr(buffer, key, value)

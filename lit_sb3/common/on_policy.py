@@ -217,7 +217,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             with torch.no_grad():
                 actions, values, log_probs = self._policy_step(obs_as_tensor(self._last_obs, self.device))
             actions = actions.cpu().numpy()
-            new_obs, rewards, dones, infos = env.step(env_actions(actions, self.action_space, self.policy))
+            new_obs, rewards, dones, infos = self._step_env(env, env_actions(actions, self.action_space, self.policy))
             self.num_timesteps += env.num_envs
             if callback is not None:
                 callback.update_locals(locals())

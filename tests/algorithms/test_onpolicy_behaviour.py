@@ -126,7 +126,7 @@ def test_save_load_round_trip_gives_same_actions(algo, tmp_path):
 def test_loads_a_model_saved_by_sb3(tmp_path):
     theirs = sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=64, seed=0)
     theirs.save(tmp_path / "sb3.zip")
-    ours = PPO.load(tmp_path / "sb3.zip")
+    ours = PPO.load(tmp_path / "sb3.zip", trusted=True)  # SB3 pickles its spaces
     obs = _obs("CartPole-v1")
     np.testing.assert_array_equal(ours.predict(obs, deterministic=True)[0], theirs.predict(obs, deterministic=True)[0])
     assert ours.n_steps == 64

@@ -180,6 +180,28 @@ def run_py(*args: str, env: dict[str, str] | None = None, timeout: float = 240) 
                           text=True, timeout=timeout)
 
 
+def kill_when_checkpointed(args: list[str], sweep_dir: Path, at_least: int, seed: int = 0) -> Path:
+    """Start run.py, SIGKILL its process group once the run of ``seed`` under ``sweep_dir`` has a checkpoint of at
+    least ``at_least`` steps; returns that run's directory."""
+    process = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    run_dir = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            run_dir = find_run(sweep_dir, seed)
+            state = run_dir / "checkpoints" / "state.json" if run_dir else None
+            if state and state.is_file() and json.loads(state.read_text())["timesteps"] >= at_least:
+                break
+            assert process.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.02)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    assert run_dir is not None, "the run never wrote its directory"
+    return run_dir
+
+
 def read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as file:
         return list(csv.DictReader(file))
@@ -256,20 +278,8 @@ def test_failed_run_leaves_others_and_sweep_resumes(tmp_path: Path) -> None:
 def test_killed_run_resumes_to_full_budget(tmp_path: Path) -> None:
     args = ["run.py", "algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64",
             "budget=3200", "eval.every=320", "eval.episodes=2", f"out_dir={tmp_path}", "sweep=kill"]
-    process = subprocess.Popen([sys.executable, *args], cwd=REPO, env=CHILD_ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            run_dir = find_run(tmp_path / "kill", 0)
-            state = run_dir / "checkpoints" / "state.json" if run_dir else Path("missing")
-            if state.is_file() and json.loads(state.read_text())["timesteps"] >= 960:
-                break
-            assert process.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.2)
-        os.killpg(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
+    run_dir = kill_when_checkpointed(args[1:], tmp_path / "kill", 960)
+    state = run_dir / "checkpoints" / "state.json"
     killed = json.loads((run_dir / "summary.json").read_text())
     assert killed["status"] == "running"
     ckpt_step = json.loads(state.read_text())["timesteps"]

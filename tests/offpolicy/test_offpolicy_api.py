@@ -179,7 +179,7 @@ def test_save_load_round_trip_and_sb3_interop(tmp_path):
     ref = sb3.SAC("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(TINY), seed=0, device="cpu")  # SB3 mutates it
     ref.policy.load_state_dict(model.policy.state_dict())
     ref.save(tmp_path / "ref.zip")
-    again = SAC.load(tmp_path / "ref.zip", device="cpu")
+    again = SAC.load(tmp_path / "ref.zip", device="cpu", trusted=True)  # SB3 pickles its spaces
     assert np.allclose(again.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
 
 

@@ -338,10 +338,10 @@ class ARS(BaseAlgorithm):
         n_envs, device = env.num_envs, self.device
         tally = EpisodeTally([(self.n_eval_episodes + i) // n_envs for i in range(n_envs)], monitored)
         uncounted = 0
-        obs = env.reset()
+        obs = self._reset_env(env)
         while tally.open:
             actions = policy(obs_as_tensor(obs, device)).cpu().numpy()
-            obs, rewards, dones, infos = env.step(env_actions(actions, self.action_space, policy))
+            obs, rewards, dones, infos = self._step_env(env, env_actions(actions, self.action_space, policy))
             if callback is not None:
                 self.num_timesteps += n_envs  # a callback reads the count at every step
                 callback.update_locals(locals())  # SB3 callbacks may read dones/infos (sb3-contrib gives them none)

@@ -128,6 +128,19 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
                 f"policy: RecurrentPPO needs a RecurrentActorCriticPolicy ({valid}), got {self.policy_class.__name__}"
             )
 
+    def _extra_state(self) -> dict[str, Any]:
+        state = super()._extra_state()
+        if "env" in state and self._last_lstm_states is not None:  # the LSTM states carry across rollouts
+            state["env"]["lstm_states"] = [list(self._last_lstm_states.pi), list(self._last_lstm_states.vf)]
+        return state
+
+    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
+        super()._resume_training_state(env, state)
+        saved = state["env"].get("lstm_states")
+        if saved is not None:
+            pi, vf = ([t.to(self.device) for t in pair] for pair in saved)
+            self._last_lstm_states = RNNStates(tuple(pi), tuple(vf))
+
     def _setup_buffers(self, env: VecEnv) -> None:
         layers, _, hidden = self.policy.lstm_hidden_state_shape
         state_shape = (layers, env.num_envs, hidden)
