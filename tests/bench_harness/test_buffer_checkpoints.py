@@ -16,7 +16,7 @@ from lit_bench.checks import ConfigError
 from lit_bench.envs import make_envs
 from lit_bench.train import _prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
-from tests.bench_harness.test_harness import ALGOS, ENVS, compose_run, lit_class_or_skip
+from tests.bench_harness.test_harness import ALGOS, CORE_ENVS, compose_run, lit_class_or_skip
 
 pytestmark = pytest.mark.harness
 
@@ -57,7 +57,7 @@ DEFAULT_RUN = ("dqn", "sac")  # HER's Dict buffer, and a Box one; the others (sa
 def test_every_off_policy_pair_checkpoints_its_replay_buffer(algo: str, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     checked = 0
-    for env_name in ENVS:
+    for env_name in CORE_ENVS:  # the families with an extra: test_env_families.py (HER robotics buffers too)
         cfg = compose_run(f"algo={algo}", f"env={env_name}")
         cls = lit_class_or_skip(cfg)
         try:
