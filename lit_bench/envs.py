@@ -52,15 +52,18 @@ def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any]
     return kwargs
 
 
-def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None) -> tuple[VecEnv, VecEnv]:
+def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None,
+              render_mode: str | None = None) -> tuple[VecEnv, VecEnv]:
     """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
 
     The evaluation env normalizes observations with the training statistics (synced before each evaluation) and
-    reports raw rewards.
+    reports raw rewards; ``render_mode`` (e.g. "rgb_array" for videos) applies to it only.
     """
     source = env_source(env_cfg, env_name)
     common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": _wrapper_class(env_cfg)}
     train = make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common)
+    if render_mode is not None:
+        common["env_kwargs"] = {**common["env_kwargs"], "render_mode": render_mode}
     evaluation = make_vec_env(source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, **common)
     norm = normalize_kwargs(env_cfg, gamma)
     if norm is not None:

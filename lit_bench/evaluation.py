@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
 from lit_bench.rundir import RunDir
+from lit_bench.video import EvalVideo, FrameRecorder, frames_per_second, write_video
 
 
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
@@ -35,10 +37,13 @@ class PeriodicEval(BaseCallback):
     :param episodes: episodes per evaluation
     :param deterministic: act deterministically
     :param wall_time_offset: wall time already spent before this process (resumed runs)
+    :param video: which evaluations record their first episode (None: none)
+    :param on_evaluated: called with ``(model, row)`` after each evaluation (e.g. the best-model checkpoint)
     """
 
     def __init__(self, eval_env: VecEnv, run: RunDir, every: int, episodes: int, deterministic: bool,
-                 wall_time_offset: float = 0.0) -> None:
+                 wall_time_offset: float = 0.0, video: EvalVideo | None = None,
+                 on_evaluated: Sequence[Callable[[Any, dict[str, Any]], None]] = ()) -> None:
         super().__init__(verbose=0)
         self.eval_env = eval_env
         self.run = run
@@ -52,6 +57,8 @@ class PeriodicEval(BaseCallback):
         self.steps_at_start = 0
         self.next_eval = every
         self.last_row: dict[str, Any] | None = None
+        self.video = video
+        self.on_evaluated = list(on_evaluated)
 
     def _init_callback(self) -> None:
         self.steps_at_start = self.model.num_timesteps
@@ -84,11 +91,15 @@ class PeriodicEval(BaseCallback):
             if local.get("done") and "is_success" in local.get("info", {}):
                 successes.append(float(local["info"]["is_success"]))
 
-        returns, lengths = evaluate_episodes(model, self.eval_env, n_eval_episodes=self.episodes,
+        timesteps = int(model.num_timesteps)
+        video_path = self.video.path_for(timesteps) if self.video is not None else None
+        recorder = FrameRecorder(self.eval_env) if video_path is not None else None
+        returns, lengths = evaluate_episodes(model, recorder or self.eval_env, n_eval_episodes=self.episodes,
                                              deterministic=self.deterministic, return_episode_rewards=True,
                                              callback=record_success)
+        if recorder is not None and video_path is not None:
+            write_video(video_path, recorder.frames, frames_per_second(recorder))
         self.eval_seconds += time.perf_counter() - begin
-        timesteps = int(model.num_timesteps)
         row = {
             "timesteps": timesteps,
             "wall_time_s": round(self.wall_time(), 3),
@@ -101,4 +112,6 @@ class PeriodicEval(BaseCallback):
         }
         self.run.append_eval(row)
         self.last_row = row
+        for hook in self.on_evaluated:
+            hook(model, row)
         return row

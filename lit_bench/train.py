@@ -22,6 +22,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.best import BestCheckpoint
 from lit_bench.checks import (
     ConfigError,
     algorithm_class,
@@ -33,6 +34,7 @@ from lit_bench.checks import (
 from lit_bench.envs import make_envs
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.rundir import RunDir, atomic_write_text
+from lit_bench.video import check_eval_video, eval_video
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
 _VOLATILE_KEYS = ("force",)  # changing these does not make a finished run stale
@@ -105,6 +107,7 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
         raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
     if int(cfg.eval.episodes) <= 0:
         raise ConfigError(f"eval.episodes={cfg.eval.episodes}: must be >= 1")
+    check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
     return algo_cls, budget
 
 
@@ -157,11 +160,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     train_env = eval_env = None
     try:
         algo_gamma = cfg.algo.get("gamma")
-        train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), algo_gamma)
-        check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         every = int(cfg.eval.every or max(budget // 10, 1))
+        video = eval_video(cfg.eval, run_dir.root / "video", budget, every)
+        train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), algo_gamma,
+                                        render_mode="rgb_array" if video else None)
+        check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
-                                 wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0)
+                                 wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0, video=video,
+                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend))])
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         model = BACKENDS[str(cfg.backend)](job)
