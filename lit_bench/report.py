@@ -10,6 +10,7 @@ a stratified-bootstrap 95% CI (fixed seed, so reports are reproducible).
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -59,6 +60,8 @@ def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, last_n: int = 3, s
             "sb3_reference_env": ref.reference_env_id if ref else None,
             "reference_same_version": ref.same_version if ref else None,
             "ratio_to_reference": point / ref.score if ref and ref.score else np.nan,
+            "videos": " ".join(str(v) for v in (Path(d) / "video" / "final.mp4" for d in group_runs.run_dir)
+                               if v.is_file()),
         })
     return pd.DataFrame(rows)
 
@@ -70,12 +73,16 @@ def _first_number(values: pd.Series | None) -> float:
     return float(numbers.iloc[0]) if not numbers.empty else np.nan
 
 
-def markdown(summary: pd.DataFrame) -> str:
-    """The summary as a Markdown table a person can read (versions that differ from SB3's are flagged)."""
+def markdown(summary: pd.DataFrame, links_from: Path | None = None) -> str:
+    """The summary as a Markdown table a person can read (versions that differ from SB3's are flagged).
+
+    Runs with a ``video/final.mp4`` get links in a ``video`` column (relative to ``links_from`` when given)."""
+    videos = summary.get("videos", pd.Series("", index=summary.index)).fillna("")
+    video_column = bool(videos.str.len().gt(0).any())
     lines = [
         "| algo | backend | env | seeds (failed) | final IQM [95% CI] | SB3 reference | ratio | steps to threshold "
-        "(solved seeds) | env steps/s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "(solved seeds) | env steps/s |" + (" video |" if video_column else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if video_column else ""),
     ]
     for r in summary.itertuples():
         ref = "-"
@@ -89,12 +96,17 @@ def markdown(summary: pd.DataFrame) -> str:
         lines.append(
             f"| {r.algo} | {r.backend} | {r.env} | {r.seeds} ({r.failed}) | {r.final_iqm:.1f} [{r.ci_low:.1f}, "
             f"{r.ci_high:.1f}] | {ref} | {_fmt(r.ratio_to_reference, '.2f')} | {to_threshold} | "
-            f"{_fmt(r.fps_median, '.0f')} |"
+            f"{_fmt(r.fps_median, '.0f')} |" + (f" {_video_links(videos[r.Index], links_from)} |" * video_column)
         )
     if (summary.reference_same_version == False).any():  # noqa: E712 - None means no reference
         lines.append("\n† SB3's reference was trained on an older env version (see results/reference/"
                      "env_version_map.csv); compare with care.")
     return "\n".join(lines) + "\n"
+
+
+def _video_links(paths: str, links_from: Path | None) -> str:
+    links = [os.path.relpath(p, links_from) if links_from is not None else p for p in paths.split()]
+    return " ".join(f"[{i + 1}]({link})" for i, link in enumerate(links)) or "-"
 
 
 def _fmt(value: float, spec: str) -> str:
@@ -161,7 +173,7 @@ def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> pd
     summary = summary_table(runs, evals, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
-    atomic_write_text(out / "summary.md", markdown(summary))
+    atomic_write_text(out / "summary.md", markdown(summary, out))
     figures(evals, summary, out, seed=seed)
     return summary
 

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from lit_bench import report
+from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.analysis.reference import reference_curve, reference_score
 
 from .fixtures import make_sweep
@@ -39,3 +40,22 @@ def test_report_cli_writes_every_file(tmp_path, capsys):
     assert a2c.failed == 1 and a2c.incomplete == 1 and a2c.seeds == 0 and pd.isna(a2c.final_iqm)
     text = capsys.readouterr().out
     assert "| ppo | sb3 | CartPole | 3 (0) |" in text and "report written to" in text
+
+
+def test_summary_md_links_videos_where_runs_have_one(tmp_path):
+    sweep = make_sweep(tmp_path) / "fixture_sweep"
+    out = tmp_path / "report"
+
+    def table() -> list[str]:
+        summary = report.summary_table(load_runs([sweep]), load_evaluations([sweep]))
+        return report.markdown(summary, out).splitlines()
+
+    assert "video" not in table()[0]  # no run has a video: no column
+    video = sweep / "ppo" / "CartPole" / "seed_1" / "video" / "final.mp4"
+    video.parent.mkdir()
+    video.write_bytes(b"mp4")
+    lines = table()
+    assert lines[0].endswith("| video |")
+    ppo = next(line for line in lines if line.startswith("| ppo |"))
+    a2c = next(line for line in lines if line.startswith("| a2c |"))
+    assert ppo.endswith("| [1](../fixture_sweep/ppo/CartPole/seed_1/video/final.mp4) |") and a2c.endswith("| - |")
