@@ -21,6 +21,7 @@ import sys
 import warnings
 import zipfile
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from lit_bench.checks import ConfigError, algorithm_class
 from lit_bench.envs import make_envs
 from lit_bench.evaluation import evaluate_episodes
 from lit_bench.rundir import RunDir
-from lit_bench.video import FrameRecorder, check_video_deps, frames_per_second, headless_rendering, write_video
+from lit_bench.video import check_video_deps, headless_rendering, recording
 
 CHECKPOINTS = ("last", "best")
 RENDER_MODES = ("human",)
@@ -179,10 +180,8 @@ def enjoy(run_dir: str | Path, episodes: int = 3, deterministic: bool | None = N
     env = make_eval_env(cfg, vecnormalize, render_mode="rgb_array" if video is not None else render, trust=trust)
     try:
         model = load_model(run, cfg, checkpoint, env, trust)
-        recorder = FrameRecorder(env, episodes) if video is not None else None
-        played = play(model, recorder or env, episodes, deterministic)
-        if recorder is not None and video is not None:
-            write_video(video, recorder.frames, frames_per_second(recorder))
+        with recording(video, env, episodes) if video is not None else nullcontext(env) as played_env:
+            played = play(model, played_env, episodes, deterministic)
     finally:
         env.close()
     return played

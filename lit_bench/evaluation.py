@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
 from lit_bench.rundir import RunDir
-from lit_bench.video import EvalVideo, FrameRecorder, frames_per_second, write_video
+from lit_bench.video import EvalVideo, recording
 
 
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
@@ -93,12 +94,10 @@ class PeriodicEval(BaseCallback):
 
         timesteps = int(model.num_timesteps)
         video_path = self.video.path_for(timesteps) if self.video is not None else None
-        recorder = FrameRecorder(self.eval_env) if video_path is not None else None
-        returns, lengths = evaluate_episodes(model, recorder or self.eval_env, n_eval_episodes=self.episodes,
-                                             deterministic=self.deterministic, return_episode_rewards=True,
-                                             callback=record_success)
-        if recorder is not None and video_path is not None:
-            write_video(video_path, recorder.frames, frames_per_second(recorder))
+        with recording(video_path, self.eval_env) if video_path else nullcontext(self.eval_env) as env:
+            returns, lengths = evaluate_episodes(model, env, n_eval_episodes=self.episodes,
+                                                 deterministic=self.deterministic, return_episode_rewards=True,
+                                                 callback=record_success)
         self.eval_seconds += time.perf_counter() - begin
         row = {
             "timesteps": timesteps,

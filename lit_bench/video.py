@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,6 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from lit_bench.checks import ConfigError
-from lit_bench.rundir import atomic_write
 
 EXTRA = "video"
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -55,18 +55,20 @@ def check_renderable(source: str | Callable[..., gym.Env], env_kwargs: dict[str,
 
 
 class FrameRecorder(VecEnvWrapper):
-    """Keeps the frames of env 0's first ``episodes`` episodes (a frame after reset and after each step)."""
+    """Hands ``on_frame`` the frames of env 0's first ``episodes`` episodes (after reset and after each step)."""
 
-    def __init__(self, venv: VecEnv, episodes: int = 1) -> None:
+    def __init__(self, venv: VecEnv, episodes: int, on_frame: Callable[[np.ndarray], None]) -> None:
         super().__init__(venv)
-        self.frames: list[np.ndarray] = []
+        self.on_frame = on_frame
+        self.frames = 0
         self.episodes_left = episodes
 
     def _grab(self) -> None:
         frame = self.venv.render()
         if frame is None:
             raise ConfigError("video: the env returned no frame; was it built with render_mode='rgb_array'?")
-        self.frames.append(np.asarray(frame))
+        self.on_frame(np.asarray(frame))
+        self.frames += 1
 
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
@@ -89,32 +91,31 @@ def frames_per_second(env: VecEnv) -> int:
     return int(fps) if fps else DEFAULT_FPS
 
 
-def write_video(path: str | Path, frames: list[np.ndarray], fps: int) -> Path:
-    """Write ``frames`` (H x W x 3 uint8) atomically as mp4 (H.264, via imageio-ffmpeg) or GIF, by suffix."""
+@contextmanager
+def recording(path: str | Path, venv: VecEnv, episodes: int = 1) -> Iterator[VecEnv]:
+    """Yield ``venv`` wrapped so that env 0's first ``episodes`` episodes stream into ``path`` (mp4: H.264 via
+    imageio-ffmpeg; .gif); the file appears, complete, only when the block ends without an error."""
     import imageio.v2 as imageio
 
     path = Path(path)
     check_video_deps(path)
-    if not frames:
-        raise ValueError(f"video: no frames to write to {path}")
-
-    def write(tmp: Path) -> None:
-        named = tmp.with_name(tmp.name + path.suffix)  # imageio picks the format by the file's suffix
-        try:
-            if path.suffix.lower() == ".gif":
-                imageio.mimsave(named, frames, duration=1000 / fps, loop=0)
-            else:
-                # H.264 in yuv420p (what every player takes) wants even frame sizes: pad odd ones by a pixel
-                with imageio.get_writer(named, fps=fps, codec="libx264", pixelformat="yuv420p",
-                                        macro_block_size=1) as writer:
-                    for frame in frames:
-                        writer.append_data(_pad_even(frame))
-            os.replace(named, tmp)
-        finally:
-            named.unlink(missing_ok=True)
-
-    atomic_write(path, write)
-    return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # imageio picks the format by suffix
+    fps = frames_per_second(venv)
+    if path.suffix.lower() == ".gif":
+        writer = imageio.get_writer(tmp, mode="I", duration=1000 / fps, loop=0)
+    else:  # yuv420p (what every player takes) wants even frame sizes: odd ones are padded by a pixel
+        writer = imageio.get_writer(tmp, fps=fps, codec="libx264", pixelformat="yuv420p", macro_block_size=1)
+    recorder = FrameRecorder(venv, episodes, lambda frame: writer.append_data(_pad_even(frame)))
+    try:
+        yield recorder
+        writer.close()
+        if recorder.frames == 0:
+            raise ValueError(f"video: no frames were rendered for {path}")
+        os.replace(tmp, path)
+    finally:
+        writer.close()
+        tmp.unlink(missing_ok=True)
 
 
 def _pad_even(frame: np.ndarray) -> np.ndarray:
