@@ -17,6 +17,7 @@ import inspect
 import io
 import json
 import pickle
+import re
 import sys
 import warnings
 import zipfile
@@ -110,8 +111,9 @@ def load_lit(cls: type, path: Path, trust: bool) -> Any:
             warnings.filterwarnings("ignore", message=r".*Skipping '.*' parameter because.*")
             return cls.load_from_checkpoint(str(path), map_location="cpu", weights_only=not trust)
     except pickle.UnpicklingError as error:
-        first = str(error).strip().splitlines()[0]
-        raise EnjoyError(f"checkpoint: {path} holds objects torch's weights_only loader refuses ({first}); "
+        refused = re.search(r"GLOBAL (\S+)", str(error))
+        what = refused.group(1) if refused else "objects"
+        raise EnjoyError(f"checkpoint: {path} holds {what}, which torch.load(weights_only=True) refuses; "
                          f"rerun with --trust if you trust this run") from None
 
 
