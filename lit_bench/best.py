@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
 
@@ -39,14 +39,16 @@ def checkpoint_files(run: RunDir, backend: str, which: str) -> tuple[Path, Path]
 
 
 class BestCheckpoint:
-    """``PeriodicEval`` hook: save the model when an evaluation's mean return beats the best so far.
+    """``PeriodicEval`` hook: save the model when an evaluation's mean return beats the best so far, with the
+    VecNormalize statistics of ``eval_env`` (those the evaluation used).
 
     The best score so far is read back from ``best.json``, so a resumed run keeps its earlier best.
     """
 
-    def __init__(self, run: RunDir, backend: str) -> None:
+    def __init__(self, run: RunDir, backend: str, eval_env: VecEnv) -> None:
         self.run = run
         self.backend = backend
+        self.eval_env = eval_env
         state = best_state(run)
         self.best = float(state["mean_return"]) if state else -math.inf
 
@@ -55,7 +57,7 @@ class BestCheckpoint:
             return
         self.best = float(row["mean_return"])
         model_path, vecnormalize_path = checkpoint_files(self.run, self.backend, "best")
-        env = model.get_env()
+        env = self.eval_env
         if isinstance(env, VecNormalize):
             atomic_write(vecnormalize_path, lambda tmp: env.save(str(tmp)))
         atomic_write(model_path, lambda tmp: self._save_model(model, tmp))

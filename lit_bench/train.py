@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from lit_bench.best import BestCheckpoint
 from lit_bench.checks import (
@@ -167,13 +168,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
                                  wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0, video=video,
-                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend))])
+                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)])
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         model = BACKENDS[str(cfg.backend)](job)
         run_dir.merge_metrics()
         last = evaluator.last_row
         if last is None or int(last["timesteps"]) < model.num_timesteps:
+            sync_envs_normalization(train_env, eval_env)  # a lit model has let go of its training env by now
             last = evaluator.evaluate(model)  # the final score is always measured at the end of the budget
         rows = run_dir.eval_rows()
         summary.update(
