@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from lit_bench import enjoy
 from lit_bench.best import BestCheckpoint, best_state
@@ -24,10 +25,10 @@ from .test_harness import compose_run
 
 pytestmark = pytest.mark.harness
 
-# One evaluation (at the end of the budget), one episode: that evaluation is the best one and its episode starts from
-# the eval env's seeded first reset, so replaying the best checkpoint must give exactly its return and length.
+# One evaluation (after training: eval.every > budget), one episode: that evaluation is the best one, its episode
+# starts from the eval env's seeded first reset, so replaying the best checkpoint must give exactly its return/length.
 TINY = ("algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "budget=128",
-        "eval.every=128", "eval.episodes=1", "env.normalize={norm_obs:true,norm_reward:true}", "eval.video=true")
+        "eval.every=1000", "eval.episodes=1", "env.normalize={norm_obs:true,norm_reward:true}", "eval.video=true")
 
 
 VIDEO_EXTRA = all(importlib.util.find_spec(name) for name in ("imageio", "imageio_ffmpeg", "pygame"))
@@ -47,6 +48,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         assert summary["status"] == "completed", summary.get("traceback")
         found[backend] = Path(summary["run_dir"])
     return found
+
+
+def _cartpole() -> gym.Env:
+    return gym.make("CartPole-v1")
 
 
 def eval_rows(run_dir: Path) -> list[dict[str, str]]:
@@ -90,7 +95,11 @@ def test_enjoy_best_replays_the_best_evaluation(runs: dict[str, Path], backend: 
     best = best_state(RunDir(run_dir))
     assert best == {"timesteps": int(row["timesteps"]), "mean_return": float(row["mean_return"])}
     assert (run_dir / "checkpoints" / ("best.ckpt" if backend == "lit" else "best.zip")).is_file()
-    assert (run_dir / "checkpoints" / "best_vecnormalize.pkl").is_file()
+    # the evaluation after training normalized with the final training statistics (those saved with last.*)
+    best_stats = VecNormalize.load(str(run_dir / "checkpoints" / "best_vecnormalize.pkl"), DummyVecEnv([_cartpole]))
+    last_stats = VecNormalize.load(str(run_dir / "vecnormalize.pkl"), DummyVecEnv([_cartpole]))
+    assert best_stats.obs_rms.count == last_stats.obs_rms.count > 128
+    np.testing.assert_array_equal(best_stats.obs_rms.var, last_stats.obs_rms.var)
     video = tmp_path / "replay.mp4"
     played = enjoy.enjoy(run_dir, episodes=2, checkpoint="best", video=video)
     assert len(played) == 2
@@ -171,13 +180,13 @@ class _SB3Like:
 
 def test_best_checkpoint_keeps_the_best_evaluation(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
-    model, best = _SB3Like(), BestCheckpoint(run, "sb3")
+    model, best = _SB3Like(), BestCheckpoint(run, "sb3", DummyVecEnv([_cartpole]))
     for version, (timesteps, score) in enumerate([(100, 1.0), (200, 0.5), (300, 2.0), (400, 2.0)]):
         model.version = version
         best(model, {"timesteps": timesteps, "mean_return": score})
     assert best_state(run) == {"timesteps": 300, "mean_return": 2.0}
     assert (run.checkpoints / "best.zip").read_text() == "2"  # ties keep the earlier model, as SB3's EvalCallback
-    resumed = BestCheckpoint(run, "sb3")  # a resumed run continues from the kept best score
+    resumed = BestCheckpoint(run, "sb3", best.eval_env)  # a resumed run continues from the kept best score
     model.version = 9
     resumed(model, {"timesteps": 500, "mean_return": 1.5})
     assert (run.checkpoints / "best.zip").read_text() == "2"
