@@ -36,7 +36,7 @@ from lit_bench.checks import ConfigError, algorithm_class
 from lit_bench.envs import make_envs
 from lit_bench.evaluation import evaluate_episodes
 from lit_bench.rundir import RunDir
-from lit_bench.video import check_video_deps, headless_rendering, recording
+from lit_bench.video import check_renderable, check_video_deps, recording
 
 CHECKPOINTS = ("last", "best")
 RENDER_MODES = ("human",)
@@ -176,8 +176,8 @@ def enjoy(run_dir: str | Path, episodes: int = 3, deterministic: bool | None = N
     cfg = load_config(run)
     if deterministic is None:
         deterministic = bool(cfg.eval.deterministic)
-    if video is not None or render is not None:
-        headless_rendering()
+    if video is not None:
+        check_renderable(cfg.env, str(cfg.env_name))
     _, vecnormalize = checkpoint_files(run, str(cfg.backend), checkpoint)
     env = make_eval_env(cfg, vecnormalize, render_mode="rgb_array" if video is not None else render, trust=trust)
     try:

@@ -43,9 +43,13 @@ def check_video_deps(path: str | Path) -> None:
         raise ConfigError(f"video: {', '.join(missing)} not installed; install the extra: pip install -e '.[{EXTRA}]'")
 
 
-def check_renderable(source: str | Callable[..., gym.Env], env_kwargs: dict[str, Any], env_name: str) -> None:
-    """The env must offer ``rgb_array`` rendering (checked on one throwaway instance, before training)."""
-    env = gym.make(source, **env_kwargs) if isinstance(source, str) else source(**env_kwargs)
+def check_renderable(env_cfg: Any, env_name: str) -> None:
+    """The configured env must offer ``rgb_array`` rendering (checked on one throwaway instance, before training)."""
+    from lit_bench.envs import env_source
+
+    headless_rendering()
+    source, kwargs = env_source(env_cfg, env_name), dict(env_cfg.get("kwargs") or {})
+    env = gym.make(source, **kwargs) if isinstance(source, str) else source(**kwargs)
     try:
         modes = env.metadata.get("render_modes") or []
     finally:
@@ -139,10 +143,7 @@ def check_eval_video(eval_cfg: Any, env_cfg: Any, env_name: str) -> None:
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every <= 0):
         raise ConfigError(f"eval.video_every={every}: must be a positive number of evaluations (or null)")
     check_video_deps("final.mp4")
-    headless_rendering()
-    from lit_bench.envs import env_source
-
-    check_renderable(env_source(env_cfg, env_name), dict(env_cfg.get("kwargs") or {}), env_name)
+    check_renderable(env_cfg, env_name)
 
 
 class EvalVideo:

@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import yaml
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from lit_bench import enjoy
@@ -130,7 +131,14 @@ def test_harness_records_the_final_evaluation(runs: dict[str, Path]) -> None:
 
 
 def test_enjoy_errors_are_one_line(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from lit_bench.train import resolved_config
+
+    masked = tmp_path / "masked"  # a run's config is enough: the env is checked before any checkpoint is read
+    masked.mkdir()
+    config = resolved_config(compose_run("algo=ppo_mask", "env=InvalidActionDiscrete"))
+    (masked / "config.yaml").write_text(yaml.safe_dump(config))
     cases = [
+        ([str(masked), "--video", "m.mp4"], "video: env=InvalidActionDiscrete cannot render frames"),
         ([str(tmp_path)], "has no config.yaml"),
         ([str(runs["lit"]), "--checkpoint", "worst"], "--checkpoint=worst: choose one of last, best"),
         ([str(runs["lit"]), "--video", "a.avi"], "must end in .mp4 or .gif"),
