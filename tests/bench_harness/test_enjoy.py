@@ -20,7 +20,7 @@ from lit_bench.best import BestCheckpoint, best_state
 from lit_bench.checks import ConfigError
 from lit_bench.envs import make_envs
 from lit_bench.rundir import RunDir
-from lit_bench.video import check_eval_video, check_video_deps
+from lit_bench.video import EvalVideo, check_eval_video, check_video_deps
 
 from .test_harness import compose_run
 
@@ -201,3 +201,12 @@ def test_best_checkpoint_keeps_the_best_evaluation(tmp_path: Path) -> None:
     resumed(model, {"timesteps": 600, "mean_return": 3.0})
     assert json.loads((run.checkpoints / "best.json").read_text())["timesteps"] == 600
     assert sorted(p.name for p in run.checkpoints.iterdir()) == ["best.json", "best.zip"]  # no temporary files
+
+
+def test_eval_video_schedule(tmp_path: Path) -> None:
+    final_only = EvalVideo(tmp_path, budget=1000, eval_every=100)
+    assert [final_only.path_for(t) for t in (100, 500, 999)] == [None, None, None]
+    assert final_only.path_for(1000) == final_only.path_for(1024) == tmp_path / "final.mp4"
+    every_third = EvalVideo(tmp_path, budget=1000, eval_every=100, every=3)
+    assert [p.name for t in range(100, 1100, 100) if (p := every_third.path_for(t))] == [
+        "eval_300.mp4", "eval_600.mp4", "eval_900.mp4", "final.mp4"]
