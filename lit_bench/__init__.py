@@ -2,6 +2,11 @@
 
 from omegaconf import OmegaConf
 
+from lit_bench.identity import run_subdir
+
 # Run directories: <algo> for lit_sb3, <algo>@<backend> otherwise, so a backend comparison never shares a directory.
 OmegaConf.register_new_resolver("backend_suffix", lambda backend: "" if backend == "lit" else f"@{backend}",
                                 replace=True)
+# The run's directory below <out_dir>/<sweep>, from its whole config (lit_bench.identity): used by hydra.run.dir and
+# hydra.sweep.subdir, so Hydra's directories and the harness's are the same by construction.
+OmegaConf.register_new_resolver("run_subdir", run_subdir, replace=True)

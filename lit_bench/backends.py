@@ -14,12 +14,13 @@ from typing import Any
 from gymnasium import spaces
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
-from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_bench.checkpointing import LIT_CHECKPOINT, SB3_CHECKPOINT, SB3_REPLAY_BUFFER, LitCheckpoint, SB3Checkpoint
 from lit_bench.checks import ConfigError, sb3_equivalent
 from lit_bench.evaluation import PeriodicEval
+from lit_bench.loggers import lightning_loggers, sb3_output_formats, scalar
 from lit_bench.rundir import RunDir, atomic_write_text, csv_text
 
 
@@ -70,7 +71,6 @@ def _load_vecnormalize(job: Job) -> None:
 
 def train_lit(job: Job) -> Any:
     import lightning as L
-    from lightning.pytorch.loggers import CSVLogger
 
     from lit_sb3 import RLEnvDataModule, RLTrainer
     from lit_sb3.common.off_policy import OffPolicyAlgorithm
@@ -80,8 +80,7 @@ def train_lit(job: Job) -> Any:
         model.checkpoint_replay_buffer = bool(job.cfg.checkpoint.replay_buffer)
     if job.cfg.get("log_interval") is not None:
         model.log_interval = int(job.cfg.log_interval)
-    loggers: list[Any] = [CSVLogger(save_dir=str(job.run.root), name="train", version="")]
-    loggers += [instantiate(node, save_dir=str(job.run.root)) for node in job.cfg.logger.extra]
+    loggers = lightning_loggers(job.cfg, job.run)
     trainer_kwargs = OmegaConf.to_container(job.cfg.trainer, resolve=True)
     assert isinstance(trainer_kwargs, dict)
     trainer = RLTrainer(
@@ -120,17 +119,15 @@ class MetricsCSV(KVWriter):
         self.rows: list[dict[str, Any]] = []
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
-        row = {k: v for k, v in key_values.items() if "csv" not in key_excluded.get(k, ()) and _scalar(v)}
+        row = {k: v for k, v in key_values.items() if "csv" not in key_excluded.get(k, ()) and scalar(v)}
+        if not row:  # e.g. the evaluations, which eval.csv records
+            return
         self.rows.append({**row, "step": step})
         fields = sorted({key for r in self.rows for key in r})
         atomic_write_text(self.path, csv_text(fields, self.rows))
 
     def close(self) -> None:
         pass
-
-
-def _scalar(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or getattr(value, "size", 0) == 1
 
 
 def train_sb3(job: Job) -> Any:
@@ -145,9 +142,7 @@ def train_sb3(job: Job) -> Any:
             model.load_replay_buffer(str(buffer))
     else:
         model = job.algo_cls(env=job.train_env, seed=job.seed, verbose=0, **kwargs)
-    formats: list[KVWriter] = [MetricsCSV(job.run)]
-    if any("TensorBoard" in str(node.get("_target_")) for node in job.cfg.logger.extra):
-        formats.append(TensorBoardOutputFormat(str(job.run.train_dir / "tb")))
+    formats: list[KVWriter] = [MetricsCSV(job.run), *sb3_output_formats(job.cfg, job.run)]
     model.set_logger(Logger(folder=str(job.run.train_dir), output_formats=formats))
     checkpoint = SB3Checkpoint(job.run, job.checkpoint_every, job.evaluator.wall_time,
                                replay_buffer=bool(job.cfg.checkpoint.replay_buffer))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -9,15 +10,31 @@ import gymnasium as gym
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, VecTransposeImage
 
 from lit_bench.checks import ConfigError
 
 EVAL_SEED_OFFSET = 1000  # evaluation envs never share a seed with training envs (as RLEnvDataModule does)
 
 
+def require_package(env_cfg: DictConfig, env_name: str) -> None:
+    """Import the env's ``package`` (one module, or a list: the first registers its ids, the others are what its
+    wrappers need); a missing one names the extra that installs it."""
+    package = env_cfg.get("package")
+    modules = [package] if isinstance(package, str) else list(package or [])
+    try:
+        for module in modules:
+            importlib.import_module(str(module))
+    except ImportError as error:
+        extra = env_cfg.get("extra") or "envs"
+        raise ConfigError(f"env={env_name} needs the '{extra}' extra (missing module {error.name!r}): "
+                          f"pip install 'lit-sb3[{extra}]'") from None
+
+
 def env_source(env_cfg: DictConfig, env_name: str) -> str | Callable[..., gym.Env]:
     """The registered id, or the factory built from the ``make`` node."""
+    require_package(env_cfg, env_name)
     if env_cfg.get("make") is not None:
         return instantiate(env_cfg.make)
     if not env_cfg.get("id"):
@@ -41,6 +58,16 @@ def _wrapper_class(env_cfg: DictConfig) -> Callable[[gym.Env], gym.Env] | None:
     return wrap
 
 
+def wrap_vec_env(env: VecEnv, env_cfg: DictConfig) -> VecEnv:
+    """The ``vec_wrappers`` nodes (e.g. VecFrameStack), then channel-first images as SB3 does automatically."""
+    for node in env_cfg.get("vec_wrappers") or []:
+        env = instantiate(node)(env)
+    space = env.observation_space
+    if is_image_space(space) and not is_image_space_channels_first(space):  # type: ignore[arg-type]
+        env = VecTransposeImage(env)
+    return env
+
+
 def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any] | None:
     """VecNormalize arguments; the return discount follows the algorithm's gamma unless set (as the RL Zoo does)."""
     node = env_cfg.get("normalize")
@@ -56,15 +83,19 @@ def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None
               render_mode: str | None = None) -> tuple[VecEnv, VecEnv]:
     """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
 
-    The evaluation env normalizes observations with the training statistics (synced before each evaluation) and
-    reports raw rewards; ``render_mode`` (e.g. "rgb_array" for videos) applies to it only.
+    Both have the same wrappers; SB3's ``Monitor`` sits innermost (``make_vec_env``), so evaluation scores are
+    whole episodes of the unwrapped env with raw rewards (Atari: full games over all lives, unclipped), as in the RL
+    Zoo. The evaluation env normalizes observations with the training statistics (synced before each evaluation).
+    VecNormalize is the outermost wrapper (the RL Zoo puts it below the frame stack; with ``norm_obs: false``, as
+    its image envs use, the order makes no difference). ``render_mode`` (e.g. "rgb_array" for videos) applies to the
+    evaluation env only.
     """
     source = env_source(env_cfg, env_name)
     common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": _wrapper_class(env_cfg)}
-    train = make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common)
+    train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common), env_cfg)
     if render_mode is not None:
         common["env_kwargs"] = {**common["env_kwargs"], "render_mode": render_mode}
-    evaluation = make_vec_env(source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, **common)
+    evaluation = wrap_vec_env(make_vec_env(source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, **common), env_cfg)
     norm = normalize_kwargs(env_cfg, gamma)
     if norm is not None:
         train = VecNormalize(train, **norm)

@@ -6,6 +6,7 @@ import inspect
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
-from lit_bench.rundir import RunDir
+from lit_bench.analysis.load import EVALUATIONS_NPZ, read_evaluations_npz
+from lit_bench.rundir import RunDir, atomic_write
 from lit_bench.video import EvalVideo, recording
 
 
@@ -30,7 +32,10 @@ class PeriodicEval(BaseCallback):
     """Every ``every`` env steps, run ``episodes`` evaluation episodes and append a row to ``eval.csv``.
 
     Evaluations fall on multiples of ``every``, so a run resumed from a checkpoint continues the same grid.
-    ``wall_time_s`` and ``fps`` continue from the checkpoint too; ``fps`` counts training time only.
+    ``wall_time_s`` and ``fps`` continue from the checkpoint too; ``fps`` counts training time only. Every
+    evaluation's per-episode returns and lengths also go to ``evaluations.npz`` (SB3's ``EvalCallback`` format), and
+    its mean return, mean episode length and success rate to the run's loggers (``eval/mean_reward``, ...) at the
+    env step, as SB3's ``EvalCallback`` logs them, with either backend.
 
     :param eval_env: one-env VecEnv (VecNormalize statistics are copied from the training env before each evaluation)
     :param run: the run directory
@@ -60,6 +65,12 @@ class PeriodicEval(BaseCallback):
         self.last_row: dict[str, Any] | None = None
         self.video = video
         self.on_evaluated = list(on_evaluated)
+        # per-episode history, continued on resume for the evaluations eval.csv still holds (it was cut at the
+        # checkpoint before this callback was made)
+        kept = {float(r["timesteps"]) for r in run.eval_rows()}
+        saved = read_evaluations_npz(run.root / EVALUATIONS_NPZ)
+        keep = [i for i, t in enumerate(saved.get("timesteps", [])) if float(t) in kept]
+        self.history: dict[str, list[Any]] = {key: [saved[key][i].tolist() for i in keep] for key in saved}
 
     def _init_callback(self) -> None:
         self.steps_at_start = self.model.num_timesteps
@@ -110,7 +121,39 @@ class PeriodicEval(BaseCallback):
             "fps": round(self.fps(timesteps), 1),
         }
         self.run.append_eval(row)
+        self._append_history(timesteps, returns, lengths, successes)
+        self._log(row, successes)
         self.last_row = row
         for hook in self.on_evaluated:
             hook(model, row)
         return row
+
+    def _append_history(self, timesteps: int, returns: list[float], lengths: list[int],
+                        successes: list[float]) -> None:
+        entry = {"timesteps": timesteps, "results": list(returns), "ep_lengths": list(lengths)}
+        if successes:
+            entry["successes"] = successes
+        for key, value in entry.items():
+            self.history.setdefault(key, []).append(value)
+
+        def write(tmp: Path) -> None:
+            with tmp.open("wb") as file:  # a file object: np.savez would append ".npz" to a temporary name
+                np.savez(file, **{key: np.asarray(values) for key, values in self.history.items()})
+
+        atomic_write(self.run.root / EVALUATIONS_NPZ, write)
+
+    def _log(self, row: dict[str, Any], successes: list[float]) -> None:
+        """Send the evaluation to the run's loggers at its env step, under SB3's ``EvalCallback`` names.
+
+        Written straight to the SB3 logger's output formats (Lightning's loggers with lit, SB3's formats with sb3)
+        rather than ``record`` + ``dump``, so that values a training loop recorded but has not dumped yet stay where
+        they belong; excluded from CSV, whose record of the evaluations is ``eval.csv``.
+        """
+        model = getattr(self, "model", None)  # set by init_callback (SB3 declares it without a value)
+        if model is None:  # never attached to a training run
+            return
+        values = {"eval/mean_reward": row["mean_return"], "eval/mean_ep_length": row["mean_ep_length"]}
+        if successes:
+            values["eval/success_rate"] = float(np.mean(successes))
+        for output in model.logger.output_formats:
+            output.write(values, dict.fromkeys(values, ("csv",)), step=row["timesteps"])

@@ -2,8 +2,12 @@
 
     python -m lit_bench.regress --suite ci              # run lit_sb3, print measured vs threshold, exit 1 on regression
     python -m lit_bench.regress --suite ci --record     # run lit_sb3 and SB3, (re)write results/baselines/ci.csv
+    python -m lit_bench.regress --suite zoo_atari --launcher slurm   # a suite of SB3's reference table, on SLURM
 
-Each suite entry is one ``run.py -m`` multirun over the suite's seeds (joblib launcher: one process per core). The
+Entries with the same algo, budget and overrides run as one ``run.py -m`` multirun over their envs and the suite's
+seeds (joblib launcher: one process per core; ``--launcher`` picks another, e.g. slurm or ray_local). An entry
+without ``budget`` runs the budget its algo_env file sets (the RL Zoo's). A suite with ``reference: true`` and no
+recorded thresholds is compared with SB3's reference scores in its report instead. The
 score is the final evaluation return's IQM across seeds (``lit_bench.report``). A threshold is the lowest of the two
 backends' 95% CI lower bounds minus ``margin`` times its magnitude, so it tracks what both implementations really
 reach at that budget, not a guess.
@@ -13,8 +17,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +31,7 @@ import yaml
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.report import summary_table, write_report
 from lit_bench.rundir import atomic_write_text
+from lit_bench.sweep import TAG_ENV, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conf" / "suite"
@@ -39,27 +47,39 @@ def load_suite(name: str) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
-def run_suite(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
-    """Run every entry of the suite for ``backend``; returns the sweep directory."""
-    sweep = f"regress_{suite['name']}_{backend}"
+def sweep_dir_of(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
+    return out_dir / f"regress_{suite['name']}_{backend}"
+
+
+def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None) -> list[Path]:
+    """Run every entry of the suite for ``backend`` (entries sharing algo, budget and overrides as one multirun);
+    returns the run directories these runs wrote (runs of other configs left in the same sweep directory by earlier
+    suite versions are neither touched nor measured)."""
+    sweep = sweep_dir_of(suite, backend, out_dir).name
     seeds = ",".join(str(s) for s in suite["seeds"])
+    tag = f"regress-{uuid.uuid4().hex[:8]}"  # the multiruns' ids start with it: their job records name the runs
+    groups: dict[tuple[str, Any, tuple[str, ...]], list[str]] = {}
     for entry in suite["entries"]:
-        if entry.get("skip"):
-            continue
+        if not entry.get("skip"):
+            key = (entry["algo"], entry.get("budget"), tuple(entry.get("overrides", [])))
+            groups.setdefault(key, []).append(entry["env"])
+    for (algo, budget, overrides), envs in groups.items():
         command = [
-            sys.executable, str(ROOT / "run.py"), "-m", f"algo={entry['algo']}", f"env={entry['env']}",
-            f"seed={seeds}", f"budget={entry['budget']}", f"backend={backend}", f"sweep={sweep}",
-            f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}", "force=true",
-            *entry.get("overrides", []),
+            sys.executable, str(ROOT / "run.py"), "-m", f"algo={algo}", f"env={','.join(envs)}",
+            f"seed={seeds}", *([f"budget={budget}"] if budget is not None else []), f"backend={backend}",
+            f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}", "force=true",
+            *([f"hydra/launcher={launcher}"] if launcher else []), *overrides,
         ]
         print(f"[regress] {' '.join(command[2:])}", flush=True)
-        subprocess.run(command, cwd=ROOT, check=False)  # failures are recorded per run and judged below
-    return out_dir / sweep
+        # failures are recorded per run and judged below
+        subprocess.run(command, cwd=ROOT, check=False, env={**os.environ, TAG_ENV: tag})
+    return sorted({Path(r["run_dir"]) for r in read_records(out_dir / sweep, f"{tag}-*")})
 
 
-def measured(sweep_dir: Path, suite: dict[str, Any] | None = None) -> pd.DataFrame:
-    """The report's summary table of a suite's sweep (only the suite's active entries when ``suite`` is given)."""
-    table = summary_table(load_runs([sweep_dir]), load_evaluations([sweep_dir]))
+def measured(runs: Path | Sequence[Path], suite: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The report's summary table of runs or sweeps (only the suite's active entries when ``suite`` is given)."""
+    paths = [runs] if isinstance(runs, Path) else list(runs)
+    table = summary_table(load_runs(paths), load_evaluations(paths))
     return table if suite is None else selected(table, suite)
 
 
@@ -104,6 +124,17 @@ def _int(value: Any) -> str:
     return "-" if pd.isna(value) else str(int(value))
 
 
+def against_references(suite: dict[str, Any], runs: list[Path], sweep_dir: Path) -> int:
+    """A reference suite: the report compares each entry with SB3's reference score; failed runs fail the suite."""
+    write_report(runs, sweep_dir / "report")
+    table = measured(runs, suite)
+    print(table[["algo", "env", "seeds", "failed", "final_iqm", "sb3_reference"]].to_string(index=False))
+    missing = sum(1 for e in suite["entries"] if not e.get("skip")) - len(table)
+    failed = int(table.failed.sum()) + max(missing, 0)
+    print(f"report: {sweep_dir / 'report'}\n{failed} failed or missing")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="ci")
@@ -112,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baselines", type=Path, default=None, help="thresholds CSV (default results/baselines/)")
     parser.add_argument("--only", nargs="*", default=None, metavar="ALGO:ENV",
                         help="run only these entries (with --record: update only their thresholds)")
+    parser.add_argument("--launcher", default=None, help="Hydra launcher for the runs (conf/hydra/launcher/: slurm, "
+                        "ray_local, ...); default: joblib, one process per core")
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
     if args.only is not None:
@@ -123,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             entry["skip"] = f"{entry['algo']}:{entry['env']}" not in wanted
     baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
     if args.record:
-        scores = {backend: measured(run_suite(suite, backend, args.out_dir), suite) for backend in BACKENDS}
+        scores = {backend: measured(run_suite(suite, backend, args.out_dir, args.launcher), suite)
+                  for backend in BACKENDS}
         table = thresholds(scores, float(suite["margin"]))
         table["recorded"] = datetime.date.today().isoformat()
         table["command"] = f"python -m lit_bench.regress --suite {suite['name']} --record"
@@ -135,11 +169,15 @@ def main(argv: list[str] | None = None) -> int:
         print(table.to_string(index=False))
         print(f"thresholds written to {baseline_file}")
         return 0
+    if not baseline_file.is_file() and suite.get("reference"):
+        runs = run_suite(suite, "lit", args.out_dir, args.launcher)
+        return against_references(suite, runs, sweep_dir_of(suite, "lit", args.out_dir))
     if not baseline_file.is_file():
         raise SystemExit(f"baselines: {baseline_file} is missing; record it with --record")
-    sweep_dir = run_suite(suite, "lit", args.out_dir)
-    write_report([sweep_dir], sweep_dir / "report")
-    result = compare(measured(sweep_dir, suite), selected(pd.read_csv(baseline_file), suite))
+    runs = run_suite(suite, "lit", args.out_dir, args.launcher)
+    sweep_dir = sweep_dir_of(suite, "lit", args.out_dir)
+    write_report(runs, sweep_dir / "report")
+    result = compare(measured(runs, suite), selected(pd.read_csv(baseline_file), suite))
     print_table(result)
     print(f"report: {sweep_dir / 'report'}")
     regressions = int((~result.passed).sum())

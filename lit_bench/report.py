@@ -1,16 +1,19 @@
-"""Summary table and figures of one or more sweeps, against SB3's reference scores.
+"""Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's reference at equal budgets.
 
     python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR]
 
-Writes ``summary.csv``, ``summary.md`` and, per env, ``curves_<env>.png/.pdf``, plus ``final_scores`` and
-``throughput`` figures. Scores are deterministic evaluation returns; the point estimate across seeds is the IQM with
-a stratified-bootstrap 95% CI (fixed seed, so reports are reproducible).
+Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran) and the figures
+``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf). "Final" is the last evaluation, at
+the end of the budget, as on the console and in the sweep table. Scores are deterministic evaluation returns; the
+point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so reports are reproducible),
+flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, backend, env, config), never by
+seed number alone; damaged run files are named on stderr and left out.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,92 +24,222 @@ import pandas as pd
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
 from lit_bench.analysis.load import load_evaluations, load_runs
-from lit_bench.analysis.reference import reference_curve, reference_score
+from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 from lit_bench.rundir import atomic_write, atomic_write_text
+from lit_bench.video import video_links
 
-GROUP = ["algo", "backend", "env"]
+GROUP = ["sweep", "algo", "backend", "env", "config_id"]  # one row per config: all its seeds, nothing else
+PAIR = ["sweep", "algo", "env", "variant"]  # lit and SB3 runs of the same config (the backend is not a variant)
+FLAG = "‡"
 
 
-def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, last_n: int = 3, seed: int = 0) -> pd.DataFrame:
-    """One row per (algo, backend, env): seeds, final IQM [95% CI], SB3 reference and ratio, steps to threshold, fps."""
+def run_table(runs: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
+    """One row per run with a usable result: group keys, seed, final score (``agg.FINAL``), steps to threshold, fps.
+
+    Only completed runs have a final score; interrupted and incomplete ones still count for steps to threshold.
+    """
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
     rows = []
-    for (algo, backend, env), group_runs in runs.groupby(GROUP, sort=True, dropna=False):
-        curves = returns[(returns.algo == algo) & (returns.backend == backend) & (returns.env == env)]
-        # a final score is measured at the end of the budget: truncated and failed runs have none
-        completed = curves[curves.status == "completed"]
-        finals = [agg.final_score(c.timesteps, c.value, last_n) for _, c in completed.groupby("seed")]
-        env_id = next((e for e in group_runs.env_id if isinstance(e, str)), None)
-        threshold = _first_number(group_runs.get("threshold"))
-        point, low, high = agg.stratified_bootstrap_ci(np.array(finals), agg.iqm, seed=seed) if finals else (
-            np.nan, np.nan, np.nan)
-        to_threshold = [agg.steps_to_threshold(c.timesteps, c.value, threshold) for _, c in curves.groupby("seed")]
-        ref = reference_score(str(algo), env_id) if env_id else None
+    for run_dir, curve in returns.groupby("run_dir", sort=False):
+        run = runs[runs.run_dir == run_dir].iloc[0]
+        threshold = _number(run.get("threshold"))
         rows.append({
-            "algo": algo, "backend": backend, "env": env, "env_id": env_id,
-            "seeds": int((group_runs.status == "completed").sum()),
+            **{k: run[k] for k in [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]},
+            "final": agg.final_score(curve.timesteps, curve.value) if run.status == "completed" else np.nan,
+            "steps_to_threshold": agg.steps_to_threshold(curve.timesteps, curve.value, threshold)
+            if np.isfinite(threshold) else np.nan,
+            "fps": _number(run.get("fps")) if run.status == "completed" else np.nan,
+        })
+    return pd.DataFrame(rows, columns=[*GROUP, "variant", "seed", "env_id", "status", "run_dir", "final",
+                                       "steps_to_threshold", "fps"])
+
+
+def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """One row per (sweep, algo, backend, env, config): seeds, final IQM [95% CI], SB3's reference at the same
+    budget and the ratio to it, steps to threshold, env steps/s."""
+    per_run = run_table(runs, evals)
+    rows = []
+    for key, group_runs in runs.groupby(GROUP, sort=True, dropna=False):
+        identity = dict(zip(GROUP, key))
+        results = per_run.merge(pd.DataFrame([identity]), on=GROUP)
+        finals = results.final.dropna().to_numpy()
+        point, low, high = agg.stratified_bootstrap_ci(finals, agg.iqm, seed=seed) if finals.size else (
+            np.nan, np.nan, np.nan)
+        if finals.size < 2:
+            low = high = np.nan  # one value has no interval
+        env_id = next((e for e in group_runs.env_id if isinstance(e, str)), None)
+        budget = _number(group_runs.get("budget"))
+        if not np.isfinite(budget):
+            budget = _number(group_runs.get("timesteps"))
+        ref = reference_score(str(identity["algo"]), env_id) if env_id else None
+        at_budget = reference_at_budget(str(identity["algo"]), env_id, budget) if env_id and np.isfinite(
+            budget) else None
+        to_threshold = results.steps_to_threshold.to_numpy(float)
+        fps = results.fps.dropna()
+        rows.append({
+            **identity, "variant": str(group_runs.variant.iloc[0]), "env_id": env_id,
+            "seeds": int(finals.size),
             "failed": int((group_runs.status == "failed").sum()),
             "incomplete": int(group_runs.status.isin(["incomplete", "interrupted"]).sum()),
-            "budget": _first_number(group_runs.get("timesteps")),
-            "final_iqm": point, "ci_low": low, "ci_high": high,
-            "final_mean": float(np.mean(finals)) if finals else np.nan,
-            "threshold": threshold,
+            "damaged": int((group_runs.status == "damaged").sum()),
+            "budget": budget, "final_iqm": point, "ci_low": low, "ci_high": high,
+            "ci_flagged": bool(finals.size < agg.MIN_SEEDS_FOR_CI),
+            "final_mean": float(np.mean(finals)) if finals.size else np.nan,
+            "threshold": _number(group_runs.get("threshold")),
             "steps_to_threshold_median": float(np.nanmedian(to_threshold)) if np.isfinite(to_threshold).any()
             else np.nan,
             "solved_seeds": int(np.isfinite(to_threshold).sum()),
-            "fps_median": float(pd.to_numeric(group_runs.get("fps"), errors="coerce").median()),
+            "threshold_runs": int(to_threshold.size),
+            "fps_median": float(fps.median()) if not fps.empty else np.nan,
+            "fps_low": float(fps.min()) if not fps.empty else np.nan,
+            "fps_high": float(fps.max()) if not fps.empty else np.nan,
             "sb3_reference": ref.score if ref else np.nan,
             "sb3_reference_budget": ref.budget if ref else np.nan,
             "sb3_reference_env": ref.reference_env_id if ref else None,
             "reference_same_version": ref.same_version if ref else None,
-            "ratio_to_reference": point / ref.score if ref and ref.score else np.nan,
+            "reference_at_budget": at_budget.score if at_budget else np.nan,
+            "reference_at_budget_how": at_budget.how if at_budget else None,
+            "reference_at_budget_source": at_budget.source if at_budget else None,
+            "ratio_to_reference": point / at_budget.score if at_budget and at_budget.score else np.nan,
             "videos": " ".join(str(v) for v in (Path(d) / "video" / "final.mp4" for d in group_runs.run_dir)
                                if v.is_file()),
         })
     return pd.DataFrame(rows)
 
 
-def _first_number(values: pd.Series | None) -> float:
+def comparison_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """lit vs SB3 for every (sweep, algo, env, variant) that ran on both backends, paired by seed."""
+    per_run = run_table(runs, evals).dropna(subset=["final"])
+    per_run = per_run.assign(side=np.where(per_run.backend == "sb3", "sb3", "lit"))
+    rows = []
+    for key, pair in per_run.groupby(PAIR, sort=True):
+        sides = {side: runs_.set_index("seed") for side, runs_ in pair.groupby("side")}
+        if set(sides) != {"lit", "sb3"}:
+            continue
+        if any(s.index.duplicated().any() or s.backend.nunique() > 1 for s in sides.values()):
+            print(f"warning: {dict(zip(PAIR, key))}: several runs per seed and backend; not compared",
+                  file=sys.stderr)
+            continue
+        result = agg.paired_comparison(sides["lit"].final.to_dict(), sides["sb3"].final.to_dict(), seed=seed)
+        if result is None:
+            continue
+        fps_ratio = agg.ratio_spread(sides["lit"].fps.to_dict(), sides["sb3"].fps.to_dict())
+        rows.append({
+            **dict(zip(PAIR, key)), "env_id": pair.env_id.iloc[0], "n": len(result.seeds), "seeds": result.seeds,
+            "lit_iqm": result.lit_iqm, "sb3_iqm": result.sb3_iqm, "differences": result.differences,
+            "iqm_difference": result.iqm_difference, "ci_low": result.ci_low, "ci_high": result.ci_high,
+            "ci_flagged": result.ci_flagged, "probability_of_improvement": result.probability_of_improvement,
+            "verdict": result.verdict, "fps_ratio_median": fps_ratio[0], "fps_ratio_min": fps_ratio[1],
+            "fps_ratio_max": fps_ratio[2],
+        })
+    return pd.DataFrame(rows)
+
+
+def _number(values: pd.Series | float | None) -> float:
+    """The first number among ``values`` (NaN when none)."""
     if values is None:
         return np.nan
-    numbers = pd.to_numeric(values, errors="coerce").dropna()
+    numbers = pd.to_numeric(pd.Series(values).reset_index(drop=True), errors="coerce").dropna()
     return float(numbers.iloc[0]) if not numbers.empty else np.nan
 
 
-def markdown(summary: pd.DataFrame, links_from: Path | None = None) -> str:
-    """The summary as a Markdown table a person can read (versions that differ from SB3's are flagged).
+def label(row: pd.Series | tuple, several_sweeps: bool, *, backend: bool = True) -> str:
+    """``algo[variant] / backend (sweep)`` for tables and figures (the sweep only when several are shown)."""
+    text = str(row.algo) + (f"[{row.variant}]" if row.variant else "")
+    text += f" / {row.backend}" if backend else ""
+    return text + (f" ({row.sweep})" if several_sweeps else "")
 
-    Runs with a ``video/final.mp4`` get links in a ``video`` column (relative to ``links_from`` when given)."""
+
+def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, links_from: Path | None = None) -> str:
+    """The summary (and the lit-vs-SB3 comparison) as Markdown a person can read; runs with a ``video/final.mp4``
+    get links in a ``video`` column (relative to ``links_from`` when given)."""
+    several = summary.sweep.nunique() > 1
     videos = summary.get("videos", pd.Series("", index=summary.index)).fillna("")
     video_column = bool(videos.str.len().gt(0).any())
     lines = [
-        "| algo | backend | env | seeds (failed) | final IQM [95% CI] | SB3 reference | ratio | steps to threshold "
-        "(solved seeds) | env steps/s |" + (" video |" if video_column else ""),
-        "|---|---|---|---|---|---|---|---|---|" + ("---|" if video_column else ""),
+        f"Final = {agg.FINAL}; IQM across seeds [95% stratified bootstrap CI]; n = seeds with a final score; "
+        f"{FLAG} = under {agg.MIN_SEEDS_FOR_CI} seeds, the CI is little more than the range of the scores.",
+        "",
+        "| run | env | n (other runs) | final IQM [95% CI] | SB3 at this budget | ratio | SB3 benchmark | "
+        "steps to threshold (solved / runs) | env steps/s (min-max) |" + " video |" * video_column,
+        "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
     ]
+    sources = {}
     for r in summary.itertuples():
-        ref = "-"
+        bench = "-"
         if np.isfinite(r.sb3_reference):
             flag = "" if r.reference_same_version else f" ({r.sb3_reference_env}†)"
-            ref = f"{r.sb3_reference:.1f} @ {_steps(r.sb3_reference_budget)}{flag}"
+            bench = f"{r.sb3_reference:.1f} @ {_steps(r.sb3_reference_budget)}{flag}"
+        at_budget = "-"
+        if np.isfinite(r.reference_at_budget):
+            at_budget = f"{r.reference_at_budget:.1f} [{len(sources) + 1}]"
+            sources[f"{r.algo} on {r.env_id} at {_steps(r.budget)}"] = (r.reference_at_budget_how,
+                                                                          r.reference_at_budget_source)
+        elif np.isfinite(r.sb3_reference) and r.budget > 0:
+            at_budget = "none at " + _steps(r.budget)
         to_threshold = "-"
         if np.isfinite(r.threshold):
             reached = _steps(r.steps_to_threshold_median) if np.isfinite(r.steps_to_threshold_median) else "never"
-            to_threshold = f"{reached} ({r.solved_seeds}/{r.seeds + r.incomplete})"
+            to_threshold = f"{reached} ({r.solved_seeds}/{r.threshold_runs})"
         lines.append(
-            f"| {r.algo} | {r.backend} | {r.env} | {r.seeds} ({r.failed}) | {r.final_iqm:.1f} [{r.ci_low:.1f}, "
-            f"{r.ci_high:.1f}] | {ref} | {_fmt(r.ratio_to_reference, '.2f')} | {to_threshold} | "
-            f"{_fmt(r.fps_median, '.0f')} |" + (f" {_video_links(videos[r.Index], links_from)} |" * video_column)
+            f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
+            f"{_fmt(r.ratio_to_reference, '.2f')} | {bench} | {to_threshold} | {_fps(r)} |"
+            + f" {video_links(videos[r.Index], links_from)} |" * video_column
         )
+    lines.append("")
+    lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
+    lines.append(f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
+                 "reach the env's threshold (median over runs that did).")
     if (summary.reference_same_version == False).any():  # noqa: E712 - None means no reference
-        lines.append("\n† SB3's reference was trained on an older env version (see results/reference/"
+        lines.append("† SB3's reference was trained on an older env version (see results/reference/"
                      "env_version_map.csv); compare with care.")
+    if comparison is not None and not comparison.empty:
+        lines += ["", comparison_markdown(comparison, several)]
     return "\n".join(lines) + "\n"
 
 
-def _video_links(paths: str, links_from: Path | None) -> str:
-    links = [os.path.relpath(p, links_from) if links_from is not None else p for p in paths.split()]
-    return " ".join(f"[{i + 1}]({link})" for i, link in enumerate(links)) or "-"
+def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) -> str:
+    lines = [
+        f"## lit vs SB3, paired by seed (final = {agg.FINAL})",
+        "",
+        "| run | env | n | lit IQM | SB3 IQM | lit - SB3 per seed | IQM(lit) - IQM(SB3) [95% CI] | P(lit > SB3) "
+        "| verdict | env steps/s lit / SB3 (min-max) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in comparison.itertuples():
+        per_seed = ", ".join(f"{s}: {d:+.1f}" for s, d in zip(r.seeds, r.differences))
+        ci = f" [{r.ci_low:+.1f}, {r.ci_high:+.1f}]{FLAG if r.ci_flagged else ''}" if r.n > 1 else ""
+        ratio = "-" if not np.isfinite(r.fps_ratio_median) else f"{r.fps_ratio_median:.2f}x" + (
+            f" ({r.fps_ratio_min:.2f}-{r.fps_ratio_max:.2f})" if r.fps_ratio_min != r.fps_ratio_max else "")
+        lines.append(
+            f"| {label(r, several_sweeps, backend=False)} | {r.env} | {r.n} | {r.lit_iqm:.1f} | {r.sb3_iqm:.1f} | "
+            f"{per_seed} | {r.iqm_difference:+.1f}{ci} | "
+            f"{r.probability_of_improvement:.2f} | {r.verdict} | {ratio} |"
+        )
+    lines += ["", f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
+              f"reads it (\"lit better\" / \"lit worse\" when it excludes 0, else \"indistinguishable\") and is "
+              f"withheld under {agg.MIN_SEEDS_FOR_CI} seeds ({FLAG})."]
+    return "\n".join(lines)
+
+
+def _runs(r: tuple) -> str:
+    others = [f"{getattr(r, k)} {k}" for k in ("failed", "incomplete", "damaged") if getattr(r, k)]
+    return f"{r.seeds}" + (f" ({', '.join(others)})" if others else "")
+
+
+def _score(r: tuple) -> str:
+    if not np.isfinite(r.final_iqm):
+        return "-"
+    if not np.isfinite(r.ci_low):
+        return f"{r.final_iqm:.1f}"
+    return f"{r.final_iqm:.1f} [{r.ci_low:.1f}, {r.ci_high:.1f}]{FLAG if r.ci_flagged else ''}"
+
+
+def _fps(r: tuple) -> str:
+    if not np.isfinite(r.fps_median):
+        return "-"
+    return f"{r.fps_median:.0f} ({r.fps_low:.0f}-{r.fps_high:.0f})" if r.fps_low != r.fps_high else (
+        f"{r.fps_median:.0f}")
 
 
 def _fmt(value: float, spec: str) -> str:
@@ -117,65 +250,133 @@ def _steps(value: float) -> str:
     return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"
 
 
-def _save(ax: plt.Axes, out: Path, name: str) -> list[Path]:
+def _save(ax: plt.Axes, out: Path, name: str, suffixes: Sequence[str] = (".png", ".pdf")) -> list[Path]:
     paths = []
-    for suffix in (".png", ".pdf"):
+    for suffix in suffixes:
         path = out / f"{name}{suffix}"
-        atomic_write(path, lambda tmp, s=suffix: ax.figure.savefig(tmp, dpi=120, format=s[1:]))
+        atomic_write(path, lambda tmp, s=suffix: ax.figure.savefig(tmp, dpi=120, format=s[1:], bbox_inches="tight"))
         paths.append(path)
     plt.close(ax.figure)
     return paths
 
 
-def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, seed: int = 0) -> list[Path]:
-    """Learning curves per env (with SB3's reference), final-score intervals and throughput."""
+def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison: pd.DataFrame | None = None,
+            seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf")) -> list[Path]:
+    """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences."""
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
+    returns = returns[returns.status != "damaged"]
+    several = summary.sweep.nunique() > 1
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour_of: dict[tuple, str] = {}
+    for r in summary.itertuples():  # one colour per algorithm (and config); the backend sets the line style
+        colour_of.setdefault((r.sweep, r.algo, r.variant), palette[len(colour_of) % len(palette)])
     written: list[Path] = []
-    for env, env_curves in returns.groupby("env", sort=True):
-        bands = {}
-        for (algo, backend), curves in env_curves.groupby(["algo", "backend"], sort=True):
-            grid = agg.common_grid(curves.groupby("seed").timesteps.max(), n_points=50)
-            bands[f"{algo} / {backend}"] = agg.curve_band(agg.curves_on_grid(curves, grid), n_boot=300, seed=seed)
-        first = summary[summary.env == env].iloc[0]
-        references = {}
-        for label in bands:
-            algo = label.split(" / ")[0]
-            ref = reference_score(algo, first.env_id) if isinstance(first.env_id, str) else None
-            if ref is not None and algo not in {k.split(" / ")[0] for k in references}:
+    for env, env_summary in summary.groupby("env", sort=True):
+        bands, styles, references = {}, {}, {}
+        for r in env_summary.itertuples():
+            curves = returns.merge(pd.DataFrame([{k: getattr(r, k) for k in GROUP}]), on=GROUP)
+            if curves.empty:
+                continue
+            grid = agg.common_grid(curves.groupby("run_dir").timesteps.max(), n_points=50)
+            name = label(r, several)
+            bands[name] = agg.curve_band(agg.curves_on_grid(curves, grid, run="run_dir"), n_boot=300, seed=seed)
+            styles[name] = plot.backend_style(r.backend, colour_of[(r.sweep, r.algo, r.variant)])
+            ref = reference_score(r.algo, r.env_id) if isinstance(r.env_id, str) else None
+            if ref is not None and (r.sweep, r.algo, r.variant) not in {k for k, _ in references.values()}:
                 version = "" if ref.same_version else f", {ref.reference_env_id}"
-                references[label] = plot.ReferenceMark(ref.score, ref.budget, f"SB3 {algo}{version}",
-                                                       reference_curve(algo, first.env_id))
+                references[name] = ((r.sweep, r.algo, r.variant), plot.ReferenceMark(
+                    ref.score, ref.budget, f"SB3 zoo {r.algo}{version}", reference_curve(r.algo, r.env_id)))
+        if not bands:
+            continue
+        first = env_summary.iloc[0]
         ax = plot.learning_curves(
-            plot.new_axes(), bands, references=references,
+            plot.new_axes(), bands, styles=styles, references={k: m for k, (_, m) in references.items()},
             threshold=first.threshold if np.isfinite(first.threshold) else None,
-            title=f"{env} ({first.env_id})",
+            title=f"{env} ({first.env_id}): IQM across seeds, 95% CI",
         )
-        written += _save(ax, out, f"curves_{env}")
-    labelled = summary.assign(label=summary.algo + " / " + summary.backend + " / " + summary.env)
+        written += _save(ax, out, f"curves_{env}", suffixes)
+    labelled = summary.assign(label=[label(r, several) for r in summary.itertuples()])
     finite = labelled[np.isfinite(labelled.final_iqm)]
     if not finite.empty:
-        with_ref = finite.assign(reference=finite.sb3_reference)
+        with_ref = finite.assign(label=[f"{r.label} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
+                                        for r in finite.itertuples()], reference=finite.reference_at_budget,
+                                 ci_low=finite.ci_low.fillna(finite.final_iqm),
+                                 ci_high=finite.ci_high.fillna(finite.final_iqm))
         ax = plot.final_scores(plot.new_axes(height=1.2 + 0.5 * len(finite)), with_ref,
-                               xlabel="final evaluation return (IQM across seeds, 95% bootstrap CI)")
-        written += _save(ax, out, "final_scores")
-        fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
-        if not fps.empty:
-            written += _save(plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps), out, "throughput")
+                               xlabel=f"final return ({agg.FINAL}): IQM across seeds, 95% bootstrap CI"
+                               + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable"
+                                  if finite.ci_flagged.any() else ""))
+        written += _save(ax, out, "final_scores", suffixes)
+    fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
+    if not fps.empty:
+        fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
+                         color=[colour_of[(r.sweep, r.algo, r.variant)] for r in fps.itertuples()],
+                         hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
+        ax = plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps)
+        written += _save(ax, out, "throughput", suffixes)
+    if comparison is not None and not comparison.empty:
+        rows = comparison.assign(
+            label=[f"{label(r, several, backend=False)} / {r.env}" for r in comparison.itertuples()],
+            note=[f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
+                  + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
+                  for r in comparison.itertuples()])
+        ax = plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows)
+        written += _save(ax, out, "comparison", suffixes)
     return written
+
+
+def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
+    """On a lit bar: its env-steps/s ratio to SB3's on the same seeds (median, min-max)."""
+    if comparison is None or comparison.empty or row.backend == "sb3":
+        return ""
+    match = comparison[(comparison.sweep == row.sweep) & (comparison.algo == row.algo) & (comparison.env == row.env)
+                       & (comparison.variant == row.variant)]
+    if match.empty or not np.isfinite(match.fps_ratio_median.iloc[0]):
+        return ""
+    m = match.iloc[0]
+    return f"= {m.fps_ratio_median:.2f}x SB3 ({m.fps_ratio_min:.2f}-{m.fps_ratio_max:.2f})"
+
+
+def warn_damaged(runs: pd.DataFrame) -> None:
+    """One line per damaged run file on stderr: named, and left out of every statistic."""
+    for problem in runs.loc[runs.status == "damaged", "problem"]:
+        print(f"warning: {problem}; run left out", file=sys.stderr)
 
 
 def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> pd.DataFrame:
     """Everything the CLI writes; returns the summary table."""
-    runs = load_runs(paths)
+    return _write(paths, out, seed=seed)[0]
+
+
+def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(evals, summary, comparison)`` of the runs under ``paths``; damaged runs named on stderr and left out.
+
+    Exits with one line when a path is missing, there are no runs, or none of them completed.
+    """
+    where = ", ".join(map(str, paths))
+    try:
+        runs = load_runs(paths)
+    except FileNotFoundError as error:
+        raise SystemExit(f"report: {error}") from None
     if runs.empty:
-        raise SystemExit(f"report: no run directories under {', '.join(map(str, paths))}")
+        raise SystemExit(f"report: no run directories under {where}")
+    warn_damaged(runs)
+    if not (runs.status == "completed").any():
+        counts = ", ".join(f"{n} {status}" for status, n in runs.status.value_counts().sort_index().items())
+        raise SystemExit(f"report: none of the {len(runs)} runs under {where} completed ({counts}); nothing to report")
     evals = load_evaluations(paths)
-    summary = summary_table(runs, evals, seed=seed)
+    return evals, summary_table(runs, evals, seed=seed), comparison_table(runs, evals, seed=seed)
+
+
+def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    evals, summary, comparison = tables(paths, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
-    atomic_write_text(out / "summary.md", markdown(summary, out))
-    figures(evals, summary, out, seed=seed)
-    return summary
+    atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
+    if not comparison.empty:
+        atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
+    figures(evals, summary, out, comparison=comparison, seed=seed)
+    return summary, comparison
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -185,9 +386,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary = write_report(args.runs, out, seed=args.seed)
-    print(markdown(summary))
-    print(f"report written to {out}/ (summary.csv, summary.md, figures)")
+    summary, comparison = _write(args.runs, out, seed=args.seed)
+    print(markdown(summary, comparison))
+    print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 
 
 if __name__ == "__main__":

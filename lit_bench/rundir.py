@@ -6,14 +6,19 @@ killed at any moment leaves either the old or the new version of each file, neve
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable
+import socket
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 EVAL_FIELDS = (
     "timesteps", "wall_time_s", "mean_return", "std_return", "median_return", "mean_ep_length", "success_rate", "fps",
@@ -60,10 +65,11 @@ def _step_of(row: dict[str, Any], key: str) -> float:
 
 
 class RunDir:
-    """Paths and files of ``results/runs/<sweep>/<algo>/<env>/seed_<n>/``."""
+    """Paths and files of one run directory (``lit_bench.identity`` decides where it is)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self.lock_file = self.root / ".lock"
         self.config = self.root / "config.yaml"
         self.overrides = self.root / "overrides.yaml"
         self.eval_csv = self.root / "eval.csv"
@@ -86,11 +92,51 @@ class RunDir:
     def write_summary(self, summary: dict[str, Any]) -> None:
         atomic_write_json(self.summary, summary)
 
+    def read_config(self) -> dict[str, Any] | None:
+        """The resolved config of the run that wrote this directory (None when there is none)."""
+        try:
+            config = yaml.safe_load(self.config.read_text())
+        except (FileNotFoundError, yaml.YAMLError):
+            return None
+        return config if isinstance(config, dict) else None
+
     def wipe(self) -> None:
-        """Start over: remove everything a previous run left here."""
-        if self.root.is_dir():
-            shutil.rmtree(self.root)
+        """Start over: remove everything a previous run of this config left here (the lock file stays: it is held)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        for child in self.root.iterdir():
+            if child == self.lock_file:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """One writer per run directory: an exclusive ``flock`` on ``.lock``, held for the whole run.
+
+        The OS drops the lock when its process ends, however it ends, so a killed run never blocks its resume. A
+        second process reaching a locked run says so in one line and waits; it then finds the run completed (and
+        skips it) or interrupted (and resumes it). ``flock`` is local to one machine (and NFS clients that map it to
+        POSIX locks).
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self.lock_file.open("a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                print(f"{self.root}: being written by {holder}; waiting for it to finish", flush=True)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            handle.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -1,50 +1,141 @@
-"""Hydra callback that ends a multirun with a table of its runs' statuses, and a non-zero exit if any failed."""
+"""One multirun's bookkeeping: what each job returns to the sweeper, the table of its jobs, the best trial.
+
+Every job of a multirun appends one line (its run's outcome) to ``<out_dir>/<sweep>/.invocations/<id>.jsonl``; the
+``SweepReport`` callback reads that file when all jobs have ended, so the table lists exactly this multirun's jobs
+(every trial of an Optuna sweep, a run skipped because it was already completed) whatever other processes write to
+the same sweep directory at the same time.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
+import yaml
+from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.train import INVOCATION_ENV
 
-MAX_ROWS = 40  # one screen; beyond it only the failed runs are listed
+TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (lit_bench.regress finds its own records by it)
+MAX_ROWS = 40  # one screen; beyond it only the jobs that did not complete are listed
+RECORD_KEYS = ("algo", "env", "seed", "backend", "variant", "config_id", "status", "timesteps", "final_mean_return",
+               "objective", "wall_time_s", "error", "run_dir")
 
 
-def collect(sweep_dir: Path, invocation: str | None) -> list[dict[str, Any]]:
-    summaries = []
-    for path in sorted(sweep_dir.glob("*/*/seed_*/summary.json")):
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if invocation is None or summary.get("invocation") == invocation:
-            summaries.append(summary)
-    return summaries
+class RunFailed(RuntimeError):
+    """Raised to a sweeper that uses return values (Optuna): the run failed, so the trial has no value."""
 
 
-def table(summaries: list[dict[str, Any]]) -> str:
-    rows = summaries if len(summaries) <= MAX_ROWS else [s for s in summaries if s.get("status") != "completed"]
-    lines = [f"{'algo':<12} {'env':<22} {'seed':>4} {'backend':<7} {'status':<11} {'steps':>9} {'final':>9} "
-             f"{'wall_s':>8}  error"]
-    for s in rows:
-        final = s.get("final_mean_return")
-        lines.append(
-            f"{s.get('algo', '?'):<12} {s.get('env', '?'):<22} {s.get('seed', '?'):>4} {s.get('backend', '?'):<7} "
-            f"{s.get('status', '?'):<11} {s.get('timesteps') or '':>9} {'' if final is None else f'{final:.1f}':>9} "
-            f"{s.get('wall_time_s') or '':>8}  {(s.get('error') or '')[:100]}"
-        )
+def records_dir(sweep_dir: Path) -> Path:
+    return sweep_dir / ".invocations"
+
+
+def record(sweep_dir: Path, invocation: str, summary: dict[str, Any]) -> None:
+    """Append this job's outcome to its multirun's records (one short line; appends are serialized by a lock)."""
+    path = records_dir(sweep_dir) / f"{invocation}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({k: summary.get(k) for k in RECORD_KEYS}, default=str) + "\n"
+    with path.open("a") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        file.write(line)
+        file.flush()
+        fcntl.flock(file, fcntl.LOCK_UN)
+
+
+def read_records(sweep_dir: Path, invocation: str = "*") -> list[dict[str, Any]]:
+    """The job records of one multirun (``invocation`` may be a glob, e.g. ``<tag>-*``)."""
+    found = []
+    for path in sorted(records_dir(sweep_dir).glob(f"{invocation}.jsonl")):
+        found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return found
+
+
+def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float:
+    """What run.py's task function returns: the run's objective. A failed run exits 1 (single run), is a failed
+    trial (raises ``RunFailed``) for a sweeper that uses return values, and NaN for Hydra's basic sweeper, which
+    ignores them (its multirun then reports the failure and exits 1)."""
+    hydra_cfg = HydraConfig.get()
+    failed = summary["status"] == "failed"
+    if hydra_cfg.mode == RunMode.RUN:
+        if failed:
+            sys.exit(1)
+        return float(summary["objective"])
+    invocation = os.environ.get(INVOCATION_ENV)
+    if invocation:
+        record(Path(str(cfg.out_dir)) / str(cfg.sweep), invocation, summary)
+    if not failed:
+        return float(summary["objective"])
+    if str(hydra_cfg.sweeper.get("_target_", "")).endswith(".BasicSweeper"):
+        return math.nan
+    raise RunFailed(f"{summary['run_dir']}: {summary.get('error')}")
+
+
+def _count(records: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
-    for s in summaries:
-        counts[s.get("status", "?")] = counts.get(s.get("status", "?"), 0) + 1
-    lines.append(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + f" ({len(summaries)} runs)")
+    for r in records:
+        status = "completed" if r.get("status") == "skipped" else str(r.get("status"))
+        counts[status] = counts.get(status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + f" ({len(records)} runs)"
+
+
+def table(records: list[dict[str, Any]]) -> str:
+    """One line per job (skipped = already completed by an earlier or concurrent job), then the counts."""
+    rows = records if len(records) <= MAX_ROWS else [r for r in records if r.get("status") != "completed"]
+    width = max([7, *(len(r.get("variant") or "") for r in rows)])
+    lines = [f"{'algo':<12} {'env':<22} {'variant':<{width}} {'seed':>4} {'backend':<7} {'status':<10} {'steps':>9} "
+             f"{'final':>9} {'objective':>9} {'wall_s':>8}  error"]
+    for r in rows:
+        final, objective = r.get("final_mean_return"), r.get("objective")
+        lines.append(
+            f"{r.get('algo', '?'):<12} {r.get('env', '?'):<22} {r.get('variant') or '-':<{width}} "
+            f"{r.get('seed', '?'):>4} {r.get('backend', '?'):<7} {r.get('status', '?'):<10} "
+            f"{r.get('timesteps') or '':>9} {'' if final is None else f'{final:.1f}':>9} "
+            f"{'' if objective is None else f'{objective:.1f}':>9} {r.get('wall_time_s') or '':>8}  "
+            f"{(r.get('error') or '')[:100]}"
+        )
+    lines.append(_count(records))
     return "\n".join(lines)
+
+
+def best_trial(records: list[dict[str, Any]], direction: str) -> dict[str, Any] | None:
+    """The record with the best objective (``maximize`` or ``minimize``); None when no job has a value."""
+    scored = [r for r in records if r.get("objective") is not None and not math.isnan(r["objective"])]
+    if not scored:
+        return None
+    sign = 1.0 if direction == "maximize" else -1.0
+    return max(scored, key=lambda r: sign * r["objective"])
+
+
+def write_best_trial(sweep_dir: Path, best: dict[str, Any], direction: str) -> Path:
+    """``<sweep>/best_trial.yaml``: the best run's value, directory, differences from the defaults and config."""
+    run = RunDir(best["run_dir"])
+    summary = run.read_summary() or {}
+    content = {
+        "direction": direction, "objective": best["objective"], "run_dir": best["run_dir"],
+        "variant": best.get("variant"), "config_id": best.get("config_id"),
+        "overrides": summary.get("overrides"), "config": run.read_config(),
+    }
+    path = sweep_dir / "best_trial.yaml"
+    atomic_write_text(path, yaml.safe_dump(content, sort_keys=False))
+    return path
+
+
+def _direction(config: DictConfig) -> str | None:
+    """The optimization direction of a sweeper that has one (Optuna), as ``maximize`` / ``minimize``."""
+    direction = config.hydra.sweeper.get("direction")
+    if direction is None or not isinstance(getattr(direction, "name", direction), str):
+        return None  # none, or several objectives
+    return str(getattr(direction, "name", direction))
 
 
 class SweepReport(Callback):
@@ -54,12 +145,20 @@ class SweepReport(Callback):
         self.invocation: str | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self.invocation = uuid.uuid4().hex[:12]
+        tag = os.environ.get(TAG_ENV)
+        self.invocation = f"{tag}-{uuid.uuid4().hex[:12]}" if tag else uuid.uuid4().hex[:12]
         os.environ[INVOCATION_ENV] = self.invocation
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(str(config.hydra.sweep.dir))
-        summaries = collect(sweep_dir, self.invocation)
-        print(f"\nsweep {sweep_dir}:\n{table(summaries)}", flush=True)
-        if any(s.get("status") != "completed" for s in summaries):
+        assert self.invocation is not None
+        sweep_dir = Path(str(config.out_dir)) / str(config.sweep)
+        records = read_records(sweep_dir, self.invocation)
+        print(f"\nsweep {sweep_dir}:\n{table(records)}", flush=True)
+        direction = _direction(config)
+        best = best_trial(records, direction) if direction else None
+        if best is not None and direction is not None:
+            path = write_best_trial(sweep_dir, best, direction)
+            print(f"best ({direction}, objective {config.objective.metric}): {best['objective']:.2f} "
+                  f"{best.get('variant') or '(defaults)'} seed {best.get('seed')} -> {path}", flush=True)
+        if any(r.get("status") not in ("completed", "skipped") for r in records):
             sys.exit(1)

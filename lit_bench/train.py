@@ -1,13 +1,14 @@
 """``run(cfg)``: one configured run, start to finish, into its run directory.
 
-Skips a run that already completed with the same config, resumes one that has a checkpoint, and never raises for
-a failed run: the failure is recorded in ``summary.json`` (so that a sweep's other runs carry on) and returned.
+The directory is the config's own (``lit_bench.identity``) and has one writer at a time (``RunDir.lock``). Skips a
+run that already completed with the same config, resumes one that has a checkpoint, never touches a directory that
+holds another config, and never raises for a failed run: the failure is recorded in ``summary.json`` (so that a
+sweep's other runs carry on) and returned.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import math
 import os
 import platform
 import socket
@@ -23,6 +24,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
+from lit_bench.analysis import aggregate
 from lit_bench.best import BestCheckpoint
 from lit_bench.checks import (
     ConfigError,
@@ -32,30 +34,35 @@ from lit_bench.checks import (
     check_hyperparameters,
     check_spaces,
 )
-from lit_bench.envs import make_envs
+from lit_bench.envs import make_envs, require_package
 from lit_bench.evaluation import PeriodicEval
+from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved
+from lit_bench.loggers import check_loggers, finish_loggers
+from lit_bench.objective import check_objective, score
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.video import check_eval_video, eval_video
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
-_VOLATILE_KEYS = ("force",)  # changing these does not make a finished run stale
 _REPO = Path(__file__).resolve().parents[1]
 
 
-def run_dir_of(cfg: DictConfig) -> Path:
-    return Path(cfg.out_dir) / str(cfg.sweep) / str(cfg.algo_dir) / str(cfg.env_name) / f"seed_{cfg.seed}"
+def run_dir_of(cfg: DictConfig, identity: RunIdentity | None = None) -> Path:
+    return Path(cfg.out_dir) / str(cfg.sweep) / (identity or identify(cfg)).subdir
 
 
 def resolved_config(cfg: DictConfig) -> dict[str, Any]:
-    container = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(container, dict)
-    container.pop("hydra", None)
-    return container
+    return resolved(cfg)
 
 
-def config_hash(config: dict[str, Any]) -> str:
-    stable = {k: v for k, v in config.items() if k not in _VOLATILE_KEYS}
-    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def hydra_output_dir() -> Path | None:
+    """The directory Hydra made for this job (None outside run.py)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        output_dir = OmegaConf.select(HydraConfig.get(), "runtime.output_dir", default=None)
+    except ValueError:  # not inside a Hydra app
+        return None
+    return Path(output_dir).resolve() if output_dir else None  # None: a composed config (tests) has none
 
 
 def versions() -> dict[str, str | None]:
@@ -92,42 +99,64 @@ def task_overrides() -> list[str]:
 def steps_to_threshold(rows: list[dict[str, Any]], threshold: float | None) -> int | None:
     if threshold is None:
         return None
-    for row in rows:
-        if float(row["mean_return"]) >= threshold:
-            return int(float(row["timesteps"]))
-    return None
+    at = aggregate.steps_to_threshold(  # the report's definition (held for several evaluations), in one place
+        [float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows], float(threshold))
+    return None if math.isnan(at) else int(at)
 
 
 def _prepare(cfg: DictConfig) -> tuple[type, int]:
-    """Checks that need no env: backend, algorithm class, hyperparameter names, budget, declared action space."""
+    """Checks that need no env: backend, algorithm class, hyperparameter names, budget, action space, env package."""
     algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
     check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
     budget = check_budget(cfg.budget)
     check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
+    check_loggers(cfg)
+    require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
     if cfg.eval.every is not None and int(cfg.eval.every) <= 0:
         raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
     if int(cfg.eval.episodes) <= 0:
         raise ConfigError(f"eval.episodes={cfg.eval.episodes}: must be >= 1")
     check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
+    check_objective(cfg.objective)
     return algo_cls, budget
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed)."""
+    """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed).
+
+    ``objective`` (the score a sweeper gets, see ``lit_bench.objective``) is set for completed and skipped runs.
+    """
+    config = resolved_config(cfg)
+    identity = identify(config)
+    run_dir = RunDir(run_dir_of(cfg, identity))
+    base = {
+        "algo": str(cfg.algo_name), "env": str(cfg.env_name), "env_id": config["env"].get("id"),
+        "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
+        "sweep": str(cfg.sweep), "variant": identity.variant, "config_id": identity.config_id,
+        "config_hash": identity.config_hash, "overrides": identity.overrides,
+        "invocation": os.environ.get(INVOCATION_ENV),
+    }
+    hydra_dir = hydra_output_dir()
+    if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
+        return {**base, "status": "failed", "traceback": None, "error": (
+            f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's {run_dir.root}; "
+            "place runs with out_dir= and sweep= instead")}
+    with run_dir.lock():
+        return _run_locked(cfg, config, run_dir, base)
+
+
+def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]) -> dict[str, Any]:
     from lit_bench.backends import BACKENDS, Job
 
     started = time.perf_counter()
     torch.set_num_threads(int(cfg.get("threads", 1)))
-    run_dir = RunDir(run_dir_of(cfg))
-    config = resolved_config(cfg)
-    digest = config_hash(config)
-    invocation = os.environ.get(INVOCATION_ENV)
     previous = run_dir.read_summary()
-    base = {
-        "algo": str(cfg.algo_name), "env": str(cfg.env_name), "env_id": config["env"].get("id"),
-        "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
-        "config_hash": digest, "invocation": invocation,
-    }
+    held = run_dir.read_config()
+    if held is not None and config_hash(held) != base["config_hash"]:
+        # Only possible when the composed defaults changed since that run (or for runs of an older layout).
+        return {**base, "status": "failed", "traceback": None, "error": (
+            f"{run_dir.root} holds a {(previous or {}).get('status', 'started')} run of another config (config_id "
+            f"{config_id(held)}, this one {base['config_id']}); nothing was changed: use another sweep= or move it")}
     try:
         algo_cls, budget = _prepare(cfg)
     except ConfigError as error:
@@ -137,11 +166,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             run_dir.write_summary(summary)
         return summary
 
-    same_config = previous is not None and previous.get("config_hash") == digest
+    same_config = held is not None and previous is not None
     if same_config and previous["status"] == "completed" and not cfg.force:
-        summary = {**previous, "invocation": invocation}
-        run_dir.write_summary(summary)
-        return {**summary, "status": "skipped"}
+        return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
     resume_step = run_dir.checkpoint_step() if same_config and not cfg.force else None
     resume = resume_step is not None and resume_step < budget
     if not resume:
@@ -184,6 +211,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             threshold=cfg.env.get("threshold"), steps_to_threshold=steps_to_threshold(rows, cfg.env.get("threshold")),
             wall_time_s=round(evaluator.wall_time(), 3), fps=last["fps"],
             startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
+            objective=score(rows, cfg.objective),
         )
     except ConfigError as error:
         summary.update(status="failed", error=str(error), traceback=None)
@@ -196,6 +224,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for env in (train_env, eval_env):
             if env is not None:
                 env.close()
+        finish_loggers()
         summary["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         run_dir.write_summary(summary)
     return summary
@@ -203,7 +232,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
 def describe(summary: dict[str, Any]) -> str:
     """One line for the console."""
-    name = f"{summary['algo']} on {summary['env']} (seed {summary['seed']}, {summary['backend']})"
+    variant = f", {summary['variant']}" if summary.get("variant") else ""
+    name = f"{summary['algo']} on {summary['env']} (seed {summary['seed']}, {summary['backend']}{variant})"
     if summary["status"] == "failed":
         return f"{name}: FAILED: {summary.get('error')}"
     score = f"{summary['final_mean_return']:.1f} +/- {summary['final_std_return']:.1f}"

@@ -1,8 +1,10 @@
-"""Gymnasium wrappers the env configs use (``wrappers:`` nodes with ``_partial_: true``)."""
+"""Gymnasium wrappers the env configs use (``wrappers:`` nodes with ``_partial_: true``), and the RL Zoo's
+partially observed ``*NoVel`` ids, registered on import (env configs name this module as their ``package``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -39,3 +41,43 @@ class KeepObservationEntries(gym.ObservationWrapper):
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         return observation[self.keep]
+
+
+def no_velocity_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """``env_id`` observing its positions only (the entry point of the ``*NoVel`` ids registered below)."""
+    return KeepObservationEntries(gym.make(env_id, **kwargs))
+
+
+# The RL Zoo's ids (rl_zoo3/import_envs.py registers the same names), so that references map one to one.
+NO_VELOCITY_IDS = {"CartPoleNoVel-v1": "CartPole-v1", "PendulumNoVel-v1": "Pendulum-v1",
+                   "MountainCarContinuousNoVel-v0": "MountainCarContinuous-v0"}
+for _new_id, _base_id in NO_VELOCITY_IDS.items():
+    if _new_id not in gym.envs.registry:
+        gym.register(_new_id, entry_point="lit_bench.wrappers:no_velocity_env", kwargs={"env_id": _base_id})
+
+
+class FrameSkip(gym.Wrapper):
+    """Repeat each action ``skip`` times and sum the rewards, without max-pooling frames (the RL Zoo's CarRacing
+    setting; SB3's ``MaxAndSkipEnv`` also max-pools, which Atari needs and CarRacing does not)."""
+
+    def __init__(self, env: gym.Env, skip: int = 4) -> None:
+        super().__init__(env)
+        if skip < 1:
+            raise ValueError(f"skip: must be >= 1, got {skip}")
+        self.skip = skip
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        total = 0.0
+        for _ in range(self.skip):
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                break
+        return observation, total, terminated, truncated, info
+
+
+class ResizeObservation(gym.wrappers.ResizeObservation):
+    """gymnasium's ``ResizeObservation`` taking any sequence as ``shape`` (a YAML list cannot be a tuple)."""
+
+    def __init__(self, env: gym.Env, shape: Sequence[int]) -> None:
+        super().__init__(env, tuple(int(n) for n in shape))  # type: ignore[arg-type]

@@ -3,8 +3,11 @@
     python tools/port_zoo_hparams.py /path/to/zoo_hparams conf/algo_env
 
 The Zoo's strings become config nodes: ``lin_<x>`` -> LinearSchedule(x, 0, 1); ``policy_kwargs``/``normalize``
-``dict(...)`` strings are parsed with ``ast`` (never evaluated); ``nn.<Act>`` -> a ``hydra.utils.get_class`` node;
-``noise_type``/``noise_std`` -> an ``action_noise`` node completed with the action size at run time.
+``dict(...)`` strings are parsed with ``ast`` (never evaluated); ``nn.<Act>`` and known class names -> a
+``hydra.utils.get_class`` node; ``noise_type``/``noise_std`` -> an ``action_noise`` node completed with the action
+size at run time; ``env_wrapper`` -> ``env.wrappers`` nodes and ``frame_stack`` -> a VecFrameStack in
+``env.vec_wrappers``. An entry with a wrapper this harness does not have (e.g. the Zoo's autoencoder for SAC on
+CarRacing) is not ported.
 """
 
 from __future__ import annotations
@@ -26,8 +29,32 @@ ENVS = {
     "CartPoleNoVel": "CartPoleNoVel-v1", "PendulumNoVel": "PendulumNoVel-v1",
     **{name: f"{name}-v4" for name in ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid", "Swimmer", "Reacher",
                                        "InvertedPendulum", "InvertedDoublePendulum")},
+    "MountainCarContinuousNoVel": "MountainCarContinuousNoVel-v0",
+    # one Zoo entry for every Atari game
+    **{game: "atari" for game in ("Asteroids", "BeamRider", "Breakout", "Enduro", "MsPacman", "Pong", "Qbert",
+                                  "RoadRunner", "Seaquest", "SpaceInvaders")},
+    "LunarLander": "LunarLander-v3", "LunarLanderContinuous": "LunarLanderContinuous-v3",
+    "BipedalWalker": "BipedalWalker-v3", "BipedalWalkerHardcore": "BipedalWalkerHardcore-v3",
+    "CarRacing": "CarRacing-v3",
+    **{f"MiniGrid-{name}": f"MiniGrid-{name}-v0" for name in (
+        "DoorKey-5x5", "Empty-Random-5x5", "FourRooms", "GoToDoor-5x5", "KeyCorridorS3R1", "LockedRoom",
+        "MultiRoom-N4-S5", "ObstructedMaze-2Dlh", "PutNear-6x6-N2", "RedBlueDoors-6x6", "Unlock")},
+    **{f"{name}BulletEnv": f"{name}BulletEnv-v0" for name in ("Ant", "HalfCheetah", "Hopper", "Reacher", "Walker2D")},
+    **{f"Fetch{task}": f"Fetch{task}-v1" for task in ("Reach", "Push", "Slide", "PickAndPlace")},
+    **{f"Panda{task}": f"Panda{task}-v1" for task in ("Reach", "Push", "Slide", "PickAndPlace", "Stack")},
+    "parking": "parking-v0",
 }
 CLASS_PATHS = {"nn": "torch.nn", "th.nn": "torch.nn", "torch.nn": "torch.nn"}
+# bare class names the Zoo's files use (its own imports)
+CLASS_NAMES = {"RMSpropTFLike": "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike",
+               "HerReplayBuffer": "lit_sb3.HerReplayBuffer"}
+# the Zoo's wrapper classes -> ours (the Zoo's resize wrapper only turns the YAML list into a tuple, as ours does)
+ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
+WRAPPERS = {ATARI_WRAPPER: ATARI_WRAPPER,
+            "minigrid.wrappers.FlatObsWrapper": "minigrid.wrappers.FlatObsWrapper",
+            "rl_zoo3.wrappers.FrameSkip": "lit_bench.wrappers.FrameSkip",
+            "rl_zoo3.wrappers.YAMLCompatResizeObservation": "lit_bench.wrappers.ResizeObservation",
+            "gymnasium.wrappers.transform_observation.GrayscaleObservation": "gymnasium.wrappers.GrayscaleObservation"}
 NOISE = {"normal": "lit_bench.noise.normal", "ornstein-uhlenbeck": "lit_bench.noise.ornstein_uhlenbeck"}
 SKIP = {"n_timesteps", "n_envs", "normalize", "policy", "noise_type", "noise_std", "env_wrapper", "frame_stack"}
 
@@ -43,10 +70,30 @@ def node_of(expr: ast.expr) -> Any:
     if isinstance(expr, ast.Attribute):
         module = ast.unparse(expr.value)
         return {"_target_": "hydra.utils.get_class", "path": f"{CLASS_PATHS[module]}.{expr.attr}"}
+    if isinstance(expr, ast.Name) and expr.id in CLASS_NAMES:
+        return class_node(expr.id)
     return ast.literal_eval(expr)
 
 
+def class_node(name: str) -> dict[str, str]:
+    return {"_target_": "hydra.utils.get_class", "path": CLASS_NAMES[name]}
+
+
+def wrapper_nodes(spec: Any) -> list[dict[str, Any]] | None:
+    """The Zoo's ``env_wrapper`` (a path, or a list of paths / ``{path: kwargs}``) as wrapper nodes; None when one
+    of them has no counterpart here."""
+    nodes = []
+    for item in spec if isinstance(spec, list) else [spec]:
+        path, kwargs = next(iter(item.items())) if isinstance(item, dict) else (item, {})
+        if path not in WRAPPERS:
+            return None
+        nodes.append({"_target_": WRAPPERS[path], "_partial_": True, **(kwargs or {})})
+    return nodes
+
+
 def value_of(value: Any) -> Any:
+    if isinstance(value, str) and value in CLASS_NAMES:
+        return class_node(value)
     if isinstance(value, str) and value.startswith("lin_"):
         return {"_target_": "stable_baselines3.common.utils.LinearSchedule", "start": float(value[4:]), "end": 0.0,
                 "end_fraction": 1.0}
@@ -57,7 +104,15 @@ def value_of(value: Any) -> Any:
     return value
 
 
-def port(algo: str, env: str, key: str, entry: dict[str, Any], default_policy: str) -> str:
+def version_note(key: str, env_id: str) -> str:
+    if key == "atari":
+        return f" (the Zoo's entry for every Atari game; this harness runs {env_id})"
+    if key.endswith("-v4") and env_id.endswith("-v5"):
+        return " (tuned on -v4; this harness runs -v5)"
+    return f" (tuned on {key}; this harness runs {env_id})" if key != env_id else ""
+
+
+def port(algo: str, env: str, key: str, entry: dict[str, Any], default_policy: str, env_id: str) -> str | None:
     algo_node = {k: value_of(v) for k, v in entry.items() if k not in SKIP}
     if entry.get("policy", default_policy) != default_policy:
         algo_node["policy"] = entry["policy"]
@@ -73,11 +128,19 @@ def port(algo: str, env: str, key: str, entry: dict[str, Any], default_policy: s
     if "normalize" in entry:
         norm = value_of(entry["normalize"])
         env_node["normalize"] = norm if isinstance(norm, dict) else {"norm_obs": True, "norm_reward": True}
+    if "env_wrapper" in entry:
+        wrappers = wrapper_nodes(entry["env_wrapper"])
+        if wrappers is None:
+            return None
+        env_node["wrappers"] = wrappers
+    if "frame_stack" in entry:
+        env_node["vec_wrappers"] = [{"_target_": "stable_baselines3.common.vec_env.VecFrameStack", "_partial_": True,
+                                     "n_stack": int(entry["frame_stack"])}]
     if env_node:
         doc["env"] = env_node
     if algo_node:
         doc["algo"] = algo_node
-    note = " (tuned on -v4; this harness runs -v5)" if key.endswith("-v4") else ""
+    note = version_note(key, env_id)
     header = (f"# @package _global_\n# {algo.upper()} on {key}{note}: ported from rl-baselines3-zoo "
               f"hyperparams/{algo}.yml @ 22e3ff2, key {key!r}.\n")
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
@@ -90,7 +153,12 @@ def main(src: Path, dst: Path) -> None:
         for env, key in ENVS.items():
             if key in entries:
                 policy = DEFAULT_POLICY.get(algo, "MlpPolicy")
-                (dst / f"{algo}_{env}.yaml").write_text(port(algo, env, key, entries[key], policy))
+                env_id = yaml.safe_load((dst.parent / "env" / f"{env}.yaml").read_text())["id"]
+                text = port(algo, env, key, entries[key], policy, env_id)
+                if text is None:
+                    print(f"not ported: {algo} {key} (env_wrapper {entries[key]['env_wrapper']})")
+                    continue
+                (dst / f"{algo}_{env}.yaml").write_text(text)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ randomness comes from an explicit ``seed``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,14 @@ def iqm(values: Sequence[float] | np.ndarray) -> float:
         return float("nan")
     cut = x.size // 4
     return float(x[cut : x.size - cut].mean())
+
+
+def _per_sample(statistic: Statistic, samples: np.ndarray) -> np.ndarray:
+    """``statistic`` of every row of ``samples`` (the IQM of NaN-free rows in one vectorized pass: bootstraps)."""
+    if statistic is iqm and not np.isnan(samples).any():
+        cut = samples.shape[1] // 4
+        return np.sort(samples, axis=1)[:, cut : samples.shape[1] - cut].mean(axis=1)
+    return np.array([statistic(row) for row in samples])
 
 
 def interpolate_to_grid(timesteps: Sequence[float], values: Sequence[float], grid: Sequence[float]) -> np.ndarray:
@@ -45,20 +54,39 @@ def common_grid(max_steps: Sequence[float], n_points: int = 50) -> np.ndarray:
     return np.linspace(end / n_points, end, n_points)
 
 
-def final_score(timesteps: Sequence[float], values: Sequence[float], last_n: int = 3) -> float:
-    """Mean of the last ``last_n`` evaluations of a run."""
-    order = np.argsort(np.asarray(timesteps, dtype=float))
+FINAL = "the last evaluation, at the end of the budget"  # the one meaning of "final" (console, sweep table, report)
+
+# A bootstrap CI over n seeds is flagged below this n. With n seeds a bootstrap has only C(2n-1, n) distinct
+# resamples (n=2: 3, n=3: 10, n=4: 35, n=5: 126), so a 95% percentile interval over fewer than 5 seeds is little more
+# than the range of the scores; Agarwal et al. (rliable, NeurIPS 2021, Sec. 4) show such few-run intervals undercover.
+MIN_SEEDS_FOR_CI = 5
+THRESHOLD_WINDOW = 3  # evaluations in a row that must reach an env's threshold for it to count as reached
+
+
+def final_score(timesteps: Sequence[float], values: Sequence[float]) -> float:
+    """The value of the last evaluation (see ``FINAL``); NaN for a run without evaluations."""
+    order = np.argsort(np.asarray(timesteps, dtype=float), kind="stable")
     v = np.asarray(values, dtype=float)[order]
-    return float(v[-last_n:].mean()) if v.size else float("nan")
+    return float(v[-1]) if v.size else float("nan")
 
 
-def steps_to_threshold(timesteps: Sequence[float], values: Sequence[float], threshold: float) -> float:
-    """First evaluation step at which ``values`` reach ``threshold``; NaN when never reached."""
-    order = np.argsort(np.asarray(timesteps, dtype=float))
+def steps_to_threshold(
+    timesteps: Sequence[float], values: Sequence[float], threshold: float, window: int = THRESHOLD_WINDOW
+) -> float:
+    """First evaluation step from which ``window`` evaluations in a row reach ``threshold``; NaN when none does.
+
+    One lucky evaluation (e.g. 500 on CartPole before any update) is not "solved": the threshold has to hold at that
+    evaluation and at the ``window - 1`` that follow it, so a run whose last evaluations are the first to reach it has
+    not (yet) reached it.
+    """
+    order = np.argsort(np.asarray(timesteps, dtype=float), kind="stable")
     t = np.asarray(timesteps, dtype=float)[order]
-    v = np.asarray(values, dtype=float)[order]
-    hits = np.nonzero(v >= threshold)[0]
-    return float(t[hits[0]]) if hits.size else float("nan")
+    hit = np.asarray(values, dtype=float)[order] >= threshold
+    if hit.size < window:
+        return float("nan")
+    held = np.lib.stride_tricks.sliding_window_view(hit, window).all(axis=1)
+    first = np.flatnonzero(held)
+    return float(t[first[0]]) if first.size else float("nan")
 
 
 def normalized_score(score: float | np.ndarray, reference: float, random: float | None = None) -> float | np.ndarray:
@@ -89,7 +117,7 @@ def stratified_bootstrap_ci(
     n_runs = x.shape[0]
     idx = rng.integers(0, n_runs, size=(n_boot, n_runs, x.shape[1]))
     resampled = np.take_along_axis(x[None, :, :].repeat(n_boot, axis=0), idx, axis=1)
-    stats = np.array([statistic(sample.ravel()) for sample in resampled])
+    stats = _per_sample(statistic, resampled.reshape(n_boot, -1))
     alpha = (1.0 - confidence) / 2.0
     low, high = np.nanquantile(stats, [alpha, 1.0 - alpha])
     return point, float(low), float(high)
@@ -131,3 +159,103 @@ def curve_band(
         rows.append({x: step, "mean": values.mean(), "median": float(np.median(values)), "iqm": point,
                      "ci_low": low, "ci_high": high, "n_runs": values.size})
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """lit vs SB3 on the same seeds: per-seed differences, CI of the IQM difference, P(lit > SB3), a verdict."""
+
+    seeds: list[int]
+    differences: list[float]  # lit - sb3, per seed
+    lit_iqm: float
+    sb3_iqm: float
+    iqm_difference: float
+    ci_low: float
+    ci_high: float
+    ci_flagged: bool  # fewer than MIN_SEEDS_FOR_CI seeds
+    probability_of_improvement: float  # P(lit > sb3)
+    verdict: str
+
+
+def paired_bootstrap_ci(
+    x: np.ndarray, y: np.ndarray, statistic: Statistic = iqm, *, n_boot: int = 2000, confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """``statistic(x) - statistic(y)`` and its percentile CI, resampling runs (rows) jointly (x[i], y[i]: one seed).
+
+    Stratified like ``stratified_bootstrap_ci``: ``[runs, tasks]`` matrices are resampled within each task (column).
+    """
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.ndim == 1:
+        a, b = a[:, None], b[:, None]
+    if a.shape != b.shape:
+        raise ValueError(f"paired scores need the same shape, got {a.shape} and {b.shape}")
+    point = float(statistic(a.ravel()) - statistic(b.ravel()))
+    idx = np.random.default_rng(seed).integers(0, a.shape[0], size=(n_boot, *a.shape))
+    resampled = [np.take_along_axis(m[None].repeat(n_boot, axis=0), idx, axis=1).reshape(n_boot, -1) for m in (a, b)]
+    diffs = _per_sample(statistic, resampled[0]) - _per_sample(statistic, resampled[1])
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(diffs, [alpha, 1.0 - alpha])
+    return point, float(low), float(high)
+
+
+def verdict(low: float, high: float, n: int, min_seeds: int = MIN_SEEDS_FOR_CI) -> str:
+    """One word on lit vs SB3 from the CI of the difference: withheld under ``min_seeds`` seeds."""
+    if n < min_seeds:
+        return f"n<{min_seeds}"
+    if low > 0:
+        return "lit better"
+    if high < 0:
+        return "lit worse"
+    return "indistinguishable"
+
+
+def paired_comparison(
+    lit: Mapping[int, float], sb3: Mapping[int, float], *, n_boot: int = 2000, seed: int = 0
+) -> PairedComparison | None:
+    """Compare final scores by seed (only seeds both backends have); None when they share no seed."""
+    seeds = sorted(set(lit) & set(sb3))
+    if not seeds:
+        return None
+    x = np.array([lit[s] for s in seeds], dtype=float)
+    y = np.array([sb3[s] for s in seeds], dtype=float)
+    point, low, high = paired_bootstrap_ci(x, y, iqm, n_boot=n_boot, seed=seed)
+    if len(seeds) < 2:
+        low = high = float("nan")  # one pair has no interval
+    return PairedComparison(
+        seeds=seeds, differences=[float(d) for d in x - y], lit_iqm=iqm(x), sb3_iqm=iqm(y), iqm_difference=point,
+        ci_low=low, ci_high=high, ci_flagged=len(seeds) < MIN_SEEDS_FOR_CI,
+        probability_of_improvement=probability_of_improvement(x, y), verdict=verdict(low, high, len(seeds)),
+    )
+
+
+def ratio_spread(numerator: Mapping[int, float], denominator: Mapping[int, float]) -> tuple[float, float, float]:
+    """Median, min and max over shared keys (seeds) of ``numerator / denominator`` (e.g. the env-steps/s ratio)."""
+    keys = [k for k in sorted(set(numerator) & set(denominator))
+            if np.isfinite(numerator[k]) and np.isfinite(denominator[k]) and denominator[k] > 0]
+    if not keys:
+        return float("nan"), float("nan"), float("nan")
+    ratios = np.array([numerator[k] / denominator[k] for k in keys])
+    return float(np.median(ratios)), float(ratios.min()), float(ratios.max())
+
+
+def rliable_scores(evals: pd.DataFrame) -> dict[str, np.ndarray]:
+    """rliable's score dictionary from ``load.load_evaluations``: ``"algo / backend"`` (plus ``[variant]`` and the
+    sweep when they vary) -> ``[runs, tasks]`` final scores, tasks = envs in sorted order, runs = completed seeds.
+
+    rliable needs the same number of runs for every task of an algorithm; a ragged set raises ``ValueError``.
+    """
+    returns = evals[(evals.metric == "mean_return") & (evals.status == "completed")].dropna(subset=["value"])
+    several_sweeps = returns.sweep.nunique() > 1
+    finals = returns.groupby(["sweep", "algo", "variant", "backend", "env", "run_dir"]).apply(
+        lambda run: final_score(run.timesteps, run.value), include_groups=False).rename("final").reset_index()
+    envs = sorted(finals.env.unique())
+    scores = {}
+    for (sweep, algo, variant, backend), group in finals.groupby(["sweep", "algo", "variant", "backend"]):
+        name = f"{algo}{f'[{variant}]' if variant else ''} / {backend}{f' ({sweep})' if several_sweeps else ''}"
+        columns = [group[group.env == env].final.to_numpy() for env in envs]
+        if len({c.size for c in columns}) != 1:
+            counts = ", ".join(f"{env}: {c.size}" for env, c in zip(envs, columns))
+            raise ValueError(f"rliable_scores: {name} has different numbers of runs per env ({counts})")
+        scores[name] = np.stack(columns, axis=1)
+    return scores

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
@@ -55,5 +56,39 @@ def reference_curve(algo: str, env_id: str, reference_dir: Path = REFERENCE_DIR)
     for ref_id, _ in reference_env_ids(env_id, reference_dir):
         rows = curves[(curves.algo == algo) & (curves.env_id == ref_id) & (curves.kind == "eval")]
         if not rows.empty:
-            return rows[["timesteps", "mean_reward"]].sort_values("timesteps").reset_index(drop=True)
-    return pd.DataFrame(columns=["timesteps", "mean_reward"])
+            return rows[["timesteps", "mean_reward", "source"]].sort_values("timesteps").reset_index(drop=True)
+    return pd.DataFrame(columns=["timesteps", "mean_reward", "source"])
+
+
+@dataclass(frozen=True)
+class BudgetReference:
+    """SB3's reference value at a given budget, and where it comes from (for a ratio taken at equal budgets)."""
+
+    score: float
+    budget: float
+    how: str  # e.g. "Zoo benchmark at 100k" or "Zoo eval curve (1 seed) interpolated between 10k and 20k"
+    source: str
+
+
+def reference_at_budget(algo: str, env_id: str, budget: float,
+                        reference_dir: Path = REFERENCE_DIR) -> BudgetReference | None:
+    """SB3's value at exactly ``budget`` env steps: the benchmark score when its budget is ours, else the Zoo agent's
+    eval curve interpolated linearly at ``budget``; None when the curve does not cover ``budget`` (no extrapolation).
+    """
+    ref = reference_score(algo, env_id, reference_dir)
+    if ref is not None and ref.budget == budget:
+        return BudgetReference(ref.score, budget, f"Zoo benchmark at {_steps(budget)}", ref.source)
+    curve = reference_curve(algo, env_id, reference_dir)
+    if curve.empty or not curve.timesteps.iloc[0] <= budget <= curve.timesteps.iloc[-1]:
+        return None
+    t, v = curve.timesteps.to_numpy(float), curve.mean_reward.to_numpy(float)
+    after = int(np.searchsorted(t, budget))
+    if t[after] == budget:
+        how = f"Zoo eval curve (1 seed) at {_steps(budget)}"
+    else:
+        how = f"Zoo eval curve (1 seed) interpolated between {_steps(t[after - 1])} and {_steps(t[after])}"
+    return BudgetReference(float(np.interp(budget, t, v)), budget, how, str(curve.source.iloc[after]))
+
+
+def _steps(value: float) -> str:
+    return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"

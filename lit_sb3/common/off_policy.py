@@ -588,10 +588,14 @@ def _copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str,
 
 
 def _buffer_arrays(buffer: ReplayBuffer) -> dict[str, Any]:
-    """The buffer's contents as tensors and plain numbers (safe for ``weights_only`` checkpoint loading)."""
+    """The buffer's contents as tensors and plain numbers (safe for ``weights_only`` checkpoint loading).
+
+    Object arrays (HerReplayBuffer's per-transition ``infos`` dicts) cannot be tensors and are not kept: a resumed
+    HER buffer relabels with empty infos, which only matters for envs whose ``compute_reward`` reads ``info``.
+    """
     state: dict[str, Any] = {}
     for key, value in vars(buffer).items():
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and value.dtype != object:
             state[key] = torch.from_numpy(value.copy())
         elif isinstance(value, dict) and value and all(isinstance(v, np.ndarray) for v in value.values()):
             state[key] = {k: torch.from_numpy(v.copy()) for k, v in value.items()}

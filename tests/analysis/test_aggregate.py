@@ -23,11 +23,28 @@ def test_interpolation_is_linear_and_never_extrapolates():
     np.testing.assert_allclose(agg.common_grid([100, 80], n_points=4), [20, 40, 60, 80])
 
 
-def test_final_score_and_steps_to_threshold():
-    steps, values = [30, 10, 20, 40], [3.0, 1.0, 2.0, 5.0]
-    assert agg.final_score(steps, values, last_n=2) == pytest.approx(4.0)
-    assert agg.steps_to_threshold(steps, values, 2.5) == 30
-    assert np.isnan(agg.steps_to_threshold(steps, values, 6.0))
+def test_final_is_the_last_evaluation():
+    assert agg.final_score([30, 10, 20, 40], [3.0, 1.0, 2.0, 5.0]) == 5.0
+    assert np.isnan(agg.final_score([], []))
+
+
+def test_steps_to_threshold_needs_the_threshold_held():
+    steps = [200, 400, 600, 800, 1000, 1200, 1400]
+    # a lucky 500 before any update, then the threshold held from 600 on for three evaluations
+    assert agg.steps_to_threshold(steps, [500, 14, 480, 490, 500, 20, 30], 475) == 600
+    assert np.isnan(agg.steps_to_threshold(steps, [500, 14, 9, 10, 11, 12, 14], 475))  # the seed-0 case
+    assert np.isnan(agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475))  # not yet held long enough
+    assert agg.steps_to_threshold(list(reversed(steps)), [9, 9, 9, 9, 480, 480, 480], 475) == 200  # sorted by step
+    assert agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475, window=2) == 1200
+
+
+def test_the_harness_uses_the_same_threshold_definition():
+    from lit_bench.train import steps_to_threshold
+
+    rows = [{"timesteps": str(t), "mean_return": str(v)} for t, v in zip([200, 400, 600, 800, 1000],
+                                                                           [500, 14, 480, 490, 500])]
+    assert steps_to_threshold(rows, 475.0) == 600
+    assert steps_to_threshold(rows[:2], 475.0) is None and steps_to_threshold(rows, None) is None
 
 
 def test_normalization():
@@ -67,3 +84,57 @@ def test_curves_on_grid_and_band():
     band = agg.curve_band(on_grid, n_boot=50)
     assert list(band["mean"]) == [4.0, 7.0] and list(band["n_runs"]) == [2, 2]
     assert (band["ci_low"] <= band["iqm"]).all() and (band["iqm"] <= band["ci_high"]).all()
+
+
+def test_paired_comparison_on_known_numbers():
+    lit = {s: float(v) for s, v in enumerate([1, 2, 3, 4, 5])}
+    better = agg.paired_comparison(lit, {s: v - 1 for s, v in lit.items()}, n_boot=200)
+    # IQM of 1..5 drops one value at each end: 3 vs 2; every paired resample differs by exactly 1
+    assert (better.lit_iqm, better.sb3_iqm, better.iqm_difference) == (3.0, 2.0, 1.0)
+    assert (better.ci_low, better.ci_high) == pytest.approx((1.0, 1.0))
+    assert (better.verdict, better.ci_flagged) == ("lit better", False)
+    # P(X > Y) + P(X = Y) / 2 over all 25 pairs: 15 greater, 4 ties
+    assert better.probability_of_improvement == pytest.approx((15 + 2) / 25)
+    assert better.differences == [1.0] * 5 and better.seeds == [0, 1, 2, 3, 4]
+    worse = agg.paired_comparison({s: v - 1 for s, v in lit.items()}, lit, n_boot=200)
+    assert worse.verdict == "lit worse" and worse.iqm_difference == pytest.approx(-1.0)
+    mixed = agg.paired_comparison(lit, {0: 2.0, 1: 1.0, 2: 4.0, 3: 3.0, 4: 5.0}, n_boot=500)
+    assert mixed.ci_low < 0 < mixed.ci_high and mixed.verdict == "indistinguishable"
+    few = agg.paired_comparison({0: 2.0, 1: 3.0, 9: 7.0}, {0: 1.0, 1: 1.0, 2: 0.0}, n_boot=50)
+    assert few.seeds == [0, 1] and few.ci_flagged and few.verdict == f"n<{agg.MIN_SEEDS_FOR_CI}"
+    assert agg.paired_comparison({0: 1.0}, {1: 1.0}) is None  # no shared seed: nothing to pair
+
+
+def test_paired_bootstrap_resamples_seeds_jointly():
+    x = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
+    # y = x - 3: independent resampling would give a wide interval; a paired one is exactly 3
+    assert agg.paired_bootstrap_ci(x, x - 3, np.mean, n_boot=300) == pytest.approx((3.0, 3.0, 3.0))
+    with pytest.raises(ValueError, match="same shape"):
+        agg.paired_bootstrap_ci(x, x[:3])
+
+
+def test_vectorized_iqm_bootstrap_matches_the_statistic():
+    scores = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    fast = agg.stratified_bootstrap_ci(scores, agg.iqm, n_boot=300, seed=1)
+    slow = agg.stratified_bootstrap_ci(scores, lambda v: agg.iqm(v), n_boot=300, seed=1)
+    assert fast == pytest.approx(slow)
+
+
+def test_ratio_spread():
+    assert agg.ratio_spread({0: 100.0, 1: 90.0, 2: 80.0}, {0: 100.0, 1: 100.0, 3: 1.0}) == pytest.approx(
+        (0.95, 0.9, 1.0))
+    assert all(np.isnan(agg.ratio_spread({0: 1.0}, {1: 1.0})))
+
+
+def test_rliable_scores_from_load_evaluations(tmp_path):
+    from lit_bench.analysis.load import load_evaluations
+
+    from .fixtures import make_sweep, write_run
+
+    make_sweep(tmp_path)
+    scores = agg.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))
+    assert set(scores) == {"ppo / lit", "ppo / sb3"}  # a2c has no completed run
+    np.testing.assert_array_equal(scores["ppo / lit"], [[480.0], [490.0], [500.0]])  # [runs, tasks]
+    write_run(tmp_path / "fixture_sweep", "ppo", "Pendulum", 0, "lit", [-900.0, -200.0], env_id="Pendulum-v1")
+    with pytest.raises(ValueError, match="different numbers of runs per env"):
+        agg.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))

@@ -22,4 +22,4 @@ def test_analysis_notebook_executes(tmp_path, monkeypatch):
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "ppo on CartPole: P(lit_sb3 > sb3) = " in printed
+    assert "ppo on CartPole: P(lit > sb3) = 1.00, IQM difference +20.0" in printed

@@ -1,4 +1,4 @@
-"""Plots render without a display and show the lines, bands and reference markers they promise."""
+"""Plots render without a display and show the lines, bands and reference markers they promise, nothing else."""
 
 from __future__ import annotations
 
@@ -9,36 +9,80 @@ import pandas as pd
 from lit_bench.analysis import plot
 
 
-def _band(scale: float) -> pd.DataFrame:
-    t = np.linspace(1000, 10000, 10)
+def _band(scale: float, n: int = 10) -> pd.DataFrame:
+    t = np.linspace(1000, 10000, n)
     iqm = scale * t / 100
     return pd.DataFrame({"timesteps": t, "iqm": iqm, "ci_low": iqm - 5, "ci_high": iqm + 5, "n_runs": 3})
 
 
-def test_learning_curves_have_lines_bands_and_reference(tmp_path):
+def _texts(ax) -> str:
+    return "\n".join(t.get_text() for t in ax.texts)
+
+
+def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
     ax = plot.new_axes()
-    ref_curve = pd.DataFrame({"timesteps": [2000, 8000], "mean_reward": [50.0, 90.0]})
-    references = {"ppo/lit_sb3": plot.ReferenceMark(95.0, 10000, "SB3 ppo", ref_curve),
-                  "a2c/lit_sb3": plot.ReferenceMark(80.0, 500_000, "SB3 a2c")}
-    plot.learning_curves(ax, {"ppo/lit_sb3": _band(1.0), "ppo/sb3": _band(0.9), "a2c/lit_sb3": _band(0.5)},
-                         references=references, threshold=80.0, title="CartPole-v1")
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert "ppo/lit_sb3 (IQM, n=3)" in labels and "ppo/sb3 (IQM, n=3)" in labels
-    assert "SB3 ppo: 95" in labels  # budget inside the plotted range: a star at the budget
-    assert "SB3 a2c: 80 at 500,000" in labels  # budget beyond it: a level line naming the budget
-    assert "SB3 ppo curve (1 seed)" in labels
-    assert len(ax.collections) >= 2  # the CI bands
+    ref_curve = pd.DataFrame({"timesteps": [2000, 8000, 50000], "mean_reward": [50.0, 90.0, 500.0]})
+    references = {"ppo / lit": plot.ReferenceMark(95.0, 10000, "SB3 ppo", ref_curve),
+                  "a2c / lit": plot.ReferenceMark(80.0, 500_000, "SB3 a2c")}
+    styles = {"ppo / lit": plot.backend_style("lit", "tab:blue"), "ppo / sb3": plot.backend_style("sb3", "tab:blue")}
+    plot.learning_curves(ax, {"ppo / lit": _band(1.0), "ppo / sb3": _band(0.9), "a2c / lit": _band(0.5)},
+                         styles=styles, references=references, threshold=80.0, title="CartPole-v1")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert {"ppo / lit (IQM, n=3)", "ppo / sb3 (IQM, n=3)", "SB3 ppo: 95 at 10k steps", "solved (80)",
+            "SB3 ppo eval curve (1 seed)"} <= set(lines)
+    # one colour per algorithm, the backend in the line style and marker
+    lit, sb3 = lines["ppo / lit (IQM, n=3)"], lines["ppo / sb3 (IQM, n=3)"]
+    assert lit.get_color() == sb3.get_color() and lit.get_linestyle() != sb3.get_linestyle()
+    assert lit.get_marker() != sb3.get_marker()
+    # the reference budget beyond the runs' steps is a note, not a legend entry with nothing drawn
+    assert not [label for label in lines if "a2c" in label and "SB3" in label]
+    assert "SB3 a2c: 80 at 500k steps (beyond these runs' budget)" in _texts(ax)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert all(label in lines for label in legend)
+    assert len(ax.collections) >= 3  # the CI bands
     ax.figure.savefig(tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 10_000
     plt.close(ax.figure)
 
 
-def test_interval_and_throughput_plots():
+def test_axis_fits_the_data_and_far_levels_become_notes():
+    ax = plot.learning_curves(plot.new_axes(), {"ppo / lit": _band(0.1)},  # returns 1 to 10
+                              references={"ppo / lit": plot.ReferenceMark(500.0, 5000, "SB3 ppo")}, threshold=475.0)
+    low, high = ax.get_ylim()
+    assert high < 50 and low > -10  # not 0-500 because of the reference
+    notes = _texts(ax)
+    assert "SB3 ppo: 500 at 5k steps (off the scale)" in notes and "solved threshold 475 (off the scale)" in notes
+    assert [line.get_label() for line in ax.get_lines()] == ["ppo / lit (IQM, n=3)"]
+    plt.close(ax.figure)
+
+
+def test_coinciding_curves_are_said_to_coincide():
+    styles = {"ppo / lit": plot.backend_style("lit", "C0"), "ppo / sb3": plot.backend_style("sb3", "C0")}
+    ax = plot.learning_curves(plot.new_axes(), {"ppo / lit": _band(1.0, 50), "ppo / sb3": _band(1.0, 50)},
+                              styles=styles)
+    assert "ppo / lit and ppo / sb3: the same curve" in _texts(ax)
+    lit, sb3 = ax.get_lines()
+    assert lit.get_markevery() != sb3.get_markevery()  # staggered markers: both visible
+    plt.close(ax.figure)
+
+
+def test_interval_throughput_and_comparison_plots():
     summary = pd.DataFrame({"label": ["a", "b"], "final_iqm": [1.0, 2.0], "ci_low": [0.5, 1.5],
-                            "ci_high": [1.5, 2.5], "reference": [1.2, 1.2], "fps": [100.0, 200.0]})
+                            "ci_high": [1.5, 2.5], "reference": [np.nan, np.nan], "fps": [100.0, 200.0],
+                            "fps_low": [90.0, 150.0], "fps_high": [120.0, 260.0], "note": ["= 0.50x SB3", ""]})
     ax = plot.final_scores(plot.new_axes(), summary)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
+    assert ax.get_legend() is None  # no reference drawn, no legend entry for it
     plt.close(ax.figure)
     ax = plot.throughput(plot.new_axes(), summary)
     assert len(ax.patches) == 2
+    assert [t.get_text() for t in ax.texts] == ["100/s  = 0.50x SB3", "200/s"]  # the numbers on the bars
+    assert ax.get_xlim()[1] > 260  # whiskers (min-max over seeds) and numbers fit
+    plt.close(ax.figure)
+    comparisons = pd.DataFrame({"label": ["ppo / CartPole"], "differences": [[1.0, -2.0, 3.0]],
+                                "iqm_difference": [0.7], "ci_low": [-2.0], "ci_high": [3.0], "ci_flagged": [True],
+                                "note": ["n=3"]})
+    ax = plot.paired_differences(plot.new_axes(), comparisons)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["ppo / CartPole"]
+    assert "under 5 seeds" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
     plt.close(ax.figure)

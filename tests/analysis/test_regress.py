@@ -12,8 +12,8 @@ from .fixtures import make_sweep
 
 @pytest.fixture
 def fixture_suite(tmp_path, monkeypatch):
-    make_sweep(tmp_path)
-    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out: tmp_path / "fixture_sweep")
+    make_sweep(tmp_path, sb3=False)
+    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out, launcher=None: [tmp_path / "fixture_sweep"])
     return tmp_path
 
 
@@ -23,14 +23,14 @@ def _baselines(path, threshold):
 
 
 def test_passes_when_thresholds_are_met(fixture_suite, capsys):
-    # the fixture's ppo/lit_sb3 final IQM is 310
-    assert regress.main(["--suite", "ci", "--baselines", str(_baselines(fixture_suite / "b.csv", 300.0))]) == 0
+    # the fixture's ppo/lit final IQM is 490 (last evaluations 480, 490, 500)
+    assert regress.main(["--suite", "ci", "--baselines", str(_baselines(fixture_suite / "b.csv", 480.0))]) == 0
     out = capsys.readouterr().out
     assert "1 passed, 0 failed" in out and "REGRESSION" not in out
 
 
 def test_fails_on_a_regression(fixture_suite, capsys):
-    assert regress.main(["--suite", "ci", "--baselines", str(_baselines(fixture_suite / "b.csv", 320.0))]) == 1
+    assert regress.main(["--suite", "ci", "--baselines", str(_baselines(fixture_suite / "b.csv", 495.0))]) == 1
     assert "REGRESSION" in capsys.readouterr().out
 
 

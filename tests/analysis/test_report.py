@@ -1,4 +1,5 @@
-"""The report CLI on a fixture sweep: every file written, the table right, references found."""
+"""The report on fixture sweeps: every file written, one "final", references at equal budgets, small-sample flags,
+runs grouped by sweep and config, and the paired lit-vs-SB3 comparison."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ import pandas as pd
 import pytest
 
 from lit_bench import report
-from lit_bench.analysis.load import load_evaluations, load_runs
-from lit_bench.analysis.reference import reference_curve, reference_score
+from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 
-from .fixtures import make_sweep
+from .fixtures import make_sweep, write_run
 
 
 def test_reference_lookup_maps_env_versions():
@@ -22,24 +22,102 @@ def test_reference_lookup_maps_env_versions():
     assert not curve.empty and curve.timesteps.is_monotonic_increasing
 
 
+def test_reference_at_the_runs_budget():
+    # the Zoo's PPO CartPole eval curve: 214.8 at 10k, 500 from 20k on; its benchmark: 500 at 100k
+    at_20k = reference_at_budget("ppo", "CartPole-v1", 20_000)
+    assert at_20k.score == pytest.approx(500.0) and at_20k.how == "Zoo eval curve (1 seed) at 20k"
+    assert "rl-trained-agents" in at_20k.source and "evaluations.npz" in at_20k.source
+    at_15k = reference_at_budget("ppo", "CartPole-v1", 15_000)
+    assert at_15k.score == pytest.approx((214.8 + 500.0) / 2) and "between 10k and 20k" in at_15k.how
+    benchmark = reference_at_budget("ppo", "CartPole-v1", 100_000)
+    assert benchmark.score == pytest.approx(500.0) and benchmark.how.startswith("Zoo benchmark")
+    assert reference_at_budget("ppo", "CartPole-v1", 3_000) is None  # before the curve's first point: no value
+    assert reference_at_budget("a2c", "CartPole-v1", 20_000).score == pytest.approx(203.2)
+
+
 def test_report_cli_writes_every_file(tmp_path, capsys):
     make_sweep(tmp_path)
     out = tmp_path / "report"
     report.main([str(tmp_path / "fixture_sweep*"), "--out", str(out)])
-    for name in ("summary.csv", "summary.md", "curves_CartPole.png", "curves_CartPole.pdf", "final_scores.png",
-                 "throughput.png"):
+    for name in ("summary.csv", "summary.md", "comparison.csv", "curves_CartPole.png", "curves_CartPole.pdf",
+                 "final_scores.png", "throughput.png", "comparison.png", "comparison.pdf"):
         assert (out / name).stat().st_size > 0, name
     summary = pd.read_csv(out / "summary.csv").set_index(["algo", "backend"])
-    ppo = summary.loc[("ppo", "lit_sb3")]
-    # final score per seed = mean of the last 3 evaluations: 293.33, 310, 326.67; the IQM of 3 values is their mean
-    assert ppo.final_iqm == pytest.approx(310.0)
-    assert ppo.ci_low <= 310.0 <= ppo.ci_high
-    assert ppo.seeds == 3 and ppo.solved_seeds == 3 and ppo.steps_to_threshold_median == 3000
-    assert ppo.sb3_reference == pytest.approx(500.0) and ppo.ratio_to_reference == pytest.approx(ppo.final_iqm / 500)
-    a2c = summary.loc[("a2c", "lit_sb3")]
+    ppo = summary.loc[("ppo", "lit")]
+    # final = the last evaluation: 480, 490, 500; the IQM of 3 values is their mean
+    assert ppo.final_iqm == pytest.approx(490.0) and ppo.ci_low <= 490.0 <= ppo.ci_high
+    # 475 is reached only at the last evaluation, never held for three: not "solved"
+    assert ppo.seeds == 3 and ppo.solved_seeds == 0 and pd.isna(ppo.steps_to_threshold_median)
+    # a 3k-step run has no SB3 value at its budget: the benchmark is shown with its budget, and no ratio
+    assert ppo.sb3_reference == pytest.approx(500.0) and pd.isna(ppo.ratio_to_reference)
+    a2c = summary.loc[("a2c", "lit")]
     assert a2c.failed == 1 and a2c.incomplete == 1 and a2c.seeds == 0 and pd.isna(a2c.final_iqm)
     text = capsys.readouterr().out
-    assert "| ppo | sb3 | CartPole | 3 (0) |" in text and "report written to" in text
+    assert "Final = the last evaluation, at the end of the budget" in text
+    assert "| ppo / sb3 | CartPole | 3 | 470.0 [470.0, 470.0]‡ | none at 3k | - | 500.0 @ 100k |" in text
+    assert "| a2c / lit | CartPole | 0 (1 failed, 1 incomplete) |" in text
+    assert "## lit vs SB3, paired by seed" in text and "report written to" in text
+
+
+def _equal_budget_sweep(root, n_seeds, *, budget=20_000, **identity):
+    for seed in range(n_seeds):
+        returns = [100.0] * 9 + [400.0 + 10 * seed]
+        write_run(root, "ppo", "CartPole", seed, "lit", returns, every=budget // 10, **identity)
+        write_run(root, "ppo", "CartPole", seed, "sb3", [r - 5 for r in returns], every=budget // 10, **identity)
+    return root
+
+
+def _tables(*paths):
+    _, summary, comparison = report.tables(paths)
+    return summary, comparison, report.markdown(summary, comparison)
+
+
+def test_ratio_is_taken_at_the_runs_own_budget(tmp_path):
+    summary, _, md = _tables(_equal_budget_sweep(tmp_path / "s", 5))
+    lit = summary.set_index("backend").loc["lit"]
+    assert lit.budget == 20_000 and lit.reference_at_budget == pytest.approx(500.0)
+    assert lit.ratio_to_reference == pytest.approx(lit.final_iqm / 500.0)
+    assert lit.reference_at_budget_how == "Zoo eval curve (1 seed) at 20k"
+    assert "[1] SB3 ppo on CartPole-v1 at 20k: Zoo eval curve (1 seed) at 20k (DLR-RM/rl-trained-agents@" in md
+
+
+def test_small_samples_are_flagged_and_single_runs_have_no_interval(tmp_path):
+    flagged, comparison, md = _tables(_equal_budget_sweep(tmp_path / "three", 3))
+    assert flagged.ci_flagged.all() and comparison.ci_flagged.all() and (comparison.verdict == "n<5").all()
+    assert "| 3 | 410.0 [400.0, 420.0]‡ |" in md and "+5.0 [+5.0, +5.0]‡ | 0.67 | n<5 |" in md
+    enough, comparison, md = _tables(_equal_budget_sweep(tmp_path / "five", 5))
+    assert not enough.ci_flagged.any() and comparison.verdict.item() == "lit better"
+    assert "]‡" not in md  # no interval flagged
+    single, comparison, md = _tables(_equal_budget_sweep(tmp_path / "one", 1))
+    assert single.ci_low.isna().all() and single.seeds.eq(1).all() and comparison.ci_low.isna().all()
+    assert "| 1 | 400.0 | 500.0 [1] |" in md and "| 0: +5.0 | +5.0 | 1.00 | n<5 |" in md
+
+
+def test_paired_comparison_table(tmp_path):
+    _, comparison, text = _tables(_equal_budget_sweep(tmp_path / "cmp", 5))
+    row = comparison.iloc[0]
+    # sb3 = lit - 5 on every seed: the paired difference is exactly 5, so is its whole CI: lit better
+    assert row.n == 5 and row.iqm_difference == pytest.approx(5.0)
+    assert row.ci_low == pytest.approx(5.0) and row.ci_high == pytest.approx(5.0) and row.verdict == "lit better"
+    assert row.probability_of_improvement > 0.5 and row.fps_ratio_median == pytest.approx(1.0)
+    assert "| ppo | CartPole | 5 | 420.0 | 415.0 | 0: +5.0, 1: +5.0, 2: +5.0, 3: +5.0, 4: +5.0 | +5.0 [+5.0, +5.0] |" \
+        in text and "| lit better | 1.00x |" in text
+
+
+def test_sweeps_and_configs_are_never_merged_by_seed(tmp_path):
+    # two sweeps with the same algo / env / seeds, and one sweep with two configs in nested variant dirs
+    _equal_budget_sweep(tmp_path / "A", 2, sweep="A")
+    _equal_budget_sweep(tmp_path / "B", 2, sweep="B")
+    for config_id, variant in (("c1", ""), ("c2", "learning_rate=0.001")):
+        for seed in range(2):
+            write_run(tmp_path / "hp", "ppo", "CartPole", seed, "lit", [1.0, 2.0 if config_id == "c1" else 3.0],
+                      subdir=variant or "default", sweep="hp", config_id=config_id, variant=variant)
+    summary, comparison, md = _tables(tmp_path / "A", tmp_path / "B", tmp_path / "hp")
+    assert len(summary) == 2 + 2 + 2 and summary.seeds.eq(2).all()  # never 4 "seeds" from two sweeps
+    hp = summary[summary.sweep == "hp"].set_index("variant")
+    assert hp.loc["", "final_iqm"] == 2.0 and hp.loc["learning_rate=0.001", "final_iqm"] == 3.0
+    assert "| ppo[learning_rate=0.001] / lit (hp) |" in md and "| ppo / sb3 (A) |" in md
+    assert sorted(comparison.sweep) == ["A", "B"] and comparison.n.eq(2).all()
 
 
 def test_summary_md_links_videos_where_runs_have_one(tmp_path):
@@ -47,8 +125,8 @@ def test_summary_md_links_videos_where_runs_have_one(tmp_path):
     out = tmp_path / "report"
 
     def table() -> list[str]:
-        summary = report.summary_table(load_runs([sweep]), load_evaluations([sweep]))
-        return report.markdown(summary, out).splitlines()
+        _, summary, _ = report.tables([sweep])
+        return [line for line in report.markdown(summary, None, out).splitlines() if line.startswith("|")]
 
     assert "video" not in table()[0]  # no run has a video: no column
     video = sweep / "ppo" / "CartPole" / "seed_1" / "video" / "final.mp4"
@@ -56,6 +134,6 @@ def test_summary_md_links_videos_where_runs_have_one(tmp_path):
     video.write_bytes(b"mp4")
     lines = table()
     assert lines[0].endswith("| video |")
-    ppo = next(line for line in lines if line.startswith("| ppo |"))
-    a2c = next(line for line in lines if line.startswith("| a2c |"))
+    ppo = next(line for line in lines if line.startswith("| ppo / lit |"))
+    a2c = next(line for line in lines if line.startswith("| a2c / lit |"))
     assert ppo.endswith("| [1](../fixture_sweep/ppo/CartPole/seed_1/video/final.mp4) |") and a2c.endswith("| - |")

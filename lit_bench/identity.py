@@ -1,0 +1,168 @@
+"""Run identity: which directory a configured run owns, and the ids the analysis groups runs by.
+
+A run is its config. The layout is defined here, once (Hydra's ``hydra.run.dir`` / ``hydra.sweep.subdir`` call
+``run_subdir`` through the ``${run_subdir:}`` resolver, and ``lit_bench.train`` calls it too)::
+
+    <out_dir>/<sweep>/<algo>[@<backend>]/<env>/seed_<n>                      the composed defaults
+    <out_dir>/<sweep>/<algo>[@<backend>]/<env>/<variant>-<config_id>/seed_<n>   any other config
+
+The defaults are what ``algo=<algo> env=<env> backend=<backend>`` composes (tuned ``algo_env`` values included).
+``variant`` is a readable slug of the keys that differ from them (``algo.learning_rate=0.001,budget=3000``);
+``config_id`` hashes the whole resolved config except the seed and the keys in ``NOT_IDENTITY``, so every seed of a
+config shares it, and two configs never share a directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+# How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
+NOT_IDENTITY = ("force", "objective", "out_dir", "sweep")
+ID_CHARS = 10
+SLUG_MAX = 80  # characters of the readable part of a directory name; the config_id keeps longer ones distinct
+_VARIANT_DIR = re.compile(rf"-[0-9a-f]{{{ID_CHARS}}}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]+")
+_defaults_cache: dict[tuple[str, ...], dict[str, Any]] = {}
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    subdir: Path           # relative to <out_dir>/<sweep>
+    config_id: str         # the config without its seed
+    config_hash: str       # the config with its seed
+    variant: str           # "" for the composed defaults
+    overrides: list[str]   # key=value of every difference from the composed defaults
+
+
+def resolved(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config as plain data, without Hydra's own node."""
+    keys = [str(k) for k in cfg if k != "hydra"]
+    container = OmegaConf.to_container(OmegaConf.masked_copy(cfg, keys), resolve=True)
+    assert isinstance(container, dict)
+    return container
+
+
+def _digest(data: Any, chars: int) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:chars]
+
+
+def _identity(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k not in (*NOT_IDENTITY, "seed", "hydra")}
+
+
+def config_id(config: dict[str, Any]) -> str:
+    return _digest(_identity(config), ID_CHARS)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return _digest({**_identity(config), "seed": config.get("seed")}, 16)
+
+
+def differences(config: Any, defaults: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of every leaf where ``config`` differs from ``defaults``; removed keys get ``~key``."""
+    if not (isinstance(config, dict) and isinstance(defaults, dict)):
+        return [] if config == defaults else [(prefix, config)]
+    found: list[tuple[str, Any]] = []
+    for key in sorted(set(config) | set(defaults), key=str):
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if key not in config:
+            found.append((f"~{path}", None))
+        elif key not in defaults:
+            found.append((path, config[key]))
+        else:
+            found += differences(config[key], defaults[key], path)
+    return found
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, separators=(",", ":"))
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, str) and "." in value and " " not in value:
+        return value.rsplit(".", 1)[-1]  # a class path: its name
+    if isinstance(value, dict) and "_target_" in value:
+        return _short(value["_target_"])
+    if isinstance(value, list) and value:
+        return "+".join(_short(v) for v in value)
+    return _text(value)[:24]
+
+
+def slug(diffs: list[tuple[str, Any]]) -> str:
+    """A path-safe, readable name for a list of differences (about ``SLUG_MAX`` characters at most)."""
+    parts = [f"{key[1:]}=deleted" if key.startswith("~") else f"{key}={_short(value)}" for key, value in diffs]
+    parts = [_UNSAFE.sub("_", p)[: SLUG_MAX - 4] for p in parts]
+    kept = parts[:1]
+    for part in parts[1:]:
+        if len(",".join([*kept, part])) > SLUG_MAX - 4:  # room for ",+NN"
+            return ",".join([*kept, f"+{len(parts) - len(kept)}"])
+        kept.append(part)
+    return ",".join(kept)
+
+
+def _compose_defaults(config_name: str, overrides: list[str]) -> dict[str, Any]:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():  # inside run.py: Hydra's own search path
+        return resolved(compose(config_name, overrides=overrides))
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # run(cfg) called from Python
+        return resolved(compose(config_name, overrides=overrides))
+
+
+def composed_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """The config ``algo=<algo> env=<env> backend=<backend>`` composes, without any other override (cached)."""
+    config_name = "config"
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        config_name = HydraConfig.get().job.config_name or config_name
+    except ValueError:  # HydraConfig not set
+        pass
+    overrides = [f"algo={config['algo_name']}", f"env={config['env_name']}", f"backend={config['backend']}"]
+    key = (config_name, *overrides)
+    if key not in _defaults_cache:
+        _defaults_cache[key] = _compose_defaults(config_name, overrides)
+    return _defaults_cache[key]
+
+
+def identify(cfg: DictConfig | dict[str, Any]) -> RunIdentity:
+    config = resolved(cfg) if isinstance(cfg, DictConfig) else cfg
+    diffs = differences(_identity(config), _identity(composed_defaults(config)))
+    cid = config_id(config)
+    variant = slug(diffs) if diffs else ""
+    subdir = Path(str(config["algo_dir"])) / str(config["env_name"])
+    if variant:
+        subdir /= f"{variant}-{cid}"
+    return RunIdentity(
+        subdir=subdir / f"seed_{config['seed']}", config_id=cid, config_hash=config_hash(config), variant=variant,
+        overrides=[key if key.startswith("~") else f"{key}={_text(value)}" for key, value in diffs],
+    )
+
+
+def run_subdir(_root_: DictConfig) -> str:
+    """``${run_subdir:}``: the run's directory relative to ``<out_dir>/<sweep>`` (for Hydra's own dirs)."""
+    return str(identify(_root_).subdir)
+
+
+def parse_run_path(run_dir: Path) -> dict[str, Any]:
+    """algo / env / seed / sweep / variant of a run directory from its path (for runs without ``summary.json``)."""
+    parts = list(run_dir.parts)
+    seed = parts.pop()[len("seed_"):] if parts and parts[-1].startswith("seed_") else None
+    variant = ""
+    if parts and _VARIANT_DIR.search(parts[-1]):
+        variant = _VARIANT_DIR.sub("", parts.pop())
+    found: dict[str, Any] = {"seed": int(seed) if seed and seed.isdigit() else None, "variant": variant}
+    for key in ("env", "algo", "sweep"):
+        found[key] = parts.pop() if parts else None
+    return found
