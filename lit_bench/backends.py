@@ -50,13 +50,17 @@ class Job:
 
 def algorithm_kwargs(job: Job, backend: str) -> dict[str, Any]:
     """The algo config's arguments as Python objects (schedules, classes); action noise sized to the env."""
-    node = OmegaConf.to_container(job.cfg.algo, resolve=True)
+    return algorithm_kwargs_for(job.cfg.algo, job.train_env.action_space, backend)
+
+
+def algorithm_kwargs_for(algo_cfg: DictConfig, action_space: spaces.Space, backend: str) -> dict[str, Any]:
+    """:func:`algorithm_kwargs` from the algo config node and the env's action space alone."""
+    node = OmegaConf.to_container(algo_cfg, resolve=True)
     assert isinstance(node, dict)
     node = {k: v for k, v in node.items() if not (k.startswith("_") and k.endswith("_"))}
     kwargs: dict[str, Any] = instantiate(node, _convert_="all")
     noise = kwargs.get("action_noise")
     if isinstance(noise, functools.partial):
-        action_space = job.train_env.action_space
         if not isinstance(action_space, spaces.Box):
             raise ConfigError(f"algo.action_noise: needs Box actions, the env has {type(action_space).__name__}")
         kwargs["action_noise"] = noise(n_actions=int(action_space.shape[-1]))
@@ -175,4 +179,4 @@ def _resume_sb3(job: Job, model: Any) -> None:
 
 BACKENDS = {"lit": train_lit, "sb3": train_sb3}
 
-__all__ = ["BACKENDS", "Job", "MetricsCSV", "algorithm_kwargs"]
+__all__ = ["BACKENDS", "Job", "MetricsCSV", "algorithm_kwargs", "algorithm_kwargs_for"]

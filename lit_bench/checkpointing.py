@@ -205,6 +205,9 @@ class LitCheckpoint(L.Callback):
         if isinstance(pl_module, OffPolicyAlgorithm) and self.boundaries.crossed(pl_module.num_timesteps):
             self.save(trainer, pl_module)
 
+    def on_train_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self.save(trainer, pl_module)  # the final model, as SB3Checkpoint keeps it (what enjoy --checkpoint last loads)
+
     def save(self, trainer: L.Trainer, pl_module: Any) -> None:
         if pl_module.num_timesteps == self.saved_at:
             return

@@ -79,18 +79,22 @@ def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any]
     return kwargs
 
 
-def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None) -> tuple[VecEnv, VecEnv]:
+def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None,
+              render_mode: str | None = None) -> tuple[VecEnv, VecEnv]:
     """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
 
     Both have the same wrappers; SB3's ``Monitor`` sits innermost (``make_vec_env``), so evaluation scores are
     whole episodes of the unwrapped env with raw rewards (Atari: full games over all lives, unclipped), as in the RL
     Zoo. The evaluation env normalizes observations with the training statistics (synced before each evaluation).
     VecNormalize is the outermost wrapper (the RL Zoo puts it below the frame stack; with ``norm_obs: false``, as
-    its image envs use, the order makes no difference).
+    its image envs use, the order makes no difference). ``render_mode`` (e.g. "rgb_array" for videos) applies to the
+    evaluation env only.
     """
     source = env_source(env_cfg, env_name)
     common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": _wrapper_class(env_cfg)}
     train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common), env_cfg)
+    if render_mode is not None:
+        common["env_kwargs"] = {**common["env_kwargs"], "render_mode": render_mode}
     evaluation = wrap_vec_env(make_vec_env(source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, **common), env_cfg)
     norm = normalize_kwargs(env_cfg, gamma)
     if norm is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
 from lit_bench.analysis.load import EVALUATIONS_NPZ, read_evaluations_npz
 from lit_bench.rundir import RunDir, atomic_write
+from lit_bench.video import EvalVideo, recording
 
 
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
@@ -42,10 +45,13 @@ class PeriodicEval(BaseCallback):
     :param wall_time_offset: wall time already spent before this process (resumed runs)
     :param seed: the evaluation env is reset with this seed before every evaluation, so that each evaluation sees
         the same episodes whatever ran before it (a resumed run scores exactly like an uninterrupted one)
+    :param video: which evaluations record their first episode (None: none)
+    :param on_evaluated: called with ``(model, row)`` after each evaluation (e.g. the best-model checkpoint)
     """
 
     def __init__(self, eval_env: VecEnv, run: RunDir, every: int, episodes: int, deterministic: bool,
-                 wall_time_offset: float = 0.0, seed: int | None = None) -> None:
+                 wall_time_offset: float = 0.0, seed: int | None = None, video: EvalVideo | None = None,
+                 on_evaluated: Sequence[Callable[[Any, dict[str, Any]], None]] = ()) -> None:
         super().__init__(verbose=0)
         self.eval_env = eval_env
         self.run = run
@@ -60,6 +66,8 @@ class PeriodicEval(BaseCallback):
         self.steps_at_start = 0
         self.next_eval = every
         self.last_row: dict[str, Any] | None = None
+        self.video = video
+        self.on_evaluated = list(on_evaluated)
         # per-episode history, continued on resume for the evaluations eval.csv still holds (it was cut at the
         # checkpoint before this callback was made)
         kept = {float(r["timesteps"]) for r in run.eval_rows()}
@@ -100,11 +108,13 @@ class PeriodicEval(BaseCallback):
             if local.get("done") and "is_success" in local.get("info", {}):
                 successes.append(float(local["info"]["is_success"]))
 
-        returns, lengths = evaluate_episodes(model, self.eval_env, n_eval_episodes=self.episodes,
-                                             deterministic=self.deterministic, return_episode_rewards=True,
-                                             callback=record_success)
-        self.eval_seconds += time.perf_counter() - begin
         timesteps = int(model.num_timesteps)
+        video_path = self.video.path_for(timesteps) if self.video is not None else None
+        with recording(video_path, self.eval_env) if video_path else nullcontext(self.eval_env) as env:
+            returns, lengths = evaluate_episodes(model, env, n_eval_episodes=self.episodes,
+                                                 deterministic=self.deterministic, return_episode_rewards=True,
+                                                 callback=record_success)
+        self.eval_seconds += time.perf_counter() - begin
         row = {
             "timesteps": timesteps,
             "wall_time_s": round(self.wall_time(), 3),
@@ -119,6 +129,8 @@ class PeriodicEval(BaseCallback):
         self._append_history(timesteps, returns, lengths, successes)
         self._log(row, successes)
         self.last_row = row
+        for hook in self.on_evaluated:
+            hook(model, row)
         return row
 
     def _append_history(self, timesteps: int, returns: list[float], lengths: list[int],

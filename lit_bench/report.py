@@ -26,6 +26,7 @@ from lit_bench.analysis import plot
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 from lit_bench.rundir import atomic_write, atomic_write_text
+from lit_bench.video import video_links
 
 GROUP = ["sweep", "algo", "backend", "env", "config_id"]  # one row per config: all its seeds, nothing else
 PAIR = ["sweep", "algo", "env", "variant"]  # lit and SB3 runs of the same config (the backend is not a variant)
@@ -100,6 +101,8 @@ def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> 
             "reference_at_budget_how": at_budget.how if at_budget else None,
             "reference_at_budget_source": at_budget.source if at_budget else None,
             "ratio_to_reference": point / at_budget.score if at_budget and at_budget.score else np.nan,
+            "videos": " ".join(str(v) for v in (Path(d) / "video" / "final.mp4" for d in group_runs.run_dir)
+                               if v.is_file()),
         })
     return pd.DataFrame(rows)
 
@@ -147,16 +150,19 @@ def label(row: pd.Series | tuple, several_sweeps: bool, *, backend: bool = True)
     return text + (f" ({row.sweep})" if several_sweeps else "")
 
 
-def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None) -> str:
-    """The summary (and the lit-vs-SB3 comparison) as Markdown a person can read."""
+def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, links_from: Path | None = None) -> str:
+    """The summary (and the lit-vs-SB3 comparison) as Markdown a person can read; runs with a ``video/final.mp4``
+    get links in a ``video`` column (relative to ``links_from`` when given)."""
     several = summary.sweep.nunique() > 1
+    videos = summary.get("videos", pd.Series("", index=summary.index)).fillna("")
+    video_column = bool(videos.str.len().gt(0).any())
     lines = [
         f"Final = {agg.FINAL}; IQM across seeds [95% stratified bootstrap CI]; n = seeds with a final score; "
         f"{FLAG} = under {agg.MIN_SEEDS_FOR_CI} seeds, the CI is little more than the range of the scores.",
         "",
         "| run | env | n (other runs) | final IQM [95% CI] | SB3 at this budget | ratio | SB3 benchmark | "
-        "steps to threshold (solved / runs) | env steps/s (min-max) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "steps to threshold (solved / runs) | env steps/s (min-max) |" + " video |" * video_column,
+        "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
     ]
     sources = {}
     for r in summary.itertuples():
@@ -178,6 +184,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None) -> s
         lines.append(
             f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
             f"{_fmt(r.ratio_to_reference, '.2f')} | {bench} | {to_threshold} | {_fps(r)} |"
+            + f" {video_links(videos[r.Index], links_from)} |" * video_column
         )
     lines.append("")
     lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
@@ -365,7 +372,7 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> tuple[pd
     evals, summary, comparison = tables(paths, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
-    atomic_write_text(out / "summary.md", markdown(summary, comparison))
+    atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
     figures(evals, summary, out, comparison=comparison, seed=seed)

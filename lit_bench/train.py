@@ -23,8 +23,10 @@ from typing import Any
 import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from lit_bench.analysis import aggregate
+from lit_bench.best import BestCheckpoint
 from lit_bench.checkpointing import resume_point
 from lit_bench.checks import (
     ConfigError,
@@ -43,6 +45,7 @@ from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.signals import Interrupted
+from lit_bench.video import check_eval_video, eval_video
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
 _REPO = Path(__file__).resolve().parents[1]
@@ -120,6 +123,7 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
         raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
     if int(cfg.eval.episodes) <= 0:
         raise ConfigError(f"eval.episodes={cfg.eval.episodes}: must be >= 1")
+    check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
     check_objective(cfg.objective)
     return algo_cls, budget
 
@@ -203,18 +207,22 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     train_env = eval_env = None
     try:
         algo_gamma = cfg.algo.get("gamma")
-        train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), algo_gamma)
-        check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         every = int(cfg.eval.every or max(budget // 10, 1))
+        video = eval_video(cfg.eval, run_dir.root / "video", budget, every)
+        train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), algo_gamma,
+                                        render_mode="rgb_array" if video else None)
+        check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
                                  wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
-                                 seed=int(cfg.seed) + EVAL_SEED_OFFSET)
+                                 seed=int(cfg.seed) + EVAL_SEED_OFFSET, video=video,
+                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)])
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         model = BACKENDS[str(cfg.backend)](job)
         run_dir.merge_metrics()
         last = evaluator.last_row
         if last is None or int(last["timesteps"]) < model.num_timesteps:
+            sync_envs_normalization(train_env, eval_env)  # a lit model has let go of its training env by now
             last = evaluator.evaluate(model)  # the final score is always measured at the end of the budget
         rows = run_dir.eval_rows()
         summary.update(

@@ -118,3 +118,22 @@ def test_sweeps_and_configs_are_never_merged_by_seed(tmp_path):
     assert hp.loc["", "final_iqm"] == 2.0 and hp.loc["learning_rate=0.001", "final_iqm"] == 3.0
     assert "| ppo[learning_rate=0.001] / lit (hp) |" in md and "| ppo / sb3 (A) |" in md
     assert sorted(comparison.sweep) == ["A", "B"] and comparison.n.eq(2).all()
+
+
+def test_summary_md_links_videos_where_runs_have_one(tmp_path):
+    sweep = make_sweep(tmp_path) / "fixture_sweep"
+    out = tmp_path / "report"
+
+    def table() -> list[str]:
+        _, summary, _ = report.tables([sweep])
+        return [line for line in report.markdown(summary, None, out).splitlines() if line.startswith("|")]
+
+    assert "video" not in table()[0]  # no run has a video: no column
+    video = sweep / "ppo" / "CartPole" / "seed_1" / "video" / "final.mp4"
+    video.parent.mkdir()
+    video.write_bytes(b"mp4")
+    lines = table()
+    assert lines[0].endswith("| video |")
+    ppo = next(line for line in lines if line.startswith("| ppo / lit |"))
+    a2c = next(line for line in lines if line.startswith("| a2c / lit |"))
+    assert ppo.endswith("| [1](../fixture_sweep/ppo/CartPole/seed_1/video/final.mp4) |") and a2c.endswith("| - |")

@@ -1,0 +1,78 @@
+"""The best-model checkpoint: after each evaluation that beats every earlier one, keep the model (as SB3's
+``EvalCallback`` keeps ``best_model.zip``), with the VecNormalize statistics it was evaluated with.
+
+Files in ``checkpoints/``: ``best.ckpt`` (lit: weights and hyperparameters, no optimizer or replay buffer) or
+``best.zip`` (sb3), ``best_vecnormalize.pkl`` when the env is normalized, then ``best.json`` (timesteps,
+mean_return) last: each is written to a temporary file and moved into place.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
+
+BEST_FILES = {"lit": "best.ckpt", "sb3": "best.zip"}
+LAST_FILES = {"lit": "last.ckpt", "sb3": "last.zip"}
+BEST_VECNORMALIZE = "best_vecnormalize.pkl"
+BEST_STATE = "best.json"
+
+
+def best_state(run: RunDir) -> dict[str, Any] | None:
+    """``{"timesteps", "mean_return"}`` of the kept best model, or None when there is none yet."""
+    try:
+        return json.loads((run.checkpoints / BEST_STATE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def checkpoint_files(run: RunDir, backend: str, which: str) -> tuple[Path, Path]:
+    """(model file, VecNormalize statistics file) of the ``last`` or ``best`` checkpoint of a run."""
+    names = BEST_FILES if which == "best" else LAST_FILES
+    vecnormalize = run.checkpoints / BEST_VECNORMALIZE if which == "best" else run.vecnormalize
+    return run.checkpoints / names[backend], vecnormalize
+
+
+class BestCheckpoint:
+    """``PeriodicEval`` hook: save the model when an evaluation's mean return beats the best so far, with the
+    VecNormalize statistics of ``eval_env`` (those the evaluation used).
+
+    The best score so far is read back from ``best.json``, so a resumed run keeps its earlier best.
+    """
+
+    def __init__(self, run: RunDir, backend: str, eval_env: VecEnv) -> None:
+        self.run = run
+        self.backend = backend
+        self.eval_env = eval_env
+        state = best_state(run)
+        self.best = float(state["mean_return"]) if state else -math.inf
+
+    def __call__(self, model: Any, row: dict[str, Any]) -> None:
+        if float(row["mean_return"]) <= self.best:
+            return
+        self.best = float(row["mean_return"])
+        model_path, vecnormalize_path = checkpoint_files(self.run, self.backend, "best")
+        env = self.eval_env
+        if isinstance(env, VecNormalize):
+            atomic_write(vecnormalize_path, lambda tmp: env.save(str(tmp)))
+        atomic_write(model_path, lambda tmp: self._save_model(model, tmp))
+        atomic_write_json(self.run.checkpoints / BEST_STATE,
+                          {"timesteps": int(row["timesteps"]), "mean_return": self.best})
+
+    def _save_model(self, model: Any, path: Path) -> None:
+        if self.backend == "sb3":
+            model.save(str(path))  # SB3 leaves the replay buffer out of its zips
+            return
+        keep_buffer = getattr(model, "checkpoint_replay_buffer", False)
+        if keep_buffer:
+            model.checkpoint_replay_buffer = False  # a model to watch, not to resume from: no replay buffer
+        try:
+            model.trainer.save_checkpoint(str(path), weights_only=True)
+        finally:
+            if keep_buffer:
+                model.checkpoint_replay_buffer = True

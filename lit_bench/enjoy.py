@@ -1,0 +1,219 @@
+"""Watch a trained run: rebuild its evaluation env, load its checkpoint, play episodes, optionally write a video.
+
+    python -m lit_bench.enjoy <run_dir> [--episodes N] [--deterministic|--stochastic] [--video out.mp4]
+                              [--checkpoint last|best] [--render human] [--trust]
+
+The env is the run's own evaluation env (``config.yaml``: env id or factory, kwargs, wrappers, seed), with the
+VecNormalize statistics saved next to the checkpoint, frozen. Both backends load: ``lit`` runs from their Lightning
+``.ckpt`` (``weights_only=True``), ``sb3`` runs from their SB3 zip with every pickled (``:serialized:``) entry
+rebuilt from the run's config instead of unpickled. ``--trust`` unpickles everything (only for run dirs you trust).
+Action masks (MaskablePPO) and LSTM states (RecurrentPPO) are handled by SB3's / sb3-contrib's evaluation loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import io
+import json
+import pickle
+import re
+import sys
+import warnings
+import zipfile
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from lit_bench.best import checkpoint_files
+from lit_bench.checks import ConfigError, algorithm_class
+from lit_bench.envs import make_envs
+from lit_bench.evaluation import evaluate_episodes
+from lit_bench.rundir import RunDir
+from lit_bench.video import check_renderable, check_video_deps, recording
+
+CHECKPOINTS = ("last", "best")
+RENDER_MODES = ("human",)
+
+# What a VecNormalize pickle may reference: its own class, running statistics, numpy arrays and RNGs, spaces.
+_VECNORMALIZE_GLOBALS = {
+    "stable_baselines3.common.vec_env.vec_normalize": {"VecNormalize"},
+    "stable_baselines3.common.running_mean_std": {"RunningMeanStd"},
+    "numpy": {"ndarray", "dtype"},
+    "numpy.core.multiarray": {"_reconstruct", "scalar"},
+    "numpy._core.multiarray": {"_reconstruct", "scalar"},
+    "numpy.random._pickle": {"__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor"},
+    "numpy.random._pcg64": {"PCG64"},
+    "numpy.random.bit_generator": {"SeedSequence", "__pyx_unpickle_SeedSequence"},
+    "collections": {"OrderedDict"},
+}
+_VECNORMALIZE_MODULE_PREFIXES = ("numpy.dtypes", "gymnasium.spaces.")
+
+
+class EnjoyError(Exception):
+    """A mistake or a refused file: printed as one line, exit code 2."""
+
+
+@dataclass
+class Episode:
+    ret: float
+    length: int
+
+
+def load_config(run: RunDir) -> DictConfig:
+    if not run.config.is_file():
+        raise EnjoyError(f"run_dir: {run.root} has no config.yaml (is it a lit_bench run directory?)")
+    return OmegaConf.create(yaml.safe_load(run.config.read_text()))
+
+
+class _VecNormalizeUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if name in _VECNORMALIZE_GLOBALS.get(module, ()) or module.startswith(_VECNORMALIZE_MODULE_PREFIXES):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not a VecNormalize statistic")
+
+
+def load_vecnormalize(path: Path, env: VecNormalize, trust: bool = False) -> None:
+    """Copy the saved observation/return statistics into ``env`` (frozen), unpickling only plain data unless trusted."""
+    if not path.is_file():
+        raise EnjoyError(f"vecnormalize: the run normalizes observations but {path} is missing")
+    data = path.read_bytes()
+    try:
+        saved = pickle.loads(data) if trust else _VecNormalizeUnpickler(io.BytesIO(data)).load()
+    except pickle.UnpicklingError as error:
+        raise EnjoyError(f"vecnormalize: {path} refused ({error}); rerun with --trust if you trust this run") from None
+    env.obs_rms, env.ret_rms = saved.obs_rms, saved.ret_rms
+    env.training, env.norm_reward = False, False
+
+
+def make_eval_env(cfg: DictConfig, vecnormalize: Path | None = None, render_mode: str | None = None,
+                  trust: bool = False) -> VecEnv:
+    """The run's evaluation env, built as the harness built it (same factory, wrappers, kwargs and seed)."""
+    train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
+                                    render_mode=render_mode)
+    train_env.close()
+    if isinstance(eval_env, VecNormalize):
+        if vecnormalize is None:
+            raise EnjoyError("vecnormalize: the run normalizes observations; give its statistics file")
+        load_vecnormalize(vecnormalize, eval_env, trust)
+    return eval_env
+
+
+def load_lit(cls: type, path: Path, trust: bool) -> Any:
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*Skipping '.*' parameter because.*")
+            return cls.load_from_checkpoint(str(path), map_location="cpu", weights_only=not trust)
+    except pickle.UnpicklingError as error:
+        refused = re.search(r"GLOBAL (\S+)", str(error))
+        what = refused.group(1) if refused else "objects"
+        raise EnjoyError(f"checkpoint: {path} holds {what}, which torch.load(weights_only=True) refuses; "
+                         f"rerun with --trust if you trust this run") from None
+
+
+def _serialized_keys(path: Path) -> list[str]:
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data"))
+    return [key for key, value in data.items() if isinstance(value, dict) and ":serialized:" in value]
+
+
+def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dict[str, Any]:
+    """``custom_objects`` for SB3's ``load`` replacing each pickled entry of the zip: spaces from the env, the
+    policy class from its alias, hyperparameters from the run's config (their defaults otherwise); what ``load``
+    recomputes itself (schedules, train_freq) gets its config value or None."""
+    from lit_bench.backends import algorithm_kwargs_for
+
+    kwargs = algorithm_kwargs_for(cfg.algo, env.action_space, "sb3")
+    defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    known = {"observation_space": env.observation_space, "action_space": env.action_space,
+             "policy_class": cls.policy_aliases.get(str(cfg.algo.policy), cfg.algo.policy)}
+    return {key: known.get(key, kwargs.get(key, defaults.get(key))) for key in _serialized_keys(path)}
+
+
+def load_sb3(cls: type, cfg: DictConfig, path: Path, env: VecEnv, trust: bool) -> Any:
+    custom = None if trust else safe_sb3_objects(cls, cfg, path, env)
+    return cls.load(str(path), device="cpu", custom_objects=custom)
+
+
+def load_model(run: RunDir, cfg: DictConfig, checkpoint: str, env: VecEnv, trust: bool = False) -> Any:
+    backend = str(cfg.backend)
+    cls = algorithm_class(str(cfg.algo._target_), backend)
+    path, _ = checkpoint_files(run, backend, checkpoint)
+    if not path.is_file():
+        hint = " (runs record it from this version on)" if checkpoint == "best" else ""
+        raise EnjoyError(f"checkpoint={checkpoint}: {path} does not exist{hint}")
+    return load_sb3(cls, cfg, path, env, trust) if backend == "sb3" else load_lit(cls, path, trust)
+
+
+def play(model: Any, env: VecEnv, episodes: int, deterministic: bool) -> list[Episode]:
+    """``episodes`` episodes with the harness's own evaluation loop (masks, LSTM states and episode starts)."""
+    returns, lengths = evaluate_episodes(model, env, n_eval_episodes=episodes, deterministic=deterministic,
+                                         return_episode_rewards=True, warn=False)
+    return [Episode(float(r), int(n)) for r, n in zip(returns, lengths)]
+
+
+def enjoy(run_dir: str | Path, episodes: int = 3, deterministic: bool | None = None, video: str | Path | None = None,
+          checkpoint: str = "last", render: str | None = None, trust: bool = False) -> list[Episode]:
+    """Play ``episodes`` episodes of a run's checkpoint on its evaluation env; write ``video`` when given."""
+    if checkpoint not in CHECKPOINTS:
+        raise EnjoyError(f"--checkpoint={checkpoint}: choose one of {', '.join(CHECKPOINTS)}")
+    if render is not None and render not in RENDER_MODES:
+        raise EnjoyError(f"--render={render}: choose one of {', '.join(RENDER_MODES)}")
+    if render is not None and video is not None:
+        raise EnjoyError("--render and --video: choose one (an env renders to a window or to frames)")
+    if episodes < 1:
+        raise EnjoyError(f"--episodes={episodes}: must be >= 1")
+    if video is not None:
+        check_video_deps(video)
+    run = RunDir(run_dir)
+    cfg = load_config(run)
+    if deterministic is None:
+        deterministic = bool(cfg.eval.deterministic)
+    if video is not None:
+        check_renderable(cfg.env, str(cfg.env_name))
+    _, vecnormalize = checkpoint_files(run, str(cfg.backend), checkpoint)
+    env = make_eval_env(cfg, vecnormalize, render_mode="rgb_array" if video is not None else render, trust=trust)
+    try:
+        model = load_model(run, cfg, checkpoint, env, trust)
+        with recording(video, env, episodes) if video is not None else nullcontext(env) as played_env:
+            played = play(model, played_env, episodes, deterministic)
+    finally:
+        env.close()
+    return played
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lit_bench.enjoy", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="a run directory (holds config.yaml and checkpoints/)")
+    parser.add_argument("--episodes", type=int, default=3, help="episodes to play (default 3)")
+    parser.add_argument("--deterministic", dest="deterministic", action="store_true", default=None,
+                        help="act deterministically (default: as the run's evaluations did)")
+    parser.add_argument("--stochastic", dest="deterministic", action="store_false", help="sample actions")
+    parser.add_argument("--video", default=None, help="write the episodes to this .mp4 or .gif")
+    parser.add_argument("--checkpoint", default="last", help=f"which checkpoint: {', '.join(CHECKPOINTS)}")
+    parser.add_argument("--render", default=None, help="show the episodes in a window: human")
+    parser.add_argument("--trust", action="store_true",
+                        help="unpickle everything in the run's files (only for run directories you trust)")
+    args = parser.parse_args(argv)
+    try:
+        played = enjoy(args.run_dir, args.episodes, args.deterministic, args.video, args.checkpoint, args.render,
+                       args.trust)
+    except (EnjoyError, ConfigError) as error:
+        print(f"enjoy: {error}", file=sys.stderr)
+        return 2
+    for i, episode in enumerate(played):
+        print(f"episode {i + 1}: return {episode.ret:.2f}, length {episode.length}")
+    mean = sum(e.ret for e in played) / len(played)
+    print(f"mean return {mean:.2f} over {len(played)} episodes" + (f"; video: {args.video}" if args.video else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

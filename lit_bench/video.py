@@ -1,0 +1,176 @@
+"""Frames of evaluation episodes, written as mp4 (or GIF): ``enjoy --video`` and the harness's ``eval.video=true``.
+
+Frames come from the env's own ``render()`` (``render_mode="rgb_array"``); MuJoCo renders headless with
+``MUJOCO_GL=egl``, classic control needs pygame. Writing needs the ``video`` extra (imageio + imageio-ffmpeg).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+from lit_bench.checks import ConfigError
+
+EXTRA = "video"
+VIDEO_SUFFIXES = (".mp4", ".gif")
+DEFAULT_FPS = 30
+
+
+def headless_rendering() -> None:
+    """MuJoCo renders through EGL when no display exists (call before MuJoCo is imported); a user's choice wins."""
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
+        os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def check_video_deps(path: str | Path) -> None:
+    """One line naming the extra when a module the video needs is missing (checked before any training)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in VIDEO_SUFFIXES:
+        raise ConfigError(f"video: {path} must end in {' or '.join(VIDEO_SUFFIXES)}")
+    needed = ["imageio", "imageio_ffmpeg"] if suffix == ".mp4" else ["imageio", "PIL"]
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"video: {', '.join(missing)} not installed; install the extra: pip install -e '.[{EXTRA}]'")
+
+
+def check_renderable(env_cfg: Any, env_name: str) -> None:
+    """The configured env must offer ``rgb_array`` rendering (checked on one throwaway instance, before training)."""
+    from lit_bench.envs import env_source
+
+    headless_rendering()
+    source, kwargs = env_source(env_cfg, env_name), dict(env_cfg.get("kwargs") or {})
+    env = gym.make(source, **kwargs) if isinstance(source, str) else source(**kwargs)
+    try:
+        modes = env.metadata.get("render_modes") or []
+    finally:
+        env.close()
+    if "rgb_array" not in modes:
+        raise ConfigError(f"video: env={env_name} cannot render frames (its render modes: {list(modes) or 'none'})")
+
+
+class FrameRecorder(VecEnvWrapper):
+    """Hands ``on_frame`` the frames of env 0's first ``episodes`` episodes (after reset and after each step)."""
+
+    def __init__(self, venv: VecEnv, episodes: int, on_frame: Callable[[np.ndarray], None]) -> None:
+        super().__init__(venv)
+        self.on_frame = on_frame
+        self.frames = 0
+        self.episodes_left = episodes
+
+    def _grab(self) -> None:
+        frame = self.venv.render()
+        if frame is None:
+            raise ConfigError("video: the env returned no frame; was it built with render_mode='rgb_array'?")
+        self.on_frame(np.asarray(frame))
+        self.frames += 1
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        if self.episodes_left > 0:
+            self._grab()
+        return obs
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        if self.episodes_left > 0:
+            # on done the env has auto-reset already: the frame now shows the next episode's start
+            self.episodes_left -= int(dones[0])
+            if self.episodes_left > 0:
+                self._grab()
+        return obs, rewards, dones, infos
+
+
+def frames_per_second(env: VecEnv) -> int:
+    fps = env.get_attr("metadata")[0].get("render_fps")
+    return int(fps) if fps else DEFAULT_FPS
+
+
+@contextmanager
+def recording(path: str | Path, venv: VecEnv, episodes: int = 1) -> Iterator[VecEnv]:
+    """Yield ``venv`` wrapped so that env 0's first ``episodes`` episodes stream into ``path`` (mp4: H.264 via
+    imageio-ffmpeg; .gif); the file appears, complete, only when the block ends without an error."""
+    import imageio.v2 as imageio
+
+    path = Path(path)
+    check_video_deps(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # imageio picks the format by suffix
+    fps = frames_per_second(venv)
+    if path.suffix.lower() == ".gif":
+        writer = imageio.get_writer(tmp, mode="I", duration=1000 / fps, loop=0)
+    else:  # yuv420p (what every player takes) wants even frame sizes: odd ones are padded by a pixel
+        writer = imageio.get_writer(tmp, fps=fps, codec="libx264", pixelformat="yuv420p", macro_block_size=1)
+    recorder = FrameRecorder(venv, episodes, lambda frame: writer.append_data(_pad_even(frame)))
+    try:
+        yield recorder
+        writer.close()
+        if recorder.frames == 0:
+            raise ValueError(f"video: no frames were rendered for {path}")
+        os.replace(tmp, path)
+    finally:
+        writer.close()
+        tmp.unlink(missing_ok=True)
+
+
+def video_links(paths: str, links_from: Path | None) -> str:
+    """Markdown links ``[1](...) [2](...)`` to the space-separated video ``paths`` (relative to ``links_from``)."""
+    links = [os.path.relpath(p, links_from) if links_from is not None else p for p in paths.split()]
+    return " ".join(f"[{i + 1}]({link})" for i, link in enumerate(links)) or "-"
+
+
+def _pad_even(frame: np.ndarray) -> np.ndarray:
+    height, width = frame.shape[:2]
+    return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+
+
+def eval_video(eval_cfg: Any, root: Path, budget: int, eval_every: int) -> EvalVideo | None:
+    """The harness's ``eval.video`` / ``eval.video_every`` settings (None when videos are off)."""
+    if not eval_cfg.get("video"):
+        return None
+    every = eval_cfg.get("video_every")
+    return EvalVideo(root, budget, eval_every, int(every) if every else None)
+
+
+def check_eval_video(eval_cfg: Any, env_cfg: Any, env_name: str) -> None:
+    """Before training: video settings valid, video deps installed, the env able to render frames."""
+    if not eval_cfg.get("video"):
+        return
+    every = eval_cfg.get("video_every")
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every <= 0):
+        raise ConfigError(f"eval.video_every={every}: must be a positive number of evaluations (or null)")
+    check_video_deps("final.mp4")
+    check_renderable(env_cfg, env_name)
+
+
+class EvalVideo:
+    """Which harness evaluations get a video: the final one (``video/final.mp4``), and every ``every``-th one.
+
+    :param root: the run's ``video/`` folder
+    :param budget: env steps of the run; an evaluation at or past it is the final one
+    :param eval_every: env steps between evaluations (the grid every-k counts on)
+    :param every: also record every k-th evaluation of the grid as ``video/eval_<timesteps>.mp4`` (None: final only)
+    """
+
+    def __init__(self, root: Path, budget: int, eval_every: int, every: int | None = None) -> None:
+        self.root = root
+        self.budget = budget
+        self.eval_every = eval_every
+        self.every = every
+
+    def path_for(self, timesteps: int) -> Path | None:
+        if timesteps >= self.budget:
+            return self.root / "final.mp4"
+        if self.every and (timesteps // self.eval_every) % self.every == 0:
+            return self.root / f"eval_{timesteps}.mp4"
+        return None
+
