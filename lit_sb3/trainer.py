@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
 
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.sb3_bridge import MaybeCallback
 from lit_sb3.datamodule import RLEnvDataModule
+from lit_sb3.env_steps import EnvStepEpochLoop, EnvStepLoggerConnector, EnvStepMonitors
 from lit_sb3.progress import EnvStepProgressBar
 
 # Lightning's per-fit chatter that says nothing about an RL run (the iterable is the algorithm's own).
@@ -31,6 +33,8 @@ _QUIET_WARNINGS = (
     r".*Your `val_dataloader`'s sampler has shuffling enabled.*",
     r".*configure_optimizers` returned `None`, this fit will run with no optimizer.*",  # ARS: no gradient
 )
+#: precisions whose update runs on float32 env data: full float32, or mixed precision (autocast) for the update only
+SUPPORTED_PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")
 _QUIET_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda", "lightning.fabric")
 
 
@@ -51,12 +55,12 @@ def _quiet_lightning() -> Iterator[None]:
 
 
 class EvalEpisodes:
-    """The evaluation "dataloader": one batch asking for ``n_episodes`` episodes of the stage's env."""
+    """The evaluation "dataloader": one batch, the request ``(n_episodes, deterministic, ...)`` for the stage's env."""
 
-    def __init__(self, n_episodes: int, deterministic: bool) -> None:
-        self.request = (n_episodes, deterministic)
+    def __init__(self, request: tuple) -> None:
+        self.request = request
 
-    def __iter__(self) -> Iterator[tuple[int, bool]]:
+    def __iter__(self) -> Iterator[tuple]:
         yield self.request
 
     def __len__(self) -> int:
@@ -94,16 +98,27 @@ class RLTrainer(L.Trainer):
         kwargs.setdefault("accelerator", "cpu")
         kwargs.setdefault("devices", 1)
         kwargs.setdefault("enable_model_summary", False)
-        kwargs.setdefault("enable_checkpointing", False)
+        callbacks = list(kwargs.pop("callbacks", None) or [])
+        # Lightning would add a ModelCheckpoint of its own; RL runs save where the user asks, and only there
+        kwargs.setdefault("enable_checkpointing", any(isinstance(c, Checkpoint) for c in callbacks))
         kwargs.setdefault("num_sanity_val_steps", 0)
         if "logger" not in kwargs or kwargs["logger"] is True:
             root = kwargs.get("default_root_dir") or os.getcwd()
             kwargs["logger"] = CSVLogger(save_dir=str(root), name=run_name or "lightning_logs")
-        callbacks = list(kwargs.pop("callbacks", None) or [])
         if kwargs.get("enable_progress_bar", True) and not any(isinstance(c, ProgressBar) for c in callbacks):
             callbacks.append(EnvStepProgressBar())
+        if any(isinstance(c, (ModelCheckpoint, EarlyStopping)) for c in callbacks):
+            callbacks.append(EnvStepMonitors(callbacks))
         with _quiet_lightning():
             super().__init__(max_epochs=-1, max_steps=-1, callbacks=callbacks, **kwargs)
+        if self.precision not in SUPPORTED_PRECISIONS:
+            raise ValueError(
+                f"precision: RLTrainer supports {', '.join(SUPPORTED_PRECISIONS)} (env data stays float32), "
+                f"got {self.precision!r}"
+            )
+        # env steps, not optimizer steps, are the step of checkpoints and of every logger (see lit_sb3.env_steps)
+        self.fit_loop.epoch_loop = EnvStepEpochLoop(self, min_steps=None, max_steps=-1)
+        self._logger_connector.__class__ = EnvStepLoggerConnector
 
     # ------------------------------------------------------------------ budget
 
@@ -191,12 +206,14 @@ class RLTrainer(L.Trainer):
         if datamodule is None and self.datamodule is not None:
             datamodule = self.datamodule
         datamodule = self._attach(model if model is not None else self.lightning_module, datamodule, stage)
-        env = datamodule.get_env("validate" if stage == "validate" else "test")
+        env = datamodule.get_env(stage)
         if env is None:
             raise ValueError(f"datamodule: RLEnvDataModule has no {stage} env (nor an env id to build one from)")
-        episodes = EvalEpisodes(datamodule.n_eval_episodes, datamodule.deterministic_eval)
+        request: tuple = (datamodule.n_eval_episodes, datamodule.deterministic_eval)
+        if stage == "predict":
+            request += (kwargs.pop("trajectories"),)
         with _quiet_lightning():
-            return run(model, dataloaders=episodes, **kwargs)
+            return run(model, dataloaders=EvalEpisodes(request), **kwargs)
 
     def validate(self, model: Any = None, dataloaders: Any = None, ckpt_path: Any = None, verbose: bool = True,
                  datamodule: Any = None, weights_only: bool | None = None) -> Any:
@@ -213,3 +230,19 @@ class RLTrainer(L.Trainer):
             raise TypeError("dataloaders: RLTrainer evaluates on envs; pass datamodule=RLEnvDataModule(test_env=...)")
         return self._evaluate(super().test, "test", model, datamodule, ckpt_path=ckpt_path, verbose=verbose,
                               weights_only=weights_only)
+
+    def predict(self, model: Any = None, dataloaders: Any = None, datamodule: Any = None,
+                return_predictions: bool | None = None, ckpt_path: Any = None, weights_only: bool | None = None,
+                *, trajectories: bool = False) -> list[dict[str, Any]] | None:
+        """Run ``n_eval_episodes`` episodes (``deterministic_eval`` actions) on the datamodule's predict env.
+
+        :param trajectories: also return each episode's ``observations`` and ``actions`` (one row per step)
+        :return: one dict per episode: ``return`` (float), ``length`` (int), and with ``trajectories`` the stacked
+            ``observations`` (a dict of arrays for Dict spaces) and ``actions``; None when ``return_predictions``
+            is False
+        """
+        if dataloaders is not None:
+            raise TypeError("dataloaders: RLTrainer predicts on envs; pass datamodule=RLEnvDataModule(predict_env=...)")
+        batches = self._evaluate(super().predict, "predict", model, datamodule, return_predictions=return_predictions,
+                                 ckpt_path=ckpt_path, weights_only=weights_only, trajectories=trajectories)
+        return None if batches is None else [episode for batch in batches for episode in batch]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -23,6 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_no
 
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
+from lit_sb3.common.utils import outside_autocast
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
 _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
@@ -296,7 +298,8 @@ class BaseAlgorithm(L.LightningModule):
         """SB3 semantics: single or batched observations; Box actions clipped (or unscaled when squashed)."""
         if self.policy is None:
             raise RuntimeError(f"{type(self).__name__}.predict: the networks are not built yet (fit, or pass env=)")
-        return self.policy.predict(observation, state, episode_start, deterministic)
+        with outside_autocast(self.device):  # also called inside mixed-precision steps (evaluation, SB3 callbacks)
+            return self.policy.predict(observation, state, episode_start, deterministic)
 
     def validation_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
         """Evaluate the policy for ``batch`` episodes on the stage's env; logs ``eval/*`` at the env step."""
@@ -313,16 +316,27 @@ class BaseAlgorithm(L.LightningModule):
         self.log_dict(metrics, batch_size=1)
         return metrics
 
-    def evaluate_episodes(self, env: VecEnv, n_episodes: int, deterministic: bool) -> tuple[list[float], list[int]]:
-        """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``)."""
+    def evaluate_episodes(
+        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: Callable | None = None
+    ) -> tuple[list[float], list[int]]:
+        """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``,
+        which calls ``callback(locals(), globals())`` at each step)."""
         from stable_baselines3.common.evaluation import evaluate_policy
 
         return evaluate_policy(
-            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True
+            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True,
+            callback=callback,
         )
 
     def test_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
         return self.validation_step(batch, batch_idx)
+
+    def predict_step(self, batch: Any, batch_idx: int) -> list[dict[str, Any]]:
+        """``trainer.predict``: episodes on the predict env, one dict each (see :meth:`RLTrainer.predict`)."""
+        from lit_sb3.common.episodes import run_episodes
+
+        n_episodes, deterministic, trajectories = batch
+        return run_episodes(self, self.trainer.datamodule.get_env("predict"), n_episodes, deterministic, trajectories)
 
     # ------------------------------------------------------------------ training entry point
 

@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.utils import clip_grad_norm, outside_autocast
 
 _GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
@@ -357,7 +358,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self._trainer is not None:
             self.manual_backward(loss)
             if max_grad_norm is not None:
-                self.clip_gradients(optimizer, gradient_clip_val=max_grad_norm, gradient_clip_algorithm="norm")
+                clip_grad_norm(self, optimizer, max_grad_norm)
         else:
             loss.backward()
             if max_grad_norm is not None:
@@ -479,7 +480,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         while collecting): a few hundred microseconds per env step.
         """
         obs, _ = self.policy.obs_to_tensor(self._last_obs)
-        with torch.no_grad():
+        with torch.no_grad(), outside_autocast(self.device):
             actions = self.policy._predict(obs, deterministic=False)
         return actions.cpu().numpy().reshape((n_envs, *self.action_space.shape))
 

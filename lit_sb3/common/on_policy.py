@@ -18,7 +18,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor, up
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.utils import check_finite, env_actions, unchecked_distributions
+from lit_sb3.common.utils import check_finite, clip_grad_norm, env_actions, unchecked_distributions
 
 
 class RolloutMinibatches:
@@ -300,7 +300,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             param.grad = None
         if max_grad_norm is not None:
             if inside_fit:
-                self.clip_gradients(optimizer, gradient_clip_val=max_grad_norm, gradient_clip_algorithm="norm")
+                clip_grad_norm(self, optimizer, max_grad_norm)
             else:
                 torch.nn.utils.clip_grad_norm_(self.policy.parameters(), max_grad_norm)
         optimizer.step()
