@@ -8,6 +8,7 @@ import lightning as L
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
+from lit_sb3.common.base import RANK_SEED_STRIDE
 from lit_sb3.common.envs import EnvSource, check_env_id, env_spec_of, to_vec_env
 
 Stage = Literal["fit", "validate", "test", "predict"]
@@ -121,7 +122,7 @@ class RLEnvDataModule(L.LightningDataModule):
             if source is None:
                 continue
             training = name == "fit"
-            seed = None if self.seed is None else self.seed + _SEED_OFFSETS[name]
+            seed = None if self.seed is None else self.seed + _SEED_OFFSETS[name] + RANK_SEED_STRIDE * self._rank()
             env = to_vec_env(
                 source,
                 n_envs=self.n_envs if training and not _is_env(source) else 1,
@@ -133,6 +134,10 @@ class RLEnvDataModule(L.LightningDataModule):
             self._envs[name] = env
             if env is not source:
                 self._owned.add(name)
+
+    def _rank(self) -> int:
+        """This process's rank in a multi-process run (0 otherwise): each rank collects its own episodes."""
+        return int(self.trainer.global_rank) if self.trainer is not None else 0
 
     def teardown(self, stage: str | None = None) -> None:
         """Release resolved environments for the requested stage."""

@@ -14,6 +14,8 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.strategies import DDPStrategy
+from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.sb3_bridge import MaybeCallback
@@ -100,7 +102,8 @@ class RLTrainer(L.Trainer):
         kwargs.setdefault("enable_model_summary", False)
         callbacks = list(kwargs.pop("callbacks", None) or [])
         # Lightning would add a ModelCheckpoint of its own; RL runs save where the user asks, and only there
-        kwargs.setdefault("enable_checkpointing", any(isinstance(c, Checkpoint) for c in callbacks))
+        user_checkpoints = any(isinstance(c, Checkpoint) for c in callbacks)
+        kwargs.setdefault("enable_checkpointing", user_checkpoints)
         kwargs.setdefault("num_sanity_val_steps", 0)
         if "logger" not in kwargs or kwargs["logger"] is True:
             root = kwargs.get("default_root_dir") or os.getcwd()
@@ -109,6 +112,8 @@ class RLTrainer(L.Trainer):
             callbacks.append(EnvStepProgressBar())
         if any(isinstance(c, (ModelCheckpoint, EarlyStopping)) for c in callbacks):
             callbacks.append(EnvStepMonitors(callbacks))
+            if not user_checkpoints:  # Lightning refuses a Checkpoint callback otherwise; it adds none beside one
+                kwargs["enable_checkpointing"] = True
         with _quiet_lightning():
             super().__init__(max_epochs=-1, max_steps=-1, callbacks=callbacks, **kwargs)
         if self.precision not in SUPPORTED_PRECISIONS:
@@ -189,6 +194,7 @@ class RLTrainer(L.Trainer):
             )
         if self._rl_total_timesteps <= 0:
             raise ValueError("max_steps: RLTrainer.fit needs an env-step budget, e.g. RLTrainer(max_steps=100_000)")
+        self._check_processes(model)
         datamodule = self._attach(model, datamodule, "fit")
         env = datamodule.get_env("fit")
         if env is None:
@@ -201,6 +207,21 @@ class RLTrainer(L.Trainer):
         finally:
             datamodule.teardown("fit")
         return model
+
+    def _check_processes(self, model: BaseAlgorithm) -> None:
+        """Multi-process training: on-policy algorithms whose update is one collective gradient step, under "ddp"."""
+        if self.world_size == 1:
+            return
+        if not getattr(model, "multi_process_update", False):
+            raise ValueError(
+                f"devices: multi-process training supports PPO, A2C, MaskablePPO and RecurrentPPO, not "
+                f"{type(model).__name__}; run one process per seed instead (e.g. the harness's launcher)"
+            )
+        if not isinstance(self.strategy, DDPStrategy) or isinstance(self.strategy.launcher, _MultiProcessingLauncher):
+            raise ValueError(
+                f"strategy: multi-process RL training runs under strategy='ddp' (each process builds its own envs), "
+                f"got {type(self.strategy).__name__} with {type(self.strategy.launcher).__name__}"
+            )
 
     def _evaluate(self, run: Any, stage: str, model: Any, datamodule: Any, **kwargs: Any) -> Any:
         if datamodule is None and self.datamodule is not None:

@@ -35,6 +35,8 @@ ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spa
 ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 _CKPT_KEY = "lit_sb3"
+#: seed offset of each process (rank) of a multi-process run: rank r uses seed + r * RANK_SEED_STRIDE
+RANK_SEED_STRIDE = 10_000
 
 
 class BaseAlgorithm(L.LightningModule):
@@ -224,7 +226,10 @@ class BaseAlgorithm(L.LightningModule):
         self._setup_buffers(env)
         if self._last_obs is None or self._seeded_env is not env:
             if self.seed is not None:
-                env.seed(self.seed)
+                seed = self.seed + RANK_SEED_STRIDE * self.global_rank  # each process of a multi-process run its own
+                env.seed(seed)
+                if self.global_rank:
+                    _seed_everything(seed)
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
             self._seeded_env = env
