@@ -15,8 +15,22 @@ from sb3_contrib.common.envs import InvalidActionEnvDiscrete
 from stable_baselines3.common.callbacks import EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-from lit_sb3 import A2C, ARS, DDPG, DQN, PPO, QRDQN, SAC, TD3, TQC, TRPO, CrossQ, RecurrentPPO, RLEnvDataModule
-from lit_sb3 import RLTrainer
+from lit_sb3 import (
+    A2C,
+    ARS,
+    DDPG,
+    DQN,
+    PPO,
+    QRDQN,
+    SAC,
+    TD3,
+    TQC,
+    TRPO,
+    CrossQ,
+    RecurrentPPO,
+    RLEnvDataModule,
+    RLTrainer,
+)
 from lit_sb3.algorithms.ppo_mask import MaskablePPO
 
 
