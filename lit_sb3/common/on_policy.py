@@ -196,6 +196,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             self._rollout_complete = self.collect_rollouts(
                 env, self._callback, self.rollout_buffer, self.n_steps, **self._collect_kwargs()
             )
+        if self._n_ranks > 1:  # a callback that stops one rank stops all (their updates are collective)
+            self._rollout_complete = self.trainer.strategy.reduce_boolean_decision(self._rollout_complete, all=True)
         if not self._rollout_complete:
             self.trainer.should_stop = True
             return
