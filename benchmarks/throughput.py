@@ -42,7 +42,8 @@ class Case:
     reference: str = "stable_baselines3"
     policy: str = "MlpPolicy"
     precision: str = "32-true"  # lit_sb3 only
-    devices: int = 1  # lit_sb3 only: > 1 runs benchmarks/ddp_ppo.py (the Zoo's PPO CartPole setting) in N processes
+    devices: int = 1  # lit_sb3 only: processes of a benchmarks/ddp_ppo.py run (the Zoo's PPO CartPole setting)
+    script: bool = False  # lit_sb3 runs benchmarks/ddp_ppo.py in `devices` processes (its default setting: in one)
 
     @property
     def default_setting(self) -> bool:
@@ -92,7 +93,7 @@ CASES: dict[str, Case] = {
         "ppo_cartpole_8env": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE),
     }.items()},
     # two processes (gloo) share the Zoo's 8 envs; the reference is SB3 in one process with all 8
-    "ppo_cartpole_8env_ddp2": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE, devices=2),
+    "ppo_cartpole_8env_ddp2": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE, devices=2, script=True),
     "maskable_ppo_invalid_actions": Case("MaskablePPO", "InvalidActionEnvDiscrete", 1, 8_192,
                                          {"n_steps": 256}, reference="sb3_contrib"),
 }
@@ -101,7 +102,7 @@ CASES: dict[str, Case] = {
 def _train(package: str, case: Case, seed: int) -> float:
     from stable_baselines3.common.env_util import make_vec_env
 
-    if case.devices > 1 and package == "lit_sb3":
+    if case.script and package == "lit_sb3":
         return _train_processes(case, seed)
     cls = getattr(importlib.import_module(package), case.algo)
     env = make_vec_env(ENV_FACTORIES.get(case.env_id, case.env_id), n_envs=case.n_envs, seed=seed)

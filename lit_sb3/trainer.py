@@ -73,8 +73,11 @@ class RLTrainer(L.Trainer):
     """A :class:`lightning.Trainer` subclass that drives reinforcement-learning runs.
 
     All standard ``lightning.Trainer`` keyword arguments are accepted and forwarded. ``accelerator`` (CPU),
-    ``enable_model_summary`` (off), ``enable_checkpointing`` (off: add a ``ModelCheckpoint`` to save),
+    ``enable_model_summary`` (off), ``enable_checkpointing`` (on exactly when a ``ModelCheckpoint`` is given),
     ``logger`` (CSV) and the progress bar (counts env steps) have RL defaults that the caller can override.
+    Lightning's step is the env step: ``global_step``, ``ModelCheckpoint``'s ``{step}`` and ``every_n_train_steps``,
+    and the step every callback logs at (see :mod:`lit_sb3.env_steps`). ``precision`` may be ``"32-true"``,
+    ``"bf16-mixed"`` or ``"16-mixed"``; ``devices=N, strategy="ddp"`` trains on-policy algorithms in N processes.
 
     :param max_steps: total environment steps to collect (the RL timestep budget). Lightning's step-based stopping is
         disabled; the budget is enforced with env-step accounting instead.
