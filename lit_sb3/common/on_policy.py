@@ -181,6 +181,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def train_dataloader(self) -> RolloutMinibatches:
         return RolloutMinibatches(self)
 
+    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
+        """Minibatches are slices of the rollout buffer, already on the module's device: skip Lightning's walk
+        over them (a noticeable share of a short rollout's cost, e.g. A2C's 5 steps)."""
+        return batch
+
     # ------------------------------------------------------------------ rollout collection
 
     def on_train_epoch_start(self) -> None:
