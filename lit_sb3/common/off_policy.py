@@ -399,7 +399,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def _track(self, **values: torch.Tensor) -> None:
         """Accumulate update statistics as tensors (no ``.item()`` per update)."""
         for key, value in values.items():
-            value = value.detach()
+            value = value.detach().float()  # bf16 running sums would lose the small terms
             if key in self._stat_sums:
                 self._stat_sums[key] += value
                 self._stat_counts[key] += 1
