@@ -6,17 +6,26 @@
 Each repetition trains both implementations back to back (alternating which goes first), so machine noise hits both
 alike; the table reports the median env-steps/s of each and the median of the per-repetition ratios
 (lit_sb3 / SB3 >= 1.0 means at least as fast).
+
+Cases with a Lightning setting (``*_bf16``: ``precision="bf16-mixed"``; ``*_ddp2``: two processes,
+``strategy="ddp"``, via benchmarks/ddp_ppo.py) also train lit_sb3 in its default setting (fp32, one process) in each
+repetition, and report that ratio too ("vs lit default").
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import functools
 import importlib
+import json
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,17 +41,24 @@ class Case:
     kwargs: dict[str, Any] = field(default_factory=dict)
     reference: str = "stable_baselines3"
     policy: str = "MlpPolicy"
+    precision: str = "32-true"  # lit_sb3 only
+    devices: int = 1  # lit_sb3 only: processes of a benchmarks/ddp_ppo.py run (the Zoo's PPO CartPole setting)
+    script: bool = False  # lit_sb3 runs benchmarks/ddp_ppo.py in `devices` processes (its default setting: in one)
+
+    @property
+    def default_setting(self) -> bool:
+        return self.precision == "32-true" and self.devices == 1
 
 
 # envs that are not registered with gymnasium, by the name a case gives
 ENV_FACTORIES = {"InvalidActionEnvDiscrete": functools.partial(InvalidActionEnvDiscrete, dim=20, n_invalid_actions=10)}
 
+PPO_ZOO_CARTPOLE = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20,
+                    "learning_rate": 1e-3}
+
 CASES: dict[str, Case] = {
     "ppo_cartpole_1env": Case("PPO", "CartPole-v1", 1, 20_000),
-    "ppo_cartpole_8env": Case(
-        "PPO", "CartPole-v1", 8, 20_000,
-        {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20, "learning_rate": 1e-3},
-    ),
+    "ppo_cartpole_8env": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE),
     "a2c_cartpole_8env": Case("A2C", "CartPole-v1", 8, 40_000),
     # off-policy: SB3 defaults ([256, 256] nets, one update per env step); short runs, updates dominate the cost
     "sac_pendulum": Case("SAC", "Pendulum-v1", 1, 1_000),
@@ -68,6 +84,16 @@ CASES: dict[str, Case] = {
                                     "policy_kwargs": {"lstm_hidden_size": 64, "enable_critic_lstm": True,
                                                       "net_arch": {"pi": [64], "vf": [64]}}},
                                    reference="sb3_contrib", policy="MlpLstmPolicy"),
+    # bf16 autocast for the update (AVX512-BF16 CPUs); CrossQ with its default [1024, 1024] critics
+    **{f"{name}_bf16": dataclasses.replace(case, precision="bf16-mixed") for name, case in {
+        "sac_pendulum": Case("SAC", "Pendulum-v1", 1, 1_000),
+        "td3_pendulum": Case("TD3", "Pendulum-v1", 1, 1_000),
+        "tqc_pendulum": Case("TQC", "Pendulum-v1", 1, 1_000, reference="sb3_contrib"),
+        "crossq_pendulum": Case("CrossQ", "Pendulum-v1", 1, 300, reference="sb3_contrib"),
+        "ppo_cartpole_8env": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE),
+    }.items()},
+    # two processes (gloo) share the Zoo's 8 envs; the reference is SB3 in one process with all 8
+    "ppo_cartpole_8env_ddp2": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE, devices=2, script=True),
     "maskable_ppo_invalid_actions": Case("MaskablePPO", "InvalidActionEnvDiscrete", 1, 8_192,
                                          {"n_steps": 256}, reference="sb3_contrib"),
 }
@@ -76,32 +102,58 @@ CASES: dict[str, Case] = {
 def _train(package: str, case: Case, seed: int) -> float:
     from stable_baselines3.common.env_util import make_vec_env
 
+    if case.script and package == "lit_sb3":
+        return _train_processes(case, seed)
     cls = getattr(importlib.import_module(package), case.algo)
     env = make_vec_env(ENV_FACTORIES.get(case.env_id, case.env_id), n_envs=case.n_envs, seed=seed)
     model = cls(case.policy, env=env, seed=seed, device="cpu", **copy.deepcopy(case.kwargs))  # SB3 may mutate them
     start = time.perf_counter()
-    model.learn(case.steps)
+    if case.precision == "32-true" or package != "lit_sb3":
+        model.learn(case.steps)
+    else:
+        from lit_sb3 import RLEnvDataModule, RLTrainer
+
+        trainer = RLTrainer(max_steps=case.steps, precision=case.precision, logger=False, enable_progress_bar=False)
+        trainer.fit(model, datamodule=RLEnvDataModule(train_env=env))
     elapsed = time.perf_counter() - start
     env.close()
     return model.num_timesteps / elapsed
+
+
+def _train_processes(case: Case, seed: int) -> float:
+    """Env steps/s of ``fit`` in ``case.devices`` processes (process start-up not counted)."""
+    script = Path(__file__).with_name("ddp_ppo.py")
+    command = [sys.executable, str(script), "--devices", str(case.devices), "--steps", str(case.steps),
+               "--seed", str(seed)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return float(json.loads(result.stdout.strip().splitlines()[-1])["steps_per_s"])
 
 
 def run(case_names: list[str], reps: int) -> list[dict[str, Any]]:
     rows = []
     for name in case_names:
         case = CASES[name]
-        ours, theirs, ratios = [], [], []
+        default = dataclasses.replace(case, precision="32-true", devices=1)
+        sides = {"lit_sb3": ("lit_sb3", case), "reference": (case.reference, case)}
+        if not case.default_setting:
+            sides["lit_default"] = ("lit_sb3", default)
+        speeds: dict[str, list[float]] = {side: [] for side in sides}
+        ratios: dict[str, list[float]] = {"reference": [], "lit_default": []}
         for rep in range(reps):
-            order = [("lit_sb3", ours), (case.reference, theirs)]
-            if rep % 2:
-                order.reverse()
-            for package, sink in order:
-                sink.append(_train(package, case, seed=rep))
-            ratios.append(ours[-1] / theirs[-1])
-            print(f"  {name} rep {rep}: lit_sb3 {ours[-1]:8.0f}  ref {theirs[-1]:8.0f}  ratio {ratios[-1]:.3f}",
-                  flush=True)
-        rows.append({"case": name, "lit_sb3": statistics.median(ours), "reference": statistics.median(theirs),
-                     "ratio": statistics.median(ratios)})
+            order = list(sides) if rep % 2 == 0 else list(reversed(sides))
+            for side in order:
+                package, setting = sides[side]
+                speeds[side].append(_train(package, setting, seed=rep))
+            line = f"  {name} rep {rep}: " + "  ".join(f"{side} {speeds[side][-1]:8.0f}" for side in sides)
+            for side in ratios:
+                if side in sides:
+                    ratios[side].append(speeds["lit_sb3"][-1] / speeds[side][-1])
+                    line += f"  vs {side} {ratios[side][-1]:.3f}"
+            print(line, flush=True)
+        rows.append({"case": name, "lit_sb3": statistics.median(speeds["lit_sb3"]),
+                     "reference": statistics.median(speeds["reference"]),
+                     "ratio": statistics.median(ratios["reference"]),
+                     "vs_default": statistics.median(ratios["lit_default"]) if ratios["lit_default"] else None})
     return rows
 
 
@@ -114,10 +166,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     rows = run(args.cases, args.reps)
-    print(f"\n| case | lit_sb3 steps/s | SB3 steps/s | ratio (median of {args.reps}) |")
-    print("|---|---:|---:|---:|")
+    print(f"\n| case | lit_sb3 steps/s | SB3 steps/s | ratio (median of {args.reps}) | vs lit default |")
+    print("|---|---:|---:|---:|---:|")
     for row in rows:
-        print(f"| {row['case']} | {row['lit_sb3']:.0f} | {row['reference']:.0f} | {row['ratio']:.3f} |")
+        versus = "" if row["vs_default"] is None else f"{row['vs_default']:.3f}"
+        print(f"| {row['case']} | {row['lit_sb3']:.0f} | {row['reference']:.0f} | {row['ratio']:.3f} | {versus} |")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,12 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
         raise ConfigError(f"eval.episodes={cfg.eval.episodes}: must be >= 1")
     check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
     check_objective(cfg.objective)
+    if cfg.backend == "lit" and cfg.trainer.get("devices", 1) not in (1, "1", "auto"):
+        # the run directory, its evaluations and checkpoints have one writer; ranks would each write them
+        raise ConfigError(
+            f"trainer.devices={cfg.trainer.devices}: the harness trains each run in one process (sweeps run runs in "
+            f"parallel); for several processes per run use lit_sb3.RLTrainer(devices=N, strategy='ddp') directly"
+        )
     return algo_cls, budget
 
 

@@ -8,10 +8,13 @@ import lightning as L
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
+from lit_sb3.common.base import RANK_SEED_STRIDE
 from lit_sb3.common.envs import EnvSource, check_env_id, env_spec_of, to_vec_env
 
 Stage = Literal["fit", "validate", "test", "predict"]
 _STAGES: tuple[Stage, ...] = ("fit", "validate", "test", "predict")
+# each stage's envs get their own seeds: validation and test episodes differ, and neither replays training's
+_SEED_OFFSETS = {"fit": 0, "validate": 1000, "test": 2000, "predict": 3000}
 _LIGHTNING_STAGE_ALIASES = {"fit": "fit", "train": "fit", "validate": "validate", "test": "test", "predict": "predict"}
 
 
@@ -22,7 +25,7 @@ class RLEnvDataModule(L.LightningDataModule):
     :class:`~lit_sb3.trainer.RLTrainer` takes the stage's env from :meth:`get_env`. Each source may be an env id, a
     gymnasium env, a factory returning one, or a VecEnv; envs are wrapped in ``Monitor`` and a VecEnv on ``setup``.
     VecEnvs it builds itself are closed on ``teardown`` and on exceptions; VecEnvs handed in belong to the caller.
-    Validation and test envs fall back to the training env's source when not given.
+    Validation, test and predict envs fall back to the training env's source (an id or factory) when not given.
 
     :param train_env: environment (or env-id string) used for training
     :param val_env: environment (or env-id string) used for validation / evaluation
@@ -33,7 +36,8 @@ class RLEnvDataModule(L.LightningDataModule):
     :param n_envs: copies of the training env for ids and factories (evaluation envs use one)
     :param env_kwargs: keyword arguments for ``gymnasium.make`` / the factory
     :param vec_env_cls: VecEnv class for ids and factories (``DummyVecEnv`` by default)
-    :param seed: seed of the envs built from ids and factories (evaluation envs get ``seed + 1000``)
+    :param seed: seed of the envs built from ids and factories (validation envs get ``seed + 1000``, test envs
+        ``seed + 2000``, predict envs ``seed + 3000``)
     :param n_eval_episodes: episodes per ``validate`` / ``test`` run
     :param deterministic_eval: evaluate with deterministic actions
     """
@@ -98,7 +102,7 @@ class RLEnvDataModule(L.LightningDataModule):
 
     def _source(self, stage: str) -> EnvSource | None:
         source = self._sources[stage]
-        if source is None and stage in ("validate", "test"):
+        if source is None and stage in ("validate", "test", "predict"):
             fit_source = self._sources["fit"]
             # an env id or factory can be instantiated again; a live env cannot be shared with evaluation
             if isinstance(fit_source, str) or (callable(fit_source) and not _is_env(fit_source)):
@@ -118,7 +122,7 @@ class RLEnvDataModule(L.LightningDataModule):
             if source is None:
                 continue
             training = name == "fit"
-            seed = None if self.seed is None else self.seed + (0 if training else 1000)
+            seed = None if self.seed is None else self.seed + _SEED_OFFSETS[name] + RANK_SEED_STRIDE * self._rank()
             env = to_vec_env(
                 source,
                 n_envs=self.n_envs if training and not _is_env(source) else 1,
@@ -130,6 +134,10 @@ class RLEnvDataModule(L.LightningDataModule):
             self._envs[name] = env
             if env is not source:
                 self._owned.add(name)
+
+    def _rank(self) -> int:
+        """This process's rank in a multi-process run (0 otherwise): each rank collects its own episodes."""
+        return int(self.trainer.global_rank) if self.trainer is not None else 0
 
     def teardown(self, stage: str | None = None) -> None:
         """Release resolved environments for the requested stage."""

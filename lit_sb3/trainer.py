@@ -11,13 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.strategies import DDPStrategy
+from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.common.sb3_bridge import MaybeCallback
 from lit_sb3.datamodule import RLEnvDataModule
+from lit_sb3.env_steps import EnvStepEpochLoop, EnvStepLoggerConnector, EnvStepMonitors
 from lit_sb3.progress import EnvStepProgressBar
 
 # Lightning's per-fit chatter that says nothing about an RL run (the iterable is the algorithm's own).
@@ -32,6 +36,8 @@ _QUIET_WARNINGS = (
     r".*Your `val_dataloader`'s sampler has shuffling enabled.*",
     r".*configure_optimizers` returned `None`, this fit will run with no optimizer.*",  # ARS: no gradient
 )
+#: precisions whose update runs on float32 env data: full float32, or mixed precision (autocast) for the update only
+SUPPORTED_PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")
 _QUIET_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda", "lightning.fabric")
 
 
@@ -52,12 +58,12 @@ def _quiet_lightning() -> Iterator[None]:
 
 
 class EvalEpisodes:
-    """The evaluation "dataloader": one batch asking for ``n_episodes`` episodes of the stage's env."""
+    """The evaluation "dataloader": one batch, the request ``(n_episodes, deterministic, ...)`` for the stage's env."""
 
-    def __init__(self, n_episodes: int, deterministic: bool) -> None:
-        self.request = (n_episodes, deterministic)
+    def __init__(self, request: tuple) -> None:
+        self.request = request
 
-    def __iter__(self) -> Iterator[tuple[int, bool]]:
+    def __iter__(self) -> Iterator[tuple]:
         yield self.request
 
     def __len__(self) -> int:
@@ -68,8 +74,11 @@ class RLTrainer(L.Trainer):
     """A :class:`lightning.Trainer` subclass that drives reinforcement-learning runs.
 
     All standard ``lightning.Trainer`` keyword arguments are accepted and forwarded. ``accelerator`` (CPU),
-    ``enable_model_summary`` (off), ``enable_checkpointing`` (off: add a ``ModelCheckpoint`` to save),
+    ``enable_model_summary`` (off), ``enable_checkpointing`` (on exactly when a ``ModelCheckpoint`` is given),
     ``logger`` (CSV) and the progress bar (counts env steps) have RL defaults that the caller can override.
+    Lightning's step is the env step: ``global_step``, ``ModelCheckpoint``'s ``{step}`` and ``every_n_train_steps``,
+    and the step every callback logs at (see :mod:`lit_sb3.env_steps`). ``precision`` may be ``"32-true"``,
+    ``"bf16-mixed"`` or ``"16-mixed"``; ``devices=N, strategy="ddp"`` trains on-policy algorithms in N processes.
 
     :param max_steps: total environment steps to collect (the RL timestep budget). Lightning's step-based stopping is
         disabled; the budget is enforced with env-step accounting instead.
@@ -95,16 +104,30 @@ class RLTrainer(L.Trainer):
         kwargs.setdefault("accelerator", "cpu")
         kwargs.setdefault("devices", 1)
         kwargs.setdefault("enable_model_summary", False)
-        kwargs.setdefault("enable_checkpointing", False)
+        callbacks = list(kwargs.pop("callbacks", None) or [])
+        # Lightning would add a ModelCheckpoint of its own; RL runs save where the user asks, and only there
+        user_checkpoints = any(isinstance(c, Checkpoint) for c in callbacks)
+        kwargs.setdefault("enable_checkpointing", user_checkpoints)
         kwargs.setdefault("num_sanity_val_steps", 0)
         if "logger" not in kwargs or kwargs["logger"] is True:
             root = kwargs.get("default_root_dir") or os.getcwd()
             kwargs["logger"] = CSVLogger(save_dir=str(root), name=run_name or "lightning_logs")
-        callbacks = list(kwargs.pop("callbacks", None) or [])
         if kwargs.get("enable_progress_bar", True) and not any(isinstance(c, ProgressBar) for c in callbacks):
             callbacks.append(EnvStepProgressBar())
+        if any(isinstance(c, (ModelCheckpoint, EarlyStopping)) for c in callbacks):
+            callbacks.append(EnvStepMonitors(callbacks))
+            if not user_checkpoints:  # Lightning refuses a Checkpoint callback otherwise; it adds none beside one
+                kwargs["enable_checkpointing"] = True
         with _quiet_lightning():
             super().__init__(max_epochs=-1, max_steps=-1, callbacks=callbacks, **kwargs)
+        if self.precision not in SUPPORTED_PRECISIONS:
+            raise ValueError(
+                f"precision: RLTrainer supports {', '.join(SUPPORTED_PRECISIONS)} (env data stays float32), "
+                f"got {self.precision!r}"
+            )
+        # env steps, not optimizer steps, are the step of checkpoints and of every logger (see lit_sb3.env_steps)
+        self.fit_loop.epoch_loop = EnvStepEpochLoop(self, min_steps=None, max_steps=-1)
+        self._logger_connector.__class__ = EnvStepLoggerConnector
 
     # ------------------------------------------------------------------ budget
 
@@ -175,6 +198,7 @@ class RLTrainer(L.Trainer):
             )
         if self._rl_total_timesteps <= 0:
             raise ValueError("max_steps: RLTrainer.fit needs an env-step budget, e.g. RLTrainer(max_steps=100_000)")
+        self._check_processes(model)
         datamodule = self._attach(model, datamodule, "fit")
         env = datamodule.get_env("fit")
         if env is None:
@@ -190,16 +214,33 @@ class RLTrainer(L.Trainer):
             datamodule.teardown("fit")
         return model
 
+    def _check_processes(self, model: BaseAlgorithm) -> None:
+        """Multi-process training: on-policy algorithms whose update is one collective gradient step, under "ddp"."""
+        if self.world_size == 1:
+            return
+        if not getattr(model, "multi_process_update", False):
+            raise ValueError(
+                f"devices: multi-process training supports PPO, A2C, MaskablePPO and RecurrentPPO, not "
+                f"{type(model).__name__}; run one process per seed instead (e.g. the harness's launcher)"
+            )
+        if not isinstance(self.strategy, DDPStrategy) or isinstance(self.strategy.launcher, _MultiProcessingLauncher):
+            raise ValueError(
+                f"strategy: multi-process RL training runs under strategy='ddp' (each process builds its own envs), "
+                f"got {type(self.strategy).__name__} with {type(self.strategy.launcher).__name__}"
+            )
+
     def _evaluate(self, run: Any, stage: str, model: Any, datamodule: Any, **kwargs: Any) -> Any:
         if datamodule is None and self.datamodule is not None:
             datamodule = self.datamodule
         datamodule = self._attach(model if model is not None else self.lightning_module, datamodule, stage)
-        env = datamodule.get_env("validate" if stage == "validate" else "test")
+        env = datamodule.get_env(stage)
         if env is None:
             raise ValueError(f"datamodule: RLEnvDataModule has no {stage} env (nor an env id to build one from)")
-        episodes = EvalEpisodes(datamodule.n_eval_episodes, datamodule.deterministic_eval)
+        request: tuple = (datamodule.n_eval_episodes, datamodule.deterministic_eval)
+        if stage == "predict":
+            request += (kwargs.pop("trajectories"),)
         with _quiet_lightning():
-            return run(model, dataloaders=episodes, **kwargs)
+            return run(model, dataloaders=EvalEpisodes(request), **kwargs)
 
     def validate(self, model: Any = None, dataloaders: Any = None, ckpt_path: Any = None, verbose: bool = True,
                  datamodule: Any = None, weights_only: bool | None = None) -> Any:
@@ -216,3 +257,19 @@ class RLTrainer(L.Trainer):
             raise TypeError("dataloaders: RLTrainer evaluates on envs; pass datamodule=RLEnvDataModule(test_env=...)")
         return self._evaluate(super().test, "test", model, datamodule, ckpt_path=ckpt_path, verbose=verbose,
                               weights_only=weights_only)
+
+    def predict(self, model: Any = None, dataloaders: Any = None, datamodule: Any = None,
+                return_predictions: bool | None = None, ckpt_path: Any = None, weights_only: bool | None = None,
+                *, trajectories: bool = False) -> list[dict[str, Any]] | None:
+        """Run ``n_eval_episodes`` episodes (``deterministic_eval`` actions) on the datamodule's predict env.
+
+        :param trajectories: also return each episode's ``observations`` and ``actions`` (one row per step)
+        :return: one dict per episode: ``return`` (float), ``length`` (int), and with ``trajectories`` the stacked
+            ``observations`` (a dict of arrays for Dict spaces) and ``actions``; None when ``return_predictions``
+            is False
+        """
+        if dataloaders is not None:
+            raise TypeError("dataloaders: RLTrainer predicts on envs; pass datamodule=RLEnvDataModule(predict_env=...)")
+        batches = self._evaluate(super().predict, "predict", model, datamodule, return_predictions=return_predictions,
+                                 ckpt_path=ckpt_path, weights_only=weights_only, trajectories=trajectories)
+        return None if batches is None else [episode for batch in batches for episode in batch]

@@ -7,6 +7,7 @@ import time
 import warnings
 import zipfile
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -27,6 +28,7 @@ from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
 from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
+from lit_sb3.common.utils import outside_autocast
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
 _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
@@ -37,6 +39,8 @@ ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spa
 ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 _CKPT_KEY = "lit_sb3"
+#: seed offset of each process (rank) of a multi-process run: rank r uses seed + r * RANK_SEED_STRIDE
+RANK_SEED_STRIDE = 10_000
 
 
 class BaseAlgorithm(L.LightningModule):
@@ -231,7 +235,10 @@ class BaseAlgorithm(L.LightningModule):
             self._resume_training_state(env, pending)
         elif self._last_obs is None or self._seeded_env is not env:
             if self.seed is not None:
-                env.seed(self.seed)
+                seed = self.seed + RANK_SEED_STRIDE * self.global_rank  # each process of a multi-process run its own
+                env.seed(seed)
+                if self.global_rank:
+                    _seed_everything(seed)
             self._action_log = resume.ActionLog.before_reset(env)
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
@@ -331,7 +338,8 @@ class BaseAlgorithm(L.LightningModule):
         """SB3 semantics: single or batched observations; Box actions clipped (or unscaled when squashed)."""
         if self.policy is None:
             raise RuntimeError(f"{type(self).__name__}.predict: the networks are not built yet (fit, or pass env=)")
-        return self.policy.predict(observation, state, episode_start, deterministic)
+        with outside_autocast(self.device):  # also called inside mixed-precision steps (evaluation, SB3 callbacks)
+            return self.policy.predict(observation, state, episode_start, deterministic)
 
     def validation_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
         """Evaluate the policy for ``batch`` episodes on the stage's env; logs ``eval/*`` at the env step."""
@@ -348,16 +356,27 @@ class BaseAlgorithm(L.LightningModule):
         self.log_dict(metrics, batch_size=1)
         return metrics
 
-    def evaluate_episodes(self, env: VecEnv, n_episodes: int, deterministic: bool) -> tuple[list[float], list[int]]:
-        """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``)."""
+    def evaluate_episodes(
+        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: Callable | None = None
+    ) -> tuple[list[float], list[int]]:
+        """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``,
+        which calls ``callback(locals(), globals())`` at each step)."""
         from stable_baselines3.common.evaluation import evaluate_policy
 
         return evaluate_policy(
-            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True
+            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True,
+            callback=callback,
         )
 
     def test_step(self, batch: Any, batch_idx: int) -> dict[str, float]:
         return self.validation_step(batch, batch_idx)
+
+    def predict_step(self, batch: Any, batch_idx: int) -> list[dict[str, Any]]:
+        """``trainer.predict``: episodes on the predict env, one dict each (see :meth:`RLTrainer.predict`)."""
+        from lit_sb3.common.episodes import run_episodes
+
+        n_episodes, deterministic, trajectories = batch
+        return run_episodes(self, self.trainer.datamodule.get_env("predict"), n_episodes, deterministic, trajectories)
 
     # ------------------------------------------------------------------ training entry point
 

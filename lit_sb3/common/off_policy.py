@@ -22,6 +22,7 @@ from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from lit_sb3.common import resume
 from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.utils import clip_grad_norm, outside_autocast
 
 _GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
@@ -358,7 +359,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self._trainer is not None:
             self.manual_backward(loss)
             if max_grad_norm is not None:
-                self.clip_gradients(optimizer, gradient_clip_val=max_grad_norm, gradient_clip_algorithm="norm")
+                clip_grad_norm(self, optimizer, max_grad_norm)
         else:
             loss.backward()
             if max_grad_norm is not None:
@@ -399,7 +400,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def _track(self, **values: torch.Tensor) -> None:
         """Accumulate update statistics as tensors (no ``.item()`` per update)."""
         for key, value in values.items():
-            value = value.detach()
+            value = value.detach().float()  # bf16 running sums would lose the small terms
             if key in self._stat_sums:
                 self._stat_sums[key] += value
                 self._stat_counts[key] += 1
@@ -480,7 +481,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         while collecting): a few hundred microseconds per env step.
         """
         obs, _ = self.policy.obs_to_tensor(self._last_obs)
-        with torch.no_grad():
+        with torch.no_grad(), outside_autocast(self.device):
             actions = self.policy._predict(obs, deterministic=False)
         return actions.cpu().numpy().reshape((n_envs, *self.action_space.shape))
 

@@ -90,7 +90,8 @@ class ClippedSurrogateUpdate:
         """Compute the clipped-surrogate loss for one mini-batch and take an optimizer step on it."""
         loss, terms = self.compute_loss(batch)
         self._track(**terms)
-        if self.target_kl is not None and terms["approx_kl"].item() > 1.5 * self.target_kl:
+        # every rank of a multi-process run stops at the same minibatch (its gradient steps are collective)
+        if self.target_kl is not None and self._mean_over_ranks(terms["approx_kl"]).item() > 1.5 * self.target_kl:
             self._stop_updates = True  # as in SB3, the minibatch that crossed the limit is not applied
             if self.verbose >= 1:
                 print(f"Early stopping at step {self._epoch} due to reaching max kl: {terms['approx_kl'].item():.2f}")

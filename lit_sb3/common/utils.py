@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+import torch
 from gymnasium import spaces
 from stable_baselines3.common.policies import BasePolicy
 from torch.distributions import Distribution
@@ -46,3 +48,26 @@ def check_finite(values: dict[str, float], num_timesteps: int) -> None:
         raise FloatingPointError(
             f"training diverged at env step {num_timesteps}: {bad}; try a lower learning_rate or max_grad_norm"
         )
+
+
+def outside_autocast(device: torch.device) -> contextlib.AbstractContextManager:
+    """Env interaction runs in float32 even inside a mixed-precision training step (bf16 actions reach numpy as an
+    unsupported dtype, and exploration should not depend on the update's precision)."""
+    return torch.autocast(device.type, enabled=False)
+
+
+def clip_grad_norm(module: Any, optimizer: Any, max_norm: float) -> None:
+    """Clip the norm of ``optimizer``'s gradients to ``max_norm`` inside a Lightning fit, under any precision.
+
+    Lightning's ``clip_gradients`` refuses optimizers that unscale fp16 gradients themselves (fused Adam); the norm
+    is the same either way, so it is taken here directly: fp32 and bf16 gradients as they are, fp16-AMP gradients
+    unscaled first. Without a fused optimizer, fp16-AMP keeps Lightning's path (its step unscales the gradients).
+    """
+    raw = getattr(optimizer, "optimizer", optimizer)
+    scaler = getattr(module.trainer.precision_plugin, "scaler", None)
+    if scaler is not None:
+        if not getattr(raw, "_step_supports_amp_scaling", False):
+            module.clip_gradients(optimizer, gradient_clip_val=max_norm, gradient_clip_algorithm="norm")
+            return
+        scaler.unscale_(raw)
+    torch.nn.utils.clip_grad_norm_([p for group in raw.param_groups for p in group["params"]], max_norm)

@@ -24,7 +24,7 @@ from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.envs import is_monitored
 from lit_sb3.common.sb3_bridge import MaybeCallback
-from lit_sb3.common.utils import env_actions
+from lit_sb3.common.utils import env_actions, outside_autocast
 
 SelfARS = TypeVar("SelfARS", bound="ARS")
 
@@ -270,7 +270,7 @@ class ARS(BaseAlgorithm):
         learning_rate = self.lr_schedule(progress)
         weights = parameters_to_vector(self.policy.parameters()).detach()
         deltas = torch.normal(mean=0.0, std=1.0, size=(self.n_delta, weights.numel()), device=weights.device)
-        with torch.no_grad():
+        with torch.no_grad(), outside_autocast(weights.device):
             returns = self.evaluate_candidates(perturbed_candidates(weights, deltas, delta_std), callback, async_eval)
         if not self._continue_training:
             return False

@@ -7,6 +7,7 @@ re-evaluates the actions, so a masked action has probability zero both when acti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -208,14 +209,16 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
             raise RuntimeError("MaskablePPO.predict: the networks are not built yet (fit, or pass env=)")
         return self.policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
 
-    def evaluate_episodes(self, env: VecEnv, n_episodes: int, deterministic: bool) -> tuple[list[float], list[int]]:
+    def evaluate_episodes(
+        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: Callable | None = None
+    ) -> tuple[list[float], list[int]]:
         """Evaluation episodes that act on valid actions only (when masking is on and the env has masks)."""
         from sb3_contrib.common.maskable.evaluation import evaluate_policy
 
         use_masking = self.use_masking and is_masking_supported(env)
         return evaluate_policy(
             self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True,
-            use_masking=use_masking,
+            use_masking=use_masking, callback=callback,
         )
 
     def learn(

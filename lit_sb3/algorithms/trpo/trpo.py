@@ -64,6 +64,8 @@ class TRPO(OnPolicyAlgorithm):
     :param env: SB3-style: train on this env in ``learn``
     """
 
+    multi_process_update = False  # the actor's step uses autograd.grad, which DDP does not average
+
     policy_aliases: ClassVar[dict[str, type[ActorCriticPolicy]]] = POLICY_ALIASES
 
     def __init__(
