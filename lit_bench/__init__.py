@@ -5,3 +5,7 @@ from omegaconf import OmegaConf
 # Run directories: <algo> for lit_sb3, <algo>@<backend> otherwise, so a backend comparison never shares a directory.
 OmegaConf.register_new_resolver("backend_suffix", lambda backend: "" if backend == "lit" else f"@{backend}",
                                 replace=True)
+# parity=true runs (lit_sb3 with SB3's exact optimizer) go to <algo>+parity: they are other runs than the defaults.
+OmegaConf.register_new_resolver(
+    "parity_suffix", lambda backend, parity: "+parity" if parity and backend == "lit" else "", replace=True
+)

@@ -52,6 +52,10 @@ def algorithm_kwargs(job: Job, backend: str) -> dict[str, Any]:
         kwargs["action_noise"] = noise(n_actions=int(action_space.shape[-1]))
     if backend == "sb3":
         kwargs = {k: sb3_equivalent(v) for k, v in kwargs.items()}
+    elif job.cfg.get("parity"):  # SB3's exact optimizer: the run is backend=sb3's to the last bit
+        from lit_sb3 import sb3_parity
+
+        kwargs["policy_kwargs"] = sb3_parity(kwargs.get("policy_kwargs"))
     return kwargs
 
 
