@@ -10,6 +10,7 @@ to show that everything else is identical.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,12 +131,23 @@ def _per_parameter_kl_grad(self: Any, kl: torch.Tensor) -> tuple[list[torch.nn.P
     return [p for p, _ in used], torch.cat([g.reshape(-1) for _, g in used])
 
 
-@pytest.mark.parametrize("algo", sorted(CASES))
-def test_whole_run_is_bit_identical_to_sb3(algo, monkeypatch):
-    case = CASES[algo]
+def _check(algo: str, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     if algo == "TRPO":
         monkeypatch.setattr(lit_sb3.TRPO, "_actor_params_and_kl_grad", _per_parameter_kl_grad)
     _assert_identical_runs(_train("lit", algo, case), _train("sb3", algo, case))
+
+
+@pytest.mark.parametrize("algo", sorted(CASES))
+def test_whole_run_is_bit_identical_to_sb3(algo, monkeypatch):
+    _check(algo, CASES[algo], monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", sorted(CASES))
+def test_long_whole_run_is_bit_identical_to_sb3(algo, monkeypatch):
+    """Eight times longer runs (thousands of updates, the small replay buffers wrap around)."""
+    case = CASES[algo]
+    _check(algo, dataclasses.replace(case, steps=8 * case.steps), monkeypatch)
 
 
 @pytest.mark.parametrize("algo", sorted(HER_CASES))
