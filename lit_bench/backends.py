@@ -50,7 +50,12 @@ class Job:
 
 def algorithm_kwargs(job: Job, backend: str) -> dict[str, Any]:
     """The algo config's arguments as Python objects (schedules, classes); action noise sized to the env."""
-    return algorithm_kwargs_for(job.cfg.algo, job.train_env.action_space, backend)
+    kwargs = algorithm_kwargs_for(job.cfg.algo, job.train_env.action_space, backend)
+    if backend == "lit" and job.cfg.get("parity"):  # SB3's exact optimizer: the run is backend=sb3's to the last bit
+        from lit_sb3 import sb3_parity
+
+        kwargs["policy_kwargs"] = sb3_parity(kwargs.get("policy_kwargs"))
+    return kwargs
 
 
 def algorithm_kwargs_for(algo_cfg: DictConfig, action_space: spaces.Space, backend: str) -> dict[str, Any]:

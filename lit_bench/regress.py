@@ -2,6 +2,7 @@
 
     python -m lit_bench.regress --suite ci              # run lit_sb3, print measured vs threshold, exit 1 on regression
     python -m lit_bench.regress --suite ci --record     # run lit_sb3 and SB3, (re)write results/baselines/ci.csv
+    python -m lit_bench.regress --suite nightly         # the longer suite (every algorithm at larger budgets)
     python -m lit_bench.regress --suite zoo_atari --launcher slurm   # a suite of SB3's reference table, on SLURM
 
 Entries with the same algo, budget and overrides run as one ``run.py -m`` multirun over their envs and the suite's
@@ -11,6 +12,9 @@ recorded thresholds is compared with SB3's reference scores in its report instea
 score is the final evaluation return's IQM across seeds (``lit_bench.report``). A threshold is the lowest of the two
 backends' 95% CI lower bounds minus ``margin`` times its magnitude, so it tracks what both implementations really
 reach at that budget, not a guess.
+
+A suite's ``parity`` entries are exact-parity checks: lit_sb3 with ``parity=true`` (SB3's exact optimizer) and SB3
+train with the same seeds, and every seed's final evaluation must be identical (no threshold involved).
 """
 
 from __future__ import annotations
@@ -47,19 +51,22 @@ def load_suite(name: str) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
-def sweep_dir_of(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
-    return out_dir / f"regress_{suite['name']}_{backend}"
+def sweep_dir_of(suite: dict[str, Any], backend: str, out_dir: Path, kind: str = "entries") -> Path:
+    return out_dir / f"regress_{suite['name']}_{'parity_' if kind == 'parity' else ''}{backend}"
 
 
-def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None) -> list[Path]:
-    """Run every entry of the suite for ``backend`` (entries sharing algo, budget and overrides as one multirun);
-    returns the run directories these runs wrote (runs of other configs left in the same sweep directory by earlier
-    suite versions are neither touched nor measured)."""
-    sweep = sweep_dir_of(suite, backend, out_dir).name
+def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None,
+              kind: str = "entries") -> list[Path]:
+    """Run every entry of the suite's ``kind`` list ("entries" or "parity") for ``backend`` (entries sharing algo,
+    budget and overrides as one multirun); returns the run directories these runs wrote (runs of other configs left
+    in the same sweep directory by earlier suite versions are neither touched nor measured). Parity entries run
+    lit_sb3 with ``parity=true``, in sweeps of their own."""
+    sweep = sweep_dir_of(suite, backend, out_dir, kind).name
     seeds = ",".join(str(s) for s in suite["seeds"])
+    switch = ["parity=true"] if kind == "parity" and backend == "lit" else []
     tag = f"regress-{uuid.uuid4().hex[:8]}"  # the multiruns' ids start with it: their job records name the runs
     groups: dict[tuple[str, Any, tuple[str, ...]], list[str]] = {}
-    for entry in suite["entries"]:
+    for entry in suite.get(kind, []):
         if not entry.get("skip"):
             key = (entry["algo"], entry.get("budget"), tuple(entry.get("overrides", [])))
             groups.setdefault(key, []).append(entry["env"])
@@ -68,7 +75,7 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str 
             sys.executable, str(ROOT / "run.py"), "-m", f"algo={algo}", f"env={','.join(envs)}",
             f"seed={seeds}", *([f"budget={budget}"] if budget is not None else []), f"backend={backend}",
             f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}", "force=true",
-            *([f"hydra/launcher={launcher}"] if launcher else []), *overrides,
+            *([f"hydra/launcher={launcher}"] if launcher else []), *switch, *overrides,
         ]
         print(f"[regress] {' '.join(command[2:])}", flush=True)
         # failures are recorded per run and judged below
@@ -102,12 +109,50 @@ def thresholds(scores: dict[str, pd.DataFrame], margin: float) -> pd.DataFrame:
     return merged
 
 
-def compare(table: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFrame:
-    """Measured vs threshold for every suite entry; a missing or failed measurement is a regression too."""
+def compare(table: pd.DataFrame, baselines: pd.DataFrame, suite: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Measured vs threshold for every suite entry; a missing or failed measurement is a regression too, and so is
+    an entry of ``suite`` that has no recorded threshold."""
+    if suite is not None:
+        entries = pd.DataFrame([{"algo": e["algo"], "env": e["env"]} for e in suite["entries"] if not e.get("skip")],
+                               columns=["algo", "env"])
+        baselines = entries.merge(baselines, on=["algo", "env"], how="left")
     merged = baselines[["algo", "env", "threshold"]].merge(
         table[["algo", "env", "seeds", "failed", "final_iqm", "ci_low", "ci_high"]], on=["algo", "env"], how="left")
     merged["passed"] = (merged.final_iqm >= merged.threshold) & (merged.failed.fillna(1) == 0)
     return merged
+
+
+def parity_result(suite: dict[str, Any], lit_runs: pd.DataFrame, sb3_runs: pd.DataFrame) -> pd.DataFrame:
+    """Per parity entry and seed: both backends' final evaluations; passed when both completed with equal values."""
+    expected = pd.DataFrame([{"algo": e["algo"], "env": e["env"], "seed": seed}
+                             for e in suite.get("parity", []) if not e.get("skip") for seed in suite["seeds"]],
+                            columns=["algo", "env", "seed"])
+    keys = {"algo": str, "env": str, "seed": int}
+    result = expected.astype(keys)
+    for backend, runs in (("lit", lit_runs), ("sb3", sb3_runs)):
+        part = runs.reindex(columns=["algo", "env", "seed", "status", "final_mean_return"])
+        part = part.dropna(subset=["algo", "env", "seed"]).astype(keys)
+        part = part.rename(columns={"status": f"{backend}_status", "final_mean_return": f"{backend}_final"})
+        result = result.merge(part, on=["algo", "env", "seed"], how="left")
+    result["passed"] = ((result.lit_status == "completed") & (result.sb3_status == "completed")
+                        & (result.lit_final == result.sb3_final))
+    return result
+
+
+def check_parity(suite: dict[str, Any], out_dir: Path) -> pd.DataFrame:
+    """Run the suite's exact-parity entries on both backends and compare their final evaluations."""
+    if not any(not e.get("skip") for e in suite.get("parity", [])):
+        return parity_result(suite, pd.DataFrame(), pd.DataFrame())
+    runs = {backend: load_runs(run_suite(suite, backend, out_dir, kind="parity")) for backend in BACKENDS}
+    return parity_result(suite, runs["lit"], runs["sb3"])
+
+
+def print_parity(result: pd.DataFrame) -> None:
+    print(f"\nexact parity (lit_sb3 parity=true vs SB3)\n{'algo':<6} {'env':<18} {'seed':>4} {'lit':>12} {'sb3':>12}"
+          f"  verdict")
+    for r in result.itertuples():
+        lit, sb3 = (f"{v:.4f}" if pd.notna(v) else "-" for v in (r.lit_final, r.sb3_final))
+        print(f"{r.algo:<6} {r.env:<18} {r.seed:>4} {lit:>12} {sb3:>12}  {'identical' if r.passed else 'DIFFERENT'}")
 
 
 def print_table(result: pd.DataFrame) -> None:
@@ -149,10 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     suite = load_suite(args.suite)
     if args.only is not None:
         wanted = set(args.only)
-        unknown = wanted - {f"{e['algo']}:{e['env']}" for e in suite["entries"]}
+        unknown = wanted - {f"{e['algo']}:{e['env']}" for e in suite["entries"] + suite.get("parity", [])}
         if unknown:
             raise SystemExit(f"--only: {sorted(unknown)} not in suite {suite['name']!r}")
-        for entry in suite["entries"]:
+        for entry in suite["entries"] + suite.get("parity", []):
             entry["skip"] = f"{entry['algo']}:{entry['env']}" not in wanted
     baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
     if args.record:
@@ -177,11 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     runs = run_suite(suite, "lit", args.out_dir, args.launcher)
     sweep_dir = sweep_dir_of(suite, "lit", args.out_dir)
     write_report(runs, sweep_dir / "report")
-    result = compare(measured(runs, suite), selected(pd.read_csv(baseline_file), suite))
+    result = compare(measured(runs, suite), pd.read_csv(baseline_file), suite)
     print_table(result)
     print(f"report: {sweep_dir / 'report'}")
-    regressions = int((~result.passed).sum())
-    print(f"{len(result) - regressions} passed, {regressions} failed")
+    parity = check_parity(suite, args.out_dir)
+    if len(parity):
+        print_parity(parity)
+    checks = pd.concat([result.passed, parity.passed], ignore_index=True).astype(bool)
+    regressions = int((~checks).sum())
+    print(f"{len(checks) - regressions} passed, {regressions} failed")
     return 1 if regressions else 0
 
 

@@ -17,6 +17,7 @@ from lit_sb3.algorithms.td3 import TD3
 from lit_sb3.algorithms.tqc import TQC
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.common.her import HerReplayBuffer
+from lit_sb3.common.optimizers import sb3_parity
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
 
@@ -27,5 +28,5 @@ _torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSc
 
 __all__ = [
     "A2C", "ARS", "DDPG", "DQN", "PPO", "QRDQN", "SAC", "TD3", "TQC", "TRPO", "CrossQ", "HerReplayBuffer",
-    "MaskablePPO", "RLEnvDataModule", "RLTrainer", "RecurrentPPO", "__version__",
+    "MaskablePPO", "RLEnvDataModule", "RLTrainer", "RecurrentPPO", "__version__", "sb3_parity",
 ]

@@ -26,6 +26,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_no
 
 from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
+from lit_sb3.common.optimizers import implementation_only, with_fused_default
 from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.common.sb3_bridge import MaybeCallback, SB3AlgorithmView, as_callback, make_sb3_logger
 from lit_sb3.common.utils import outside_autocast
@@ -171,19 +172,23 @@ class BaseAlgorithm(L.LightningModule):
     def _policy_kwargs(self) -> dict[str, Any]:
         kwargs = dict(self.policy_kwargs)
         optimizer_class = kwargs.get("optimizer_class", torch.optim.Adam)
-        optimizer_kwargs = dict(kwargs.get("optimizer_kwargs") or {})
-        if kwargs.get("optimizer_kwargs") is None and optimizer_class is torch.optim.Adam and issubclass(
-            self.policy_class, _ADAM_EPS_POLICIES
-        ):
-            # These policies use Adam's eps=1e-5 only when given no optimizer_kwargs: keep it when adding `fused`.
-            optimizer_kwargs["eps"] = 1e-5
-        chosen = {"fused", "foreach"} & set(optimizer_kwargs)
-        if optimizer_class in (torch.optim.Adam, torch.optim.AdamW) and not chosen:
-            # Same update rule, one fused kernel instead of a Python loop over parameters: the step of a small MLP
-            # costs about a third less on CPU. Pass optimizer_kwargs={"fused": False} for torch's default.
-            optimizer_kwargs["fused"] = True
+        given = kwargs.get("optimizer_kwargs")
+        if given is None or implementation_only(given):
+            # SB3's settings for this algorithm apply when none are given; choosing only the implementation (the
+            # parity switch's fused=False) keeps them, where SB3 drops them whenever optimizer_kwargs is given
+            given = {**self._default_optimizer_kwargs(optimizer_class), **(given or {})}
+        # Same update rule, one fused kernel instead of a Python loop over parameters: the step of a small MLP
+        # costs about a third less on CPU. Pass optimizer_kwargs={"fused": False} (sb3_parity) for torch's default.
+        optimizer_kwargs = with_fused_default(optimizer_class, given)
+        if optimizer_kwargs or "optimizer_kwargs" in kwargs:
             kwargs["optimizer_kwargs"] = optimizer_kwargs
         return kwargs
+
+    def _default_optimizer_kwargs(self, optimizer_class: type[torch.optim.Optimizer]) -> dict[str, Any]:
+        """SB3's optimizer settings for this algorithm when the user gives none (hook)."""
+        if optimizer_class is torch.optim.Adam and issubclass(self.policy_class, _ADAM_EPS_POLICIES):
+            return {"eps": 1e-5}
+        return {}
 
     def _build_extra(self) -> None:
         """Hook: algorithm-specific modules created after the policy (target networks, entropy coefficient)."""

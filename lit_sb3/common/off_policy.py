@@ -61,12 +61,17 @@ def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> Train
 
 @torch.no_grad()
 def soft_update(params: Iterable[torch.Tensor], target_params: Iterable[torch.Tensor], tau: float) -> None:
-    """Polyak averaging ``target <- (1 - tau) * target + tau * param`` in one fused call (no per-tensor loop)."""
+    """Polyak averaging ``target <- (1 - tau) * target + tau * param`` in two foreach calls (no per-tensor loop).
+
+    Scale then add, as SB3's ``polyak_update`` does: a lerp is the same average but rounds differently in the last
+    bit, and that alone makes a whole run drift away from SB3's.
+    """
     targets, sources = list(target_params), list(params)
     if len(targets) != len(sources):
         raise ValueError(f"soft_update: {len(sources)} parameters for {len(targets)} target parameters")
     if targets:
-        torch._foreach_lerp_(targets, sources, tau)
+        torch._foreach_mul_(targets, 1.0 - tau)
+        torch._foreach_add_(targets, sources, alpha=tau)
 
 
 @contextlib.contextmanager
@@ -461,10 +466,14 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup):
             unscaled = np.array([self.action_space.sample() for _ in range(n_envs)])
             scaled = self.policy.scale_action(unscaled) if box else unscaled
-        elif box and self.policy.squash_output:
-            scaled = self._policy_actions(n_envs)  # already in [-1, 1]: no unscale -> scale round trip
         elif box:
-            unscaled = np.clip(self._policy_actions(n_envs), self.action_space.low, self.action_space.high)
+            # SB3's predict -> scale_action round trip, even for squashed actions already in [-1, 1]: skipping it
+            # changes the stored actions in the last bit, and a whole run then drifts away from SB3's
+            actions = self._policy_actions(n_envs)
+            if self.policy.squash_output:
+                unscaled = self.policy.unscale_action(actions)
+            else:
+                unscaled = np.clip(actions, self.action_space.low, self.action_space.high)
             scaled = self.policy.scale_action(unscaled)
         else:
             scaled = self._policy_actions(n_envs)

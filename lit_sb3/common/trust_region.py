@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -21,37 +22,14 @@ def flat_grad(
     return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for g, p in zip(grads, params)])
 
 
-def conjugate_gradient(
-    matvec: Callable[[torch.Tensor], torch.Tensor],
-    b: torch.Tensor,
-    max_iter: int,
-    residual_tol: float = 1e-10,
-) -> torch.Tensor:
-    """Approximate solution x of A x = b for a symmetric positive-definite A known only through ``matvec``.
+def max_step_size(direction: torch.Tensor, fisher_direction: torch.Tensor, max_kl: float) -> float:
+    """Largest step along ``direction`` whose quadratic KL estimate 0.5 * beta^2 * s^T F s equals ``max_kl``.
 
-    Starts from x = 0 and stops after ``max_iter`` matrix-vector products or once the squared residual norm
-    falls below ``residual_tol``.
+    In double precision on the host, as sb3-contrib computes it (the step then rounds as sb3-contrib's does); no
+    step (0) when the curvature along ``direction`` is not positive.
     """
-    x = torch.zeros_like(b)
-    residual = b.clone()
-    direction = b.clone()
-    residual_sq = residual.dot(residual)
-    for _ in range(max_iter):
-        if residual_sq < residual_tol:
-            break
-        a_direction = matvec(direction)
-        step = residual_sq / direction.dot(a_direction)
-        x += step * direction
-        residual -= step * a_direction
-        new_residual_sq = residual.dot(residual)
-        direction = residual + (new_residual_sq / residual_sq) * direction
-        residual_sq = new_residual_sq
-    return x
-
-
-def max_step_size(direction: torch.Tensor, fisher_direction: torch.Tensor, max_kl: float) -> torch.Tensor:
-    """Largest step along ``direction`` whose quadratic KL estimate 0.5 * beta^2 * s^T F s equals ``max_kl``."""
-    return torch.sqrt(2.0 * max_kl / direction.dot(fisher_direction))
+    curvature = float(direction.dot(fisher_direction))
+    return math.sqrt(2.0 * max_kl / curvature) if curvature > 0 else 0.0
 
 
 def backtracking_line_search(
@@ -62,15 +40,17 @@ def backtracking_line_search(
     max_kl: float,
     shrinking_factor: float,
     max_iter: int,
+    step_size: float = 1.0,
 ) -> tuple[torch.Tensor, bool, torch.Tensor, torch.Tensor]:
-    """Shrink ``full_step`` until the objective improves while the KL stays below ``max_kl``.
+    """Shrink ``step_size * full_step`` until the objective improves while the KL stays below ``max_kl``.
 
     ``evaluate(params)`` returns (objective, kl) at flat parameters ``params``. Returns the accepted parameters
     (``start`` when no step was accepted), whether one was, and the objective and KL there (KL 0 when none).
+    The scalar factors are multiplied first, on the host, as in sb3-contrib (same rounding).
     """
     coefficient = 1.0
     for _ in range(max_iter):
-        candidate = start + coefficient * full_step
+        candidate = start + (coefficient * step_size) * full_step
         objective, kl = evaluate(candidate)
         if kl < max_kl and objective > old_objective:
             return candidate, True, objective, kl

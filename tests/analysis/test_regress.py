@@ -13,7 +13,12 @@ from .fixtures import make_sweep
 @pytest.fixture
 def fixture_suite(tmp_path, monkeypatch):
     make_sweep(tmp_path, sb3=False)
-    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out, launcher=None: [tmp_path / "fixture_sweep"])
+    monkeypatch.setattr(regress, "run_suite",
+                        lambda suite, backend, out, launcher=None, kind="entries": [tmp_path / "fixture_sweep"])
+    suite = {"name": "ci", "seeds": [0, 1, 2], "margin": 0.25, "entries": [{"algo": "ppo", "env": "CartPole"}]}
+    monkeypatch.setattr(regress, "load_suite", lambda name: suite)
+    no_parity = regress.parity_result({"seeds": [], "parity": []}, pd.DataFrame(), pd.DataFrame())
+    monkeypatch.setattr(regress, "check_parity", lambda suite, out: no_parity)
     return tmp_path
 
 
@@ -50,3 +55,33 @@ def test_thresholds_take_the_lower_backend_with_margin():
 def test_unknown_suite_lists_the_available_ones():
     with pytest.raises(SystemExit, match="suite: unknown suite 'nope'; available: ci"):
         regress.load_suite("nope")
+
+
+def _runs(finals, status="completed"):
+    return pd.DataFrame({"algo": "sac", "env": "Pendulum", "seed": range(len(finals)), "status": status,
+                         "final_mean_return": finals})
+
+
+def test_parity_entries_pass_only_when_every_seed_is_identical():
+    suite = {"seeds": [0, 1], "parity": [{"algo": "sac", "env": "Pendulum", "budget": 10}]}
+    assert regress.parity_result(suite, _runs([-150.25, -160.5]), _runs([-150.25, -160.5])).passed.all()
+    assert regress.parity_result(suite, _runs([-150.25, -160.5]), _runs([-150.25, -160.50001])).passed.tolist() == [
+        True, False]
+    assert not regress.parity_result(suite, _runs([-150.25]), _runs([-150.25, -160.5])).passed.iloc[1]  # missing
+    assert not regress.parity_result(suite, _runs([1.0, 2.0], "failed"), _runs([1.0, 2.0])).passed.any()
+
+
+def test_a_parity_difference_fails_the_suite(fixture_suite, monkeypatch, capsys):
+    suite = {"seeds": [0], "parity": [{"algo": "sac", "env": "Pendulum", "budget": 10}]}
+    differing = regress.parity_result(suite, _runs([1.0]), _runs([2.0]))
+    monkeypatch.setattr(regress, "check_parity", lambda suite, out: differing)
+    assert regress.main(["--suite", "ci", "--baselines", str(_baselines(fixture_suite / "b.csv", 300.0))]) == 1
+    assert "DIFFERENT" in capsys.readouterr().out
+
+
+def test_an_entry_without_a_threshold_is_a_regression():
+    table = pd.DataFrame({"algo": ["ppo"], "env": ["CartPole"], "seeds": [2], "failed": [0], "final_iqm": [400.0],
+                          "ci_low": [390.0], "ci_high": [410.0]})
+    suite = {"entries": [{"algo": "ppo", "env": "CartPole"}, {"algo": "trpo", "env": "CartPole"}]}
+    baselines = pd.DataFrame({"algo": ["ppo"], "env": ["CartPole"], "threshold": [300.0]})
+    assert regress.compare(table, baselines, suite).passed.tolist() == [True, False]  # trpo: nothing recorded

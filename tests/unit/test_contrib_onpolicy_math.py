@@ -13,24 +13,9 @@ from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistrib
 import lit_sb3
 from lit_sb3.common import losses
 from lit_sb3.common.ppo_update import ppo_loss
-from lit_sb3.common.trust_region import backtracking_line_search, conjugate_gradient, flat_grad, max_step_size
+from lit_sb3.common.trust_region import backtracking_line_search, flat_grad, max_step_size
 
 t = torch.tensor
-
-
-def test_conjugate_gradient_solves_a_small_spd_system():
-    a = t([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]], dtype=torch.float64)
-    b = t([1.0, 2.0, 3.0], dtype=torch.float64)
-    x = conjugate_gradient(lambda v: a @ v, b, max_iter=3)  # exact in n = 3 steps (in exact arithmetic)
-    assert torch.allclose(x, torch.linalg.solve(a, b), atol=1e-10)
-    one_step = conjugate_gradient(lambda v: a @ v, b, max_iter=1)  # steepest descent from 0: x = (b.b / b.Ab) b
-    assert torch.allclose(one_step, (b @ b) / (b @ a @ b) * b)
-
-
-def test_conjugate_gradient_stops_on_a_zero_right_hand_side():
-    calls = []
-    x = conjugate_gradient(lambda v: calls.append(v) or v, torch.zeros(4), max_iter=10)
-    assert torch.equal(x, torch.zeros(4)) and not calls
 
 
 def test_trpo_hessian_vector_product_equals_full_hessian_times_vector():
@@ -91,6 +76,18 @@ def test_max_step_size_reaches_the_kl_limit_of_the_quadratic_model():
     direction, fisher_direction = t([1.0, 2.0]), t([2.0, 4.0])  # s^T F s = 10
     beta = max_step_size(direction, fisher_direction, 0.05)
     assert 0.5 * beta**2 * 10.0 == pytest.approx(0.05)
+    assert max_step_size(direction, -fisher_direction, 0.05) == 0.0  # no curvature along it: no step
+
+
+def test_line_search_scales_the_direction_by_the_step_size():
+    tried = []
+
+    def evaluate(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        tried.append(x.item())
+        return x.sum(), t(0.0)
+
+    backtracking_line_search(evaluate, t([1.0]), t([2.0]), t(10.0), 1.0, 0.5, 2, step_size=3.0)
+    assert tried == [7.0, 4.0]  # 1 + 3 * 2, then 1 + 1.5 * 2
 
 
 def test_surrogate_objective_by_hand():

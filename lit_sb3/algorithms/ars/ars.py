@@ -23,6 +23,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.envs import is_monitored
+from lit_sb3.common.optimizers import implementation_only
 from lit_sb3.common.sb3_bridge import MaybeCallback
 from lit_sb3.common.utils import env_actions, outside_autocast
 
@@ -214,8 +215,11 @@ class ARS(BaseAlgorithm):
         return self.policy_class(observation_space, action_space, **self._policy_kwargs())
 
     def _policy_kwargs(self) -> dict[str, Any]:
-        """The policy's own arguments only: an ARS policy has no optimizer to configure."""
-        return dict(self.policy_kwargs)
+        """The policy's own arguments only: an ARS policy has no optimizer (sb3_parity's choice does not apply)."""
+        kwargs = dict(self.policy_kwargs)
+        if implementation_only(kwargs.get("optimizer_kwargs")):
+            del kwargs["optimizer_kwargs"]
+        return kwargs
 
     def _build_extra(self) -> None:
         if self.zero_policy:

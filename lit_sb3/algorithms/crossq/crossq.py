@@ -129,14 +129,10 @@ class CrossQ(OffPolicyAlgorithm):
         if not isinstance(delay, int) or isinstance(delay, bool) or delay < 1:
             raise ValueError(f"policy_delay: must be an int >= 1, got {delay!r}")
 
-    def _policy_kwargs(self) -> dict[str, Any]:
-        kwargs = super()._policy_kwargs()
-        optimizer_class = kwargs.get("optimizer_class", torch.optim.Adam)
-        if self.policy_kwargs.get("optimizer_kwargs") is None and optimizer_class in (torch.optim.Adam,
-                                                                                       torch.optim.AdamW):
-            # sb3-contrib's CrossQ default (the paper's beta1 = 0.5), kept when the base adds the fused flag
-            kwargs["optimizer_kwargs"] = {"betas": (0.5, 0.999), **kwargs.get("optimizer_kwargs", {})}
-        return kwargs
+    def _default_optimizer_kwargs(self, optimizer_class: type[torch.optim.Optimizer]) -> dict[str, Any]:
+        if optimizer_class in (torch.optim.Adam, torch.optim.AdamW):
+            return {"betas": (0.5, 0.999)}  # sb3-contrib's CrossQ default (the paper's beta1 = 0.5)
+        return super()._default_optimizer_kwargs(optimizer_class)
 
     def _build_extra(self) -> None:
         entropy.setup_entropy_coef(self, self.ent_coef, self._target_entropy_raw)

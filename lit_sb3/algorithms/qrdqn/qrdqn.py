@@ -125,6 +125,13 @@ class QRDQN(OffPolicyAlgorithm):
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm: must be None or > 0, got {self.max_grad_norm}")
 
+    def _default_optimizer_kwargs(self, optimizer_class: type[torch.optim.Optimizer]) -> dict[str, Any]:
+        if "optimizer_class" not in self.policy_kwargs:
+            # sb3-contrib's QR-DQN default: the paper's Adam eps = 0.01 / batch size (sb3-contrib also sets it over
+            # optimizer_kwargs given without an optimizer_class; lit_sb3 keeps those)
+            return {"eps": 0.01 / self.batch_size}
+        return super()._default_optimizer_kwargs(optimizer_class)
+
     def _build_extra(self) -> None:
         self._pair_target_networks((self.policy.quantile_net, self.policy.quantile_net_target))
 
