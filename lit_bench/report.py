@@ -172,9 +172,9 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
             bench = f"{r.sb3_reference:.1f} @ {_steps(r.sb3_reference_budget)}{flag}"
         at_budget = "-"
         if np.isfinite(r.reference_at_budget):
-            at_budget = f"{r.reference_at_budget:.1f} [{len(sources) + 1}]"
-            sources[f"{r.algo} on {r.env_id} at {_steps(r.budget)}"] = (r.reference_at_budget_how,
-                                                                          r.reference_at_budget_source)
+            key = f"{r.algo} on {r.env_id} at {_steps(r.budget)}"  # one footnote per reference, shared by rows
+            sources.setdefault(key, (r.reference_at_budget_how, r.reference_at_budget_source))
+            at_budget = f"{r.reference_at_budget:.1f} [{list(sources).index(key) + 1}]"
         elif np.isfinite(r.sb3_reference) and r.budget > 0:
             at_budget = "none at " + _steps(r.budget)
         to_threshold = "-"

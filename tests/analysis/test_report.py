@@ -79,6 +79,8 @@ def test_ratio_is_taken_at_the_runs_own_budget(tmp_path):
     assert lit.ratio_to_reference == pytest.approx(lit.final_iqm / 500.0)
     assert lit.reference_at_budget_how == "Zoo eval curve (1 seed) at 20k"
     assert "[1] SB3 ppo on CartPole-v1 at 20k: Zoo eval curve (1 seed) at 20k (DLR-RM/rl-trained-agents@" in md
+    # both backends' rows cite the one reference they share, and only existing footnotes are cited
+    assert md.count("| 500.0 [1] |") == 2 and "[2]" not in md
 
 
 def test_small_samples_are_flagged_and_single_runs_have_no_interval(tmp_path):
