@@ -44,9 +44,9 @@ def paired_difference_ci(lit: np.ndarray, sb3: np.ndarray, n_boot: int = 5000, s
     return iqm(lit) - iqm(sb3), float(low), float(high)
 
 
-def finals(sweep: Path, entry: dict) -> pd.Series:
+def finals(run_dirs: list[Path], entry: dict) -> pd.Series:
     """Final evaluation return per seed of one entry's completed runs."""
-    runs = load_runs([sweep])
+    runs = load_runs(run_dirs)
     runs = runs[(runs.algo == entry["algo"]) & (runs.env == entry["env"]) & (runs.status == "completed")]
     return runs.set_index("seed").final_mean_return.astype(float)
 
@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     entries = [{**CASES[c], "budget": max(int(CASES[c]["budget"] * args.scale), 100)} for c in args.cases]
     suite = {"name": "equivalence", "seeds": list(range(args.seeds)), "eval_episodes": args.eval_episodes,
              "entries": entries}
-    sweeps = {backend: regress.run_suite(suite, backend, args.out_dir) for backend in ("lit", "sb3")}
-    table = pd.DataFrame([compare(e, finals(sweeps["lit"], e), finals(sweeps["sb3"], e)) for e in entries])
+    runs = {backend: regress.run_suite(suite, backend, args.out_dir) for backend in ("lit", "sb3")}
+    table = pd.DataFrame([compare(e, finals(runs["lit"], e), finals(runs["sb3"], e)) for e in entries])
     text = markdown(table)
     atomic_write_text(args.out_dir / "equivalence.csv", table.to_csv(index=False, float_format="%.4f"))
     atomic_write_text(args.out_dir / "equivalence.md", text)
