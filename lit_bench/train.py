@@ -272,7 +272,12 @@ def describe(summary: dict[str, Any]) -> str:
     solved = ""
     if threshold is not None:
         at = summary.get("steps_to_threshold")
-        solved = f"; reached {threshold:g} at {at} steps" if at is not None else f"; below {threshold:g}"
+        if at is not None:
+            solved = f"; reached {threshold:g} at {at} steps (held for {aggregate.THRESHOLD_WINDOW} evaluations)"
+        elif summary["final_mean_return"] >= threshold:  # a late (or lucky) evaluation is not yet "reached"
+            solved = f"; {threshold:g} not held for {aggregate.THRESHOLD_WINDOW} evaluations in a row yet"
+        else:
+            solved = f"; below {threshold:g}"
     done = "already completed, skipped" if summary["status"] == "skipped" else summary["status"]
     return (f"{name}: {done}; final evaluation {score} after {summary['timesteps']} env steps{solved}; "
             f"results in {summary['run_dir']}")

@@ -138,3 +138,16 @@ def test_rliable_scores_from_load_evaluations(tmp_path):
     write_run(tmp_path / "fixture_sweep", "ppo", "Pendulum", 0, "lit", [-900.0, -200.0], env_id="Pendulum-v1")
     with pytest.raises(ValueError, match="different numbers of runs per env"):
         agg.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))
+
+
+def test_console_line_says_reached_only_when_the_threshold_held():
+    from lit_bench.train import describe, steps_to_threshold
+
+    base = {"algo": "ppo", "env": "CartPole", "seed": 0, "backend": "lit", "status": "completed", "timesteps": 3000,
+            "final_std_return": 0.0, "threshold": 475.0, "run_dir": "r"}
+    lucky_then_late = [{"timesteps": t, "mean_return": r} for t, r in ((1000, 500.0), (2000, 20.0), (3000, 500.0))]
+    assert steps_to_threshold(lucky_then_late, 475.0) is None
+    line = describe({**base, "final_mean_return": 500.0, "steps_to_threshold": None})
+    assert "475 not held for 3 evaluations in a row yet" in line and "below" not in line
+    assert "; below 475" in describe({**base, "final_mean_return": 20.0, "steps_to_threshold": None})
+    assert "reached 475 at 1000 steps" in describe({**base, "final_mean_return": 500.0, "steps_to_threshold": 1000})
