@@ -119,10 +119,6 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
     check_loggers(cfg)
     require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
-    if cfg.eval.every is not None and int(cfg.eval.every) <= 0:
-        raise ConfigError(f"eval.every={cfg.eval.every}: must be a positive number of env steps (or null)")
-    if int(cfg.eval.episodes) <= 0:
-        raise ConfigError(f"eval.episodes={cfg.eval.episodes}: must be >= 1")
     check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
     check_objective(cfg.objective)
     if cfg.backend == "lit" and cfg.trainer.get("devices", 1) not in (1, "1", "auto"):
