@@ -1,12 +1,94 @@
-"""Small synthetic sweeps on disk in the harness's run-directory layout (hand-written numbers, no training)."""
+"""Shared helpers of the lit_bench tests: the repository's configs, run.py as a subprocess, run directories on disk,
+and small synthetic sweeps in the harness's run-directory layout (hand-written numbers, no training)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from lit_bench.checks import ConfigError, algorithm_class
 from lit_bench.rundir import EVAL_FIELDS
+
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "conf"
+ALGOS = sorted(p.stem for p in (CONF / "algo").glob("*.yaml"))
+ENVS = sorted(p.stem for p in (CONF / "env").glob("*.yaml"))
+# the env families with their own extra (Atari, Box2D, ...) are tested in test_env_families.py
+CORE_ENVS = [e for e in ENVS if "\nextra:" not in (CONF / "env" / f"{e}.yaml").read_text()]
+PAIRS = sorted(p.stem for p in (CONF / "algo_env").glob("*.yaml"))
+# run.py children find crash_env.py (a Hydra _target_ of the failure tests) next to this file
+CHILD_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0",
+             "PYTHONPATH": str(Path(__file__).parent)}
+
+
+def compose_run(*overrides: str) -> DictConfig:
+    """The config run.py would get (with ${hydra:...} resolvable, as in a real run)."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    return cfg
+
+
+def lit_class_or_skip(cfg: DictConfig) -> type:
+    try:
+        return algorithm_class(str(cfg.algo._target_), "lit")
+    except ConfigError:
+        pytest.skip(f"{cfg.algo._target_} is not in lit_sb3 yet")
+
+
+def run_py(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "run.py", *args], cwd=REPO, env=env or CHILD_ENV, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def kill_when_checkpointed(args: list[str], sweep_dir: Path, at_least: int, seed: int = 0) -> Path:
+    """Start run.py, SIGKILL its process group once the run of ``seed`` under ``sweep_dir`` has a checkpoint of at
+    least ``at_least`` steps; returns that run's directory."""
+    process = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    run_dir = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            run_dir = find_run(sweep_dir, seed)
+            state = run_dir / "checkpoints" / "state.json" if run_dir else None
+            if state and state.is_file() and json.loads(state.read_text())["timesteps"] >= at_least:
+                break
+            assert process.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.02)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    assert run_dir is not None, "the run never wrote its directory"
+    return run_dir
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def find_run(parent: Path, seed: int) -> Path | None:
+    """The run directory of ``seed`` under ``<sweep>/<algo>/<env>`` (its config decides the level in between)."""
+    found = sorted(parent.glob(f"**/seed_{seed}"))
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+TINY = ("env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=512", "eval.every=256", "eval.episodes=2",
+        "log_interval=1")
 
 
 def write_run(root: Path, algo: str, env: str, seed: int, backend: str, returns: list[float], *,

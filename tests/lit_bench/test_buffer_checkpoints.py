@@ -16,7 +16,7 @@ from lit_bench.checks import ConfigError
 from lit_bench.envs import make_envs
 from lit_bench.train import _prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
-from tests.bench_harness.test_harness import ALGOS, CORE_ENVS, compose_run, lit_class_or_skip
+from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, lit_class_or_skip
 
 pytestmark = pytest.mark.harness
 

@@ -6,8 +6,7 @@ import pytest
 
 from lit_bench import report
 from lit_bench.analysis.load import load_runs
-
-from .fixtures import write_run
+from tests.lit_bench.helpers import write_run
 
 
 def _sweep(root):

@@ -21,8 +21,7 @@ from lit_bench.checks import ConfigError
 from lit_bench.envs import make_envs
 from lit_bench.rundir import RunDir
 from lit_bench.video import EvalVideo, check_eval_video, check_video_deps
-
-from .test_harness import compose_run
+from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness
 

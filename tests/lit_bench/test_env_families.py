@@ -24,7 +24,7 @@ from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize, VecTra
 from lit_bench.checks import ConfigError
 from lit_bench.coverage import coverage
 from lit_bench.envs import make_envs
-from tests.bench_harness.test_harness import CONF, REPO, compose_run, read_csv, run_py
+from tests.lit_bench.helpers import CONF, REPO, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 

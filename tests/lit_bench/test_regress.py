@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 
 from lit_bench import regress
-
-from .fixtures import make_sweep
+from tests.lit_bench.helpers import make_sweep
 
 
 @pytest.fixture

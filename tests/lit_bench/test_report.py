@@ -8,8 +8,7 @@ import pytest
 
 from lit_bench import report
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
-
-from .fixtures import make_sweep, write_run
+from tests.lit_bench.helpers import make_sweep, write_run
 
 
 def test_reference_lookup_maps_env_versions():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lit_bench.train import run
-from tests.bench_harness.test_harness import compose_run, find_run, kill_when_checkpointed, read_csv, run_py
+from tests.lit_bench.helpers import compose_run, find_run, kill_when_checkpointed, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 
@@ -43,7 +43,7 @@ def failed_run(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> tu
     """A PPO run that crashed after 300 env steps, leaving last.ckpt (256 steps) and previous.ckpt (192) behind."""
     overrides = ["algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=32", "algo.batch_size=32", "budget=480",
                  "eval.every=160", "checkpoint.every=64", "eval.episodes=2", f"seed={seed}", f"out_dir={tmp_path}",
-                 "sweep=faults", "env.wrappers=[{_target_:tests.bench_harness.crash_env.CrashOnSeed,_partial_:true}]"]
+                 "sweep=faults", "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnSeed,_partial_:true}]"]
     monkeypatch.setenv("LIT_BENCH_TEST_CRASH_SEED", str(seed))
     summary = run(compose_run(*overrides))
     monkeypatch.delenv("LIT_BENCH_TEST_CRASH_SEED")

@@ -21,8 +21,7 @@ from lit_bench.analysis.load import load_runs
 from lit_bench.identity import identify, slug
 from lit_bench.rundir import RunDir
 from lit_bench.sweep import RunFailed, job_result
-
-from .test_harness import CHILD_ENV, REPO, TINY, compose_run, read_csv, run_py
+from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lit_bench import train
-from tests.bench_harness.test_harness import CHILD_ENV, REPO, compose_run, read_csv, run_py
+from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 

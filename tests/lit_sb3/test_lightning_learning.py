@@ -13,8 +13,7 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.env_util import make_vec_env
 
 from lit_sb3 import PPO, SAC, RLEnvDataModule, RLTrainer
-
-from .test_onpolicy_learning import PPO_ZOO_CARTPOLE
+from tests.lit_sb3.helpers import zoo_settings
 
 pytestmark = [pytest.mark.learning, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,9 +32,10 @@ def _best_eval_reward(model, env_id: str, *, budget: int, threshold: float, n_en
 
 
 def test_bf16_ppo_solves_cartpole_within_100k():
-    hyperparameters = {k: v for k, v in PPO_ZOO_CARTPOLE.items() if k != "n_envs"}
-    best = _best_eval_reward(PPO("MlpPolicy", seed=0, **hyperparameters), "CartPole-v1", budget=100_000,
-                             threshold=475, n_envs=8, eval_every=5_000, precision="bf16-mixed")
+    zoo = zoo_settings("ppo", "CartPole")
+    n_envs = zoo.hyperparameters.pop("n_envs")
+    best = _best_eval_reward(PPO("MlpPolicy", seed=0, **zoo.hyperparameters), "CartPole-v1", budget=zoo.budget,
+                             threshold=475, n_envs=n_envs, eval_every=5_000, precision="bf16-mixed")
     assert best >= 475
 
 

@@ -11,8 +11,7 @@ import lit_sb3
 from lit_sb3.common import BaseAlgorithm, OnPolicyAlgorithm
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
-
-from .spec_helpers import signature_problems
+from tests.lit_sb3.spec import signature_problems
 
 LEARN = (
     "total_timesteps, env=None, callback=None, log_every_n_steps={log}, tb_log_name={name!r}, "

@@ -6,8 +6,7 @@ import pytest
 
 from lit_bench.analysis.load import find_run_dirs, load_evaluations, load_runs
 from lit_bench.identity import config_id
-
-from .fixtures import make_sweep, write_run
+from tests.lit_bench.helpers import make_sweep, write_run
 
 
 def test_load_runs_keeps_and_marks_every_run(tmp_path):

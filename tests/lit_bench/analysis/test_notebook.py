@@ -7,9 +7,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from .fixtures import make_sweep
+from tests.lit_bench.helpers import make_sweep
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "analysis.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "analysis.ipynb"
 
 
 def test_analysis_notebook_executes(tmp_path, monkeypatch):

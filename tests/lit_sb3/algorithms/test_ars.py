@@ -20,9 +20,8 @@ import lit_sb3
 from lit_sb3 import ARS, RLEnvDataModule, RLTrainer
 from lit_sb3.algorithms import ars as ars_module
 from lit_sb3.common import BaseAlgorithm, OnPolicyAlgorithm
-
-from .ars_envs import normalized_cartpole
-from .spec_helpers import signature_problems
+from tests.lit_sb3.algorithms.ars_envs import normalized_cartpole
+from tests.lit_sb3.spec import signature_problems
 
 INIT = (
     "policy, n_delta=8, n_top=None, learning_rate=0.02, delta_std=0.05, zero_policy=True, alive_bonus_offset=0, "

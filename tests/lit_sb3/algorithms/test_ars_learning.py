@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lit_sb3 import ARS
-
-from .helpers import best_eval_reward
+from tests.lit_sb3.helpers import best_eval_reward
 
 pytestmark = pytest.mark.learning
 

@@ -14,7 +14,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 import lit_sb3
 from lit_sb3 import QRDQN, TQC, CrossQ, RLEnvDataModule, RLTrainer
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
-from tests.api.spec_helpers import signature_problems
+from tests.lit_sb3.spec import signature_problems
 
 TINY = {"net_arch": [8]}
 

@@ -7,14 +7,13 @@ import sb3_contrib
 import torch
 
 import lit_sb3
-from tests.offpolicy import test_offpolicy_parity as parity
-from tests.offpolicy.test_offpolicy_parity import TOL, _assert_same, _our_mean, _run_both
+from tests.lit_sb3.helpers import TOL, assert_same, offpolicy_pair, our_mean, run_both
 
 pytestmark = pytest.mark.parity
 
 
 def _pair(name: str, env_id: str, **kwargs):
-    return parity._pair(name, env_id, reference=sb3_contrib, **kwargs)
+    return offpolicy_pair(name, env_id, reference=sb3_contrib, **kwargs)
 
 
 def _actor_critic_optimizers(ref, ours, learned_ent_coef: bool = True):
@@ -30,7 +29,7 @@ def _assert_logged_means(ref, ours, keys):
     logged = ref.logger.name_to_value
     # sb3-contrib logs the mean over the gradient steps of the last train() call, as our running means do here
     for key in keys:
-        assert _our_mean(ours, key) == pytest.approx(logged[f"train/{key}"], abs=TOL), key
+        assert our_mean(ours, key) == pytest.approx(logged[f"train/{key}"], abs=TOL), key
 
 
 def _max_abs_grad_diff(ref_grads, our_grads) -> float:
@@ -47,8 +46,8 @@ def test_tqc_update_matches_sb3_contrib(drop):
     ref, ours = _pair("TQC", "Pendulum-v1", top_quantiles_to_drop_per_net=drop,
                       policy_kwargs={"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 3})
     ref_opts, our_opts = _actor_critic_optimizers(ref, ours)
-    ref_grads, our_grads = _run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
-    _assert_same(ref_grads, our_grads, ref, ours)
+    ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
+    assert_same(ref_grads, our_grads, ref, ours)
     assert _max_abs_grad_diff(ref_grads, our_grads) <= TOL
     torch.testing.assert_close(ours.log_ent_coef.data, ref.log_ent_coef.data, atol=TOL, rtol=0)
     _assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
@@ -59,8 +58,8 @@ def test_tqc_fixed_ent_coef_and_target_interval_match_sb3_contrib():
     ref, ours = _pair("TQC", "Pendulum-v1", ent_coef=0.2, target_update_interval=2,
                       policy_kwargs={"net_arch": [16], "n_quantiles": 4})
     ref_opts, our_opts = _actor_critic_optimizers(ref, ours, learned_ent_coef=False)
-    ref_grads, our_grads = _run_both(ref, ours, ref_opts, our_opts, gradient_steps=3)
-    _assert_same(ref_grads, our_grads, ref, ours)  # the target critics are in the policy's state_dict too
+    ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=3)
+    assert_same(ref_grads, our_grads, ref, ours)  # the target critics are in the policy's state_dict too
 
 
 @pytest.mark.parametrize("policy_delay", [1, 3])
@@ -71,8 +70,8 @@ def test_crossq_update_matches_sb3_contrib(policy_delay):
     ref, ours = _pair("CrossQ", "Pendulum-v1", policy_delay=policy_delay,
                       policy_kwargs={"net_arch": {"pi": [32, 32], "qf": [64, 64]}})
     ref_opts, our_opts = _actor_critic_optimizers(ref, ours)
-    ref_grads, our_grads = _run_both(ref, ours, ref_opts, our_opts, gradient_steps=4)
-    _assert_same(ref_grads, our_grads, ref, ours)
+    ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=4)
+    assert_same(ref_grads, our_grads, ref, ours)
     assert len(our_grads["actor"]) == 4 // policy_delay  # delayed actor and temperature updates
     torch.testing.assert_close(ours.log_ent_coef.data, ref.log_ent_coef.data, atol=TOL, rtol=0)
     _assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
@@ -90,9 +89,9 @@ def test_crossq_keeps_sb3_contrib_adam_betas_and_fused():
 def test_qrdqn_update_matches_sb3_contrib():
     ref, ours = _pair("QRDQN", "CartPole-v1", max_grad_norm=0.05,
                       policy_kwargs={"net_arch": [32, 32], "n_quantiles": 10})
-    ref_grads, our_grads = _run_both(ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer},
+    ref_grads, our_grads = run_both(ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer},
                                      gradient_steps=3)
-    _assert_same(ref_grads, our_grads, ref, ours)  # max_grad_norm=0.05 makes the clipping bite
+    assert_same(ref_grads, our_grads, ref, ours)  # max_grad_norm=0.05 makes the clipping bite
     assert _max_abs_grad_diff(ref_grads, our_grads) <= TOL
     _assert_logged_means(ref, ours, ("loss",))
     assert ours._n_updates == ref._n_updates == 3
@@ -100,6 +99,6 @@ def test_qrdqn_update_matches_sb3_contrib():
 
 def test_qrdqn_without_clipping_matches_sb3_contrib():
     ref, ours = _pair("QRDQN", "CartPole-v1", policy_kwargs={"net_arch": [16], "n_quantiles": 7})
-    ref_grads, our_grads = _run_both(ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer},
+    ref_grads, our_grads = run_both(ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer},
                                      gradient_steps=2)
-    _assert_same(ref_grads, our_grads, ref, ours)
+    assert_same(ref_grads, our_grads, ref, ours)

@@ -14,7 +14,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from lit_sb3 import PPO, TRPO, MaskablePPO, RecurrentPPO, RLEnvDataModule, RLTrainer
 from lit_sb3.algorithms.ppo_mask import MaskablePPO as MaskablePPOFromModule
 from lit_sb3.common import OnPolicyAlgorithm
-from tests.api.spec_helpers import signature_problems
+from tests.lit_sb3.spec import signature_problems
 
 LEARN = (
     "total_timesteps, env=None, callback=None, log_every_n_steps=1, tb_log_name={name!r}, reset_num_timesteps=True, "

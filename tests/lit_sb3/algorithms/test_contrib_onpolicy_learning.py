@@ -10,8 +10,7 @@ from stable_baselines3.common.utils import LinearSchedule
 
 from lit_bench.wrappers import KeepObservationEntries
 from lit_sb3 import PPO, TRPO, MaskablePPO, RecurrentPPO
-
-from .helpers import best_eval_reward
+from tests.lit_sb3.helpers import best_eval_reward
 
 pytestmark = pytest.mark.learning
 

@@ -14,7 +14,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 
 from lit_sb3 import DDPG, DQN, SAC, TD3, HerReplayBuffer
-from tests.learning.helpers import best_eval_reward
+from tests.lit_sb3.helpers import best_eval_reward
 
 pytestmark = pytest.mark.learning
 

@@ -6,8 +6,7 @@ import pytest
 from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3 import A2C, PPO
-
-from .helpers import best_eval_reward
+from tests.lit_sb3.helpers import best_eval_reward
 
 pytestmark = pytest.mark.learning
 
