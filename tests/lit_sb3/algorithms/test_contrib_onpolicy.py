@@ -14,49 +14,10 @@ from stable_baselines3.common.env_util import make_vec_env
 from lit_sb3 import PPO, TRPO, MaskablePPO, RecurrentPPO, RLEnvDataModule, RLTrainer
 from lit_sb3.algorithms.ppo_mask import MaskablePPO as MaskablePPOFromModule
 from lit_sb3.common import OnPolicyAlgorithm
-from tests.lit_sb3.spec import signature_problems
-
-LEARN = (
-    "total_timesteps, env=None, callback=None, log_every_n_steps=1, tb_log_name={name!r}, reset_num_timesteps=True, "
-    "{extra}progress_bar=False"
-)
-PPO_LIKE = (
-    "policy, learning_rate=0.0003, n_steps={n_steps}, batch_size={batch}, n_epochs=10, gamma=0.99, gae_lambda=0.95, "
-    "clip_range=0.2, clip_range_vf=None, normalize_advantage=True, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, "
-    "{middle}target_kl=None, stats_window_size=100, policy_kwargs=None, verbose=0, seed=None, device='auto', "
-    "_init_setup_model=True"
-)
-TRPO_INIT = (
-    "policy, learning_rate=0.001, n_steps=2048, batch_size=128, gamma=0.99, cg_max_steps=15, cg_damping=0.1, "
-    "line_search_shrinking_factor=0.8, line_search_max_iter=10, n_critic_updates=10, gae_lambda=0.95, "
-    "use_sde=False, sde_sample_freq=-1, rollout_buffer_class=None, rollout_buffer_kwargs=None, "
-    "normalize_advantage=True, target_kl=0.01, sub_sampling_factor=1, stats_window_size=100, policy_kwargs=None, "
-    "verbose=0, seed=None, device='auto', _init_setup_model=True"
-)
-CASES = [
-    (MaskablePPO.__init__, PPO_LIKE.format(n_steps=2048, batch=64,
-                                           middle="rollout_buffer_class=None, rollout_buffer_kwargs=None, ")),
-    (MaskablePPO.learn, LEARN.format(name="MaskablePPO", extra="use_masking=True, ")),
-    (MaskablePPO.collect_rollouts, "env, callback, rollout_buffer, n_rollout_steps, use_masking=True"),
-    (MaskablePPO.predict, "observation, state=None, episode_start=None, deterministic=False, action_masks=None"),
-    (RecurrentPPO.__init__, PPO_LIKE.format(n_steps=128, batch=128, middle="use_sde=False, sde_sample_freq=-1, ")),
-    (RecurrentPPO.learn, LEARN.format(name="RecurrentPPO", extra="")),
-    (RecurrentPPO.collect_rollouts, "env, callback, rollout_buffer, n_rollout_steps"),
-    (RecurrentPPO.train, ""),
-    (TRPO.__init__, TRPO_INIT),
-    (TRPO.learn, LEARN.format(name="TRPO", extra="")),
-    (TRPO.hessian_vector_product, "params, grad_kl, vector, retain_graph=True"),
-    (TRPO.training_step, "batch, batch_idx"),
-]
 
 
 def masked_env(n_invalid: int = 5) -> InvalidActionEnvDiscrete:
     return InvalidActionEnvDiscrete(dim=10, n_invalid_actions=n_invalid)
-
-
-@pytest.mark.parametrize(("func", "spec"), CASES, ids=[f.__qualname__ for f, _ in CASES])
-def test_signature_matches_spec(func, spec):
-    assert signature_problems(func, spec) == []
 
 
 def test_classes_sit_one_level_below_the_on_policy_base():

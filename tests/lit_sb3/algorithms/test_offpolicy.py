@@ -1,8 +1,6 @@
-"""Off-policy API: spec signatures, bad input, persistence, checkpoint resume, callbacks, HER."""
+"""Off-policy API: bases and exports, bad input, persistence, checkpoint resume, callbacks, HER."""
 
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 import pytest
@@ -17,61 +15,15 @@ from lit_sb3.common.off_policy import OffPolicyAlgorithm
 
 TINY = {"net_arch": [8]}
 
-# ---------------------------------------------------------------------- the spec (seed 001 / 002), hard-coded
-
-_COMMON = [
-    ("learning_rate", None), ("buffer_size", 1_000_000), ("learning_starts", 100), ("batch_size", None),
-    ("tau", None), ("gamma", 0.99), ("train_freq", None), ("gradient_steps", 1),
-]
-SPEC = {
-    SAC: [("policy", inspect.Parameter.empty), ("learning_rate", 3e-4), *_COMMON[1:3], ("batch_size", 256),
-          ("tau", 0.005), ("gamma", 0.99), ("train_freq", 1), ("gradient_steps", 1), ("action_noise", None),
-          ("replay_buffer_class", None), ("replay_buffer_kwargs", None), ("optimize_memory_usage", False),
-          ("n_steps", 1), ("ent_coef", "auto"), ("target_update_interval", 1), ("target_entropy", "auto"),
-          ("use_sde", False), ("sde_sample_freq", -1), ("use_sde_at_warmup", False), ("stats_window_size", 100),
-          ("policy_kwargs", None), ("verbose", 0), ("seed", None), ("device", "auto"), ("_init_setup_model", True)],
-    TD3: [("policy", inspect.Parameter.empty), ("learning_rate", 1e-3), *_COMMON[1:3], ("batch_size", 256),
-          ("tau", 0.005), ("gamma", 0.99), ("train_freq", 1), ("gradient_steps", 1), ("action_noise", None),
-          ("replay_buffer_class", None), ("replay_buffer_kwargs", None), ("optimize_memory_usage", False),
-          ("n_steps", 1), ("policy_delay", 2), ("target_policy_noise", 0.2), ("target_noise_clip", 0.5),
-          ("stats_window_size", 100), ("policy_kwargs", None), ("verbose", 0), ("seed", None), ("device", "auto"),
-          ("_init_setup_model", True)],
-    DDPG: [("policy", inspect.Parameter.empty), ("learning_rate", 1e-3), *_COMMON[1:3], ("batch_size", 256),
-           ("tau", 0.005), ("gamma", 0.99), ("train_freq", 1), ("gradient_steps", 1), ("action_noise", None),
-           ("replay_buffer_class", None), ("replay_buffer_kwargs", None), ("optimize_memory_usage", False),
-           ("n_steps", 1), ("policy_kwargs", None), ("verbose", 0), ("seed", None), ("device", "auto"),
-           ("_init_setup_model", True)],
-    DQN: [("policy", inspect.Parameter.empty), ("learning_rate", 1e-4), *_COMMON[1:3], ("batch_size", 32),
-          ("tau", 1.0), ("gamma", 0.99), ("train_freq", 4), ("gradient_steps", 1), ("replay_buffer_class", None),
-          ("replay_buffer_kwargs", None), ("optimize_memory_usage", False), ("n_steps", 1),
-          ("target_update_interval", 10000), ("exploration_fraction", 0.1), ("exploration_initial_eps", 1.0),
-          ("exploration_final_eps", 0.05), ("max_grad_norm", 10), ("stats_window_size", 100),
-          ("policy_kwargs", None), ("verbose", 0), ("seed", None), ("device", "auto"), ("_init_setup_model", True)],
-}
+# ---------------------------------------------------------------------- bases and exports (signatures: test_spec.py)
 
 
-@pytest.mark.parametrize("cls", list(SPEC), ids=lambda c: c.__name__)
-def test_constructor_matches_spec(cls):
-    params = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
-    positional = [(p.name, p.default) for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
-    assert positional == SPEC[cls]
+@pytest.mark.parametrize("cls", [SAC, TD3, DDPG, DQN], ids=lambda c: c.__name__)
+def test_bases(cls):
     assert issubclass(cls, OffPolicyAlgorithm) and (cls is not DDPG or issubclass(DDPG, TD3))
 
 
-@pytest.mark.parametrize("cls", list(SPEC), ids=lambda c: c.__name__)
-def test_learn_defaults_match_spec(cls):
-    sig = inspect.signature(cls.learn).parameters
-    assert sig["log_every_n_steps"].default == 4
-    assert sig["tb_log_name"].default == cls.__name__
-    assert list(sig)[1:8] == ["total_timesteps", "env", "callback", "log_every_n_steps", "tb_log_name",
-                              "reset_num_timesteps", "progress_bar"]
-
-
-def test_her_signature_and_sac_module_exports():
-    params = inspect.signature(HerReplayBuffer.__init__).parameters
-    assert [(n, p.default) for n, p in params.items()][5:] == [
-        ("device", "auto"), ("n_envs", 1), ("optimize_memory_usage", False), ("handle_timeout_termination", True),
-        ("n_sampled_goal", 4), ("goal_selection_strategy", "future"), ("copy_info_dict", False)]
+def test_sac_module_exports():
     from lit_sb3.algorithms.sac import Actor, CnnPolicy, MultiInputPolicy, SACPolicy  # noqa: F401
 
     assert issubclass(CnnPolicy, SACPolicy) and issubclass(MultiInputPolicy, SACPolicy)
