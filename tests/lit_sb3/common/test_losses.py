@@ -1,4 +1,4 @@
-"""Loss functions and return computation on hand-computed values."""
+"""Loss functions on hand-computed values; the rollout loop's rewards and the GAE returns computed from them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from gymnasium import spaces
-from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
 
+from lit_sb3 import PPO
 from lit_sb3.algorithms.a2c.a2c import a2c_loss
 from lit_sb3.algorithms.ppo.ppo import ppo_loss
 from lit_sb3.common import losses
@@ -78,20 +79,54 @@ def test_a2c_total_loss_combines_terms():
     assert loss.item() == pytest.approx(1.0 + 0.5 * -1.5 + 0.25 * 1.0)
 
 
-def test_gae_returns_by_hand():
-    """The rollout buffer our algorithms fill computes GAE(lambda) as the textbook recursion."""
-    gamma, lam = 0.9, 0.8
-    buffer = RolloutBuffer(3, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), device="cpu", gamma=gamma, gae_lambda=lam)
-    rewards, values, starts = [1.0, 0.0, 2.0], [0.5, 1.0, -1.0], [1.0, 0.0, 0.0]
-    for r, v, s in zip(rewards, values, starts):
-        buffer.add(np.zeros((1, 1)), np.zeros((1, 1)), np.array([r]), np.array([s]), t([[v]]), t([0.0]))
-    last_value, done = 3.0, np.array([False])
-    buffer.compute_returns_and_advantage(last_values=t([[last_value]]), dones=done)
-    d2 = 2.0 + gamma * last_value - (-1.0)
-    d1 = 0.0 + gamma * -1.0 - 1.0
-    d0 = 1.0 + gamma * 1.0 - 0.5
-    a2 = d2
-    a1 = d1 + gamma * lam * a2
-    a0 = d0 + gamma * lam * a1
-    np.testing.assert_allclose(buffer.advantages[:, 0], [a0, a1, a2], rtol=1e-6)
-    np.testing.assert_allclose(buffer.returns[:, 0], np.array([a0, a1, a2]) + np.array(values), rtol=1e-6)
+class RolloutRecorder(BaseCallback):
+    """Records, while our loop collects, the raw rewards and V(terminal observation) of time-limit truncations, and
+    at the rollout's end V(last observation) and a copy of the buffer the update will read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raw_rewards: list[float] = []
+        self.truncation_values: list[float] = []
+
+    def _on_step(self) -> bool:
+        info = self.locals["infos"][0]
+        self.raw_rewards.append(float(self.locals["rewards"][0]))
+        value = 0.0
+        if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
+            with torch.no_grad():
+                value = self.model.policy.predict_values(t(info["terminal_observation"][None])).item()
+        self.truncation_values.append(value)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        buffer = self.locals["rollout_buffer"]
+        self.buffer = {k: getattr(buffer, k)[:, 0].copy() for k in ("rewards", "values", "episode_starts",
+                                                                   "advantages", "returns")}
+        with torch.no_grad():  # computed here, not read from the loop: the value it should bootstrap from
+            self.last_value = self.model.policy.predict_values(t(self.locals["new_obs"])).item()
+        self.last_done = float(self.locals["dones"][0])
+
+
+def test_rollout_bootstraps_time_limit_truncations_and_gae_reads_them():
+    """Our rollout loop adds gamma * V(terminal observation) to the reward where a time limit cut the episode, and the
+    advantages the update reads are the GAE(lambda) recursion over exactly those rewards, values and episode starts."""
+    gamma, lam, n_steps = 0.9, 0.8, 8
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=0, env_kwargs={"max_episode_steps": 3})  # truncated every 3
+    model = PPO("MlpPolicy", env=env, n_steps=n_steps, batch_size=n_steps, n_epochs=1, gamma=gamma, gae_lambda=lam,
+                policy_kwargs={"net_arch": [8]}, seed=0)
+    recorder = RolloutRecorder()
+    model.learn(n_steps, callback=recorder)
+    rollout = recorder.buffer
+    bootstrap = gamma * np.array(recorder.truncation_values)
+    assert np.count_nonzero(bootstrap) == 2  # steps 3 and 6
+    np.testing.assert_allclose(rollout["rewards"], np.array(recorder.raw_rewards) + bootstrap, rtol=1e-6)
+    advantages, next_advantage = np.zeros(n_steps), 0.0
+    for step in reversed(range(n_steps)):
+        if step == n_steps - 1:
+            not_done, next_value = 1.0 - recorder.last_done, recorder.last_value
+        else:
+            not_done, next_value = 1.0 - rollout["episode_starts"][step + 1], rollout["values"][step + 1]
+        delta = rollout["rewards"][step] + gamma * next_value * not_done - rollout["values"][step]
+        next_advantage = advantages[step] = delta + gamma * lam * not_done * next_advantage
+    np.testing.assert_allclose(rollout["advantages"], advantages, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rollout["returns"], advantages + rollout["values"], rtol=1e-5, atol=1e-6)
