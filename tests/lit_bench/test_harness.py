@@ -42,6 +42,7 @@ from tests.lit_bench.helpers import (
 
 pytestmark = pytest.mark.harness
 
+
 def declared_compatible(cls: type, cfg: DictConfig) -> bool:
     supported = supported_action_spaces(cls) or ()
     return str(cfg.env.action_space) in {s.__name__ for s in supported}
@@ -68,43 +69,45 @@ def test_env_config_pins_one_env(env_name: str) -> None:
     assert cfg.env.budget > 0 and cfg.budget > 0
 
 
-@pytest.mark.parametrize("algo", ALGOS)
-def test_every_pair_instantiates_or_fails_clearly(algo: str, built_envs: dict, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("algo", "env_name"), [(a, e) for a in ALGOS for e in CORE_ENVS],
+                         ids=[f"{a}-{e}" for a in ALGOS for e in CORE_ENVS])
+def test_every_pair_instantiates_or_fails_clearly(algo: str, env_name: str, built_envs: dict) -> None:
     """Compatible pairs build their algorithm on the real env (both backends); the others fail with one line."""
     import stable_baselines3 as sb3
     import torch
 
     torch.set_num_threads(1)
-    for env_name in CORE_ENVS:
-        cfg = compose_run(f"algo={algo}", f"env={env_name}")
-        cls = lit_class_or_skip(cfg)
-        if not declared_compatible(cls, cfg):
-            with pytest.raises(ConfigError, match=rf"^algo={algo} cannot act in env={env_name}: .* actions$"):
-                _prepare(cfg)
-            continue
-        _prepare(cfg)
-        key = (env_name, int(cfg.env.n_envs), str(cfg.env.normalize))
-        if key not in built_envs:
-            built_envs[key] = make_envs(cfg.env, env_name, 0, cfg.algo.get("gamma"))
-        train_env, _ = built_envs[key]
-        assert type(train_env.action_space).__name__ == cfg.env.action_space
-        if not is_masking_supported(train_env) and "use_masking" in inspect.signature(cls.learn).parameters:
-            with pytest.raises(ConfigError, match=rf"^algo={algo} acts on action masks: env={env_name} has no"):
-                check_spaces(cls, algo, env_name, cfg.algo.get("policy"), train_env)
-            continue
-        if isinstance(train_env.observation_space, spaces.Dict) and cfg.algo.policy != "MultiInputPolicy":
-            continue  # covered by test_bad_input_is_one_line
-        job = Job(cfg=cfg, algo_cls=cls, run=None, train_env=train_env, evaluator=None, budget=1, seed=0,  # type: ignore[arg-type]
-                  checkpoint_every=1, resume=False)
-        model = cls(**algorithm_kwargs(job, "lit"), seed=0)
-        model.check_env(train_env)
-        model.build(train_env.observation_space, train_env.action_space)
-        sb3_cls = algorithm_class(str(cfg.algo._target_), "sb3")
-        sb3_model = sb3_cls(env=train_env, **algorithm_kwargs(job, "sb3"), seed=0)
-        assert type(sb3_model).__name__ == cls.__name__
-        if cfg.algo.get("replay_buffer_class") is not None:
-            assert sb3_model.replay_buffer_class.__module__.startswith("stable_baselines3")
-        assert isinstance(sb3_model, sb3.common.base_class.BaseAlgorithm)
+    cfg = compose_run(f"algo={algo}", f"env={env_name}")
+    cls = lit_class_or_skip(cfg)
+    if not declared_compatible(cls, cfg):
+        with pytest.raises(ConfigError, match=rf"^algo={algo} cannot act in env={env_name}: .* actions$"):
+            _prepare(cfg)
+        return
+    _prepare(cfg)
+    key = (env_name, int(cfg.env.n_envs), str(cfg.env.normalize))
+    if key not in built_envs:
+        built_envs[key] = make_envs(cfg.env, env_name, 0, cfg.algo.get("gamma"))
+    train_env, _ = built_envs[key]
+    assert type(train_env.action_space).__name__ == cfg.env.action_space
+    if not is_masking_supported(train_env) and "use_masking" in inspect.signature(cls.learn).parameters:
+        with pytest.raises(ConfigError, match=rf"^algo={algo} acts on action masks: env={env_name} has no"):
+            check_spaces(cls, algo, env_name, cfg.algo.get("policy"), train_env)
+        return
+    if isinstance(train_env.observation_space, spaces.Dict) and cfg.algo.policy != "MultiInputPolicy":
+        with pytest.raises(ConfigError, match=rf"^env={env_name} has Dict observations: set algo.policy=MultiInput"):
+            check_spaces(cls, algo, env_name, cfg.algo.get("policy"), train_env)
+        return
+    job = Job(cfg=cfg, algo_cls=cls, run=None, train_env=train_env, evaluator=None, budget=1, seed=0,  # type: ignore[arg-type]
+              checkpoint_every=1, resume=False)
+    model = cls(**algorithm_kwargs(job, "lit"), seed=0)
+    model.check_env(train_env)
+    model.build(train_env.observation_space, train_env.action_space)
+    sb3_cls = algorithm_class(str(cfg.algo._target_), "sb3")
+    sb3_model = sb3_cls(env=train_env, **algorithm_kwargs(job, "sb3"), seed=0)
+    assert type(sb3_model).__name__ == cls.__name__
+    if cfg.algo.get("replay_buffer_class") is not None:
+        assert sb3_model.replay_buffer_class.__module__.startswith("stable_baselines3")
+    assert isinstance(sb3_model, sb3.common.base_class.BaseAlgorithm)
 
 
 @pytest.mark.parametrize("pair", PAIRS)
