@@ -40,7 +40,8 @@ def test_bf16_ppo_solves_cartpole_within_100k():
 
 
 def test_bf16_sac_zoo_pendulum():
-    best = _best_eval_reward(SAC("MlpPolicy", learning_rate=1e-3, seed=0), "Pendulum-v1", budget=20_000,
+    zoo = zoo_settings("sac", "Pendulum")
+    best = _best_eval_reward(SAC("MlpPolicy", seed=0, **zoo.hyperparameters), "Pendulum-v1", budget=zoo.budget,
                              threshold=-250, n_envs=1, eval_every=2_000, precision="bf16-mixed")
     assert best >= -250
 

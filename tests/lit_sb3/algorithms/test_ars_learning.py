@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from lit_sb3 import ARS
-from tests.lit_sb3.helpers import best_eval_reward
+from tests.lit_sb3.helpers import best_eval_reward, zoo_settings
 
 pytestmark = pytest.mark.learning
 
-# rl-baselines3-zoo hyperparams/ars.yml, CartPole-v1: n_timesteps 5e4, LinearPolicy, n_delta 2 (the rest: defaults)
-ARS_ZOO_CARTPOLE = dict(policy="LinearPolicy", n_delta=2)
+# the RL Zoo's ars.yml CartPole-v1 entry as conf/algo_env/ ports it (budget 5e4); the policy: conf/algo/ars.yaml's
+ARS_ZOO = zoo_settings("ars", "CartPole")
 
 
 def _best(seed: int) -> float:
-    return best_eval_reward(ARS, "CartPole-v1", budget=50_000, threshold=475, seed=seed, eval_every=2_000,
-                            **ARS_ZOO_CARTPOLE)
+    return best_eval_reward(ARS, "CartPole-v1", budget=ARS_ZOO.budget, threshold=475, seed=seed, eval_every=2_000,
+                            policy="LinearPolicy", **ARS_ZOO.hyperparameters)
 
 
 @pytest.mark.parametrize("seed", [0, 2])

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import pytest
-import torch
 from sb3_contrib.common.envs import InvalidActionEnvDiscrete
 from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
-from stable_baselines3.common.utils import LinearSchedule
 
 from lit_bench.wrappers import KeepObservationEntries
 from lit_sb3 import PPO, TRPO, MaskablePPO, RecurrentPPO
-from tests.lit_sb3.helpers import best_eval_reward
+from tests.lit_sb3.helpers import best_eval_reward, zoo_settings
 
 pytestmark = pytest.mark.learning
 
-# rl-baselines3-zoo hyperparams/trpo.yml, CartPole-v1 (budget 1e5)
-TRPO_ZOO_CARTPOLE = dict(n_envs=2, n_steps=512, batch_size=512, cg_damping=1e-3, gae_lambda=0.98, gamma=0.99,
-                         learning_rate=1e-3, n_critic_updates=20)
-# rl-baselines3-zoo hyperparams/ppo_lstm.yml, CartPoleNoVel-v1 (normalize: True, budget 1e5); PPO gets the same
-# settings without the LSTM (the Zoo's PPO CartPole-v1 ones are identical apart from the network).
-NOVEL_CARTPOLE = dict(n_envs=8, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-                      learning_rate=LinearSchedule(1e-3, 0.0, 1.0), clip_range=LinearSchedule(0.2, 0.0, 1.0),
-                      wrapper_class=KeepObservationEntries, normalize=True)
-LSTM_POLICY = dict(ortho_init=False, activation_fn=torch.nn.ReLU, lstm_hidden_size=64, enable_critic_lstm=True,
-                   net_arch=dict(pi=[64], vf=[64]))
+# the RL Zoo's entries as conf/algo_env/ ports them: trpo.yml CartPole-v1 (budget 1e5) and ppo_lstm.yml
+# CartPoleNoVel-v1 (normalize, budget 1e5); PPO gets the latter without the LSTM network (the Zoo's PPO CartPole-v1
+# settings are identical apart from the network).
+TRPO_ZOO = zoo_settings("trpo", "CartPole")
+LSTM_ZOO = zoo_settings("ppo_lstm", "CartPoleNoVel")
 
 
 class NeverMasked(InvalidActionEnvDiscrete):
@@ -45,14 +38,17 @@ def test_maskable_ppo_reaches_sb3_contrib_threshold_and_never_takes_a_masked_act
 
 
 def test_trpo_solves_cartpole_within_100k():
-    best = best_eval_reward(TRPO, "CartPole-v1", budget=100_000, threshold=475, seed=0, **TRPO_ZOO_CARTPOLE)
+    best = best_eval_reward(TRPO, "CartPole-v1", budget=TRPO_ZOO.budget, threshold=475, seed=0,
+                            **TRPO_ZOO.hyperparameters)
     assert best >= 475
 
 
 def _novel_cartpole_best(algo: type, budget: int, seed: int, **overrides) -> float:
-    settings = {**NOVEL_CARTPOLE, **overrides}
+    settings = {**LSTM_ZOO.hyperparameters, "wrapper_class": KeepObservationEntries, **overrides}
     if algo is RecurrentPPO:
-        settings.update(policy="MlpLstmPolicy", policy_kwargs=LSTM_POLICY)
+        settings["policy"] = "MlpLstmPolicy"
+    else:
+        del settings["policy_kwargs"]  # the LSTM's network settings
     return best_eval_reward(algo, "CartPole-v1", budget=budget, threshold=475, seed=seed, eval_every=2_500,
                             **settings)
 
@@ -69,4 +65,4 @@ def test_recurrent_ppo_beats_memoryless_ppo_on_cartpole_without_velocities():
 
 @pytest.mark.slow
 def test_recurrent_ppo_solves_cartpole_without_velocities_with_zoo_settings():
-    assert _novel_cartpole_best(RecurrentPPO, 100_000, seed=1) >= 475
+    assert _novel_cartpole_best(RecurrentPPO, LSTM_ZOO.budget, seed=1) >= 475

@@ -14,7 +14,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 
 from lit_sb3 import DDPG, DQN, SAC, TD3, HerReplayBuffer
-from tests.lit_sb3.helpers import best_eval_reward
+from tests.lit_sb3.helpers import best_eval_reward, zoo_settings
 
 pytestmark = pytest.mark.learning
 
@@ -31,15 +31,8 @@ def _noise() -> NormalActionNoise:
     return NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
 
 
-# Zoo Pendulum-v1 (sac.yml): 20k steps, learning_rate 1e-3, otherwise SB3 defaults
-SAC_ZOO = {"learning_rate": 1e-3}
-# Zoo Pendulum-v1 (td3.yml / ddpg.yml): gamma 0.98, buffer 200k, learning_starts 10k, normal noise 0.1, [400, 300]
-TD3_ZOO = {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": 1, "train_freq": 1,
-           "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}
-# Zoo CartPole-v1 (dqn.yml), 50k steps
-DQN_ZOO = {"learning_rate": 2.3e-3, "batch_size": 64, "buffer_size": 100_000, "learning_starts": 1000, "gamma": 0.99,
-           "target_update_interval": 10, "train_freq": 256, "gradient_steps": 128, "exploration_fraction": 0.16,
-           "exploration_final_eps": 0.04, "policy_kwargs": {"net_arch": [256, 256]}}
+# the RL Zoo's settings as conf/algo_env/ ports them: {sac,td3,ddpg}.yml Pendulum-v1 (20k), dqn.yml CartPole-v1 (50k)
+DQN_ZOO = zoo_settings("dqn", "CartPole")
 
 
 # ---------------------------------------------------------------------- fast (default run, < ~2 min each)
@@ -69,7 +62,8 @@ def test_ddpg_fast_pendulum_beats_random():
 
 
 def test_dqn_fast_cartpole_zoo_settings():
-    model = DQN("MlpPolicy", env="CartPole-v1", seed=0, **{**DQN_ZOO, "policy_kwargs": {"net_arch": [64, 64]}})
+    model = DQN("MlpPolicy", env="CartPole-v1", seed=0,
+                **{**DQN_ZOO.hyperparameters, "policy_kwargs": {"net_arch": [64, 64]}})
     model.learn(20_000)
     assert _eval(model, "CartPole-v1", seed=0) >= 100  # a random policy scores about 20
 
@@ -98,29 +92,33 @@ def test_dqn_her_fast_bit_flipping():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_sac_zoo_pendulum(seed):
-    best = best_eval_reward(SAC, "Pendulum-v1", budget=20_000, threshold=-250, seed=seed, eval_every=2_000, **SAC_ZOO)
+    zoo = zoo_settings("sac", "Pendulum")
+    best = best_eval_reward(SAC, "Pendulum-v1", budget=zoo.budget, threshold=-250, seed=seed, eval_every=2_000,
+                            **zoo.hyperparameters)
     assert best >= -250
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_td3_zoo_pendulum(seed):
-    best = best_eval_reward(TD3, "Pendulum-v1", budget=20_000, threshold=-250, seed=seed, eval_every=2_000,
-                            action_noise=_noise(), **TD3_ZOO)
+    zoo = zoo_settings("td3", "Pendulum", n_actions=1)
+    best = best_eval_reward(TD3, "Pendulum-v1", budget=zoo.budget, threshold=-250, seed=seed, eval_every=2_000,
+                            **zoo.hyperparameters)
     assert best >= -250
 
 
 @pytest.mark.slow
 def test_ddpg_zoo_pendulum():
-    best = best_eval_reward(DDPG, "Pendulum-v1", budget=20_000, threshold=-300, seed=0, eval_every=2_000,
-                            action_noise=_noise(), **TD3_ZOO)
+    zoo = zoo_settings("ddpg", "Pendulum", n_actions=1)
+    best = best_eval_reward(DDPG, "Pendulum-v1", budget=zoo.budget, threshold=-300, seed=0, eval_every=2_000,
+                            **zoo.hyperparameters)
     assert best >= -300
 
 
 @pytest.mark.slow
 def test_dqn_zoo_cartpole_two_of_three_seeds():
-    scores = [best_eval_reward(DQN, "CartPole-v1", budget=50_000, threshold=400, seed=seed, eval_every=5_000,
-                               **DQN_ZOO) for seed in range(3)]
+    scores = [best_eval_reward(DQN, "CartPole-v1", budget=DQN_ZOO.budget, threshold=400, seed=seed, eval_every=5_000,
+                               **DQN_ZOO.hyperparameters) for seed in range(3)]
     assert sum(s >= 400 for s in scores) >= 2, scores
 
 
