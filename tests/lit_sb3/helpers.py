@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import stable_baselines3 as sb3
 import torch
 import yaml
@@ -162,3 +163,10 @@ def assert_same(ref_grads, our_grads, ref, ours):
 
 def our_mean(ours, key: str) -> float:
     return (ours._stat_sums[key] / ours._stat_counts[key]).item()
+
+
+def assert_logged_means(ref, ours, keys) -> None:
+    """SB3 / sb3-contrib log the mean over the gradient steps of the last train() call, as our running means do."""
+    logged = ref.logger.name_to_value
+    for key in keys:
+        assert our_mean(ours, key) == pytest.approx(logged[f"train/{key}"], abs=TOL), key

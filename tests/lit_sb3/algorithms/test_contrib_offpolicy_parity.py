@@ -7,7 +7,7 @@ import sb3_contrib
 import torch
 
 import lit_sb3
-from tests.lit_sb3.helpers import TOL, assert_same, offpolicy_pair, our_mean, run_both
+from tests.lit_sb3.helpers import TOL, assert_logged_means, assert_same, offpolicy_pair, run_both
 
 pytestmark = pytest.mark.parity
 
@@ -25,22 +25,6 @@ def _actor_critic_optimizers(ref, ours, learned_ent_coef: bool = True):
     return ref_opts, our_opts
 
 
-def _assert_logged_means(ref, ours, keys):
-    logged = ref.logger.name_to_value
-    # sb3-contrib logs the mean over the gradient steps of the last train() call, as our running means do here
-    for key in keys:
-        assert our_mean(ours, key) == pytest.approx(logged[f"train/{key}"], abs=TOL), key
-
-
-def _max_abs_grad_diff(ref_grads, our_grads) -> float:
-    return max(
-        (g_o - g_r).abs().max().item()
-        for name in ref_grads
-        for ref_step, our_step in zip(ref_grads[name], our_grads[name])
-        for g_r, g_o in zip(ref_step, our_step)
-    )
-
-
 @pytest.mark.parametrize("drop", [0, 2])
 def test_tqc_update_matches_sb3_contrib(drop):
     ref, ours = _pair("TQC", "Pendulum-v1", top_quantiles_to_drop_per_net=drop,
@@ -48,9 +32,8 @@ def test_tqc_update_matches_sb3_contrib(drop):
     ref_opts, our_opts = _actor_critic_optimizers(ref, ours)
     ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
     assert_same(ref_grads, our_grads, ref, ours)
-    assert _max_abs_grad_diff(ref_grads, our_grads) <= TOL
     torch.testing.assert_close(ours.log_ent_coef.data, ref.log_ent_coef.data, atol=TOL, rtol=0)
-    _assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
+    assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
     assert ours._n_updates == ref._n_updates == 2
 
 
@@ -74,7 +57,7 @@ def test_crossq_update_matches_sb3_contrib(policy_delay):
     assert_same(ref_grads, our_grads, ref, ours)
     assert len(our_grads["actor"]) == 4 // policy_delay  # delayed actor and temperature updates
     torch.testing.assert_close(ours.log_ent_coef.data, ref.log_ent_coef.data, atol=TOL, rtol=0)
-    _assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
+    assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
     assert ours._n_updates == ref._n_updates == 4
 
 
@@ -92,8 +75,7 @@ def test_qrdqn_update_matches_sb3_contrib():
     ref_grads, our_grads = run_both(ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer},
                                      gradient_steps=3)
     assert_same(ref_grads, our_grads, ref, ours)  # max_grad_norm=0.05 makes the clipping bite
-    assert _max_abs_grad_diff(ref_grads, our_grads) <= TOL
-    _assert_logged_means(ref, ours, ("loss",))
+    assert_logged_means(ref, ours, ("loss",))
     assert ours._n_updates == ref._n_updates == 3
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import lit_sb3
-from tests.lit_sb3.helpers import TOL, assert_same, offpolicy_pair, our_mean, run_both
+from tests.lit_sb3.helpers import TOL, assert_logged_means, assert_same, offpolicy_pair, our_mean, run_both
 
 pytestmark = pytest.mark.parity
 
@@ -19,10 +19,7 @@ def test_sac_update_matches_sb3():
     ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
     assert_same(ref_grads, our_grads, ref, ours)
     torch.testing.assert_close(ours.log_ent_coef.data, ref.log_ent_coef.data, atol=TOL, rtol=0)
-    logged = ref.logger.name_to_value
-    # SB3 logs the mean over the gradient steps of the last train() call, as our running means do here
-    for key in ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"):
-        assert our_mean(ours, key) == pytest.approx(logged[f"train/{key}"], abs=TOL), key
+    assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
 
 
 def test_sac_fixed_ent_coef_matches_sb3():
