@@ -33,7 +33,8 @@ import pandas as pd
 import yaml
 
 from lit_bench.analysis.load import load_evaluations, load_runs
-from lit_bench.report import summary_table, write_report
+from lit_bench.analysis.summarize import summary_table
+from lit_bench.report import write_report
 from lit_bench.rundir import atomic_write_text
 from lit_bench.sweep import TAG_ENV, read_records
 
