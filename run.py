@@ -7,7 +7,6 @@ Groups and options live in conf/ (see the README); each run writes its own direc
 import lit_bench.startup  # noqa: F401, I001  (first: a quiet Ctrl-C while the rest imports)
 
 import os
-from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -15,6 +14,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from lit_bench import signals
+from lit_bench.identity import sweep_path
 from lit_bench.sweep import job_result, record_job, report
 from lit_bench.train import INVOCATION_ENV, describe, run
 
@@ -30,7 +30,7 @@ def main(cfg: DictConfig) -> float | None:
         return job_result(cfg, summary)  # a failed run: exit 1 (single run) or a failed job/trial (multirun)
     record_job(cfg, summary)  # interrupted: in the sweep table
     if signals.in_sweep_process():
-        report(Path(str(cfg.out_dir)) / str(cfg.sweep), os.environ.get(INVOCATION_ENV))  # sequential sweep: stop
+        report(sweep_path(cfg), os.environ.get(INVOCATION_ENV))  # sequential sweep: stop
     signals.finish()  # exits 130 / 143 (a joblib worker returns: its parent reports)
     return None
 

@@ -2,15 +2,11 @@
 
 from omegaconf import OmegaConf
 
-from lit_bench.identity import run_subdir
+from lit_bench.identity import algo_dir, run_path, run_subdir, sweep_path
 
-# Run directories: <algo> for lit_sb3, <algo>@<backend> otherwise, so a backend comparison never shares a directory.
-OmegaConf.register_new_resolver("backend_suffix", lambda backend: "" if backend == "lit" else f"@{backend}",
-                                replace=True)
-# The run's directory below <out_dir>/<sweep>, from its whole config (lit_bench.identity): used by hydra.run.dir and
-# hydra.sweep.subdir, so Hydra's directories and the harness's are the same by construction.
+# The run-directory layout, defined once in lit_bench.identity, for conf/config.yaml: Hydra's directories and the
+# harness's are the same by construction.
+OmegaConf.register_new_resolver("algo_dir", algo_dir, replace=True)
+OmegaConf.register_new_resolver("run_path", lambda _root_: str(run_path(_root_)), replace=True)
+OmegaConf.register_new_resolver("sweep_path", lambda _root_: str(sweep_path(_root_)), replace=True)
 OmegaConf.register_new_resolver("run_subdir", run_subdir, replace=True)
-# parity=true runs (lit_sb3 with SB3's exact optimizer) go to <algo>+parity: they are other runs than the defaults.
-OmegaConf.register_new_resolver(
-    "parity_suffix", lambda backend, parity: "+parity" if parity and backend == "lit" else "", replace=True
-)

@@ -83,11 +83,14 @@ def check_declared_action_space(cls: type, algo_name: str, env_name: str, declar
     """Compare the env config's ``action_space`` with what the algorithm supports, before building the env."""
     supported = supported_action_spaces(cls)
     if supported is not None and declared not in {s.__name__ for s in supported}:
-        names = ", ".join(s.__name__ for s in supported)
-        raise ConfigError(
-            f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
-            f"{env_name} has {declared} actions"
-        )
+        raise _unsupported_actions(cls, supported, algo_name, env_name, declared)
+
+
+def _unsupported_actions(cls: type, supported: tuple[type, ...], algo_name: str, env_name: str,
+                         has: str) -> ConfigError:
+    names = ", ".join(s.__name__ for s in supported)
+    return ConfigError(f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
+                       f"{env_name} has {has} actions")
 
 
 def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any) -> None:
@@ -95,11 +98,7 @@ def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any
     supported = supported_action_spaces(cls)
     action_space = env.action_space
     if supported is not None and not isinstance(action_space, supported):
-        names = ", ".join(s.__name__ for s in supported)
-        raise ConfigError(
-            f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
-            f"{env_name} has {type(action_space).__name__} actions"
-        )
+        raise _unsupported_actions(cls, supported, algo_name, env_name, type(action_space).__name__)
     if "use_masking" in inspect.signature(cls.learn).parameters and not is_masking_supported(env):
         raise ConfigError(
             f"algo={algo_name} acts on action masks: env={env_name} has no action_masks() method "

@@ -1,7 +1,8 @@
 """Run identity: which directory a configured run owns, and the ids the analysis groups runs by.
 
-A run is its config. The layout is defined here, once (Hydra's ``hydra.run.dir`` / ``hydra.sweep.subdir`` call
-``run_subdir`` through the ``${run_subdir:}`` resolver, and ``lit_bench.train`` calls it too)::
+A run is its config. The layout is defined here, once: Hydra's ``hydra.run.dir`` / ``hydra.sweep.dir`` /
+``hydra.sweep.subdir`` and ``algo_dir`` call these functions through resolvers (``lit_bench/__init__.py``), and the
+harness calls them directly::
 
     <out_dir>/<sweep>/<algo>[@<backend>]/<env>/seed_<n>                      the composed defaults
     <out_dir>/<sweep>/<algo>[@<backend>]/<env>/<variant>-<config_id>/seed_<n>   any other config
@@ -148,6 +149,22 @@ def identify(cfg: DictConfig | dict[str, Any]) -> RunIdentity:
         subdir=subdir / f"seed_{config['seed']}", config_id=cid, config_hash=config_hash(config), variant=variant,
         overrides=[key if key.startswith("~") else f"{key}={_text(value)}" for key, value in diffs],
     )
+
+
+def algo_dir(algo: str, backend: str, parity: bool) -> str:
+    """``<algo>`` for lit_sb3, ``<algo>@<backend>`` otherwise (a backend comparison never shares a directory), and
+    ``<algo>+parity`` for lit_sb3 with SB3's exact optimizer (other runs than the defaults)."""
+    return algo + ("" if backend == "lit" else f"@{backend}") + ("+parity" if parity and backend == "lit" else "")
+
+
+def sweep_path(config: DictConfig | dict[str, Any]) -> Path:
+    """``<out_dir>/<sweep>``: the directory of a sweep's runs (and of its job records)."""
+    return Path(str(config["out_dir"])) / str(config["sweep"])
+
+
+def run_path(config: DictConfig | dict[str, Any], identity: RunIdentity | None = None) -> Path:
+    """The run's directory, ``<out_dir>/<sweep>/<identity.subdir>``."""
+    return sweep_path(config) / (identity or identify(config)).subdir
 
 
 def run_subdir(_root_: DictConfig) -> str:

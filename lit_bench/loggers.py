@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -19,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter, TensorBoardOutputFormat
 
 from lit_bench.checks import ConfigError
+from lit_bench.identity import sweep_path
 from lit_bench.rundir import RunDir
 
 EXTRA = "pip install -e '.[loggers]'"
@@ -45,10 +47,11 @@ def check_loggers(cfg: DictConfig) -> None:
 
 
 def wandb_identity(cfg: DictConfig, run: RunDir) -> dict[str, Any]:
-    """W&B run name, group (the sweep), tags and the whole resolved config (as the run recorded it)."""
+    """W&B run name (the run directory below ``out_dir``: configs that differ never share one), group (the sweep),
+    tags and the whole resolved config (as the run recorded it)."""
     config = yaml.safe_load(run.config.read_text()) if run.config.is_file() else {}
     return {
-        "name": f"{cfg.sweep}/{cfg.algo_dir}/{cfg.env_name}/seed_{cfg.seed}",
+        "name": str(Path(str(cfg.sweep)) / run.root.relative_to(sweep_path(cfg))),
         "group": str(cfg.sweep),
         "tags": [str(cfg.algo_name), str(cfg.env_name), str(cfg.backend), f"seed_{cfg.seed}"],
         "config": config,

@@ -33,7 +33,8 @@ import pandas as pd
 import yaml
 
 from lit_bench.analysis.load import load_evaluations, load_runs
-from lit_bench.report import summary_table, write_report
+from lit_bench.analysis.summarize import summary_table
+from lit_bench.report import write_report
 from lit_bench.rundir import atomic_write_text
 from lit_bench.sweep import TAG_ENV, read_records
 
@@ -169,15 +170,74 @@ def _int(value: Any) -> str:
     return "-" if pd.isna(value) else str(int(value))
 
 
-def against_references(suite: dict[str, Any], runs: list[Path], sweep_dir: Path) -> int:
+def measure(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None, *,
+            report: bool = False) -> pd.DataFrame:
+    """Run the suite's entries on ``backend``; their summary table (and, with ``report``, the full report written to
+    ``<sweep>/report``: the CI artifact)."""
+    runs = run_suite(suite, backend, out_dir, launcher)
+    if report:
+        write_report(runs, report_dir(suite, backend, out_dir))
+    return measured(runs, suite)
+
+
+def report_dir(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
+    return sweep_dir_of(suite, backend, out_dir) / "report"
+
+
+def record(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None, *,
+           keep_others: bool = False) -> int:
+    """Measure both backends and (re)write the thresholds; ``keep_others``: entries not measured now keep theirs."""
+    scores = {backend: measure(suite, backend, out_dir, launcher) for backend in BACKENDS}
+    table = thresholds(scores, float(suite["margin"]))
+    table["recorded"] = datetime.date.today().isoformat()
+    table["command"] = f"python -m lit_bench.regress --suite {suite['name']} --record"
+    if keep_others and baseline_file.is_file():
+        kept = pd.read_csv(baseline_file)
+        kept = kept[~(kept.algo + ":" + kept.env).isin(table.algo + ":" + table.env)]
+        table = pd.concat([kept, table], ignore_index=True).sort_values(["algo", "env"])
+    atomic_write_text(baseline_file, table.to_csv(index=False, float_format="%.3f"))
+    print(table.to_string(index=False))
+    print(f"thresholds written to {baseline_file}")
+    return 0
+
+
+def check(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None) -> int:
+    """Measure lit_sb3 against the recorded thresholds (and the exact-parity entries); 1 on any regression. A
+    reference suite without thresholds is compared with SB3's reference scores instead."""
+    if not baseline_file.is_file() and suite.get("reference"):
+        table = measure(suite, "lit", out_dir, launcher, report=True)
+        return against_references(suite, table, report_dir(suite, "lit", out_dir))
+    if not baseline_file.is_file():
+        raise SystemExit(f"baselines: {baseline_file} is missing; record it with --record")
+    result = compare(measure(suite, "lit", out_dir, launcher, report=True), pd.read_csv(baseline_file), suite)
+    print_table(result)
+    print(f"report: {report_dir(suite, 'lit', out_dir)}")
+    parity = check_parity(suite, out_dir)
+    if len(parity):
+        print_parity(parity)
+    checks = pd.concat([result.passed, parity.passed], ignore_index=True).astype(bool)
+    regressions = int((~checks).sum())
+    print(f"{len(checks) - regressions} passed, {regressions} failed")
+    return 1 if regressions else 0
+
+
+def against_references(suite: dict[str, Any], table: pd.DataFrame, report: Path) -> int:
     """A reference suite: the report compares each entry with SB3's reference score; failed runs fail the suite."""
-    write_report(runs, sweep_dir / "report")
-    table = measured(runs, suite)
     print(table[["algo", "env", "seeds", "failed", "final_iqm", "sb3_reference"]].to_string(index=False))
     missing = sum(1 for e in suite["entries"] if not e.get("skip")) - len(table)
     failed = int(table.failed.sum()) + max(missing, 0)
-    print(f"report: {sweep_dir / 'report'}\n{failed} failed or missing")
+    print(f"report: {report}\n{failed} failed or missing")
     return 1 if failed else 0
+
+
+def only(suite: dict[str, Any], wanted: list[str]) -> None:
+    """Mark every entry (and parity entry) not named ``algo:env`` in ``wanted`` as skipped."""
+    entries = suite["entries"] + suite.get("parity", [])
+    unknown = set(wanted) - {f"{e['algo']}:{e['env']}" for e in entries}
+    if unknown:
+        raise SystemExit(f"--only: {sorted(unknown)} not in suite {suite['name']!r}")
+    for entry in entries:
+        entry["skip"] = f"{entry['algo']}:{entry['env']}" not in wanted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,45 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
     if args.only is not None:
-        wanted = set(args.only)
-        unknown = wanted - {f"{e['algo']}:{e['env']}" for e in suite["entries"] + suite.get("parity", [])}
-        if unknown:
-            raise SystemExit(f"--only: {sorted(unknown)} not in suite {suite['name']!r}")
-        for entry in suite["entries"] + suite.get("parity", []):
-            entry["skip"] = f"{entry['algo']}:{entry['env']}" not in wanted
+        only(suite, args.only)
     baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
     if args.record:
-        scores = {backend: measured(run_suite(suite, backend, args.out_dir, args.launcher), suite)
-                  for backend in BACKENDS}
-        table = thresholds(scores, float(suite["margin"]))
-        table["recorded"] = datetime.date.today().isoformat()
-        table["command"] = f"python -m lit_bench.regress --suite {suite['name']} --record"
-        if args.only is not None and baseline_file.is_file():  # keep the other entries' recorded thresholds
-            kept = pd.read_csv(baseline_file)
-            kept = kept[~(kept.algo + ":" + kept.env).isin(table.algo + ":" + table.env)]
-            table = pd.concat([kept, table], ignore_index=True).sort_values(["algo", "env"])
-        atomic_write_text(baseline_file, table.to_csv(index=False, float_format="%.3f"))
-        print(table.to_string(index=False))
-        print(f"thresholds written to {baseline_file}")
-        return 0
-    if not baseline_file.is_file() and suite.get("reference"):
-        runs = run_suite(suite, "lit", args.out_dir, args.launcher)
-        return against_references(suite, runs, sweep_dir_of(suite, "lit", args.out_dir))
-    if not baseline_file.is_file():
-        raise SystemExit(f"baselines: {baseline_file} is missing; record it with --record")
-    runs = run_suite(suite, "lit", args.out_dir, args.launcher)
-    sweep_dir = sweep_dir_of(suite, "lit", args.out_dir)
-    write_report(runs, sweep_dir / "report")
-    result = compare(measured(runs, suite), pd.read_csv(baseline_file), suite)
-    print_table(result)
-    print(f"report: {sweep_dir / 'report'}")
-    parity = check_parity(suite, args.out_dir)
-    if len(parity):
-        print_parity(parity)
-    checks = pd.concat([result.passed, parity.passed], ignore_index=True).astype(bool)
-    regressions = int((~checks).sum())
-    print(f"{len(checks) - regressions} passed, {regressions} failed")
-    return 1 if regressions else 0
+        return record(suite, baseline_file, args.out_dir, args.launcher, keep_others=args.only is not None)
+    return check(suite, baseline_file, args.out_dir, args.launcher)
 
 
 if __name__ == "__main__":

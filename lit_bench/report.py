@@ -16,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -24,123 +25,12 @@ import pandas as pd
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
 from lit_bench.analysis.load import load_evaluations, load_runs
-from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
-from lit_bench.rundir import atomic_write, atomic_write_text
+from lit_bench.analysis.reference import reference_curve, reference_score
+from lit_bench.analysis.summarize import GROUP, comparison_table, curve_bands, summary_table
+from lit_bench.rundir import RunDir, atomic_write, atomic_write_text
 from lit_bench.video import video_links
 
-GROUP = ["sweep", "algo", "backend", "env", "config_id"]  # one row per config: all its seeds, nothing else
-PAIR = ["sweep", "algo", "env", "variant"]  # lit and SB3 runs of the same config (the backend is not a variant)
 FLAG = "‡"
-
-
-def run_table(runs: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
-    """One row per run with a usable result: group keys, seed, final score (``agg.FINAL``), steps to threshold, fps.
-
-    Only completed runs have a final score; interrupted and incomplete ones still count for steps to threshold.
-    """
-    returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
-    rows = []
-    for run_dir, curve in returns.groupby("run_dir", sort=False):
-        run = runs[runs.run_dir == run_dir].iloc[0]
-        threshold = _number(run.get("threshold"))
-        rows.append({
-            **{k: run[k] for k in [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]},
-            "final": agg.final_score(curve.timesteps, curve.value) if run.status == "completed" else np.nan,
-            "steps_to_threshold": agg.steps_to_threshold(curve.timesteps, curve.value, threshold)
-            if np.isfinite(threshold) else np.nan,
-            "fps": _number(run.get("fps")) if run.status == "completed" else np.nan,
-        })
-    return pd.DataFrame(rows, columns=[*GROUP, "variant", "seed", "env_id", "status", "run_dir", "final",
-                                       "steps_to_threshold", "fps"])
-
-
-def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
-    """One row per (sweep, algo, backend, env, config): seeds, final IQM [95% CI], SB3's reference at the same
-    budget and the ratio to it, steps to threshold, env steps/s."""
-    per_run = run_table(runs, evals)
-    rows = []
-    for key, group_runs in runs.groupby(GROUP, sort=True, dropna=False):
-        identity = dict(zip(GROUP, key))
-        results = per_run.merge(pd.DataFrame([identity]), on=GROUP)
-        finals = results.final.dropna().to_numpy()
-        point, low, high = agg.stratified_bootstrap_ci(finals, agg.iqm, seed=seed) if finals.size else (
-            np.nan, np.nan, np.nan)
-        if finals.size < 2:
-            low = high = np.nan  # one value has no interval
-        env_id = next((e for e in group_runs.env_id if isinstance(e, str)), None)
-        budget = _number(group_runs.get("budget"))
-        if not np.isfinite(budget):
-            budget = _number(group_runs.get("timesteps"))
-        ref = reference_score(str(identity["algo"]), env_id) if env_id else None
-        at_budget = reference_at_budget(str(identity["algo"]), env_id, budget) if env_id and np.isfinite(
-            budget) else None
-        to_threshold = results.steps_to_threshold.to_numpy(float)
-        fps = results.fps.dropna()
-        rows.append({
-            **identity, "variant": str(group_runs.variant.iloc[0]), "env_id": env_id,
-            "seeds": int(finals.size),
-            "failed": int((group_runs.status == "failed").sum()),
-            "incomplete": int(group_runs.status.isin(["incomplete", "interrupted"]).sum()),
-            "damaged": int((group_runs.status == "damaged").sum()),
-            "budget": budget, "final_iqm": point, "ci_low": low, "ci_high": high,
-            "ci_flagged": bool(finals.size < agg.MIN_SEEDS_FOR_CI),
-            "final_mean": float(np.mean(finals)) if finals.size else np.nan,
-            "threshold": _number(group_runs.get("threshold")),
-            "steps_to_threshold_median": float(np.nanmedian(to_threshold)) if np.isfinite(to_threshold).any()
-            else np.nan,
-            "solved_seeds": int(np.isfinite(to_threshold).sum()),
-            "threshold_runs": int(to_threshold.size),
-            "fps_median": float(fps.median()) if not fps.empty else np.nan,
-            "fps_low": float(fps.min()) if not fps.empty else np.nan,
-            "fps_high": float(fps.max()) if not fps.empty else np.nan,
-            "sb3_reference": ref.score if ref else np.nan,
-            "sb3_reference_budget": ref.budget if ref else np.nan,
-            "sb3_reference_env": ref.reference_env_id if ref else None,
-            "reference_same_version": ref.same_version if ref else None,
-            "reference_at_budget": at_budget.score if at_budget else np.nan,
-            "reference_at_budget_how": at_budget.how if at_budget else None,
-            "reference_at_budget_source": at_budget.source if at_budget else None,
-            "ratio_to_reference": point / at_budget.score if at_budget and at_budget.score else np.nan,
-            "videos": " ".join(str(v) for v in (Path(d) / "video" / "final.mp4" for d in group_runs.run_dir)
-                               if v.is_file()),
-        })
-    return pd.DataFrame(rows)
-
-
-def comparison_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
-    """lit vs SB3 for every (sweep, algo, env, variant) that ran on both backends, paired by seed."""
-    per_run = run_table(runs, evals).dropna(subset=["final"])
-    per_run = per_run.assign(side=np.where(per_run.backend == "sb3", "sb3", "lit"))
-    rows = []
-    for key, pair in per_run.groupby(PAIR, sort=True):
-        sides = {side: runs_.set_index("seed") for side, runs_ in pair.groupby("side")}
-        if set(sides) != {"lit", "sb3"}:
-            continue
-        if any(s.index.duplicated().any() or s.backend.nunique() > 1 for s in sides.values()):
-            print(f"warning: {dict(zip(PAIR, key))}: several runs per seed and backend; not compared",
-                  file=sys.stderr)
-            continue
-        result = agg.paired_comparison(sides["lit"].final.to_dict(), sides["sb3"].final.to_dict(), seed=seed)
-        if result is None:
-            continue
-        fps_ratio = agg.ratio_spread(sides["lit"].fps.to_dict(), sides["sb3"].fps.to_dict())
-        rows.append({
-            **dict(zip(PAIR, key)), "env_id": pair.env_id.iloc[0], "n": len(result.seeds), "seeds": result.seeds,
-            "lit_iqm": result.lit_iqm, "sb3_iqm": result.sb3_iqm, "differences": result.differences,
-            "iqm_difference": result.iqm_difference, "ci_low": result.ci_low, "ci_high": result.ci_high,
-            "ci_flagged": result.ci_flagged, "probability_of_improvement": result.probability_of_improvement,
-            "verdict": result.verdict, "fps_ratio_median": fps_ratio[0], "fps_ratio_min": fps_ratio[1],
-            "fps_ratio_max": fps_ratio[2],
-        })
-    return pd.DataFrame(rows)
-
-
-def _number(values: pd.Series | float | None) -> float:
-    """The first number among ``values`` (NaN when none)."""
-    if values is None:
-        return np.nan
-    numbers = pd.to_numeric(pd.Series(values).reset_index(drop=True), errors="coerce").dropna()
-    return float(numbers.iloc[0]) if not numbers.empty else np.nan
 
 
 def label(row: pd.Series | tuple, several_sweeps: bool, *, backend: bool = True) -> str:
@@ -250,7 +140,11 @@ def _steps(value: float) -> str:
     return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"
 
 
-def _save(ax: plt.Axes, out: Path, name: str, suffixes: Sequence[str] = (".png", ".pdf")) -> list[Path]:
+def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]) -> list[Path]:
+    """Write a figure as ``<out>/<name><suffix>`` and close it (nothing for None: a figure without data)."""
+    if named is None:
+        return []
+    ax, name = named
     paths = []
     for suffix in suffixes:
         path = out / f"{name}{suffix}"
@@ -263,66 +157,82 @@ def _save(ax: plt.Axes, out: Path, name: str, suffixes: Sequence[str] = (".png",
 def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison: pd.DataFrame | None = None,
             seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf")) -> list[Path]:
     """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences."""
-    returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
-    returns = returns[returns.status != "damaged"]
     several = summary.sweep.nunique() > 1
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour_of: dict[tuple, str] = {}
     for r in summary.itertuples():  # one colour per algorithm (and config); the backend sets the line style
         colour_of.setdefault((r.sweep, r.algo, r.variant), palette[len(colour_of) % len(palette)])
+    bands = curve_bands(evals, summary, seed=seed)
     written: list[Path] = []
-    for env, env_summary in summary.groupby("env", sort=True):
-        bands, styles, references = {}, {}, {}
-        for r in env_summary.itertuples():
-            curves = returns.merge(pd.DataFrame([{k: getattr(r, k) for k in GROUP}]), on=GROUP)
-            if curves.empty:
-                continue
-            grid = agg.common_grid(curves.groupby("run_dir").timesteps.max(), n_points=50)
-            name = label(r, several)
-            bands[name] = agg.curve_band(agg.curves_on_grid(curves, grid, run="run_dir"), n_boot=300, seed=seed)
-            styles[name] = plot.backend_style(r.backend, colour_of[(r.sweep, r.algo, r.variant)])
-            ref = reference_score(r.algo, r.env_id) if isinstance(r.env_id, str) else None
-            if ref is not None and (r.sweep, r.algo, r.variant) not in {k for k, _ in references.values()}:
-                version = "" if ref.same_version else f", {ref.reference_env_id}"
-                references[name] = ((r.sweep, r.algo, r.variant), plot.ReferenceMark(
-                    ref.score, ref.budget, f"SB3 zoo {r.algo}{version}", reference_curve(r.algo, r.env_id)))
-        if not bands:
-            continue
-        first = env_summary.iloc[0]
-        ax = plot.learning_curves(
-            plot.new_axes(), bands, styles=styles, references={k: m for k, (_, m) in references.items()},
-            threshold=first.threshold if np.isfinite(first.threshold) else None,
-            title=f"{env} ({first.env_id}): IQM across seeds, 95% CI",
-        )
-        written += _save(ax, out, f"curves_{env}", suffixes)
+    for env, rows in summary.groupby("env", sort=True):
+        written += _save(_curves(env, rows, bands, colour_of, several), out, suffixes)
     labelled = summary.assign(label=[label(r, several) for r in summary.itertuples()])
+    written += _save(_final_scores(labelled), out, suffixes)
+    written += _save(_throughput(labelled, comparison, colour_of), out, suffixes)
+    return written + _save(_comparison(comparison, several), out, suffixes)
+
+
+def _curves(env: str, rows: pd.DataFrame, bands: dict[Any, pd.DataFrame], colour_of: dict[tuple, str],
+            several: bool) -> tuple[plt.Axes, str] | None:
+    """One env's learning curves (a band per config, SB3's reference curve once per algorithm and config)."""
+    named, styles, references = {}, {}, {}
+    for r in rows.itertuples():
+        if r.Index not in bands:
+            continue
+        name = label(r, several)
+        named[name] = bands[r.Index]
+        styles[name] = plot.backend_style(r.backend, colour_of[(r.sweep, r.algo, r.variant)])
+        ref = reference_score(r.algo, r.env_id) if isinstance(r.env_id, str) else None
+        if ref is not None and (r.sweep, r.algo, r.variant) not in {k for k, _ in references.values()}:
+            version = "" if ref.same_version else f", {ref.reference_env_id}"
+            references[name] = ((r.sweep, r.algo, r.variant), plot.ReferenceMark(
+                ref.score, ref.budget, f"SB3 zoo {r.algo}{version}", reference_curve(r.algo, r.env_id)))
+    if not named:
+        return None
+    first = rows.iloc[0]
+    ax = plot.learning_curves(
+        plot.new_axes(), named, styles=styles, references={k: m for k, (_, m) in references.items()},
+        threshold=first.threshold if np.isfinite(first.threshold) else None,
+        title=f"{env} ({first.env_id}): IQM across seeds, 95% CI",
+    )
+    return ax, f"curves_{env}"
+
+
+def _final_scores(labelled: pd.DataFrame) -> tuple[plt.Axes, str] | None:
     finite = labelled[np.isfinite(labelled.final_iqm)]
-    if not finite.empty:
-        with_ref = finite.assign(label=[f"{r.label} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
-                                        for r in finite.itertuples()], reference=finite.reference_at_budget,
-                                 ci_low=finite.ci_low.fillna(finite.final_iqm),
-                                 ci_high=finite.ci_high.fillna(finite.final_iqm))
-        ax = plot.final_scores(plot.new_axes(height=1.2 + 0.5 * len(finite)), with_ref,
-                               xlabel=f"final return ({agg.FINAL}): IQM across seeds, 95% bootstrap CI"
-                               + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable"
-                                  if finite.ci_flagged.any() else ""))
-        written += _save(ax, out, "final_scores", suffixes)
+    if finite.empty:
+        return None
+    with_ref = finite.assign(label=[f"{r.label} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
+                                    for r in finite.itertuples()], reference=finite.reference_at_budget,
+                             ci_low=finite.ci_low.fillna(finite.final_iqm),
+                             ci_high=finite.ci_high.fillna(finite.final_iqm))
+    ax = plot.final_scores(plot.new_axes(height=1.2 + 0.5 * len(finite)), with_ref,
+                           xlabel=f"final return ({agg.FINAL}): IQM across seeds, 95% bootstrap CI"
+                           + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable"
+                              if finite.ci_flagged.any() else ""))
+    return ax, "final_scores"
+
+
+def _throughput(labelled: pd.DataFrame, comparison: pd.DataFrame | None,
+                colour_of: dict[tuple, str]) -> tuple[plt.Axes, str] | None:
     fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
-    if not fps.empty:
-        fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
-                         color=[colour_of[(r.sweep, r.algo, r.variant)] for r in fps.itertuples()],
-                         hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
-        ax = plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps)
-        written += _save(ax, out, "throughput", suffixes)
-    if comparison is not None and not comparison.empty:
-        rows = comparison.assign(
-            label=[f"{label(r, several, backend=False)} / {r.env}" for r in comparison.itertuples()],
-            note=[f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
-                  + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
-                  for r in comparison.itertuples()])
-        ax = plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows)
-        written += _save(ax, out, "comparison", suffixes)
-    return written
+    if fps.empty:
+        return None
+    fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
+                     color=[colour_of[(r.sweep, r.algo, r.variant)] for r in fps.itertuples()],
+                     hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
+    return plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps), "throughput"
+
+
+def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axes, str] | None:
+    if comparison is None or comparison.empty:
+        return None
+    rows = comparison.assign(
+        label=[f"{label(r, several, backend=False)} / {r.env}" for r in comparison.itertuples()],
+        note=[f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
+              + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
+              for r in comparison.itertuples()])
+    return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
 
 
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
@@ -365,7 +275,16 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame,
         counts = ", ".join(f"{n} {status}" for status, n in runs.status.value_counts().sort_index().items())
         raise SystemExit(f"report: none of the {len(runs)} runs under {where} completed ({counts}); nothing to report")
     evals = load_evaluations(paths)
-    return evals, summary_table(runs, evals, seed=seed), comparison_table(runs, evals, seed=seed)
+    return evals, with_videos(summary_table(runs, evals, seed=seed), runs), comparison_table(runs, evals, seed=seed)
+
+
+def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The summary with a ``videos`` column: each config's runs' ``video/final.mp4`` files, space separated."""
+    def videos(row: pd.Series) -> str:
+        dirs = runs.merge(pd.DataFrame([{k: row[k] for k in GROUP}]), on=GROUP).run_dir
+        return " ".join(str(v) for v in (RunDir(d).final_video for d in dirs) if v.is_file())
+
+    return summary.assign(videos=[videos(row) for _, row in summary.iterrows()] if len(summary) else [])
 
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+FINAL_VIDEO = "final.mp4"  # the final evaluation's first episode, in <run>/video/
 EVAL_FIELDS = (
     "timesteps", "wall_time_s", "mean_return", "std_return", "median_return", "mean_ep_length", "success_rate", "fps",
 )
@@ -78,6 +79,8 @@ class RunDir:
         self.train_dir = self.root / "train"
         self.metrics_csv = self.train_dir / "metrics.csv"
         self.checkpoints = self.root / "checkpoints"
+        self.video = self.root / "video"
+        self.final_video = self.video / FINAL_VIDEO
         self.checkpoint_state = self.checkpoints / "state.json"
         self._metrics_before_resume = self.root / ".metrics.before_resume.csv"
 

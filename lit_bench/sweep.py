@@ -25,6 +25,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from lit_bench import signals
+from lit_bench.identity import sweep_path
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.train import INVOCATION_ENV
 
@@ -66,7 +67,7 @@ def record_job(cfg: DictConfig, summary: dict[str, Any]) -> None:
     """In a multirun: add this job's outcome to the multirun's records (the sweep table reads them)."""
     invocation = os.environ.get(INVOCATION_ENV)
     if invocation and HydraConfig.get().mode == RunMode.MULTIRUN:
-        record(Path(str(cfg.out_dir)) / str(cfg.sweep), invocation, summary)
+        record(sweep_path(cfg), invocation, summary)
 
 
 def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float:
@@ -159,7 +160,7 @@ class SweepReport(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         assert self.invocation is not None
         direction = _direction(config)
-        report(Path(str(config.out_dir)) / str(config.sweep), self.invocation, direction, str(config.objective.metric))
+        report(sweep_path(config), self.invocation, direction, str(config.objective.metric))
 
 
 def report(sweep_dir: Path, invocation: str | None, direction: str | None = None, metric: str = "") -> None:

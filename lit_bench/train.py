@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import math
 import os
-import platform
-import socket
-import subprocess
 import sys
 import time
 import traceback
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from lit_bench.analysis import aggregate
@@ -40,73 +37,44 @@ from lit_bench.checks import (
 )
 from lit_bench.envs import EVAL_SEED_OFFSET, make_envs, require_package
 from lit_bench.evaluation import PeriodicEval
-from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved
+from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
 from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
+from lit_bench.provenance import hydra_output_dir, provenance, task_overrides
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.signals import Interrupted
 from lit_bench.video import check_eval_video, eval_video
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
-_REPO = Path(__file__).resolve().parents[1]
 
 
-def run_dir_of(cfg: DictConfig, identity: RunIdentity | None = None) -> Path:
-    return Path(cfg.out_dir) / str(cfg.sweep) / (identity or identify(cfg)).subdir
+@dataclass(frozen=True)
+class Start:
+    """How a run begins in its directory: ``skip`` (completed with this config), ``resume`` (from the checkpoint at
+    ``step``) or ``fresh`` (nothing usable there; ``damage`` says what was wrong with a run found there)."""
+
+    action: Literal["skip", "resume", "fresh"]
+    step: int | None = None
+    damage: str | None = None
 
 
-def resolved_config(cfg: DictConfig) -> dict[str, Any]:
-    return resolved(cfg)
+def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any] | None, *, backend: str,
+           budget: int, force: bool) -> Start:
+    """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
+    already known to be this run's)."""
+    damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
+    if damage:
+        return Start("fresh", damage=damage)
+    if held is None or previous is None or force:
+        return Start("fresh")
+    if previous["status"] == "completed":
+        return Start("skip")
+    step = resume_point(run_dir, backend)
+    return Start("resume", step) if step is not None and step < budget else Start("fresh")
 
 
-def hydra_output_dir() -> Path | None:
-    """The directory Hydra made for this job (None outside run.py)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    try:
-        output_dir = OmegaConf.select(HydraConfig.get(), "runtime.output_dir", default=None)
-    except ValueError:  # not inside a Hydra app
-        return None
-    return Path(output_dir).resolve() if output_dir else None  # None: a composed config (tests) has none
-
-
-def versions() -> dict[str, str | None]:
-    import lit_sb3
-
-    found: dict[str, str | None] = {"lit_sb3": lit_sb3.__version__}
-    for dist in ("stable-baselines3", "sb3-contrib", "torch", "lightning", "gymnasium", "mujoco", "hydra-core"):
-        try:
-            found[dist] = version(dist)
-        except PackageNotFoundError:
-            found[dist] = None
-    return found
-
-
-def git_state() -> dict[str, Any]:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=_REPO, capture_output=True, text=True, timeout=10).stdout.strip()
-
-    try:
-        return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "-uno"))}
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-
-
-def task_overrides() -> list[str]:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        return list(HydraConfig.get().overrides.task)
-    except ValueError:  # not inside a Hydra app (tests calling run() directly)
-        return []
-
-
-def steps_to_threshold(rows: list[dict[str, Any]], threshold: float | None) -> int | None:
-    if threshold is None:
-        return None
-    at = aggregate.steps_to_threshold(  # the report's definition (held for several evaluations), in one place
-        [float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows], float(threshold))
-    return None if math.isnan(at) else int(at)
+def failed(base: dict[str, Any], error: str, traceback: str | None = None) -> dict[str, Any]:
+    return {**base, "status": "failed", "error": error, "traceback": traceback}
 
 
 def _prepare(cfg: DictConfig) -> tuple[type, int]:
@@ -130,6 +98,17 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     return algo_cls, budget
 
 
+def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
+    """What every summary of this run says about it: names, seed, budget, directory and identity."""
+    return {
+        "algo": str(cfg.algo_name), "env": str(cfg.env_name), "env_id": config["env"].get("id"),
+        "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
+        "sweep": str(cfg.sweep), "variant": identity.variant, "config_id": identity.config_id,
+        "config_hash": identity.config_hash, "overrides": identity.overrides,
+        "invocation": os.environ.get(INVOCATION_ENV),
+    }
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed).
 
@@ -138,81 +117,79 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     try:
         check_run_options(cfg)  # seed, threads, ... shape the run directory: checked before it is named
     except ConfigError as error:
-        return {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed, "backend": str(cfg.backend),
-                "run_dir": None, "status": "failed", "error": str(error), "traceback": None}
-    config = resolved_config(cfg)
+        return failed({"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed,
+                       "backend": str(cfg.backend), "run_dir": None}, str(error))
+    config = resolved(cfg)
     identity = identify(config)
-    run_dir = RunDir(run_dir_of(cfg, identity))
-    base = {
-        "algo": str(cfg.algo_name), "env": str(cfg.env_name), "env_id": config["env"].get("id"),
-        "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
-        "sweep": str(cfg.sweep), "variant": identity.variant, "config_id": identity.config_id,
-        "config_hash": identity.config_hash, "overrides": identity.overrides,
-        "invocation": os.environ.get(INVOCATION_ENV),
-    }
+    run_dir = RunDir(run_path(config, identity))
+    base = run_fields(cfg, config, identity, run_dir)
     hydra_dir = hydra_output_dir()
     if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
-        return {**base, "status": "failed", "traceback": None, "error": (
-            f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's {run_dir.root}; "
-            "place runs with out_dir= and sweep= instead")}
+        return failed(base, f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's "
+                            f"{run_dir.root}; place runs with out_dir= and sweep= instead")
     with run_dir.lock():
         return _run_locked(cfg, config, run_dir, base)
 
 
 def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]) -> dict[str, Any]:
-    from lit_bench.backends import BACKENDS, Job
-
     started = time.perf_counter()
-    previous = run_dir.read_summary()
-    held = run_dir.read_config()
+    previous, held = run_dir.read_summary(), run_dir.read_config()
     if held is not None and config_hash(held) != base["config_hash"]:
         # Only possible when the composed defaults changed since that run (or for runs of an older layout).
-        return {**base, "status": "failed", "traceback": None, "error": (
-            f"{run_dir.root} holds a {(previous or {}).get('status', 'started')} run of another config (config_id "
-            f"{config_id(held)}, this one {base['config_id']}); nothing was changed: use another sweep= or move it")}
+        return failed(base, f"{run_dir.root} holds a {(previous or {}).get('status', 'started')} run of another "
+                            f"config (config_id {config_id(held)}, this one {base['config_id']}); nothing was "
+                            f"changed: use another sweep= or move it")
     try:
         algo_cls, budget = _prepare(cfg)
     except ConfigError as error:
-        summary = {**base, "status": "failed", "error": str(error), "traceback": None}
-        if not (previous and previous.get("status") == "completed"):
-            try:
-                run_dir.root.mkdir(parents=True, exist_ok=True)
-                run_dir.write_summary(summary)
-            except OSError:
-                pass  # out_dir itself is the mistake: the returned summary is the only record
-        return summary
+        return _record_config_error(run_dir, failed(base, str(error)), previous)
     torch.set_num_threads(int(cfg.threads))
-
-    same_config = held is not None and previous is not None
-    damage = run_dir.damage(previous) if held is not None else None  # else: a new run anyway
-    if damage:
-        print(f"{run_dir.root}: {damage}; running it again from the start", file=sys.stderr, flush=True)
-        same_config = False
-    if same_config and previous["status"] == "completed" and not cfg.force:
+    start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
+    if start.action == "skip":
+        assert previous is not None
         return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
-    resume_step = resume_point(run_dir, str(cfg.backend)) if same_config and not cfg.force else None
-    resume = resume_step is not None and resume_step < budget
-    if not resume:
-        run_dir.wipe()
+    _open(run_dir, config, start)
+    summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
+    run_dir.write_summary(summary)
+    return _recorded(run_dir, summary, lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started))
+
+
+def _record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """A config mistake found before training: recorded in the run directory unless it holds a completed run."""
+    if not (previous and previous.get("status") == "completed"):
+        try:
+            run_dir.root.mkdir(parents=True, exist_ok=True)
+            run_dir.write_summary(summary)
+        except OSError:
+            pass  # out_dir itself is the mistake: the returned summary is the only record
+    return summary
+
+
+def _open(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
+    """Make the directory ready for ``start``: cleared, or cut back to the checkpoint; then this run's config."""
+    if start.damage:
+        print(f"{run_dir.root}: {start.damage}; running it again from the start", file=sys.stderr, flush=True)
+    if start.action == "resume":
+        assert start.step is not None
+        run_dir.truncate_eval(start.step)
+        run_dir.stash_metrics(start.step)
     else:
-        run_dir.truncate_eval(resume_step)
-        run_dir.stash_metrics(resume_step)
+        run_dir.wipe()
     atomic_write_text(run_dir.config, yaml.safe_dump(config, sort_keys=False))
     atomic_write_text(run_dir.overrides, yaml.safe_dump(task_overrides()))
 
-    summary: dict[str, Any] = {
-        **base, "status": "running", "resumed_from": resume_step if resume else None,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
-        "python": platform.python_version(), "versions": versions(), "git": git_state(),
-    }
-    run_dir.write_summary(summary)
-    train_env = eval_env = None
+
+def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start: Start,
+                     started: float) -> dict[str, Any]:
+    """Train to the budget (evaluating and checkpointing on the way), evaluate at the end; the summary's results."""
+    from lit_bench.backends import BACKENDS, Job
+
+    resume = start.action == "resume"
+    every = int(cfg.eval.every or max(budget // 10, 1))
+    video = eval_video(cfg.eval, run_dir.video, budget, every)
+    train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
+                                    render_mode="rgb_array" if video else None)
     try:
-        algo_gamma = cfg.algo.get("gamma")
-        every = int(cfg.eval.every or max(budget // 10, 1))
-        video = eval_video(cfg.eval, run_dir.root / "video", budget, every)
-        train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), algo_gamma,
-                                        render_mode="rgb_array" if video else None)
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
                                  wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
@@ -226,15 +203,27 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         if last is None or int(last["timesteps"]) < model.num_timesteps:
             sync_envs_normalization(train_env, eval_env)  # a lit model has let go of its training env by now
             last = evaluator.evaluate(model)  # the final score is always measured at the end of the budget
-        rows = run_dir.eval_rows()
-        summary.update(
-            status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
-            final_std_return=last["std_return"], final_success_rate=last["success_rate"] or None,
-            threshold=cfg.env.get("threshold"), steps_to_threshold=steps_to_threshold(rows, cfg.env.get("threshold")),
-            wall_time_s=round(evaluator.wall_time(), 3), fps=last["fps"],
-            startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
-            objective=score(rows, cfg.objective),
-        )
+    finally:
+        train_env.close()
+        eval_env.close()
+    rows = run_dir.eval_rows()
+    at = aggregate.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
+                                      cfg.env.get("threshold"))
+    return dict(
+        status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
+        final_std_return=last["std_return"], final_success_rate=last["success_rate"] or None,
+        threshold=cfg.env.get("threshold"), steps_to_threshold=None if math.isnan(at) else int(at),  # JSON: null
+        wall_time_s=round(evaluator.wall_time(), 3), fps=last["fps"],
+        startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
+        objective=score(rows, cfg.objective),
+    )
+
+
+def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``train`` and record how it ended in ``summary.json``: completed, failed (never raised: a sweep's other
+    runs carry on) or interrupted (its checkpoint left for the next run to resume from)."""
+    try:
+        summary.update(train())
     except ConfigError as error:
         summary.update(status="failed", error=str(error), traceback=None)
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
@@ -248,9 +237,6 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         summary.update(status="interrupted")
         raise
     finally:
-        for env in (train_env, eval_env):
-            if env is not None:
-                env.close()
         finish_loggers()
         summary["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         run_dir.write_summary(summary)

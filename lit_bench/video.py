@@ -20,6 +20,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from lit_bench.checks import ConfigError
+from lit_bench.rundir import FINAL_VIDEO
 
 EXTRA = "video"
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -148,7 +149,7 @@ def check_eval_video(eval_cfg: Any, env_cfg: Any, env_name: str) -> None:
     every = eval_cfg.get("video_every")
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every <= 0):
         raise ConfigError(f"eval.video_every={every}: must be a positive number of evaluations (or null)")
-    check_video_deps("final.mp4")
+    check_video_deps(FINAL_VIDEO)
     check_renderable(env_cfg, env_name)
 
 
@@ -169,7 +170,7 @@ class EvalVideo:
 
     def path_for(self, timesteps: int) -> Path | None:
         if timesteps >= self.budget:
-            return self.root / "final.mp4"
+            return self.root / FINAL_VIDEO
         if self.every and (timesteps // self.eval_every) % self.every == 0:
             return self.root / f"eval_{timesteps}.mp4"
         return None

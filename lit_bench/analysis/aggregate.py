@@ -71,14 +71,17 @@ def final_score(timesteps: Sequence[float], values: Sequence[float]) -> float:
 
 
 def steps_to_threshold(
-    timesteps: Sequence[float], values: Sequence[float], threshold: float, window: int = THRESHOLD_WINDOW
+    timesteps: Sequence[float], values: Sequence[float], threshold: float | None, window: int = THRESHOLD_WINDOW
 ) -> float:
-    """First evaluation step from which ``window`` evaluations in a row reach ``threshold``; NaN when none does.
+    """First evaluation step from which ``window`` evaluations in a row reach ``threshold``.
 
-    One lucky evaluation (e.g. 500 on CartPole before any update) is not "solved": the threshold has to hold at that
-    evaluation and at the ``window - 1`` that follow it, so a run whose last evaluations are the first to reach it has
-    not (yet) reached it.
+    Missing value: NaN, like every score here, when no evaluation does or the env has no threshold (None or NaN);
+    ``summary.json`` spells it ``null``. One lucky evaluation (e.g. 500 on CartPole before any update) is not
+    "solved": the threshold has to hold at that evaluation and at the ``window - 1`` that follow it, so a run whose
+    last evaluations are the first to reach it has not (yet) reached it.
     """
+    if threshold is None or np.isnan(threshold):
+        return float("nan")
     order = np.argsort(np.asarray(timesteps, dtype=float), kind="stable")
     t = np.asarray(timesteps, dtype=float)[order]
     hit = np.asarray(values, dtype=float)[order] >= threshold

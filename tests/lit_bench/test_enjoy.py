@@ -130,11 +130,11 @@ def test_harness_records_the_final_evaluation(runs: dict[str, Path]) -> None:
 
 
 def test_enjoy_errors_are_one_line(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from lit_bench.train import resolved_config
+    from lit_bench.identity import resolved
 
     masked = tmp_path / "masked"  # a run's config is enough: the env is checked before any checkpoint is read
     masked.mkdir()
-    config = resolved_config(compose_run("algo=ppo_mask", "env=InvalidActionDiscrete"))
+    config = resolved(compose_run("algo=ppo_mask", "env=InvalidActionDiscrete"))
     (masked / "config.yaml").write_text(yaml.safe_dump(config))
     cases = [
         ([str(masked), "--video", "m.mp4"], "video: env=InvalidActionDiscrete cannot render frames"),

@@ -52,15 +52,16 @@ def test_lightning_loggers_carry_the_run_identity(tmp_path):
     from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger, WandbLogger
     from stable_baselines3.common.logger import TensorBoardOutputFormat
 
-    cfg = _logger_cfg("logger=[tensorboard,wandb]")
-    run = RunDir(tmp_path / "run")
-    run.root.mkdir()
+    cfg = _logger_cfg("logger=[tensorboard,wandb]", f"out_dir={tmp_path}")
+    run = RunDir(tmp_path / "s1" / "ppo@sb3" / "CartPole" / "algo.learning_rate=0.001-0123456789" / "seed_3")
+    run.root.mkdir(parents=True)
     run.config.write_text("algo:\n  learning_rate: 0.001\nseed: 3\n")
     csv, tb, wandb_logger = loggers.lightning_loggers(cfg, run)
     assert isinstance(csv, CSVLogger) and isinstance(tb, TensorBoardLogger) and isinstance(wandb_logger, WandbLogger)
     assert Path(tb.log_dir) == run.root / "train" / "tb"
     init = wandb_logger._wandb_init
-    assert init["name"] == "s1/ppo@sb3/CartPole/seed_3" and init["group"] == "s1"
+    # named like its directory, variant included: two configs of one sweep never share a W&B run name
+    assert init["name"] == "s1/ppo@sb3/CartPole/algo.learning_rate=0.001-0123456789/seed_3" and init["group"] == "s1"
     assert init["tags"] == ["ppo", "CartPole", "sb3", "seed_3"]
     assert init["config"] == {"algo": {"learning_rate": 0.001}, "seed": 3} and wandb_logger._offline
     formats = loggers.sb3_output_formats(_logger_cfg("logger=tensorboard"), run)

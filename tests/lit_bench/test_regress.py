@@ -84,3 +84,21 @@ def test_an_entry_without_a_threshold_is_a_regression():
     suite = {"entries": [{"algo": "ppo", "env": "CartPole"}, {"algo": "trpo", "env": "CartPole"}]}
     baselines = pd.DataFrame({"algo": ["ppo"], "env": ["CartPole"], "threshold": [300.0]})
     assert regress.compare(table, baselines, suite).passed.tolist() == [True, False]  # trpo: nothing recorded
+
+
+def test_record_with_only_rewrites_the_measured_thresholds_and_keeps_the_others(tmp_path, monkeypatch, capsys):
+    make_sweep(tmp_path)  # ppo on CartPole: lit finals 480, 490, 500; SB3 finals 470 for every seed
+    sweep = tmp_path / "fixture_sweep"
+    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out, launcher=None, kind="entries": sorted(
+        (sweep / ("ppo@sb3" if backend == "sb3" else "ppo")).glob("CartPole/seed_*")))
+    suite = {"name": "ci", "seeds": [0, 1, 2], "margin": 0.25,
+             "entries": [{"algo": "ppo", "env": "CartPole"}, {"algo": "sac", "env": "Pendulum"}]}
+    monkeypatch.setattr(regress, "load_suite", lambda name: suite)
+    baselines = tmp_path / "ci.csv"
+    pd.DataFrame({"algo": ["ppo", "sac"], "env": ["CartPole", "Pendulum"], "threshold": [1.0, -200.0]}).to_csv(
+        baselines, index=False)
+    assert regress.main(["--suite", "ci", "--record", "--only", "ppo:CartPole", "--baselines", str(baselines)]) == 0
+    table = pd.read_csv(baselines).set_index("algo")
+    assert table.loc["ppo", "threshold"] == pytest.approx(470 - 0.25 * 470)  # SB3's CI is the lower one
+    assert table.loc["sac", "threshold"] == -200.0  # not measured this time: its recorded threshold is kept
+    assert f"thresholds written to {baselines}" in capsys.readouterr().out

@@ -36,15 +36,8 @@ def test_steps_to_threshold_needs_the_threshold_held():
     assert np.isnan(agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475))  # not yet held long enough
     assert agg.steps_to_threshold(list(reversed(steps)), [9, 9, 9, 9, 480, 480, 480], 475) == 200  # sorted by step
     assert agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475, window=2) == 1200
-
-
-def test_the_harness_uses_the_same_threshold_definition():
-    from lit_bench.train import steps_to_threshold
-
-    rows = [{"timesteps": str(t), "mean_return": str(v)} for t, v in zip([200, 400, 600, 800, 1000],
-                                                                           [500, 14, 480, 490, 500])]
-    assert steps_to_threshold(rows, 475.0) == 600
-    assert steps_to_threshold(rows[:2], 475.0) is None and steps_to_threshold(rows, None) is None
+    assert np.isnan(agg.steps_to_threshold(steps, [500] * 7, None))  # an env without a threshold
+    assert np.isnan(agg.steps_to_threshold(steps, [500] * 7, float("nan")))
 
 
 def test_normalization():
@@ -141,12 +134,11 @@ def test_rliable_scores_from_load_evaluations(tmp_path):
 
 
 def test_console_line_says_reached_only_when_the_threshold_held():
-    from lit_bench.train import describe, steps_to_threshold
+    from lit_bench.train import describe
 
     base = {"algo": "ppo", "env": "CartPole", "seed": 0, "backend": "lit", "status": "completed", "timesteps": 3000,
             "final_std_return": 0.0, "threshold": 475.0, "run_dir": "r"}
-    lucky_then_late = [{"timesteps": t, "mean_return": r} for t, r in ((1000, 500.0), (2000, 20.0), (3000, 500.0))]
-    assert steps_to_threshold(lucky_then_late, 475.0) is None
+    assert np.isnan(agg.steps_to_threshold([1000, 2000, 3000], [500.0, 20.0, 500.0], 475.0))  # lucky, then late
     line = describe({**base, "final_mean_return": 500.0, "steps_to_threshold": None})
     assert "475 not held for 3 evaluations in a row yet" in line and "below" not in line
     assert "; below 475" in describe({**base, "final_mean_return": 20.0, "steps_to_threshold": None})

@@ -1,0 +1,159 @@
+"""A sweep's results as tables (frames in, frames out): one row per run, per config, and per lit-vs-SB3 pair.
+
+Runs are grouped by (sweep, algo, backend, env, config), never by seed number alone. "Final" is ``aggregate.FINAL``;
+scores across seeds are IQMs with stratified-bootstrap 95% CIs (fixed ``seed``, so tables are reproducible), flagged
+under ``aggregate.MIN_SEEDS_FOR_CI`` seeds; SB3's reference is taken at the runs' own budget.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lit_bench.analysis import aggregate as agg
+from lit_bench.analysis.reference import reference_at_budget, reference_score
+
+GROUP = ["sweep", "algo", "backend", "env", "config_id"]  # one row per config: all its seeds, nothing else
+PAIR = ["sweep", "algo", "env", "variant"]  # lit and SB3 runs of the same config (the backend is not a variant)
+
+
+def run_table(runs: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
+    """One row per run with a usable result: group keys, seed, final score (``agg.FINAL``), steps to threshold, fps.
+
+    Only completed runs have a final score; interrupted and incomplete ones still count for steps to threshold.
+    """
+    returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
+    rows = []
+    for run_dir, curve in returns.groupby("run_dir", sort=False):
+        run = runs[runs.run_dir == run_dir].iloc[0]
+        completed = run.status == "completed"
+        rows.append({
+            **{k: run[k] for k in [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]},
+            "final": agg.final_score(curve.timesteps, curve.value) if completed else np.nan,
+            "steps_to_threshold": agg.steps_to_threshold(curve.timesteps, curve.value, number(run.get("threshold"))),
+            "fps": number(run.get("fps")) if completed else np.nan,
+        })
+    return pd.DataFrame(rows, columns=[*GROUP, "variant", "seed", "env_id", "status", "run_dir", "final",
+                                       "steps_to_threshold", "fps"])
+
+
+def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """One row per (sweep, algo, backend, env, config): run counts, final IQM [95% CI], SB3's reference at the same
+    budget and the ratio to it, steps to threshold, env steps/s."""
+    per_run = run_table(runs, evals)
+    rows = []
+    for key, group_runs in runs.groupby(GROUP, sort=True, dropna=False):
+        identity = dict(zip(GROUP, key))
+        results = per_run.merge(pd.DataFrame([identity]), on=GROUP)
+        env_id = next((e for e in group_runs.env_id if isinstance(e, str)), None)
+        budget = number(group_runs.get("budget"))
+        if not np.isfinite(budget):
+            budget = number(group_runs.get("timesteps"))
+        finals = results.final.dropna().to_numpy()
+        scores = _final_scores(finals, seed)
+        rows.append({
+            **identity, "variant": str(group_runs.variant.iloc[0]), "env_id": env_id, "seeds": int(finals.size),
+            **_status_counts(group_runs.status), "budget": budget, **scores,
+            "threshold": number(group_runs.get("threshold")),
+            **_threshold_columns(results.steps_to_threshold.to_numpy(float)), **_fps_columns(results.fps.dropna()),
+            **_reference_columns(str(identity["algo"]), env_id, budget, scores["final_iqm"]),
+        })
+    return pd.DataFrame(rows)
+
+
+def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
+    point, low, high = agg.stratified_bootstrap_ci(finals, agg.iqm, seed=seed) if finals.size else (
+        np.nan, np.nan, np.nan)
+    if finals.size < 2:
+        low = high = np.nan  # one value has no interval
+    return {"final_iqm": point, "ci_low": low, "ci_high": high,
+            "ci_flagged": bool(finals.size < agg.MIN_SEEDS_FOR_CI),
+            "final_mean": float(np.mean(finals)) if finals.size else np.nan}
+
+
+def _status_counts(status: pd.Series) -> dict[str, int]:
+    return {"failed": int((status == "failed").sum()),
+            "incomplete": int(status.isin(["incomplete", "interrupted"]).sum()),
+            "damaged": int((status == "damaged").sum())}
+
+
+def _threshold_columns(to_threshold: np.ndarray) -> dict[str, Any]:
+    reached = np.isfinite(to_threshold)
+    return {"steps_to_threshold_median": float(np.median(to_threshold[reached])) if reached.any() else np.nan,
+            "solved_seeds": int(reached.sum()), "threshold_runs": int(to_threshold.size)}
+
+
+def _fps_columns(fps: pd.Series) -> dict[str, float]:
+    if fps.empty:
+        return {"fps_median": np.nan, "fps_low": np.nan, "fps_high": np.nan}
+    return {"fps_median": float(fps.median()), "fps_low": float(fps.min()), "fps_high": float(fps.max())}
+
+
+def _reference_columns(algo: str, env_id: str | None, budget: float, point: float) -> dict[str, Any]:
+    """SB3's benchmark score and its value at ``budget`` (when the reference curves have one), and the ratio."""
+    ref = reference_score(algo, env_id) if env_id else None
+    at_budget = reference_at_budget(algo, env_id, budget) if env_id and np.isfinite(budget) else None
+    return {
+        "sb3_reference": ref.score if ref else np.nan,
+        "sb3_reference_budget": ref.budget if ref else np.nan,
+        "sb3_reference_env": ref.reference_env_id if ref else None,
+        "reference_same_version": ref.same_version if ref else None,
+        "reference_at_budget": at_budget.score if at_budget else np.nan,
+        "reference_at_budget_how": at_budget.how if at_budget else None,
+        "reference_at_budget_source": at_budget.source if at_budget else None,
+        "ratio_to_reference": point / at_budget.score if at_budget and at_budget.score else np.nan,
+    }
+
+
+def comparison_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """lit vs SB3 for every (sweep, algo, env, variant) that ran on both backends, paired by seed."""
+    per_run = run_table(runs, evals).dropna(subset=["final"])
+    per_run = per_run.assign(side=np.where(per_run.backend == "sb3", "sb3", "lit"))
+    rows = []
+    for key, pair in per_run.groupby(PAIR, sort=True):
+        sides = {side: runs_.set_index("seed") for side, runs_ in pair.groupby("side")}
+        if set(sides) != {"lit", "sb3"}:
+            continue
+        if any(s.index.duplicated().any() or s.backend.nunique() > 1 for s in sides.values()):
+            print(f"warning: {dict(zip(PAIR, key))}: several runs per seed and backend; not compared",
+                  file=sys.stderr)
+            continue
+        result = agg.paired_comparison(sides["lit"].final.to_dict(), sides["sb3"].final.to_dict(), seed=seed)
+        if result is None:
+            continue
+        fps_ratio = agg.ratio_spread(sides["lit"].fps.to_dict(), sides["sb3"].fps.to_dict())
+        rows.append({
+            **dict(zip(PAIR, key)), "env_id": pair.env_id.iloc[0], "n": len(result.seeds), "seeds": result.seeds,
+            "lit_iqm": result.lit_iqm, "sb3_iqm": result.sb3_iqm, "differences": result.differences,
+            "iqm_difference": result.iqm_difference, "ci_low": result.ci_low, "ci_high": result.ci_high,
+            "ci_flagged": result.ci_flagged, "probability_of_improvement": result.probability_of_improvement,
+            "verdict": result.verdict, "fps_ratio_median": fps_ratio[0], "fps_ratio_min": fps_ratio[1],
+            "fps_ratio_max": fps_ratio[2],
+        })
+    return pd.DataFrame(rows)
+
+
+def curve_bands(evals: pd.DataFrame, summary: pd.DataFrame, *, seed: int = 0, n_points: int = 50,
+                n_boot: int = 300) -> dict[Any, pd.DataFrame]:
+    """Per summary row (by its index): the IQM [95% CI] band of its runs' evaluation returns on an even grid up to
+    its shortest run (damaged runs left out); a row without evaluations has none."""
+    returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
+    returns = returns[returns.status != "damaged"]
+    bands = {}
+    for index, row in summary.iterrows():
+        curves = returns.merge(pd.DataFrame([{k: row[k] for k in GROUP}]), on=GROUP)
+        if not curves.empty:
+            grid = agg.common_grid(curves.groupby("run_dir").timesteps.max(), n_points=n_points)
+            bands[index] = agg.curve_band(agg.curves_on_grid(curves, grid, run="run_dir"), n_boot=n_boot, seed=seed)
+    return bands
+
+
+def number(values: pd.Series | float | None) -> float:
+    """The first number among ``values`` (NaN when none)."""
+    if values is None:
+        return np.nan
+    numbers = pd.to_numeric(pd.Series(values).reset_index(drop=True), errors="coerce").dropna()
+    return float(numbers.iloc[0]) if not numbers.empty else np.nan

@@ -1,0 +1,48 @@
+"""The skip / resume / fresh decision on what a run directory holds (no training: files written by hand)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lit_bench import train
+from lit_bench.rundir import RunDir
+from lit_bench.train import Start, decide
+
+from ..analysis.fixtures import write_run
+
+pytestmark = pytest.mark.harness
+HELD = {"algo_name": "ppo"}  # the directory's config (already known to be this run's)
+
+
+def _run(tmp_path: Path, status: str) -> tuple[RunDir, dict]:
+    run = RunDir(write_run(tmp_path, "ppo", "CartPole", 0, "lit", [10.0, 20.0], status=status))
+    return run, json.loads(run.summary.read_text())
+
+
+@pytest.mark.parametrize(("status", "checkpoint", "force", "expected"), [
+    ("completed", None, False, Start("skip")),
+    ("completed", None, True, Start("fresh")),  # force: completed runs are run again
+    ("running", 1000, False, Start("resume", 1000)),  # killed mid-run: from its checkpoint
+    ("interrupted", 1000, True, Start("fresh")),
+    ("running", None, False, Start("fresh")),  # no checkpoint that reads back
+    ("running", 2000, False, Start("fresh")),  # a checkpoint at the budget: nothing left to resume
+])
+def test_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, checkpoint: int | None, force: bool,
+                  expected: Start) -> None:
+    monkeypatch.setattr(train, "resume_point", lambda run, backend: checkpoint)
+    run, summary = _run(tmp_path, status)
+    assert decide(run, summary, HELD, backend="lit", budget=2000, force=force) == expected
+
+
+def test_a_new_or_damaged_directory_starts_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(train, "resume_point", lambda run, backend: pytest.fail("nothing to resume from"))
+    assert decide(RunDir(tmp_path / "new"), None, None, backend="lit", budget=2000, force=False) == Start("fresh")
+    run, summary = _run(tmp_path, "completed")
+    run.eval_csv.write_text(run.eval_csv.read_text()[:-3])  # the final evaluation's row cut short
+    assert decide(run, summary, HELD, backend="lit", budget=2000, force=False) == Start(
+        "fresh", damage="eval.csv is truncated (its last row is incomplete)")
+    assert decide(run, None, HELD, backend="lit", budget=2000, force=False) == Start(
+        "fresh", damage="summary.json is unreadable")
