@@ -11,7 +11,7 @@ from lit_bench import train
 from lit_bench.rundir import RunDir
 from lit_bench.train import Start, decide
 
-from ..analysis.fixtures import write_run
+from .helpers import write_run
 
 pytestmark = pytest.mark.harness
 HELD = {"algo_name": "ppo"}  # the directory's config (already known to be this run's)

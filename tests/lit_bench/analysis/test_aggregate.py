@@ -122,7 +122,7 @@ def test_ratio_spread():
 def test_rliable_scores_from_load_evaluations(tmp_path):
     from lit_bench.analysis.load import load_evaluations
 
-    from .fixtures import make_sweep, write_run
+    from ..helpers import make_sweep, write_run
 
     make_sweep(tmp_path)
     scores = agg.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))
