@@ -10,6 +10,8 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
+from lit_sb3.common.envs import EVAL_SEED_OFFSET
+
 
 def best_eval_reward(
     algo: type,
@@ -33,7 +35,7 @@ def best_eval_reward(
     training statistics and raw rewards, as the RL Zoo does); ``evaluator_class`` e.g. sb3-contrib's masked one.
     """
     train_env = make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=wrapper_class)
-    eval_env = make_vec_env(env_id, n_envs=1, seed=seed + 1000, wrapper_class=wrapper_class)
+    eval_env = make_vec_env(env_id, n_envs=1, seed=seed + EVAL_SEED_OFFSET, wrapper_class=wrapper_class)
     if normalize:
         train_env = VecNormalize(train_env)
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)

@@ -130,10 +130,6 @@ class TD3(OffPolicyAlgorithm):
         """Actor and critic optimizers, in that order."""
         return list(self._named_optimizers().values())
 
-    def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Off-policy TD3 step: collect env transitions then do gradient updates."""
-        super().training_step(batch, batch_idx)
-
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Critic update every step; actor and target update every ``policy_delay`` steps."""
         actor_opt, critic_opt = self._lightning_optimizers()
