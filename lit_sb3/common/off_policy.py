@@ -176,13 +176,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size: must be <= buffer_size ({self.buffer_size}), got {self.batch_size}")
-        if self.replay_buffer_class is not None and not (
-            isinstance(self.replay_buffer_class, type) and issubclass(self.replay_buffer_class, ReplayBuffer)
-        ):
-            raise ValueError(
-                f"replay_buffer_class: expected None or a ReplayBuffer subclass (ReplayBuffer, DictReplayBuffer, "
-                f"NStepReplayBuffer, HerReplayBuffer), got {self.replay_buffer_class!r}"
-            )
+        replay.check_buffer_class(self.replay_buffer_class)
 
     def _policy_kwargs(self) -> dict[str, Any]:
         kwargs = super()._policy_kwargs()
@@ -385,7 +379,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 if not callback.on_step():
                     return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=False)
             self._update_info_buffer(infos, dones)
-            self._store_transition(replay_buffer, buffer_actions, new_obs, rewards, dones, infos)
+            self._last_original_obs = replay.store_transition(
+                replay_buffer, self._last_original_obs, new_obs, buffer_actions, rewards, dones, infos,
+                self._vec_normalize_env,
+            )
+            self._last_obs = new_obs
             self._on_step()
             for idx in np.flatnonzero(dones):
                 n_episodes += 1
@@ -433,37 +431,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         with torch.no_grad(), outside_autocast(self.device):
             actions = self.policy._predict(obs, deterministic=False)
         return actions.cpu().numpy().reshape((n_envs, *self.action_space.shape))
-
-    def _store_transition(
-        self,
-        replay_buffer: ReplayBuffer,
-        buffer_action: np.ndarray,
-        new_obs: np.ndarray | dict[str, np.ndarray],
-        reward: np.ndarray,
-        dones: np.ndarray,
-        infos: list[dict[str, Any]],
-    ) -> None:
-        """Store one vector step; the buffer keeps unnormalized data and the true last observation of an episode."""
-        vec_norm = self._vec_normalize_env
-        if vec_norm is not None:
-            new_obs_, reward_ = vec_norm.get_original_obs(), vec_norm.get_original_reward()
-        else:
-            new_obs_, reward_ = new_obs, reward
-        next_obs = replay.copy_obs(new_obs_)
-        for i in np.flatnonzero(dones):
-            terminal = infos[i].get("terminal_observation")
-            if terminal is None:
-                continue
-            if vec_norm is not None:
-                terminal = vec_norm.unnormalize_obs(terminal)
-            if isinstance(next_obs, dict):
-                for key in next_obs:
-                    next_obs[key][i] = terminal[key]
-            else:
-                next_obs[i] = terminal
-        replay_buffer.add(self._last_original_obs, next_obs, buffer_action, reward_, dones, infos)
-        self._last_obs = new_obs
-        self._last_original_obs = new_obs_
 
     def _on_step(self) -> None:
         """Hook: after every vector env step (DQN: exploration rate and target network)."""

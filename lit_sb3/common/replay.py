@@ -15,7 +15,7 @@ import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from lit_sb3.common import resume
@@ -24,6 +24,15 @@ from lit_sb3.common.her import GOAL_KEYS
 
 def uses_her(buffer_class: type[ReplayBuffer] | None) -> bool:
     return buffer_class is not None and issubclass(buffer_class, HerReplayBuffer)
+
+
+def check_buffer_class(buffer_class: Any) -> None:
+    """Refuse a ``replay_buffer_class`` that is not a ReplayBuffer subclass (None chooses one)."""
+    if buffer_class is not None and not (isinstance(buffer_class, type) and issubclass(buffer_class, ReplayBuffer)):
+        raise ValueError(
+            f"replay_buffer_class: expected None or a ReplayBuffer subclass (ReplayBuffer, DictReplayBuffer, "
+            f"NStepReplayBuffer, HerReplayBuffer), got {buffer_class!r}"
+        )
 
 
 def check_replay_args(
@@ -103,7 +112,46 @@ def truncate_last_trajectory(buffer: ReplayBuffer | None, optimize_memory_usage:
         buffer.dones[(buffer.pos - 1) % buffer.buffer_size] = True
 
 
-def copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+Obs = np.ndarray | dict[str, np.ndarray]
+
+
+def store_transition(
+    buffer: ReplayBuffer,
+    original_obs: Obs,
+    new_obs: Obs,
+    buffer_action: np.ndarray,
+    reward: np.ndarray,
+    dones: np.ndarray,
+    infos: list[dict[str, Any]],
+    vec_normalize: VecNormalize | None,
+) -> Obs:
+    """Add one vector step to ``buffer`` as SB3 stores it; returns the unnormalized ``new_obs`` (the next step's
+    ``original_obs``).
+
+    The buffer keeps unnormalized observations and rewards (the env's VecNormalize statistics keep moving), and an
+    episode's true last observation as the next observation of its last transition (the VecEnv has already reset).
+    """
+    if vec_normalize is not None:
+        new_original_obs, reward = vec_normalize.get_original_obs(), vec_normalize.get_original_reward()
+    else:
+        new_original_obs = new_obs
+    next_obs = _copy_obs(new_original_obs)
+    for i in np.flatnonzero(dones):
+        terminal = infos[i].get("terminal_observation")
+        if terminal is None:
+            continue
+        if vec_normalize is not None:
+            terminal = vec_normalize.unnormalize_obs(terminal)
+        if isinstance(next_obs, dict):
+            for key in next_obs:
+                next_obs[key][i] = terminal[key]
+        else:
+            next_obs[i] = terminal
+    buffer.add(original_obs, next_obs, buffer_action, reward, dones, infos)
+    return new_original_obs
+
+
+def _copy_obs(obs: Obs) -> Obs:
     """A copy the env's next step cannot overwrite (VecEnvs reuse their observation arrays)."""
     if isinstance(obs, dict):
         return {k: np.array(v, copy=True) for k, v in obs.items()}
