@@ -14,7 +14,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, RolloutReturn, TrainFreq, TrainFrequencyUnit
-from stable_baselines3.common.utils import get_parameters_by_name, should_collect_more_steps, update_learning_rate
+from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_sb3.common import replay, resume
@@ -316,18 +316,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if not (hasattr(policy, "actor") and hasattr(policy, "critic")):
             return super()._named_optimizers()
         return {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
-
-    def _pair_target_networks(self, *pairs: tuple[torch.nn.Module, torch.nn.Module]) -> None:
-        """Remember each (online, target) pair's parameters (Polyak-averaged) and normalization statistics (copied)."""
-        self._online_params = [p for online, _ in pairs for p in online.parameters()]
-        self._target_params = [p for _, target in pairs for p in target.parameters()]
-        self._bn_stats = [s for online, _ in pairs for s in get_parameters_by_name(online, ["running_"])]
-        self._bn_stats_target = [s for _, target in pairs for s in get_parameters_by_name(target, ["running_"])]
-
-    def _update_target_networks(self) -> None:
-        """``target <- (1 - tau) * target + tau * online``; running statistics are copied as they are."""
-        soft_update(self._online_params, self._target_params, self.tau)
-        soft_update(self._bn_stats, self._bn_stats_target, 1.0)
 
     def _lightning_optimizers(self) -> list[Any]:
         """The optimizers in ``configure_optimizers`` order, Lightning-wrapped inside a trainer, raw outside."""

@@ -11,6 +11,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.targets import TargetNetworks
 
 
 class EpsilonGreedy:
@@ -83,7 +84,7 @@ class QLearningAlgorithm(OffPolicyAlgorithm):
         raise NotImplementedError
 
     def _build_extra(self) -> None:
-        self._pair_target_networks(self._q_networks())
+        self.target_networks = TargetNetworks(self._q_networks())
 
     @property
     def exploration_rate(self) -> float:
@@ -106,7 +107,7 @@ class QLearningAlgorithm(OffPolicyAlgorithm):
         """After every vector step: target network refresh (counted in env steps) and epsilon decay."""
         self._n_calls += 1
         if self._n_calls % max(self.target_update_interval // self.n_envs, 1) == 0:
-            self._update_target_networks()
+            self.target_networks.update(self.tau)
         self.exploration.update(self._current_progress_remaining)
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:

@@ -16,6 +16,7 @@ from lit_sb3.common import quantile
 from lit_sb3.common.entropy import MaxEntropyAlgorithm
 from lit_sb3.common.off_policy import frozen
 from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.targets import TargetNetworks
 
 SelfTQC = TypeVar("SelfTQC", bound="TQC")
 
@@ -139,7 +140,7 @@ class TQC(MaxEntropyAlgorithm):
 
     def _build_extra(self) -> None:
         super()._build_extra()
-        self._pair_target_networks((self.policy.critic, self.policy.critic_target))
+        self.target_networks = TargetNetworks((self.policy.critic, self.policy.critic_target))
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Temperature, quantile-critic and actor updates on ``gradient_steps`` replay samples."""
@@ -167,7 +168,7 @@ class TQC(MaxEntropyAlgorithm):
                 self._optimizer_step(actor_opt, actor_loss)
 
             if step % self.target_update_interval == 0:
-                self._update_target_networks()
+                self.target_networks.update(self.tau)
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
 
