@@ -21,6 +21,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3 import PPO, RLEnvDataModule, RLTrainer
+from lit_sb3.common.envs import EVAL_SEED_OFFSET
 
 ZOO_ENVS, ZOO_BATCH = 8, 256
 
@@ -48,7 +49,7 @@ def main() -> None:
                 learning_rate=LinearSchedule(1e-3, 0.0, 1.0), clip_range=LinearSchedule(0.2, 0.0, 1.0), seed=args.seed)
     evaluator = None
     if args.threshold is not None:  # every rank evaluates the same (synchronized) policy on the same episodes
-        evaluator = EvalCallback(make_vec_env("CartPole-v1", seed=args.seed + 1000), n_eval_episodes=10,
+        evaluator = EvalCallback(make_vec_env("CartPole-v1", seed=args.seed + EVAL_SEED_OFFSET), n_eval_episodes=10,
                                  eval_freq=max(args.eval_every // ZOO_ENVS, 1), verbose=0,
                                  callback_on_new_best=StopTrainingOnRewardThreshold(args.threshold))
     trainer = RLTrainer(max_steps=args.steps, accelerator="cpu", devices=args.devices,

@@ -164,7 +164,7 @@ def _resume_sb3(job: Job, model: Any) -> None:
     import torch
     from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-    from lit_sb3.common.off_policy import _restore_buffer_arrays
+    from lit_sb3.common.replay import restore_buffer_arrays
     from lit_sb3.common.resume import set_vecnormalize_state
 
     path = job.run.checkpoints / SB3_CHECKPOINT
@@ -176,7 +176,7 @@ def _resume_sb3(job: Job, model: Any) -> None:
             setattr(model, key, data[key])
     buffer = job.run.checkpoints / SB3_REPLAY_BUFFER
     if isinstance(model, OffPolicyAlgorithm) and buffer.is_file():
-        _restore_buffer_arrays(model.replay_buffer, torch.load(buffer, weights_only=True))
+        restore_buffer_arrays(model.replay_buffer, torch.load(buffer, weights_only=True))
     normalize = job.run.checkpoints / SB3_VECNORMALIZE
     if isinstance(job.train_env, VecNormalize) and normalize.is_file():
         set_vecnormalize_state(job.train_env, torch.load(normalize, weights_only=True))

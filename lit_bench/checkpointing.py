@@ -91,12 +91,12 @@ def save_lit_checkpoint(trainer: L.Trainer, module: Any, run: RunDir, wall_time_
 
 def save_sb3_checkpoint(model: Any, run: RunDir, wall_time_s: float, replay_buffer: bool) -> None:
     """The sb3 backend's checkpoint: SB3's zip, plus the replay buffer and VecNormalize statistics as tensors."""
-    from lit_sb3.common.off_policy import _buffer_arrays
+    from lit_sb3.common.replay import buffer_arrays
     from lit_sb3.common.resume import vecnormalize_state
 
     extras = {SB3_VECNORMALIZE: vecnormalize_state(model.get_env())}
     if replay_buffer and isinstance(model, SB3OffPolicy) and model.replay_buffer is not None:
-        extras[SB3_REPLAY_BUFFER] = _buffer_arrays(model.replay_buffer)
+        extras[SB3_REPLAY_BUFFER] = buffer_arrays(model.replay_buffer)
     for name, state in extras.items():  # written first: the zip and state.json mark the checkpoint complete
         if state is not None:
             atomic_write(run.checkpoints / name, lambda tmp, state=state: torch.save(state, tmp))

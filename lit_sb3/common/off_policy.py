@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -11,20 +10,16 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from gymnasium import spaces
-from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
-from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.type_aliases import GymEnv, RolloutReturn, TrainFreq, TrainFrequencyUnit
-from stable_baselines3.common.utils import get_parameters_by_name, should_collect_more_steps, update_learning_rate
+from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
-from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
-from lit_sb3.common import resume
+from lit_sb3.common import replay, resume
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.utils import clip_grad_norm, outside_autocast
-
-_GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
 
 class EnvSteps:
@@ -181,22 +176,13 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size: must be <= buffer_size ({self.buffer_size}), got {self.batch_size}")
-        if self.replay_buffer_class is not None and not (
-            isinstance(self.replay_buffer_class, type) and issubclass(self.replay_buffer_class, ReplayBuffer)
-        ):
-            raise ValueError(
-                f"replay_buffer_class: expected None or a ReplayBuffer subclass (ReplayBuffer, DictReplayBuffer, "
-                f"NStepReplayBuffer, HerReplayBuffer), got {self.replay_buffer_class!r}"
-            )
+        replay.check_buffer_class(self.replay_buffer_class)
 
     def _policy_kwargs(self) -> dict[str, Any]:
         kwargs = super()._policy_kwargs()
         if self.use_sde:
             kwargs["use_sde"] = True
         return kwargs
-
-    def _uses_her(self) -> bool:
-        return self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer)
 
     def check_env(self, env: VecEnv) -> None:
         super().check_env(env)
@@ -205,59 +191,21 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 f"train_freq: with {env.num_envs} envs the unit must be 'step' (episodes end at different times), "
                 f"got {self._train_freq_raw!r}"
             )
-        obs_space = env.observation_space
-        if self._uses_her():
-            keys = set(obs_space.spaces) if isinstance(obs_space, spaces.Dict) else set()
-            if not set(_GOAL_KEYS) <= keys:
-                raise ValueError(
-                    f"replay_buffer_class: HerReplayBuffer needs a goal-conditioned env (Dict observation with keys "
-                    f"{', '.join(_GOAL_KEYS)} and compute_reward), got observation space {obs_space}"
-                )
-            if self.optimize_memory_usage:
-                raise ValueError("optimize_memory_usage: must be False with HerReplayBuffer")
-        if isinstance(obs_space, spaces.Dict) and self.n_steps > 1 and self.replay_buffer_class is None:
-            raise ValueError(f"n_steps: n-step returns need a non-Dict observation space; use 1, got {self.n_steps}")
-        if self.n_steps > 1 and self.optimize_memory_usage:
-            raise ValueError("optimize_memory_usage: must be False when n_steps > 1 (NStepReplayBuffer)")
-
-    def _make_replay_buffer(self, env: VecEnv) -> ReplayBuffer:
-        buffer_class = self.replay_buffer_class
-        kwargs = dict(self.replay_buffer_kwargs)
-        if buffer_class is None:
-            if isinstance(self.observation_space, spaces.Dict):
-                buffer_class = DictReplayBuffer
-            elif self.n_steps > 1:
-                buffer_class, kwargs = NStepReplayBuffer, {**kwargs, "n_steps": self.n_steps, "gamma": self.gamma}
-            else:
-                buffer_class = ReplayBuffer
-        elif self.n_steps > 1:
-            warnings.warn(
-                f"n_steps: {self.n_steps} is ignored with a custom replay_buffer_class; pass n_steps/gamma in "
-                f"replay_buffer_kwargs to that buffer instead",
-                stacklevel=2,
-            )
-        if issubclass(buffer_class, HerReplayBuffer):
-            kwargs["env"] = env
-        return buffer_class(
-            self.buffer_size,
-            self.observation_space,
-            self.action_space,
-            device=self.device,
-            n_envs=env.num_envs,
-            optimize_memory_usage=self.optimize_memory_usage,
-            **kwargs,
+        replay.check_replay_args(
+            self.replay_buffer_class, env.observation_space, self.n_steps, self.optimize_memory_usage
         )
 
     def _setup_buffers(self, env: VecEnv) -> None:
         """Create the replay buffer once (it persists across ``learn`` calls); point HER at the current env."""
         if self.replay_buffer is None or self.replay_buffer.n_envs != env.num_envs:
-            self.replay_buffer = self._make_replay_buffer(env)
+            self.replay_buffer = replay.make_replay_buffer(
+                self.replay_buffer_class, self.replay_buffer_kwargs, self.buffer_size, self.observation_space,
+                self.action_space, env, self.device, self.optimize_memory_usage, self.n_steps, self.gamma,
+            )
         self.replay_buffer.device = self.device
-        if isinstance(self.replay_buffer, HerReplayBuffer) and self.replay_buffer.env is not env:
-            self.replay_buffer.env = None
-            self.replay_buffer.set_env(env)
+        replay.attach_env(self.replay_buffer, env)
         if self._pending_buffer_state is not None:
-            _restore_buffer_arrays(self.replay_buffer, self._pending_buffer_state)
+            replay.restore_buffer_arrays(self.replay_buffer, self._pending_buffer_state)
             self._pending_buffer_state = None
         noise = self.action_noise
         if noise is not None and env.num_envs > 1 and not isinstance(noise, VectorizedActionNoise):
@@ -279,20 +227,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         resets = self._pending_resume is None and (self._last_obs is None or self._seeded_env is not env)
         super().on_train_start()
         if resets:
-            self._truncate_last_trajectory()
+            replay.truncate_last_trajectory(self.replay_buffer, self.optimize_memory_usage)
             vec_norm = self._vec_normalize_env
             self._last_original_obs = vec_norm.get_original_obs() if vec_norm is not None else self._last_obs
-
-    def _truncate_last_trajectory(self) -> None:
-        """The env was reset: the buffer's last transition must not be chained to the next one."""
-        buffer = self.replay_buffer
-        if buffer is None or not (buffer.full or buffer.pos > 0):
-            return
-        if isinstance(buffer, HerReplayBuffer):
-            if np.any(buffer._current_ep_start != buffer.pos):
-                buffer.truncate_last_trajectory()
-        elif self.optimize_memory_usage:
-            buffer.dones[(buffer.pos - 1) % buffer.buffer_size] = True
 
     def train_dataloader(self) -> EnvSteps:
         return EnvSteps(self)
@@ -373,27 +310,12 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         optimizer.step()
 
     def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        """Actor-critics: actor, critic and (when learned) temperature optimizers, under SB3's save names, in that
-        order; Q-learning: the policy's optimizer."""
+        """Actor-critics: actor and critic optimizers, under SB3's save names, in that order; Q-learning: the
+        policy's optimizer."""
         policy = self.policy
         if not (hasattr(policy, "actor") and hasattr(policy, "critic")):
             return super()._named_optimizers()
-        named = {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
-        if getattr(self, "ent_coef_optimizer", None) is not None:
-            named["ent_coef_optimizer"] = self.ent_coef_optimizer
-        return named
-
-    def _pair_target_networks(self, *pairs: tuple[torch.nn.Module, torch.nn.Module]) -> None:
-        """Remember each (online, target) pair's parameters (Polyak-averaged) and normalization statistics (copied)."""
-        self._online_params = [p for online, _ in pairs for p in online.parameters()]
-        self._target_params = [p for _, target in pairs for p in target.parameters()]
-        self._bn_stats = [s for online, _ in pairs for s in get_parameters_by_name(online, ["running_"])]
-        self._bn_stats_target = [s for _, target in pairs for s in get_parameters_by_name(target, ["running_"])]
-
-    def _update_target_networks(self) -> None:
-        """``target <- (1 - tau) * target + tau * online``; running statistics are copied as they are."""
-        soft_update(self._online_params, self._target_params, self.tau)
-        soft_update(self._bn_stats, self._bn_stats_target, 1.0)
+        return {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
 
     def _lightning_optimizers(self) -> list[Any]:
         """The optimizers in ``configure_optimizers`` order, Lightning-wrapped inside a trainer, raw outside."""
@@ -445,7 +367,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 if not callback.on_step():
                     return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=False)
             self._update_info_buffer(infos, dones)
-            self._store_transition(replay_buffer, buffer_actions, new_obs, rewards, dones, infos)
+            self._last_original_obs = replay.store_transition(
+                replay_buffer, self._last_original_obs, new_obs, buffer_actions, rewards, dones, infos,
+                self._vec_normalize_env,
+            )
+            self._last_obs = new_obs
             self._on_step()
             for idx in np.flatnonzero(dones):
                 n_episodes += 1
@@ -494,37 +420,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             actions = self.policy._predict(obs, deterministic=False)
         return actions.cpu().numpy().reshape((n_envs, *self.action_space.shape))
 
-    def _store_transition(
-        self,
-        replay_buffer: ReplayBuffer,
-        buffer_action: np.ndarray,
-        new_obs: np.ndarray | dict[str, np.ndarray],
-        reward: np.ndarray,
-        dones: np.ndarray,
-        infos: list[dict[str, Any]],
-    ) -> None:
-        """Store one vector step; the buffer keeps unnormalized data and the true last observation of an episode."""
-        vec_norm = self._vec_normalize_env
-        if vec_norm is not None:
-            new_obs_, reward_ = vec_norm.get_original_obs(), vec_norm.get_original_reward()
-        else:
-            new_obs_, reward_ = new_obs, reward
-        next_obs = _copy_obs(new_obs_)
-        for i in np.flatnonzero(dones):
-            terminal = infos[i].get("terminal_observation")
-            if terminal is None:
-                continue
-            if vec_norm is not None:
-                terminal = vec_norm.unnormalize_obs(terminal)
-            if isinstance(next_obs, dict):
-                for key in next_obs:
-                    next_obs[key][i] = terminal[key]
-            else:
-                next_obs[i] = terminal
-        replay_buffer.add(self._last_original_obs, next_obs, buffer_action, reward_, dones, infos)
-        self._last_obs = new_obs
-        self._last_original_obs = new_obs_
-
     def _on_step(self) -> None:
         """Hook: after every vector env step (DQN: exploration rate and target network)."""
 
@@ -551,35 +446,19 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     def save_replay_buffer(self, path: str | Path) -> None:
         """Pickle the replay buffer (SB3's format; HER's env is left out)."""
-        if self.replay_buffer is None:
-            raise RuntimeError("save_replay_buffer: there is no replay buffer yet (train first)")
-        save_to_pkl(path, self.replay_buffer, self.verbose)
+        replay.save_replay_buffer(self.replay_buffer, path, self.verbose)
 
     def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
         """Load a buffer written by ``save_replay_buffer`` (or SB3's); HER buffers get the current env."""
-        buffer = load_from_pkl(path, self.verbose)
-        if not isinstance(buffer, ReplayBuffer):
-            raise ValueError(f"load_replay_buffer: {path} holds a {type(buffer).__name__}, not a ReplayBuffer")
-        if not hasattr(buffer, "handle_timeout_termination"):  # written by an old SB3
-            buffer.handle_timeout_termination = False
-            buffer.timeouts = np.zeros_like(buffer.dones)
-        if isinstance(buffer, HerReplayBuffer):
-            env = self.get_env()
-            if env is None:
-                raise ValueError("load_replay_buffer: a HerReplayBuffer needs an env; pass env= to the model first")
-            buffer.env = None
-            buffer.set_env(env)
-            if truncate_last_traj:
-                buffer.truncate_last_trajectory()
-        buffer.device = self.device
-        self.replay_buffer = buffer
+        env = self.get_env()
+        self.replay_buffer = replay.load_replay_buffer(path, env, self.device, truncate_last_traj, self.verbose)
 
     # ------------------------------------------------------------------ checkpoints
 
     def _extra_state(self) -> dict[str, Any]:
         state = super()._extra_state()
         if self.checkpoint_replay_buffer and self.replay_buffer is not None:
-            state["replay_buffer"] = _buffer_arrays(self.replay_buffer)
+            state["replay_buffer"] = replay.buffer_arrays(self.replay_buffer)
         if "env" in state:
             state["env"]["last_original_obs"] = resume.to_tree(self._last_original_obs)
         state["action_noise"] = resume.noise_state(self.action_noise)
@@ -599,59 +478,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         buffer_state = state.get("replay_buffer")
         if buffer_state is not None:
             if self.replay_buffer is not None:
-                _restore_buffer_arrays(self.replay_buffer, buffer_state)
+                replay.restore_buffer_arrays(self.replay_buffer, buffer_state)
             else:
                 self._pending_buffer_state = buffer_state  # applied when the buffer is created at train start
 
-
-def _copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
-    if isinstance(obs, dict):
-        return {k: np.array(v, copy=True) for k, v in obs.items()}
-    return np.array(obs, copy=True)
-
-
-def _buffer_arrays(buffer: ReplayBuffer) -> dict[str, Any]:
-    """The buffer's filled part as tensors and plain numbers (safe for ``weights_only`` checkpoint loading).
-
-    Arrays over the buffer's slots keep only the slots written so far (one more with ``optimize_memory_usage``, where
-    the next observation of the last transition sits in the next slot); HER's per-transition info dicts are kept
-    only when it copies them (``copy_info_dict``), otherwise they are all empty.
-    """
-    filled = buffer.buffer_size if buffer.full else min(buffer.pos + 1, buffer.buffer_size)
-    state: dict[str, Any] = {"filled": filled}
-
-    def part(array: np.ndarray) -> Any:
-        return resume.to_tree(array[:filled] if array.shape[:1] == (buffer.buffer_size,) else array)
-
-    for key, value in vars(buffer).items():
-        if key == "infos" and not getattr(buffer, "copy_info_dict", True):
-            continue
-        if isinstance(value, np.ndarray):
-            state[key] = part(value)
-        elif isinstance(value, dict) and value and all(isinstance(v, np.ndarray) for v in value.values()):
-            state[key] = {k: part(v) for k, v in value.items()}
-        elif isinstance(value, (bool, int, float)) and key not in ("buffer_size", "n_envs"):
-            state[key] = value
-    return state
-
-
-def _restore_buffer_arrays(buffer: ReplayBuffer, state: dict[str, Any]) -> None:
-    """Write a :func:`_buffer_arrays` state into a freshly built buffer of the same size."""
-
-    def put(target: np.ndarray | None, saved: Any) -> np.ndarray:
-        saved = resume.from_tree(saved)
-        if target is None or target.shape[1:] != saved.shape[1:] or len(saved) > len(target):
-            return saved
-        target[: len(saved)] = saved
-        return target
-
-    for key, value in state.items():
-        if key == "filled":
-            continue
-        if isinstance(value, dict) and "__object_array__" not in value:
-            current = getattr(buffer, key)
-            setattr(buffer, key, {k: put(current.get(k), v) for k, v in value.items()})
-        elif isinstance(value, (torch.Tensor, dict)):
-            setattr(buffer, key, put(getattr(buffer, key, None), value))
-        else:
-            setattr(buffer, key, value)

@@ -234,7 +234,7 @@ def test_her_buffer_goes_into_weights_only_checkpoints(tmp_path: Path) -> None:
     from stable_baselines3.common.envs import BitFlippingEnv
 
     from lit_sb3 import HerReplayBuffer
-    from lit_sb3.common.off_policy import _buffer_arrays, _restore_buffer_arrays
+    from lit_sb3.common.replay import buffer_arrays, restore_buffer_arrays
 
     env = make_vec_env(lambda: BitFlippingEnv(n_bits=4, continuous=True), n_envs=1)
     buffer = HerReplayBuffer(20, env.observation_space, env.action_space, env=env)
@@ -245,9 +245,9 @@ def test_her_buffer_goes_into_weights_only_checkpoints(tmp_path: Path) -> None:
         buffer.add(obs, next_obs, action, reward, done, info)
         obs = next_obs
     path = tmp_path / "buffer.pt"
-    torch.save(_buffer_arrays(buffer), path)
+    torch.save(buffer_arrays(buffer), path)
     restored = HerReplayBuffer(20, env.observation_space, env.action_space, env=env)
-    _restore_buffer_arrays(restored, torch.load(path, weights_only=True))
+    restore_buffer_arrays(restored, torch.load(path, weights_only=True))
     assert restored.pos == 6 and np.array_equal(restored.actions, buffer.actions)
     assert np.array_equal(restored.observations["desired_goal"], buffer.observations["desired_goal"])
     assert restored.sample(4).rewards.shape == (4, 1)

@@ -23,6 +23,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 import lit_sb3
+from lit_sb3.common.envs import EVAL_SEED_OFFSET
 
 ALGO_ENV = Path(__file__).resolve().parents[2] / "conf" / "algo_env"
 
@@ -72,7 +73,7 @@ def best_eval_reward(
     ``evaluator_class`` e.g. sb3-contrib's masked one.
     """
     train_env = make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=wrapper_class)
-    eval_env = make_vec_env(env_id, n_envs=1, seed=seed + 1000, wrapper_class=wrapper_class)
+    eval_env = make_vec_env(env_id, n_envs=1, seed=seed + EVAL_SEED_OFFSET, wrapper_class=wrapper_class)
     if normalize:
         train_env = VecNormalize(train_env, **(normalize if isinstance(normalize, dict) else {}))
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)

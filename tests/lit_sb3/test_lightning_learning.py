@@ -13,6 +13,7 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.env_util import make_vec_env
 
 from lit_sb3 import PPO, SAC, RLEnvDataModule, RLTrainer
+from lit_sb3.common.envs import EVAL_SEED_OFFSET
 from tests.lit_sb3.helpers import zoo_settings
 
 pytestmark = [pytest.mark.learning, pytest.mark.slow]
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _best_eval_reward(model, env_id: str, *, budget: int, threshold: float, n_envs: int, eval_every: int,
                       precision: str) -> float:
     """Train on an RLTrainer with ``precision``; the best mean of 10 deterministic episodes every ``eval_every``."""
-    evaluator = EvalCallback(make_vec_env(env_id, seed=1000), eval_freq=max(eval_every // n_envs, 1),
+    evaluator = EvalCallback(make_vec_env(env_id, seed=EVAL_SEED_OFFSET), eval_freq=max(eval_every // n_envs, 1),
                              n_eval_episodes=10, callback_on_new_best=StopTrainingOnRewardThreshold(threshold),
                              verbose=0)
     trainer = RLTrainer(max_steps=budget, precision=precision, rl_callback=evaluator, logger=False,

@@ -6,7 +6,6 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from sb3_contrib.common.torch_layers import BatchRenorm
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
@@ -14,14 +13,15 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from torch import nn
 
 from lit_sb3.algorithms.crossq.policies import POLICY_ALIASES, CrossQPolicy
-from lit_sb3.common import entropy, losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
+from lit_sb3.common import losses
+from lit_sb3.common.entropy import MaxEntropyAlgorithm
+from lit_sb3.common.off_policy import frozen
 from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfCrossQ = TypeVar("SelfCrossQ", bound="CrossQ")
 
 
-class CrossQ(OffPolicyAlgorithm):
+class CrossQ(MaxEntropyAlgorithm):
     """CrossQ: SAC without target networks, made stable by batch (re)normalization in the critics.
 
     The critics see the current and the next state-action pairs in one joint batch, so their normalization
@@ -113,18 +113,14 @@ class CrossQ(OffPolicyAlgorithm):
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
             use_sde_at_warmup=use_sde_at_warmup,
+            ent_coef=ent_coef,
+            target_entropy=target_entropy,
         )
-        self.ent_coef = ent_coef
-        self._target_entropy_raw = target_entropy
-        self.target_entropy = 0.0
         self.policy_delay = policy_delay
-        self.log_ent_coef: nn.Parameter | None = None
-        self.ent_coef_optimizer: torch.optim.Optimizer | None = None
         self._finish_init(_init_setup_model)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        entropy.validate_entropy_args(self.ent_coef, self._target_entropy_raw)
         delay = self.policy_delay
         if not isinstance(delay, int) or isinstance(delay, bool) or delay < 1:
             raise ValueError(f"policy_delay: must be an int >= 1, got {delay!r}")
@@ -135,19 +131,10 @@ class CrossQ(OffPolicyAlgorithm):
         return super()._default_optimizer_kwargs(optimizer_class)
 
     def _build_extra(self) -> None:
-        entropy.setup_entropy_coef(self, self.ent_coef, self._target_entropy_raw)
-        self._critic_weights = optimized_params(self.policy.critic)
+        super()._build_extra()
         # the normalization layers whose mode decides between batch statistics (train) and running statistics (eval)
         self._actor_norms = [m for m in self.policy.actor.modules() if isinstance(m, BatchRenorm)]
         self._critic_norms = [m for m in self.policy.critic.modules() if isinstance(m, BatchRenorm)]
-
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
-        return list(self._named_optimizers().values())
-
-    def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Off-policy CrossQ step: collect env transitions then do gradient updates."""
-        super().training_step(batch, batch_idx)
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Critic update every step (joint current/next batch); actor and temperature every ``policy_delay`` steps.
@@ -164,7 +151,7 @@ class CrossQ(OffPolicyAlgorithm):
             discounts = data.discounts if data.discounts is not None else self.gamma
             if self.use_sde:
                 actor.reset_noise()
-            ent_coef = entropy.current_ent_coef(self)
+            ent_coef = self.temperature.value()
 
             with torch.no_grad():
                 _set_norm_mode(self._actor_norms, False)
@@ -188,20 +175,12 @@ class CrossQ(OffPolicyAlgorithm):
                 actions_pi, log_prob = actor.action_log_prob(data.observations)
                 _set_norm_mode(self._actor_norms, False)
                 log_prob = log_prob.reshape(-1, 1)
-                ent_coef_loss = entropy.entropy_coef_step(self, log_prob)
-                if ent_coef_loss is not None:
-                    self._track(ent_coef_loss=ent_coef_loss)
+                self._temperature_step(log_prob)
                 with frozen(self._critic_weights):
                     q_pi = torch.cat(critic(data.observations, actions_pi), dim=1)
                     actor_loss = losses.sac_actor_loss(log_prob, q_pi, ent_coef)
                     self._optimizer_step(actor_opt, actor_loss)
                 self._track(actor_loss=actor_loss)
-
-    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
-        return entropy.entropy_variables(self)
-
-    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
-        entropy.load_entropy_variables(self, variables)
 
     def learn(
         self: SelfCrossQ,

@@ -5,23 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-import numpy as np
 import torch
 from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.common.utils import LinearSchedule
+from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples, Schedule
+from torch import nn
 
 from lit_sb3.algorithms.dqn.policies import POLICY_ALIASES, DQNPolicy
-from lit_sb3.common import exploration, losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common import losses
+from lit_sb3.common.q_learning import QLearningAlgorithm
 from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfDQN = TypeVar("SelfDQN", bound="DQN")
 
 
-class DQN(OffPolicyAlgorithm):
+class DQN(QLearningAlgorithm):
     """Deep Q-Network (DQN).
 
     Papers: https://arxiv.org/abs/1312.5602, https://www.nature.com/articles/nature14236. Epsilon-greedy exploration
@@ -97,7 +95,6 @@ class DQN(OffPolicyAlgorithm):
             gamma=gamma,
             train_freq=train_freq,
             gradient_steps=gradient_steps,
-            action_noise=None,
             replay_buffer_class=replay_buffer_class,
             replay_buffer_kwargs=replay_buffer_kwargs,
             optimize_memory_usage=optimize_memory_usage,
@@ -108,78 +105,23 @@ class DQN(OffPolicyAlgorithm):
             seed=seed,
             device=device,
             env=env,
+            target_update_interval=target_update_interval,
+            exploration_fraction=exploration_fraction,
+            exploration_initial_eps=exploration_initial_eps,
+            exploration_final_eps=exploration_final_eps,
+            max_grad_norm=max_grad_norm,
         )
-        self.target_update_interval = target_update_interval
-        self.exploration_fraction = exploration_fraction
-        self.exploration_initial_eps = exploration_initial_eps
-        self.exploration_final_eps = exploration_final_eps
-        self.max_grad_norm = max_grad_norm
-        self.exploration_schedule = LinearSchedule(exploration_initial_eps, exploration_final_eps, exploration_fraction)
-        self.exploration_rate = 0.0
-        self._n_calls = 0
         self._finish_init(_init_setup_model)
 
-    def _validate_hyperparameters(self) -> None:
-        super()._validate_hyperparameters()
-        exploration.validate_q_learning_args(self)
-        if not self.max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm: must be > 0, got {self.max_grad_norm}")
+    def _q_networks(self) -> tuple[nn.Module, nn.Module]:
+        return self.policy.q_net, self.policy.q_net_target
 
-    def _build_extra(self) -> None:
-        self._pair_target_networks((self.policy.q_net, self.policy.q_net_target))
-
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        """The Q-network optimizer."""
-        return self.policy.optimizer
-
-    def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Off-policy DQN step: collect env transitions then do gradient updates."""
-        super().training_step(batch, batch_idx)
-
-    def _on_step(self) -> None:
-        """After every vector step: target network refresh (counted in env steps) and epsilon decay."""
-        exploration.after_env_step(self)
-
-    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
-        """``gradient_steps`` Huber-loss updates towards the target network's one-step targets."""
-        (optimizer,) = self._lightning_optimizers()
-        q_net, q_net_target = self.policy.q_net, self.policy.q_net_target
-        for _ in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
-            discounts = data.discounts if data.discounts is not None else self.gamma
-            with torch.no_grad():
-                target_q = losses.dqn_target(data.rewards, data.dones, discounts, q_net_target(data.next_observations))
-            loss = losses.q_huber_loss(q_net(data.observations), data.actions, target_q)
-            self._optimizer_step(optimizer, loss, max_grad_norm=self.max_grad_norm)
-            self._track(loss=loss)
-        self._n_updates += gradient_steps
-
-    def predict(
-        self,
-        observation: np.ndarray | dict[str, np.ndarray],
-        state: tuple[np.ndarray, ...] | None = None,
-        episode_start: np.ndarray | None = None,
-        deterministic: bool = False,
-    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-        """Epsilon-greedy: a uniformly random action with probability ``exploration_rate`` unless deterministic."""
-        def greedy() -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-            return super(DQN, self).predict(observation, state, episode_start, deterministic)
-
-        return exploration.epsilon_greedy_predict(self, observation, deterministic, greedy, state)
-
-    def _policy_actions(self, n_envs: int) -> np.ndarray:
-        return exploration.epsilon_greedy_actions(self, n_envs, super()._policy_actions)
-
-    def dump_logs(self) -> None:
-        self.sb3_logger.record("rollout/exploration_rate", self.exploration_rate)
-        super().dump_logs()
-
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), **exploration.exploration_state(self)}
-
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        exploration.load_exploration_state(self, state)
+    def _loss(self, data: ReplayBufferSamples, discounts: torch.Tensor | float) -> torch.Tensor:
+        """Huber loss of the taken actions' Q-values towards the target network's one-step targets."""
+        with torch.no_grad():
+            next_q = self.policy.q_net_target(data.next_observations)
+            target_q = losses.dqn_target(data.rewards, data.dones, discounts, next_q)
+        return losses.q_huber_loss(self.policy.q_net(data.observations), data.actions, target_q)
 
     def learn(
         self: SelfDQN,

@@ -7,21 +7,21 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from torch import nn
 
 from lit_sb3.algorithms.sac.policies import POLICY_ALIASES, SACPolicy
-from lit_sb3.common import entropy, losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
+from lit_sb3.common import losses
+from lit_sb3.common.entropy import MaxEntropyAlgorithm
+from lit_sb3.common.off_policy import frozen
 from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.targets import TargetNetworks
 
 SelfSAC = TypeVar("SelfSAC", bound="SAC")
 
 
-class SAC(OffPolicyAlgorithm):
+class SAC(MaxEntropyAlgorithm):
     """Soft Actor-Critic (SAC).
 
     Off-policy maximum-entropy actor-critic with twin critics and a learned (or fixed) temperature.
@@ -114,33 +114,20 @@ class SAC(OffPolicyAlgorithm):
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
             use_sde_at_warmup=use_sde_at_warmup,
+            ent_coef=ent_coef,
+            target_entropy=target_entropy,
         )
-        self.ent_coef = ent_coef
         self.target_update_interval = target_update_interval
-        self._target_entropy_raw = target_entropy
-        self.target_entropy = 0.0
-        self.log_ent_coef: nn.Parameter | None = None
-        self.ent_coef_optimizer: torch.optim.Optimizer | None = None
         self._finish_init(_init_setup_model)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        entropy.validate_entropy_args(self.ent_coef, self._target_entropy_raw)
         if self.target_update_interval < 1:
             raise ValueError(f"target_update_interval: must be >= 1, got {self.target_update_interval}")
 
     def _build_extra(self) -> None:
-        entropy.setup_entropy_coef(self, self.ent_coef, self._target_entropy_raw)
-        self._pair_target_networks((self.policy.critic, self.policy.critic_target))
-        self._critic_weights = optimized_params(self.policy.critic)
-
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
-        return list(self._named_optimizers().values())
-
-    def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Off-policy SAC step: collect env transitions then do gradient updates."""
-        super().training_step(batch, batch_idx)
+        super()._build_extra()
+        self.target_networks = TargetNetworks((self.policy.critic, self.policy.critic_target))
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Temperature, critic and actor updates on ``gradient_steps`` replay samples."""
@@ -149,7 +136,8 @@ class SAC(OffPolicyAlgorithm):
         for step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
             discounts = data.discounts if data.discounts is not None else self.gamma
-            actions_pi, log_prob, ent_coef = entropy.policy_actions_and_temperature(self, data.observations)
+            actions_pi, log_prob = self._policy_sample(data.observations)
+            ent_coef = self._temperature_step(log_prob)
 
             with torch.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
@@ -166,15 +154,9 @@ class SAC(OffPolicyAlgorithm):
                 self._optimizer_step(actor_opt, actor_loss)
 
             if step % self.target_update_interval == 0:
-                self._update_target_networks()
+                self.target_networks.update(self.tau)
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
-
-    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
-        return entropy.entropy_variables(self)
-
-    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
-        entropy.load_entropy_variables(self, variables)
 
     def learn(
         self: SelfSAC,

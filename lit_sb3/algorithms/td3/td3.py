@@ -16,6 +16,7 @@ from lit_sb3.algorithms.td3.policies import POLICY_ALIASES, TD3Policy
 from lit_sb3.common import losses
 from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
 from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.targets import TargetNetworks
 
 SelfTD3 = TypeVar("SelfTD3", bound="TD3")
 
@@ -123,16 +124,13 @@ class TD3(OffPolicyAlgorithm):
 
     def _build_extra(self) -> None:
         policy = self.policy
-        self._pair_target_networks((policy.critic, policy.critic_target), (policy.actor, policy.actor_target))
+        pairs = (policy.critic, policy.critic_target), (policy.actor, policy.actor_target)
+        self.target_networks = TargetNetworks(*pairs)
         self._critic_weights = optimized_params(policy.critic)
 
     def configure_optimizers(self) -> OptimizerLRScheduler:
         """Actor and critic optimizers, in that order."""
         return list(self._named_optimizers().values())
-
-    def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Off-policy TD3 step: collect env transitions then do gradient updates."""
-        super().training_step(batch, batch_idx)
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Critic update every step; actor and target update every ``policy_delay`` steps."""
@@ -159,7 +157,7 @@ class TD3(OffPolicyAlgorithm):
                 with frozen(self._critic_weights):
                     actor_loss = -critic.q1_forward(data.observations, actor(data.observations)).mean()
                     self._optimizer_step(actor_opt, actor_loss)
-                self._update_target_networks()
+                self.target_networks.update(self.tau)
                 self._track(actor_loss=actor_loss)
 
     def learn(

@@ -7,23 +7,23 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from torch import nn
 
 from lit_sb3.algorithms.tqc.policies import POLICY_ALIASES, TQCPolicy
-from lit_sb3.common import entropy, quantile
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
+from lit_sb3.common import quantile
+from lit_sb3.common.entropy import MaxEntropyAlgorithm
+from lit_sb3.common.off_policy import frozen
 from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.targets import TargetNetworks
 
 SelfTQC = TypeVar("SelfTQC", bound="TQC")
 
 _DEFAULT_N_QUANTILES = inspect.signature(TQCPolicy.__init__).parameters["n_quantiles"].default
 
 
-class TQC(OffPolicyAlgorithm):
+class TQC(MaxEntropyAlgorithm):
     """Controlling Overestimation Bias with Truncated Mixture of Continuous Distributional Quantile Critics (TQC).
 
     SAC with distributional critics: each critic predicts ``n_quantiles`` quantiles of the return; the target pools
@@ -119,19 +119,15 @@ class TQC(OffPolicyAlgorithm):
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
             use_sde_at_warmup=use_sde_at_warmup,
+            ent_coef=ent_coef,
+            target_entropy=target_entropy,
         )
-        self.ent_coef = ent_coef
         self.target_update_interval = target_update_interval
-        self._target_entropy_raw = target_entropy
-        self.target_entropy = 0.0
         self.top_quantiles_to_drop_per_net = top_quantiles_to_drop_per_net
-        self.log_ent_coef: nn.Parameter | None = None
-        self.ent_coef_optimizer: torch.optim.Optimizer | None = None
         self._finish_init(_init_setup_model)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        entropy.validate_entropy_args(self.ent_coef, self._target_entropy_raw)
         if self.target_update_interval < 1:
             raise ValueError(f"target_update_interval: must be >= 1, got {self.target_update_interval}")
         n_quantiles = self.policy_kwargs.get("n_quantiles", _DEFAULT_N_QUANTILES)
@@ -143,17 +139,8 @@ class TQC(OffPolicyAlgorithm):
             )
 
     def _build_extra(self) -> None:
-        entropy.setup_entropy_coef(self, self.ent_coef, self._target_entropy_raw)
-        self._pair_target_networks((self.policy.critic, self.policy.critic_target))
-        self._critic_weights = optimized_params(self.policy.critic)
-
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        """Actor, critic and (when learned) entropy-coefficient optimizers, in that order."""
-        return list(self._named_optimizers().values())
-
-    def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Off-policy TQC step: collect env transitions then do gradient updates."""
-        super().training_step(batch, batch_idx)
+        super()._build_extra()
+        self.target_networks = TargetNetworks((self.policy.critic, self.policy.critic_target))
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Temperature, quantile-critic and actor updates on ``gradient_steps`` replay samples."""
@@ -163,7 +150,8 @@ class TQC(OffPolicyAlgorithm):
         for step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
             discounts = data.discounts if data.discounts is not None else self.gamma
-            actions_pi, log_prob, ent_coef = entropy.policy_actions_and_temperature(self, data.observations)
+            actions_pi, log_prob = self._policy_sample(data.observations)
+            ent_coef = self._temperature_step(log_prob)
 
             with torch.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
@@ -180,15 +168,9 @@ class TQC(OffPolicyAlgorithm):
                 self._optimizer_step(actor_opt, actor_loss)
 
             if step % self.target_update_interval == 0:
-                self._update_target_networks()
+                self.target_networks.update(self.tau)
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
-
-    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
-        return entropy.entropy_variables(self)
-
-    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
-        entropy.load_entropy_variables(self, variables)
 
     def learn(
         self: SelfTQC,

@@ -14,6 +14,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 
 from lit_sb3 import DDPG, DQN, SAC, TD3, HerReplayBuffer
+from lit_sb3.common.envs import EVAL_SEED_OFFSET
 from tests.lit_sb3.helpers import best_eval_reward, zoo_settings
 
 pytestmark = pytest.mark.learning
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.learning
 
 def _eval(model, env_id: str, seed: int, episodes: int = 10) -> float:
     env = Monitor(gym.make(env_id))
-    env.reset(seed=seed + 1000)
+    env.reset(seed=seed + EVAL_SEED_OFFSET)
     mean, _ = evaluate_policy(model, env, n_eval_episodes=episodes, deterministic=True)
     env.close()
     return float(mean)
