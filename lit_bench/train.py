@@ -45,9 +45,9 @@ from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.signals import Interrupted
+from lit_bench.sweep import INVOCATION_ENV
 from lit_bench.video import check_eval_video, eval_video
 
-INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
 _REPO = Path(__file__).resolve().parents[1]
 
 
