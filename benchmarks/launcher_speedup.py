@@ -39,16 +39,33 @@ def cpu_of_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def launch(root: Path, overrides: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds of ``python run.py <overrides>`` in ``root`` (which must exit 0)."""
+def cpu_of(pid: int) -> float | None:
+    """CPU seconds of a live process so far (Linux /proc; None elsewhere or once it has gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def launch(root: Path, overrides: list[str]) -> tuple[float, float, float]:
+    """Wall and CPU seconds of ``python run.py <overrides>`` in ``root`` (which must exit 0): all its processes, and
+    the first process alone (sampled until it exits: a sweep's parent, apart from its workers)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
-    start, cpu = time.perf_counter(), cpu_of_children()
-    subprocess.run([sys.executable, str(root / "run.py"), *overrides], cwd=root, check=True, capture_output=True,
-                   env=env)
-    return time.perf_counter() - start, cpu_of_children() - cpu
-
-
-def multirun(root: Path, launcher: str, jobs: int, budget: int, workers: int, out: Path) -> tuple[float, float]:
+    with tempfile.TemporaryFile("w+") as stderr:
+        start, cpu = time.perf_counter(), cpu_of_children()
+        process = subprocess.Popen([sys.executable, str(root / "run.py"), *overrides], cwd=root, env=env,
+                                   stdout=subprocess.DEVNULL, stderr=stderr)
+        own = 0.0
+        while process.poll() is None:
+            own = cpu_of(process.pid) or own
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        if process.returncode != 0:
+            stderr.seek(0)
+            raise RuntimeError(f"run.py {' '.join(overrides)} exited {process.returncode}: {stderr.read()[-2000:]}")
+    return wall, cpu_of_children() - cpu, own
+def multirun(root: Path, launcher: str, jobs: int, budget: int, workers: int, out: Path) -> tuple[float, float, float]:
     seeds = ",".join(str(s) for s in range(jobs))
     extra = [f"hydra.launcher.n_jobs={workers}"] if launcher == "joblib" else []
     return launch(root, ["-m", "algo=ppo", "env=CartPole", f"seed={seeds}", f"budget={budget}",
@@ -63,8 +80,8 @@ def short_run(budget: int) -> list[str]:
 
 def single_run(root: Path, seed: int, budget: int, out: Path) -> tuple[float, float, float]:
     """One ``python run.py``: its process wall, the run's ``wall_time_s`` and ``startup_s`` (from summary.json)."""
-    wall, _ = launch(root, ["algo=ppo", "env=CartPole", f"seed={seed}", f"budget={budget}", f"out_dir={out}",
-                            "sweep=single", "force=true", *short_run(budget)])
+    wall, _, _ = launch(root, ["algo=ppo", "env=CartPole", f"seed={seed}", f"budget={budget}", f"out_dir={out}",
+                               "sweep=single", "force=true", *short_run(budget)])
     summary = json.loads(next(out.rglob("summary.json")).read_text())
     return wall, float(summary["wall_time_s"]), float(summary["startup_s"])
 
@@ -81,6 +98,7 @@ def main() -> None:
     roots = [root.resolve() for root in args.root]
     walls: dict[tuple[Path, str, int], list[float]] = {}
     cpus: dict[tuple[Path, str, int], list[float]] = {}
+    parents: dict[tuple[Path, int], list[float]] = {}
     fixed: dict[Path, list[float]] = {root: [] for root in roots}
     startup: dict[Path, list[float]] = {root: [] for root in roots}
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,11 +107,13 @@ def main() -> None:
                 for k, root in enumerate(roots if rep % 2 == 0 else roots[::-1]):
                     order = ["joblib", "basic"] if (rep + jobs + k) % 2 == 0 else ["basic", "joblib"]
                     for launcher in order:
-                        wall, cpu = multirun(root, launcher, jobs, args.budget, args.workers, Path(tmp) / str(rep))
+                        wall, cpu, own = multirun(root, launcher, jobs, args.budget, args.workers, Path(tmp) / str(rep))
                         walls.setdefault((root, launcher, jobs), []).append(wall)
                         cpus.setdefault((root, launcher, jobs), []).append(cpu)
-                        print(f"rep {rep} {root.name} {jobs:2d} jobs {launcher:6s}: {wall:.1f} s wall, {cpu:.1f} s CPU",
-                              flush=True)
+                        if launcher == "joblib":
+                            parents.setdefault((root, jobs), []).append(own)
+                        print(f"rep {rep} {root.name} {jobs:2d} jobs {launcher:6s}: {wall:.1f} s wall, {cpu:.1f} s CPU "
+                              f"(first process {own:.1f})", flush=True)
         for i in range(args.singles):
             for root in roots if i % 2 == 0 else roots[::-1]:
                 wall, run_wall, startup_s = single_run(root, i, args.budget, Path(tmp) / f"{root.name}-single{i}")
@@ -104,13 +124,18 @@ def main() -> None:
     for root in roots:
         print(f"\n{root}: PPO CartPole, budget {args.budget}, {args.workers} joblib workers, {args.reps} reps; "
               "wall s: median [min-max]")
-        print(f"{'jobs':>4} {'joblib':>20} {'sequential':>20} {'speed-up':>8}  per rep  |  CPU s: joblib, sequential")
+        print(f"{'jobs':>4} {'joblib':>20} {'sequential':>20} {'speed-up':>8}  per rep  |  CPU s: joblib (its parent), "
+              "sequential; speed-up on 2 idle cores estimated from CPU")
         for jobs in args.jobs:
             parallel, sequential = walls[(root, "joblib", jobs)], walls[(root, "basic", jobs)]
             ratios = [s / p for s, p in zip(sequential, parallel, strict=True)]
+            cpu_par, cpu_seq, parent = cpus[(root, "joblib", jobs)], cpus[(root, "basic", jobs)], parents[(root, jobs)]
+            # idle cores, one thread per job: the parent, then its work shared by the 2 workers; sequential = its CPU
+            estimate = [s / (p + (c - p) / args.workers) for s, c, p in zip(cpu_seq, cpu_par, parent, strict=True)]
             print(f"{jobs:4d} {spread(parallel):>20} {spread(sequential):>20} {statistics.median(ratios):7.2f}x  "
                   + " ".join(f"{r:.2f}" for r in ratios)
-                  + f"  |  {spread(cpus[(root, 'joblib', jobs)])}, {spread(cpus[(root, 'basic', jobs)])}")
+                  + f"  |  {spread(cpu_par)} ({statistics.median(parent):.1f}), {spread(cpu_seq)}; "
+                  + f"{statistics.median(estimate):.2f}x")
         if fixed[root]:
             print(f"one run's process, fixed cost (process wall - run wall_time_s): {spread(fixed[root])} s")
             print(f"startup_s (run() to first env step, imports excluded): {spread(startup[root])} s")
