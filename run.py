@@ -15,8 +15,7 @@ from omegaconf import DictConfig
 
 from lit_bench import signals
 from lit_bench.identity import sweep_path
-from lit_bench.sweep import job_result, record_job, report
-from lit_bench.train import INVOCATION_ENV, describe, run
+from lit_bench.sweep import INVOCATION_ENV, job_result, record_job, report
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
@@ -24,6 +23,10 @@ def main(cfg: DictConfig) -> float | None:
     if HydraConfig.get().mode == RunMode.MULTIRUN and signals.sweep_stopped():
         return None  # a joblib worker after the sweep was interrupted: start no new run
     signals.install()
+    # Imported here, not above: a joblib sweep's parent process only launches and reports, and never pays for
+    # Lightning, SB3 and torch; its workers import them once each (loky reuses them for the following jobs).
+    from lit_bench.train import describe, run
+
     summary = run(cfg)
     print(describe(summary), flush=True)
     if signals.pending() is None:

@@ -30,7 +30,7 @@ from lit_bench.checks import ConfigError, sb3_equivalent
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.loggers import lightning_loggers, sb3_output_formats, scalar
 from lit_bench.rundir import RunDir, atomic_write_text, csv_text
-from lit_bench.signals import LitStopOnSignal, SB3StopOnSignal
+from lit_bench.stopping import LitStopOnSignal, SB3StopOnSignal
 
 
 @dataclass

@@ -7,11 +7,12 @@ import importlib
 import inspect
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gymnasium import spaces
 from omegaconf import DictConfig, OmegaConf
-from sb3_contrib.common.maskable.utils import is_masking_supported
+
+if TYPE_CHECKING:
+    from gymnasium import spaces
 
 # Arguments the harness passes itself; a config must not set them.
 HARNESS_ARGS = ("env", "seed", "verbose", "_init_setup_model")
@@ -95,6 +96,9 @@ def _unsupported_actions(cls: type, supported: tuple[type, ...], algo_name: str,
 
 def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any) -> None:
     """After the env exists: its real action space, and Dict observations needing MultiInputPolicy."""
+    from gymnasium import spaces  # here: the sweep's parent process imports this module (check_out_dir) lightly
+    from sb3_contrib.common.maskable.utils import is_masking_supported
+
     supported = supported_action_spaces(cls)
     action_space = env.action_space
     if supported is not None and not isinstance(action_space, supported):

@@ -18,9 +18,6 @@ import sys
 from types import FrameType
 from typing import Any
 
-import lightning as L
-from stable_baselines3.common.callbacks import BaseCallback
-
 STOP_FILE_ENV = "LIT_BENCH_STOP_FILE"  # created when a sweep is interrupted: its workers start no further job
 SWEEP_PID_ENV = "LIT_BENCH_SWEEP_PID"  # the process that runs the sweep (joblib workers are other processes)
 
@@ -114,7 +111,7 @@ def install() -> None:
         signal.signal(signum, _handler)
 
 
-def _reinstall() -> None:
+def reinstall() -> None:
     """Lightning installs its own SIGTERM handler at fit start (it stops without a checkpoint): take it back."""
     for signum in _previous:
         signal.signal(signum, _handler)
@@ -139,50 +136,6 @@ def finish() -> None:
         sys.exit(128 + _pending)
 
 
-def _stop_if_pending() -> None:
+def stop_if_pending() -> None:
     if _pending is not None:
         raise Interrupted(_pending)
-
-
-class LitStopOnSignal(L.Callback):
-    """After ``checkpoint`` (a LitCheckpoint) in the callback list: at its boundaries, save and stop if signalled."""
-
-    def __init__(self, checkpoint: Any) -> None:
-        self.checkpoint = checkpoint
-
-    def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
-        _reinstall()
-        _stop_if_pending()
-
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: Any) -> None:
-        self._stop(trainer, pl_module)
-
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        from lit_sb3.common.off_policy import OffPolicyAlgorithm
-
-        if isinstance(pl_module, OffPolicyAlgorithm):  # an on-policy batch is a minibatch in mid-update
-            self._stop(trainer, pl_module)
-
-    def _stop(self, trainer: L.Trainer, pl_module: Any) -> None:
-        if _pending is not None:
-            self.checkpoint.save(trainer, pl_module)
-            raise Interrupted(_pending)
-
-
-class SB3StopOnSignal(BaseCallback):
-    """After ``checkpoint`` (an SB3Checkpoint): at the start of a rollout (the last update is done), save and stop."""
-
-    def __init__(self, checkpoint: Any) -> None:
-        super().__init__(verbose=0)
-        self.checkpoint = checkpoint
-
-    def _on_training_start(self) -> None:
-        _stop_if_pending()
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_rollout_start(self) -> None:
-        if _pending is not None:
-            self.checkpoint.save()
-            raise Interrupted(_pending)

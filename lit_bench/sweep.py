@@ -27,8 +27,8 @@ from omegaconf import DictConfig
 from lit_bench import signals
 from lit_bench.identity import sweep_path
 from lit_bench.rundir import RunDir, atomic_write_text
-from lit_bench.train import INVOCATION_ENV
 
+INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong to this multirun
 TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (lit_bench.regress finds its own records by it)
 MAX_ROWS = 40  # one screen; beyond it only the jobs that did not complete are listed
 RECORD_KEYS = ("algo", "env", "seed", "backend", "variant", "config_id", "status", "timesteps", "final_mean_return",

@@ -43,9 +43,8 @@ from lit_bench.objective import check_objective, score
 from lit_bench.provenance import hydra_output_dir, provenance, task_overrides
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.signals import Interrupted
+from lit_bench.sweep import INVOCATION_ENV
 from lit_bench.video import check_eval_video, eval_video
-
-INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by the sweep report callback: which runs belong to this multirun
 
 
 @dataclass(frozen=True)

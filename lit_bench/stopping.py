@@ -1,0 +1,61 @@
+"""The run's side of lit_bench.signals: callbacks that stop a training at a checkpoint boundary after a signal.
+
+Apart from lit_bench.signals, so that the processes that only start or report a sweep (a joblib parent) import
+neither Lightning nor SB3.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+from stable_baselines3.common.callbacks import BaseCallback
+
+from lit_bench import signals
+from lit_bench.signals import Interrupted
+
+
+class LitStopOnSignal(L.Callback):
+    """After ``checkpoint`` (a LitCheckpoint) in the callback list: at its boundaries, save and stop if signalled."""
+
+    def __init__(self, checkpoint: Any) -> None:
+        self.checkpoint = checkpoint
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
+        signals.reinstall()
+        signals.stop_if_pending()
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        self._stop(trainer, pl_module)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        from lit_sb3.common.off_policy import OffPolicyAlgorithm
+
+        if isinstance(pl_module, OffPolicyAlgorithm):  # an on-policy batch is a minibatch in mid-update
+            self._stop(trainer, pl_module)
+
+    def _stop(self, trainer: L.Trainer, pl_module: Any) -> None:
+        signum = signals.pending()
+        if signum is not None:
+            self.checkpoint.save(trainer, pl_module)
+            raise Interrupted(signum)
+
+
+class SB3StopOnSignal(BaseCallback):
+    """After ``checkpoint`` (an SB3Checkpoint): at the start of a rollout (the last update is done), save and stop."""
+
+    def __init__(self, checkpoint: Any) -> None:
+        super().__init__(verbose=0)
+        self.checkpoint = checkpoint
+
+    def _on_training_start(self) -> None:
+        signals.stop_if_pending()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_start(self) -> None:
+        signum = signals.pending()
+        if signum is not None:
+            self.checkpoint.save()
+            raise Interrupted(signum)
