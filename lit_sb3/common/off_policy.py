@@ -20,7 +20,7 @@ from stable_baselines3.common.utils import get_parameters_by_name, should_collec
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
-from lit_sb3.common import resume
+from lit_sb3.common import lightning_calls, resume
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.utils import clip_grad_norm, outside_autocast
 
@@ -362,7 +362,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """zero_grad, backward, optional norm clipping, step: through Lightning when a trainer drives the module."""
         optimizer.zero_grad(set_to_none=True)
         if self._trainer is not None:
-            self.manual_backward(loss)
+            lightning_calls.backward(self, loss)
             if max_grad_norm is not None:
                 clip_grad_norm(self, optimizer, max_grad_norm)
         else:
@@ -370,7 +370,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             if max_grad_norm is not None:
                 params = [p for group in optimizer.param_groups for p in group["params"]]
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-        optimizer.step()
+        lightning_calls.step(self, optimizer)
 
     def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Actor-critics: actor, critic and (when learned) temperature optimizers, under SB3's save names, in that
