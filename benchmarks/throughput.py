@@ -210,6 +210,41 @@ def run(case_names: list[str], reps: int, quick: bool = False, clock: str = "wal
     return rows
 
 
+def run_interleaved(case_names: list[str], chunks: int, quick: bool = False) -> list[dict[str, Any]]:
+    """Both implementations train one model each in turns of a tenth of the case's budget (``learn(...,
+    reset_num_timesteps=False)``), timed by CPU time: on a busy machine both see the same load, which whole-run
+    alternation does not give. lit_sb3 pays its per-``learn`` trainer set-up in every turn; the first turn (warm-up,
+    ``learning_starts``) is not counted. Default-setting cases only."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    rows = []
+    for name in case_names:
+        case = _quick(CASES[name]) if quick else CASES[name]
+        if not case.default_setting:
+            print(f"  {name}: skipped (interleaving compares default settings only)")
+            continue
+        turn = max(case.steps // 10, 1)
+        models = {}
+        for side, package in (("lit_sb3", "lit_sb3"), ("reference", case.reference)):
+            env = make_vec_env(ENV_FACTORIES.get(case.env_id, case.env_id), n_envs=case.n_envs, seed=0)
+            cls = getattr(importlib.import_module(package), case.algo)
+            models[side] = cls(case.policy, env=env, seed=0, device="cpu", **copy.deepcopy(case.kwargs))
+        speeds: dict[str, list[float]] = {side: [] for side in models}
+        for chunk in range(chunks + 1):
+            for side in list(models) if chunk % 2 == 0 else list(reversed(models)):
+                model, before = models[side], models[side].num_timesteps
+                start = time.process_time()
+                model.learn(turn, reset_num_timesteps=chunk == 0)
+                if chunk:
+                    speeds[side].append((model.num_timesteps - before) / (time.process_time() - start))
+        ratios = [lit / ref for lit, ref in zip(speeds["lit_sb3"], speeds["reference"])]
+        print(f"  {name}: turns of {turn} steps, ratios " + " ".join(f"{r:.2f}" for r in ratios), flush=True)
+        rows.append({"case": name, "lit_sb3": statistics.median(speeds["lit_sb3"]),
+                     "reference": statistics.median(speeds["reference"]), "ratio": statistics.median(ratios),
+                     "ratios": ratios, "vs_default": None})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="*", default=None, choices=[*CASES, *GROUPS],
@@ -219,15 +254,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch threads for both sides (0: torch's default)")
     parser.add_argument("--clock", choices=list(CLOCKS), default="wall",
                         help="time repetitions by wall clock or by this process's CPU time (for a busy machine)")
+    parser.add_argument("--interleave", type=int, default=0, metavar="TURNS",
+                        help="instead of whole runs: TURNS alternating turns of one model per side, CPU-timed")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     names = args.cases or (["shapes"] if args.quick else ["all"])
     cases = list(dict.fromkeys(case for name in names for case in GROUPS.get(name, [name])))
-    rows = run(cases, args.reps, quick=args.quick, clock=args.clock)
+    if args.interleave:
+        rows, clock, reps = run_interleaved(cases, args.interleave, quick=args.quick), "cpu", args.interleave
+    else:
+        rows, clock, reps = run(cases, args.reps, quick=args.quick, clock=args.clock), args.clock, args.reps
     budgets = f" (budgets x {QUICK_FRACTION})" if args.quick else ""
-    print(f"\nenv steps per {args.clock}-clock second{budgets}")
-    print(f"| case | lit_sb3 steps/s | SB3 steps/s | ratio (median of {args.reps}) | min-max | per repetition "
+    print(f"\nenv steps per {clock}-clock second{budgets}{' (interleaved turns)' if args.interleave else ''}")
+    print(f"| case | lit_sb3 steps/s | SB3 steps/s | ratio (median of {reps}) | min-max | per repetition "
           f"| vs lit default |")
     print("|---|---:|---:|---:|---:|---|---:|")
     for row in rows:
