@@ -17,7 +17,7 @@ from stable_baselines3.common.type_aliases import GymEnv, RolloutReturn, TrainFr
 from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_sb3.common import replay, resume
+from lit_sb3.common import lightning_calls, replay, resume
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.utils import clip_grad_norm, outside_autocast
 
@@ -299,7 +299,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """zero_grad, backward, optional norm clipping, step: through Lightning when a trainer drives the module."""
         optimizer.zero_grad(set_to_none=True)
         if self._trainer is not None:
-            self.manual_backward(loss)
+            lightning_calls.backward(self, loss)
             if max_grad_norm is not None:
                 clip_grad_norm(self, optimizer, max_grad_norm)
         else:
@@ -307,7 +307,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             if max_grad_norm is not None:
                 params = [p for group in optimizer.param_groups for p in group["params"]]
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-        optimizer.step()
+        lightning_calls.step(self, optimizer)
 
     def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Actor-critics: actor and critic optimizers, under SB3's save names, in that order; Q-learning: the

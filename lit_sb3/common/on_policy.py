@@ -17,6 +17,7 @@ from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv
 
+from lit_sb3.common import lightning_calls
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.utils import check_finite, clip_grad_norm, env_actions, unchecked_distributions
 
@@ -181,6 +182,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def train_dataloader(self) -> RolloutMinibatches:
         return RolloutMinibatches(self)
 
+    @lightning_calls.batch_already_on_device
     def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
         """Minibatches are slices of the rollout buffer, already on the module's device: skip Lightning's walk
         over them (a noticeable share of a short rollout's cost, e.g. A2C's 5 steps)."""
@@ -307,7 +309,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         optimizer = self.optimizers() if inside_fit else self.policy.optimizer
         optimizer.zero_grad()
         if inside_fit:
-            self.manual_backward(loss)
+            lightning_calls.backward(self, loss)
         else:
             loss.backward()
         for param in drop_grads:
@@ -317,7 +319,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 clip_grad_norm(self, optimizer, max_grad_norm)
             else:
                 torch.nn.utils.clip_grad_norm_(self.policy.parameters(), max_grad_norm)
-        optimizer.step()
+        lightning_calls.step(self, optimizer)
 
     def _inside_fit(self) -> bool:
         return self._trainer is not None and self._trainer.state.status == TrainerStatus.RUNNING
