@@ -14,8 +14,7 @@ from stable_baselines3.common.preprocessing import is_image_space, is_image_spac
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, VecTransposeImage
 
 from lit_bench.checks import ConfigError
-
-EVAL_SEED_OFFSET = 1000  # evaluation envs never share a seed with training envs (as RLEnvDataModule does)
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
 def require_package(env_cfg: DictConfig, env_name: str) -> None:

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from lit_sb3.common import losses
+from lit_sb3.common.optim import optimizer_step
 
 
 def initial_ent_coef(ent_coef: str | float) -> tuple[float, bool]:
@@ -75,9 +76,7 @@ def entropy_coef_step(algo: Any, log_prob: torch.Tensor) -> torch.Tensor | None:
     if algo.log_ent_coef is None:
         return None
     loss = losses.entropy_coef_loss(algo.log_ent_coef, log_prob, algo.target_entropy)
-    algo.ent_coef_optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    algo.ent_coef_optimizer.step()
+    optimizer_step(algo, algo.ent_coef_optimizer, loss, plain=True)
     return loss
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from collections import defaultdict, deque
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from gymnasium import spaces
-from lightning.pytorch.trainer.states import TrainerStatus
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv
@@ -18,7 +18,30 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor, up
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.utils import check_finite, clip_grad_norm, env_actions, unchecked_distributions
+from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+from lit_sb3.common.utils import check_finite, env_actions, unchecked_distributions
+
+
+@dataclass
+class RolloutLoop:
+    """Where the on-policy loop stands. One Lightning epoch is one rollout; Lightning drives it through these hooks:
+
+    1. ``on_train_epoch_start``: at the budget, stop (``collected = False``); else collect ``n_steps`` x ``n_envs``
+       transitions (``collected`` is False when a callback stopped training) and count the rollout (``iteration``);
+    2. :class:`RolloutMinibatches` yields ``n_epochs`` passes (``epoch``) of minibatches of a collected rollout,
+       until ``stop_updates`` (PPO's ``target_kl``);
+    3. ``training_step`` on each minibatch: one optimizer step (``untrained`` turns False at the epoch's end);
+    4. ``on_train_epoch_end``: record the update's statistics, dump the logs every ``log_interval`` rollouts, stop
+       at the budget.
+
+    SB3-style ``collect_rollouts`` + ``train()`` outside ``fit`` run steps 2-3 by :meth:`update_on_rollout`.
+    """
+
+    collected: bool = False  #: this epoch's rollout is complete and may be trained on
+    untrained: bool = False  #: a collected rollout no update has used yet (SB3-style ``train()``)
+    stop_updates: bool = False  #: skip the remaining minibatches of this rollout
+    epoch: int = 0  #: the pass over the rollout being trained on
+    iteration: int = 0  #: rollouts collected in this run
 
 
 class RolloutMinibatches:
@@ -42,13 +65,13 @@ class RolloutMinibatches:
         return algo.n_epochs * -(-rollout // batch)
 
     def __iter__(self) -> Iterator[Any]:
-        algo = self.algorithm
-        if not algo._rollout_complete:
+        algo, loop = self.algorithm, self.algorithm._loop
+        if not loop.collected:
             return
         for epoch in range(algo.n_epochs):
-            algo._epoch = epoch
+            loop.epoch = epoch
             for batch in algo.rollout_buffer.get(algo._minibatch_size()):
-                if algo._stop_updates:
+                if loop.stop_updates:
                     return
                 yield batch
 
@@ -61,8 +84,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     """
 
     default_log_interval: ClassVar[int] = 1
-    #: each update is gradient steps that DDP averages over processes (TRPO's natural-gradient step is not)
-    multi_process_update: ClassVar[bool] = True
+    multi_process_update: ClassVar[bool] = True  # TRPO's natural-gradient step is not
 
     def __init__(
         self,
@@ -103,12 +125,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         self.n_epochs = n_epochs
         self.normalize_advantage = normalize_advantage
         self.rollout_buffer: RolloutBuffer | None = None
-        self._rollout_complete = False
-        self._rollout_untrained = False  # a gathered rollout no update has used yet (SB3-style train())
-        self._stop_updates = False
-        self._epoch = 0
-        self._iteration = 0
-        self._tracked: dict[str, list[torch.Tensor]] = defaultdict(list)
+        self._loop = RolloutLoop()
         self._n_ranks = 1  # processes collecting rollouts in parallel (multi-process training)
 
     # ------------------------------------------------------------------ checks and construction
@@ -190,23 +207,24 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     def on_train_epoch_start(self) -> None:
         """Collect ``n_steps`` x ``n_envs`` transitions, then switch the policy to training mode."""
-        self._stop_updates = False
-        self._tracked.clear()
+        loop = self._loop
+        loop.stop_updates = False
+        self._metrics.clear()
         if self.num_timesteps >= self.total_timesteps:
-            self._rollout_complete = False
-            self.trainer.should_stop = True
+            loop.collected = False
+            self._stop_training()
             return
         env = self._training_env()
         with unchecked_distributions():
-            self._rollout_complete = self.collect_rollouts(
+            loop.collected = self.collect_rollouts(
                 env, self._callback, self.rollout_buffer, self.n_steps, **self._collect_kwargs()
             )
         if self._n_ranks > 1:  # a callback that stops one rank stops all (their updates are collective)
-            self._rollout_complete = self.trainer.strategy.reduce_boolean_decision(self._rollout_complete, all=True)
-        if not self._rollout_complete:
-            self.trainer.should_stop = True
+            loop.collected = self.trainer.strategy.reduce_boolean_decision(loop.collected, all=True)
+        if not loop.collected:
+            self._stop_training()
             return
-        self._iteration += 1
+        loop.iteration += 1
         update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
         self.policy.set_training_mode(True)
 
@@ -247,7 +265,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         with torch.no_grad():
             last_values = self._last_values(obs_as_tensor(new_obs, self.device), dones)
         rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=dones)
-        self._rollout_untrained = True
+        self._loop.untrained = True
         if callback is not None:
             callback.update_locals(locals())
             callback.on_rollout_end()
@@ -295,33 +313,6 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     # ------------------------------------------------------------------ update bookkeeping
 
-    def _optimizer_step(
-        self, loss: torch.Tensor, max_grad_norm: float | None, drop_grads: Sequence[torch.Tensor] = ()
-    ) -> None:
-        """One step of the policy's optimizer on ``loss``, gradient norm clipped to ``max_grad_norm`` (None: not).
-
-        ``drop_grads``: parameters this loss must not move (TRPO's critic step leaves the actor alone). Outside a
-        running fit (SB3-style ``train()``) the step uses plain torch instead of the trainer.
-        """
-        inside_fit = self._inside_fit()
-        optimizer = self.optimizers() if inside_fit else self.policy.optimizer
-        optimizer.zero_grad()
-        if inside_fit:
-            self.manual_backward(loss)
-        else:
-            loss.backward()
-        for param in drop_grads:
-            param.grad = None
-        if max_grad_norm is not None:
-            if inside_fit:
-                clip_grad_norm(self, optimizer, max_grad_norm)
-            else:
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), max_grad_norm)
-        optimizer.step()
-
-    def _inside_fit(self) -> bool:
-        return self._trainer is not None and self._trainer.state.status == TrainerStatus.RUNNING
-
     def update_on_rollout(self) -> None:
         """Run this algorithm's update on the gathered rollout once, outside Lightning's loop (SB3's ``train()``).
 
@@ -329,27 +320,15 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         """
         if self.rollout_buffer is None or not self.rollout_buffer.full:
             raise RuntimeError("update_on_rollout: no gathered rollout; call collect_rollouts (or learn) first")
-        self._stop_updates, self._rollout_complete, self._rollout_untrained = False, True, False
+        self._loop.stop_updates, self._loop.collected, self._loop.untrained = False, True, False
         self.policy.set_training_mode(True)
         for batch_idx, batch in enumerate(RolloutMinibatches(self)):
             self.training_step(batch, batch_idx)
 
-    def _track(self, **values: torch.Tensor) -> None:
-        """Keep per-minibatch statistics as tensors; they are averaged once per rollout (no per-step sync)."""
-        for key, value in values.items():
-            self._tracked[key].append(value.detach())
-
-    def _tracked_means(self) -> dict[str, float]:
-        if not self._tracked:
-            return {}
-        keys = list(self._tracked)
-        means = torch.stack([torch.stack(self._tracked[k]).float().mean() for k in keys]).tolist()
-        return dict(zip(keys, means))
-
     def _record_update_stats(self) -> None:
         """Record what every on-policy update reports: tracked means, explained variance, std, n_updates."""
         record = self.sb3_logger.record
-        means = self._tracked_means()
+        means = self._metrics.means()
         check_finite(means, self.num_timesteps)
         for key, value in means.items():
             record(f"train/{key}", value)
@@ -361,11 +340,12 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
 
     def on_train_epoch_end(self) -> None:
-        self._rollout_untrained = False
-        if self._rollout_complete:
+        loop = self._loop
+        loop.untrained = False
+        if loop.collected:
             self._record_update_stats()
-            if self.log_interval and self._iteration % self.log_interval == 0:
-                self.sb3_logger.record("time/iterations", self._iteration, exclude="tensorboard")
+            if self.log_interval and loop.iteration % self.log_interval == 0:
+                self.sb3_logger.record("time/iterations", loop.iteration, exclude="tensorboard")
                 self.dump_logs()
         self._stop_if_budget_reached()
 
@@ -387,9 +367,13 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         finally:
             self.ep_info_buffer, self.ep_success_buffer = local
 
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "iteration": self._iteration}
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        if fmt == CHECKPOINT:
+            state["iteration"] = self._loop.iteration
+        return state
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        self._iteration = int(state.get("iteration", 0))
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == CHECKPOINT:
+            self._loop.iteration = int(state.get("iteration", 0))

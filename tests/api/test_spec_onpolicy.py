@@ -8,7 +8,8 @@ import lightning as L
 import pytest
 
 import lit_sb3
-from lit_sb3.common import BaseAlgorithm, OnPolicyAlgorithm
+from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
 

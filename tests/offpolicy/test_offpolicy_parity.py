@@ -85,7 +85,7 @@ def _assert_same(ref_grads, our_grads, ref, ours):
 
 
 def _our_mean(ours, key: str) -> float:
-    return (ours._stat_sums[key] / ours._stat_counts[key]).item()
+    return (ours._metrics.sums[key] / ours._metrics.counts[key]).item()
 
 
 def test_sac_update_matches_sb3():

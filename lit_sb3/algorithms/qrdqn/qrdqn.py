@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -9,13 +10,13 @@ import torch
 from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3.algorithms.qrdqn.policies import POLICY_ALIASES, QRDQNPolicy
 from lit_sb3.common import exploration, quantile
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 
 SelfQRDQN = TypeVar("SelfQRDQN", bound="QRDQN")
 
@@ -188,12 +189,14 @@ class QRDQN(OffPolicyAlgorithm):
         self.sb3_logger.record("rollout/exploration_rate", self.exploration_rate)
         super().dump_logs()
 
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), **exploration.exploration_state(self)}
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        return {**state, **exploration.exploration_state(self)} if fmt == CHECKPOINT else state
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        exploration.load_exploration_state(self, state)
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == CHECKPOINT:
+            exploration.load_exploration_state(self, state)
 
     def learn(
         self: SelfQRDQN,
@@ -204,7 +207,9 @@ class QRDQN(OffPolicyAlgorithm):
         tb_log_name: str = "QRDQN",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfQRDQN:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
         )

@@ -10,13 +10,14 @@ from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from torch import nn
 
 from lit_sb3.algorithms.sac.policies import POLICY_ALIASES, SACPolicy
 from lit_sb3.common import entropy, losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.persistence import CHECKPOINT, ZIP, StateFormat
 
 SelfSAC = TypeVar("SelfSAC", bound="SAC")
 
@@ -170,11 +171,14 @@ class SAC(OffPolicyAlgorithm):
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
 
-    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
-        return entropy.entropy_variables(self)
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)  # checkpoints keep the temperature in the state_dict, zips next to it
+        return {**state, **entropy.entropy_variables(self)} if fmt == ZIP else state
 
-    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
-        entropy.load_entropy_variables(self, variables)
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == ZIP:
+            entropy.load_entropy_variables(self, state)
 
     def learn(
         self: SelfSAC,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
@@ -10,13 +11,14 @@ from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from torch import nn
 
 from lit_sb3.algorithms.tqc.policies import POLICY_ALIASES, TQCPolicy
 from lit_sb3.common import entropy, quantile
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.persistence import CHECKPOINT, ZIP, StateFormat
 
 SelfTQC = TypeVar("SelfTQC", bound="TQC")
 
@@ -184,11 +186,14 @@ class TQC(OffPolicyAlgorithm):
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
 
-    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
-        return entropy.entropy_variables(self)
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)  # checkpoints keep the temperature in the state_dict, zips next to it
+        return {**state, **entropy.entropy_variables(self)} if fmt == ZIP else state
 
-    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
-        entropy.load_entropy_variables(self, variables)
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == ZIP:
+            entropy.load_entropy_variables(self, state)
 
     def learn(
         self: SelfTQC,
@@ -199,7 +204,9 @@ class TQC(OffPolicyAlgorithm):
         tb_log_name: str = "TQC",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfTQC:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
         )
