@@ -24,7 +24,7 @@ from lit_sb3.common.envs import to_vec_env
 from lit_sb3.common.episodes import Acting
 from lit_sb3.common.learn import SB3Learn
 from lit_sb3.common.optim import MetricTracker, inside_fit, optimizer_step
-from lit_sb3.common.optimizers import implementation_only, with_fused_default
+from lit_sb3.common.optimizers import with_optimizer_settings
 from lit_sb3.common.persistence import Persistence
 from lit_sb3.common.sb3_bridge import SB3AlgorithmView, as_callback, make_sb3_logger
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
@@ -170,19 +170,8 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         return self.policy_class(observation_space, action_space, self.lr_schedule, **self._policy_kwargs())
 
     def _policy_kwargs(self) -> dict[str, Any]:
-        kwargs = dict(self.policy_kwargs)
-        optimizer_class = kwargs.get("optimizer_class", torch.optim.Adam)
-        given = kwargs.get("optimizer_kwargs")
-        if given is None or implementation_only(given):
-            # SB3's settings for this algorithm apply when none are given; choosing only the implementation (the
-            # parity switch's fused=False) keeps them, where SB3 drops them whenever optimizer_kwargs is given
-            given = {**self._default_optimizer_kwargs(optimizer_class), **(given or {})}
-        # Same update rule, one fused kernel instead of a Python loop over parameters: the step of a small MLP
-        # costs about a third less on CPU. Pass optimizer_kwargs={"fused": False} (sb3_parity) for torch's default.
-        optimizer_kwargs = with_fused_default(optimizer_class, given)
-        if optimizer_kwargs or "optimizer_kwargs" in kwargs:
-            kwargs["optimizer_kwargs"] = optimizer_kwargs
-        return kwargs
+        """The policy's constructor arguments: ``policy_kwargs`` with the optimizer settings filled in (hook)."""
+        return with_optimizer_settings(self.policy_kwargs, self._default_optimizer_kwargs)
 
     def _default_optimizer_kwargs(self, optimizer_class: type[torch.optim.Optimizer]) -> dict[str, Any]:
         """SB3's optimizer settings for this algorithm when the user gives none (hook)."""
@@ -285,15 +274,6 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
             # last, so that nothing between here and the first training step draws from the restored generators
             resume.set_rng_state(pending["rng"])
             resume.set_space_rng_state(self.action_space, pending["action_space_rng"])
-
-    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
-        """Put ``env`` and the collection state where the checkpoint left them (subclasses extend)."""
-        log = resume.ActionLog.from_state(state["env"]["log"])
-        log.replay(env)
-        resume.set_vecnormalize_state(env, state["env"]["vecnormalize"])
-        self._action_log, self._seeded_env = log, env
-        self._last_obs = resume.from_tree(state["env"]["last_obs"])
-        self._last_episode_starts = resume.from_tree(state["env"]["last_episode_starts"])
 
     def _step_env(self, env: VecEnv, actions: np.ndarray) -> Any:
         """``env.step(actions)``, recorded for an exact resume by replay."""

@@ -22,6 +22,7 @@ import torch
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import check_for_correct_spaces
+from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
@@ -86,7 +87,8 @@ class Persistence:
         return state
 
     def _load_extra_state(self: BaseAlgorithm, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
-        """Restore what :meth:`_extra_state` returned (the networks are built already)."""
+        """Restore what :meth:`_extra_state` returned (the networks are built already); a checkpoint's env state
+        waits for the training env (:meth:`_resume_training_state` at train start)."""
         if fmt == ZIP:
             self.num_timesteps = int(state.get("num_timesteps", 0))
             self._n_updates = int(state.get("_n_updates", 0))
@@ -101,6 +103,15 @@ class Persistence:
         self.ep_info_buffer.extend(resume.from_tree(state.get("ep_info_buffer", [])))
         self.ep_success_buffer.extend(resume.from_tree(state.get("ep_success_buffer", [])))
         self._pending_resume = state if "rng" in state else None
+
+    def _resume_training_state(self: BaseAlgorithm, env: VecEnv, state: dict[str, Any]) -> None:
+        """Put ``env`` and the collection state where the checkpoint left them (subclasses extend)."""
+        log = resume.ActionLog.from_state(state["env"]["log"])
+        log.replay(env)
+        resume.set_vecnormalize_state(env, state["env"]["vecnormalize"])
+        self._action_log, self._seeded_env = log, env
+        self._last_obs = resume.from_tree(state["env"]["last_obs"])
+        self._last_episode_starts = resume.from_tree(state["env"]["last_episode_starts"])
 
     # ------------------------------------------------------------------ Lightning checkpoints
 
