@@ -41,7 +41,7 @@ QRDQN_INIT = (
     "exploration_final_eps=0.01, max_grad_norm=None, stats_window_size=100, policy_kwargs=None, verbose=0, seed=None, "
     "device='auto', _init_setup_model=True"
 )
-# no default_root_dir, unlike SAC/TD3/DQN
+# the spec's learn() (default_root_dir, added after it as in every algorithm, is allowed)
 LEARN = (
     "total_timesteps, env=None, callback=None, log_every_n_steps=4, tb_log_name={name!r}, reset_num_timesteps=True, "
     "progress_bar=False"
