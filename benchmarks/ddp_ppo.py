@@ -21,7 +21,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3 import PPO, RLEnvDataModule, RLTrainer
-from lit_sb3.common.envs import EVAL_SEED_OFFSET
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 ZOO_ENVS, ZOO_BATCH = 8, 256
 

@@ -14,7 +14,7 @@ from stable_baselines3.common.preprocessing import is_image_space, is_image_spac
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, VecTransposeImage
 
 from lit_bench.checks import ConfigError
-from lit_sb3.common.envs import EVAL_SEED_OFFSET
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
 def require_package(env_cfg: DictConfig, env_name: str) -> None:

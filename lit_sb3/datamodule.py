@@ -8,13 +8,11 @@ import lightning as L
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.common.base import RANK_SEED_STRIDE
-from lit_sb3.common.envs import EVAL_SEED_OFFSET, EnvSource, check_env_id, env_spec_of, to_vec_env
+from lit_sb3.common.envs import EnvSource, check_env_id, env_spec_of, to_vec_env
+from lit_sb3.common.seeding import RANK_SEED_STRIDE, STAGE_SEED_OFFSETS
 
 Stage = Literal["fit", "validate", "test", "predict"]
 _STAGES: tuple[Stage, ...] = ("fit", "validate", "test", "predict")
-# each stage's envs get their own seeds: validation and test episodes differ, and neither replays training's
-_SEED_OFFSETS = {"fit": 0, "validate": EVAL_SEED_OFFSET, "test": 2 * EVAL_SEED_OFFSET, "predict": 3 * EVAL_SEED_OFFSET}
 _LIGHTNING_STAGE_ALIASES = {"fit": "fit", "train": "fit", "validate": "validate", "test": "test", "predict": "predict"}
 
 
@@ -122,7 +120,7 @@ class RLEnvDataModule(L.LightningDataModule):
             if source is None:
                 continue
             training = name == "fit"
-            seed = None if self.seed is None else self.seed + _SEED_OFFSETS[name] + RANK_SEED_STRIDE * self._rank()
+            seed = None if self.seed is None else self.seed + STAGE_SEED_OFFSETS[name] + RANK_SEED_STRIDE * self._rank()
             env = to_vec_env(
                 source,
                 n_envs=self.n_envs if training and not _is_env(source) else 1,

@@ -23,12 +23,11 @@ from lightning.pytorch.trainer import call
 from lightning.pytorch.trainer.connectors.logger_connector import _LoggerConnector
 
 from lit_sb3.common import lightning_calls
-from lit_sb3.common.base import BaseAlgorithm
 
 
 def _env_steps(trainer: L.Trainer) -> int | None:
-    module = trainer.lightning_module
-    return int(module.num_timesteps) if isinstance(module, BaseAlgorithm) else None
+    steps = getattr(trainer.lightning_module, "num_timesteps", None)  # an RL module's env-step count
+    return None if steps is None else int(steps)
 
 
 class EnvStepEpochLoop(_TrainingEpochLoop):

@@ -8,7 +8,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
@@ -16,10 +16,10 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
+from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.safe_load import trusted_checkpoint
-from lit_sb3.common.sb3_bridge import MaybeCallback
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.env_steps import EnvStepEpochLoop, EnvStepLoggerConnector, EnvStepMonitors
 from lit_sb3.progress import EnvStepProgressBar
@@ -55,6 +55,23 @@ def _quiet_lightning() -> Iterator[None]:
     finally:
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+
+
+@runtime_checkable
+class RLModule(Protocol):
+    """What :class:`RLTrainer` needs of the module it runs (lit_sb3's ``BaseAlgorithm`` provides it)."""
+
+    num_timesteps: int  #: env steps collected so far: the trainer's step and budget count these
+    multi_process_update: ClassVar[bool]  #: its updates are gradient steps DDP can average over processes
+
+    def check_env(self, env: VecEnv) -> None:
+        """Fail before training when ``env`` cannot be used."""
+
+    def train_dataloader(self) -> Any:
+        """The module's own iterable of training steps."""
+
+    def prepare_run(self, total_timesteps: int, callback: MaybeCallback) -> None:
+        """Take the fit's env-step budget and SB3 callback(s); the module stops the fit when the budget is spent."""
 
 
 class EvalEpisodes:
@@ -139,8 +156,7 @@ class RLTrainer(L.Trainer):
     @property
     def rl_num_timesteps(self) -> int:
         """Return the latest observed RL env-step count."""
-        module = self.lightning_module
-        return int(module.num_timesteps) if isinstance(module, BaseAlgorithm) else 0
+        return int(getattr(self.lightning_module, "num_timesteps", 0))
 
     @property
     def rl_budget_reached(self) -> bool:
@@ -158,7 +174,7 @@ class RLTrainer(L.Trainer):
 
     def _attach(self, model: Any, datamodule: Any, stage: str) -> RLEnvDataModule:
         """Check the arguments, resolve the stage's env (fails fast on bad envs) and attach the datamodule."""
-        if not isinstance(model, BaseAlgorithm):
+        if not isinstance(model, L.LightningModule) or not isinstance(model, RLModule):
             raise TypeError(f"model: RLTrainer runs lit_sb3 algorithms (BaseAlgorithm), got {type(model).__name__}")
         if not isinstance(datamodule, RLEnvDataModule):
             raise TypeError(
@@ -171,14 +187,14 @@ class RLTrainer(L.Trainer):
 
     def fit(
         self,
-        model: BaseAlgorithm,
+        model: RLModule,
         *,
         datamodule: Any = None,
         train_dataloaders: Any = None,
         val_dataloaders: Any = None,
         ckpt_path: str | Path | None = None,
         weights_only: bool | None = None,
-    ) -> BaseAlgorithm:
+    ) -> RLModule:
         """Train ``model`` for :attr:`rl_total_timesteps` environment steps.
 
         The environment is provided via an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
@@ -204,6 +220,7 @@ class RLTrainer(L.Trainer):
         if env is None:
             raise ValueError("datamodule: RLEnvDataModule has no train_env to fit on")
         model.check_env(env)
+        model.prepare_run(self._rl_total_timesteps, self.rl_callback)
         try:
             # a checkpoint loads without unpickling foreign code unless the caller passes weights_only=False
             with _quiet_lightning(), trusted_checkpoint(ckpt_path if ckpt_path not in (None, "last", "best") and
@@ -214,11 +231,11 @@ class RLTrainer(L.Trainer):
             datamodule.teardown("fit")
         return model
 
-    def _check_processes(self, model: BaseAlgorithm) -> None:
+    def _check_processes(self, model: RLModule) -> None:
         """Multi-process training: on-policy algorithms whose update is one collective gradient step, under "ddp"."""
         if self.world_size == 1:
             return
-        if not getattr(model, "multi_process_update", False):
+        if not model.multi_process_update:
             raise ValueError(
                 f"devices: multi-process training supports PPO, A2C, MaskablePPO and RecurrentPPO, not "
                 f"{type(model).__name__}; run one process per seed instead (e.g. the harness's launcher)"

@@ -1,6 +1,4 @@
-"""Building blocks shared by every algorithm."""
+"""Building blocks shared by every algorithm (``base.BaseAlgorithm``, ``on_policy``, ``off_policy``, ...).
 
-from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.on_policy import OnPolicyAlgorithm
-
-__all__ = ["BaseAlgorithm", "OnPolicyAlgorithm"]
+Nothing is imported here: the trainer imports modules of this package, and ``base`` imports the trainer.
+"""

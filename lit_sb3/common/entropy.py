@@ -12,7 +12,9 @@ from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from torch import nn
 
 from lit_sb3.common import losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, optimized_params
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.optim import optimized_params
+from lit_sb3.common.persistence import CHECKPOINT, ZIP, StateFormat
 
 
 def initial_ent_coef(ent_coef: str | float) -> tuple[float, bool]:
@@ -173,8 +175,11 @@ class MaxEntropyAlgorithm(OffPolicyAlgorithm):
             self._track(ent_coef_loss=ent_coef_loss)
         return ent_coef
 
-    def _pytorch_variables(self) -> dict[str, torch.Tensor]:
-        return self.temperature.sb3_variables()
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)  # checkpoints keep the temperature in the state_dict, zips next to it
+        return {**state, **self.temperature.sb3_variables()} if fmt == ZIP else state
 
-    def _load_pytorch_variables(self, variables: dict[str, torch.Tensor]) -> None:
-        self.temperature.load_sb3_variables(variables)
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == ZIP:
+            self.temperature.load_sb3_variables(state)

@@ -21,9 +21,6 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
 EnvSource = str | gym.Env | VecEnv | Callable[[], gym.Env]
 
-#: evaluation envs are seeded ``seed + EVAL_SEED_OFFSET``: their episodes never replay the training env's
-EVAL_SEED_OFFSET = 1000
-
 
 def check_env_id(env_id: str) -> None:
     """Fail with the closest registered ids when gymnasium does not know ``env_id``."""

@@ -1,14 +1,68 @@
-"""Whole episodes of a policy on a VecEnv, as ``trainer.predict`` returns them."""
+"""Acting outside training: SB3's ``predict``, and whole episodes for the validate / test / predict stages."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv
+
+from lit_sb3.common.utils import outside_autocast
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
+
+
+class Acting:
+    """``predict`` and the evaluation-stage hooks of :class:`BaseAlgorithm` (a mixin)."""
+
+    def predict(
+        self: BaseAlgorithm,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """SB3 semantics: single or batched observations; Box actions clipped (or unscaled when squashed)."""
+        if self.policy is None:
+            raise RuntimeError(f"{type(self).__name__}.predict: the networks are not built yet (fit, or pass env=)")
+        with outside_autocast(self.device):  # also called inside mixed-precision steps (evaluation, SB3 callbacks)
+            return self.policy.predict(observation, state, episode_start, deterministic)
+
+    def validation_step(self: BaseAlgorithm, batch: Any, batch_idx: int) -> dict[str, float]:
+        """Evaluate the policy for ``batch`` episodes on the stage's env; logs ``eval/*`` at the env step."""
+        stage = "test" if self.trainer.testing else "validate"
+        env = self.trainer.datamodule.get_env(stage) or self.trainer.datamodule.get_env("fit")
+        n_episodes, deterministic = batch
+        rewards, lengths = self.evaluate_episodes(env, n_episodes, deterministic)
+        metrics = {
+            "eval/mean_reward": float(np.mean(rewards)),
+            "eval/std_reward": float(np.std(rewards)),
+            "eval/mean_ep_length": float(np.mean(lengths)),
+            "step": float(self.num_timesteps),  # Lightning uses a logged "step" as the loggers' x-axis
+        }
+        self.log_dict(metrics, batch_size=1)
+        return metrics
+
+    def evaluate_episodes(
+        self: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool, callback: Callable | None = None
+    ) -> tuple[list[float], list[int]]:
+        """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``,
+        which calls ``callback(locals(), globals())`` at each step)."""
+        return evaluate_policy(
+            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True,
+            callback=callback,
+        )
+
+    def test_step(self: BaseAlgorithm, batch: Any, batch_idx: int) -> dict[str, float]:
+        return self.validation_step(batch, batch_idx)
+
+    def predict_step(self: BaseAlgorithm, batch: Any, batch_idx: int) -> list[dict[str, Any]]:
+        """``trainer.predict``: episodes on the predict env, one dict each (see :meth:`RLTrainer.predict`)."""
+        n_episodes, deterministic, trajectories = batch
+        return run_episodes(self, self.trainer.datamodule.get_env("predict"), n_episodes, deterministic, trajectories)
 
 
 class TrajectoryRecorder:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,9 +16,10 @@ from stable_baselines3.common.type_aliases import GymEnv, RolloutReturn, TrainFr
 from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_sb3.common import lightning_calls, replay, resume
+from lit_sb3.common import replay, resume
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.utils import clip_grad_norm, outside_autocast
+from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+from lit_sb3.common.utils import outside_autocast
 
 
 class EnvSteps:
@@ -52,42 +52,6 @@ def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> Train
     if not isinstance(frequency, (int, np.integer)) or isinstance(frequency, bool) or frequency < 1:
         raise ValueError(f"train_freq: frequency must be an int >= 1, got {frequency!r}")
     return TrainFreq(int(frequency), TrainFrequencyUnit(unit))
-
-
-@torch.no_grad()
-def soft_update(params: Iterable[torch.Tensor], target_params: Iterable[torch.Tensor], tau: float) -> None:
-    """Polyak averaging ``target <- (1 - tau) * target + tau * param`` in two foreach calls (no per-tensor loop).
-
-    Scale then add, as SB3's ``polyak_update`` does: a lerp is the same average but rounds differently in the last
-    bit, and that alone makes a whole run drift away from SB3's.
-    """
-    targets, sources = list(target_params), list(params)
-    if len(targets) != len(sources):
-        raise ValueError(f"soft_update: {len(sources)} parameters for {len(targets)} target parameters")
-    if targets:
-        torch._foreach_mul_(targets, 1.0 - tau)
-        torch._foreach_add_(targets, sources, alpha=tau)
-
-
-@contextlib.contextmanager
-def frozen(params: list[torch.Tensor]) -> Iterator[None]:
-    """No weight gradients for ``params`` inside the block (gradients still flow *through* them to the inputs)."""
-    for p in params:
-        p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p in params:
-            p.requires_grad_(True)
-
-
-def optimized_params(module: torch.nn.Module) -> list[torch.Tensor]:
-    """The parameters of ``module`` its own ``optimizer`` updates (a features extractor shared with the actor is not).
-
-    An actor loss backpropagates through the critic; freezing exactly these keeps it from writing into their grads.
-    """
-    optimized = {id(p) for group in module.optimizer.param_groups for p in group["params"]}
-    return [p for p in module.parameters() if id(p) in optimized]
 
 
 class OffPolicyAlgorithm(BaseAlgorithm):
@@ -148,9 +112,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._vec_normalize_env: VecNormalize | None = None
         self._last_original_obs: Any = None
         self._pending_buffer_state: dict[str, Any] | None = None
-        # running sums of the update statistics: no host sync per update, averaged when logs are dumped
-        self._stat_sums: dict[str, torch.Tensor] = {}
-        self._stat_counts: dict[str, int] = {}
 
     # ------------------------------------------------------------------ checks and construction
 
@@ -246,7 +207,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         env = self._training_env()
         for _ in range(self._rounds_per_training_step(env.num_envs)):
             if not self._collect_and_update(env):
-                self.trainer.should_stop = True
+                self._stop_training()
                 return
             if self.num_timesteps >= self.total_timesteps:
                 break
@@ -293,22 +254,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             update_learning_rate(optimizer, lr)
         self.sb3_logger.record("train/learning_rate", lr)
 
-    def _optimizer_step(
-        self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None
-    ) -> None:
-        """zero_grad, backward, optional norm clipping, step: through Lightning when a trainer drives the module."""
-        optimizer.zero_grad(set_to_none=True)
-        if self._trainer is not None:
-            lightning_calls.backward(self, loss)
-            if max_grad_norm is not None:
-                clip_grad_norm(self, optimizer, max_grad_norm)
-        else:
-            loss.backward()
-            if max_grad_norm is not None:
-                params = [p for group in optimizer.param_groups for p in group["params"]]
-                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-        lightning_calls.step(self, optimizer)
-
     def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Actor-critics: actor and critic optimizers, under SB3's save names, in that order; Q-learning: the
         policy's optimizer."""
@@ -316,24 +261,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if not (hasattr(policy, "actor") and hasattr(policy, "critic")):
             return super()._named_optimizers()
         return {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
-
-    def _lightning_optimizers(self) -> list[Any]:
-        """The optimizers in ``configure_optimizers`` order, Lightning-wrapped inside a trainer, raw outside."""
-        if self._trainer is not None:
-            optimizers = self.optimizers()
-            return list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers]
-        return list(self._named_optimizers().values())
-
-    def _track(self, **values: torch.Tensor) -> None:
-        """Accumulate update statistics as tensors (no ``.item()`` per update)."""
-        for key, value in values.items():
-            value = value.detach().float()  # bf16 running sums would lose the small terms
-            if key in self._stat_sums:
-                self._stat_sums[key] += value
-                self._stat_counts[key] += 1
-            else:
-                self._stat_sums[key] = value.clone()
-                self._stat_counts[key] = 1
 
     # ------------------------------------------------------------------ collection
 
@@ -428,14 +355,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def dump_logs(self) -> None:
         record = self.sb3_logger.record
         record("time/episodes", self._episode_num, exclude="tensorboard")
-        if self._stat_sums:
-            keys = list(self._stat_sums)
-            means = (torch.stack([self._stat_sums[k].float().reshape(()) for k in keys]).cpu()
-                     / torch.tensor([float(self._stat_counts[k]) for k in keys])).tolist()
-            for key, value in zip(keys, means):
-                record(f"train/{key}", value)
-            self._stat_sums.clear()
-            self._stat_counts.clear()
+        for key, value in self._metrics.means().items():
+            record(f"train/{key}", value)
         if self._n_updates:
             record("train/n_updates", self._n_updates, exclude="tensorboard")
         if self.use_sde and hasattr(self.policy, "actor"):
@@ -455,27 +376,27 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def _extra_state(self) -> dict[str, Any]:
-        state = super()._extra_state()
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        if fmt != CHECKPOINT:
+            return state
         if self.checkpoint_replay_buffer and self.replay_buffer is not None:
             state["replay_buffer"] = replay.buffer_arrays(self.replay_buffer)
         if "env" in state:
             state["env"]["last_original_obs"] = resume.to_tree(self._last_original_obs)
         state["action_noise"] = resume.noise_state(self.action_noise)
-        state["stat_sums"] = {k: (v, self._stat_counts[k]) for k, v in self._stat_sums.items()}
+        state["stat_sums"] = self._metrics.state()
         return state
 
     def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
         super()._resume_training_state(env, state)
         self._last_original_obs = resume.from_tree(state["env"]["last_original_obs"])
         resume.set_noise_state(self.action_noise, state.get("action_noise"))
-        sums = state.get("stat_sums", {})
-        self._stat_sums = {k: v for k, (v, _) in sums.items()}
-        self._stat_counts = {k: n for k, (_, n) in sums.items()}
+        self._metrics.load_state(state.get("stat_sums", {}))
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        buffer_state = state.get("replay_buffer")
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        buffer_state = state.get("replay_buffer") if fmt == CHECKPOINT else None
         if buffer_state is not None:
             if self.replay_buffer is not None:
                 replay.restore_buffer_arrays(self.replay_buffer, buffer_state)

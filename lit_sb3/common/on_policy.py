@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import warnings
-from collections import defaultdict, deque
-from collections.abc import Iterator, Sequence
+from collections import deque
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from gymnasium import spaces
-from lightning.pytorch.trainer.states import TrainerStatus
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv
@@ -19,51 +17,22 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common import lightning_calls
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.utils import check_finite, clip_grad_norm, env_actions, unchecked_distributions
-
-
-class RolloutMinibatches:
-    """The training "dataloader" of an on-policy algorithm: ``n_epochs`` shuffled passes over the current rollout.
-
-    Lightning iterates it once per epoch, after ``on_train_epoch_start`` has filled the rollout buffer. It stops
-    early when the algorithm asks (``target_kl``) or when the rollout was cut short by a callback.
-
-    It has a length on purpose: Lightning prefetches a batch from iterables of unknown length when it sets the
-    data up, which would read the first epoch's rollout before it is collected.
-    """
-
-    def __init__(self, algorithm: OnPolicyAlgorithm) -> None:
-        self.algorithm = algorithm
-
-    def __len__(self) -> int:
-        algo = self.algorithm
-        env = algo.env
-        rollout = algo.n_steps * (env.num_envs if env is not None else algo.n_envs or 1)
-        batch = algo._minibatch_size() or rollout
-        return algo.n_epochs * -(-rollout // batch)
-
-    def __iter__(self) -> Iterator[Any]:
-        algo = self.algorithm
-        if not algo._rollout_complete:
-            return
-        for epoch in range(algo.n_epochs):
-            algo._epoch = epoch
-            for batch in algo.rollout_buffer.get(algo._minibatch_size()):
-                if algo._stop_updates:
-                    return
-                yield batch
+from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+from lit_sb3.common.rollout_loop import RolloutLoop, RolloutMinibatches
+from lit_sb3.common.utils import check_finite, env_actions, unchecked_distributions
 
 
 class OnPolicyAlgorithm(BaseAlgorithm):
     """Shared rollout collection (GAE, time-limit bootstrapping, SB3 callbacks) for A2C, PPO and their variants.
 
     Subclasses implement ``training_step`` on one minibatch and may override the small hooks
-    ``_policy_step`` / ``_store_transition`` (MaskablePPO, RecurrentPPO) instead of the loop.
+    ``_policy_step`` / ``_store_transition`` (MaskablePPO, RecurrentPPO) instead of the loop. The order in which
+    Lightning calls the loop's hooks, and the state they share, are documented at
+    :class:`~lit_sb3.common.rollout_loop.RolloutLoop`.
     """
 
     default_log_interval: ClassVar[int] = 1
-    #: each update is gradient steps that DDP averages over processes (TRPO's natural-gradient step is not)
-    multi_process_update: ClassVar[bool] = True
+    multi_process_update: ClassVar[bool] = True  # TRPO's natural-gradient step is not
 
     def __init__(
         self,
@@ -104,12 +73,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         self.n_epochs = n_epochs
         self.normalize_advantage = normalize_advantage
         self.rollout_buffer: RolloutBuffer | None = None
-        self._rollout_complete = False
-        self._rollout_untrained = False  # a gathered rollout no update has used yet (SB3-style train())
-        self._stop_updates = False
-        self._epoch = 0
-        self._iteration = 0
-        self._tracked: dict[str, list[torch.Tensor]] = defaultdict(list)
+        self._loop = RolloutLoop()
         self._n_ranks = 1  # processes collecting rollouts in parallel (multi-process training)
 
     # ------------------------------------------------------------------ checks and construction
@@ -192,23 +156,24 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     def on_train_epoch_start(self) -> None:
         """Collect ``n_steps`` x ``n_envs`` transitions, then switch the policy to training mode."""
-        self._stop_updates = False
-        self._tracked.clear()
+        loop = self._loop
+        loop.stop_updates = False
+        self._metrics.clear()
         if self.num_timesteps >= self.total_timesteps:
-            self._rollout_complete = False
-            self.trainer.should_stop = True
+            loop.collected = False
+            self._stop_training()
             return
         env = self._training_env()
         with unchecked_distributions():
-            self._rollout_complete = self.collect_rollouts(
+            loop.collected = self.collect_rollouts(
                 env, self._callback, self.rollout_buffer, self.n_steps, **self._collect_kwargs()
             )
         if self._n_ranks > 1:  # a callback that stops one rank stops all (their updates are collective)
-            self._rollout_complete = self.trainer.strategy.reduce_boolean_decision(self._rollout_complete, all=True)
-        if not self._rollout_complete:
-            self.trainer.should_stop = True
+            loop.collected = self.trainer.strategy.reduce_boolean_decision(loop.collected, all=True)
+        if not loop.collected:
+            self._stop_training()
             return
-        self._iteration += 1
+        loop.iteration += 1
         update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
         self.policy.set_training_mode(True)
 
@@ -249,7 +214,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         with torch.no_grad():
             last_values = self._last_values(obs_as_tensor(new_obs, self.device), dones)
         rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=dones)
-        self._rollout_untrained = True
+        self._loop.untrained = True
         if callback is not None:
             callback.update_locals(locals())
             callback.on_rollout_end()
@@ -297,33 +262,6 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     # ------------------------------------------------------------------ update bookkeeping
 
-    def _optimizer_step(
-        self, loss: torch.Tensor, max_grad_norm: float | None, drop_grads: Sequence[torch.Tensor] = ()
-    ) -> None:
-        """One step of the policy's optimizer on ``loss``, gradient norm clipped to ``max_grad_norm`` (None: not).
-
-        ``drop_grads``: parameters this loss must not move (TRPO's critic step leaves the actor alone). Outside a
-        running fit (SB3-style ``train()``) the step uses plain torch instead of the trainer.
-        """
-        inside_fit = self._inside_fit()
-        optimizer = self.optimizers() if inside_fit else self.policy.optimizer
-        optimizer.zero_grad()
-        if inside_fit:
-            lightning_calls.backward(self, loss)
-        else:
-            loss.backward()
-        for param in drop_grads:
-            param.grad = None
-        if max_grad_norm is not None:
-            if inside_fit:
-                clip_grad_norm(self, optimizer, max_grad_norm)
-            else:
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), max_grad_norm)
-        lightning_calls.step(self, optimizer)
-
-    def _inside_fit(self) -> bool:
-        return self._trainer is not None and self._trainer.state.status == TrainerStatus.RUNNING
-
     def update_on_rollout(self) -> None:
         """Run this algorithm's update on the gathered rollout once, outside Lightning's loop (SB3's ``train()``).
 
@@ -331,27 +269,15 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         """
         if self.rollout_buffer is None or not self.rollout_buffer.full:
             raise RuntimeError("update_on_rollout: no gathered rollout; call collect_rollouts (or learn) first")
-        self._stop_updates, self._rollout_complete, self._rollout_untrained = False, True, False
+        self._loop.stop_updates, self._loop.collected, self._loop.untrained = False, True, False
         self.policy.set_training_mode(True)
         for batch_idx, batch in enumerate(RolloutMinibatches(self)):
             self.training_step(batch, batch_idx)
 
-    def _track(self, **values: torch.Tensor) -> None:
-        """Keep per-minibatch statistics as tensors; they are averaged once per rollout (no per-step sync)."""
-        for key, value in values.items():
-            self._tracked[key].append(value.detach())
-
-    def _tracked_means(self) -> dict[str, float]:
-        if not self._tracked:
-            return {}
-        keys = list(self._tracked)
-        means = torch.stack([torch.stack(self._tracked[k]).float().mean() for k in keys]).tolist()
-        return dict(zip(keys, means))
-
     def _record_update_stats(self) -> None:
         """Record what every on-policy update reports: tracked means, explained variance, std, n_updates."""
         record = self.sb3_logger.record
-        means = self._tracked_means()
+        means = self._metrics.means()
         check_finite(means, self.num_timesteps)
         for key, value in means.items():
             record(f"train/{key}", value)
@@ -363,11 +289,12 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
 
     def on_train_epoch_end(self) -> None:
-        self._rollout_untrained = False
-        if self._rollout_complete:
+        loop = self._loop
+        loop.untrained = False
+        if loop.collected:
             self._record_update_stats()
-            if self.log_interval and self._iteration % self.log_interval == 0:
-                self.sb3_logger.record("time/iterations", self._iteration, exclude="tensorboard")
+            if self.log_interval and loop.iteration % self.log_interval == 0:
+                self.sb3_logger.record("time/iterations", loop.iteration, exclude="tensorboard")
                 self.dump_logs()
         self._stop_if_budget_reached()
 
@@ -389,9 +316,13 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         finally:
             self.ep_info_buffer, self.ep_success_buffer = local
 
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "iteration": self._iteration}
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        if fmt == CHECKPOINT:
+            state["iteration"] = self._loop.iteration
+        return state
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        self._iteration = int(state.get("iteration", 0))
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == CHECKPOINT:
+            self._loop.iteration = int(state.get("iteration", 0))

@@ -9,6 +9,7 @@ QR-DQN's ``eps``), so that a run with the same seed ends with SB3's parameters t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -39,3 +40,23 @@ def with_fused_default(optimizer_class: type[torch.optim.Optimizer], optimizer_k
     if optimizer_class in (torch.optim.Adam, torch.optim.AdamW) and not IMPLEMENTATION_KEYS & set(optimizer_kwargs):
         return {**optimizer_kwargs, "fused": True}
     return optimizer_kwargs
+
+
+def with_optimizer_settings(
+    policy_kwargs: dict[str, Any], defaults_for: Callable[[type[torch.optim.Optimizer]], dict[str, Any]]
+) -> dict[str, Any]:
+    """``policy_kwargs`` with its ``optimizer_kwargs`` completed: the algorithm's SB3 defaults (``defaults_for`` the
+    optimizer class) when none are given, then the fused-Adam default."""
+    kwargs = dict(policy_kwargs)
+    optimizer_class = kwargs.get("optimizer_class", torch.optim.Adam)
+    given = kwargs.get("optimizer_kwargs")
+    if given is None or implementation_only(given):
+        # SB3's settings for this algorithm apply when none are given; choosing only the implementation (the
+        # parity switch's fused=False) keeps them, where SB3 drops them whenever optimizer_kwargs is given
+        given = {**defaults_for(optimizer_class), **(given or {})}
+    # Same update rule, one fused kernel instead of a Python loop over parameters: the step of a small MLP
+    # costs about a third less on CPU. Pass optimizer_kwargs={"fused": False} (sb3_parity) for torch's default.
+    optimizer_kwargs = with_fused_default(optimizer_class, given)
+    if optimizer_kwargs or "optimizer_kwargs" in kwargs:
+        kwargs["optimizer_kwargs"] = optimizer_kwargs
+    return kwargs

@@ -43,10 +43,6 @@ class ClippedSurrogateUpdate:
         if self.target_kl is not None and self.target_kl <= 0:
             raise ValueError(f"target_kl: must be > 0 or None, got {self.target_kl}")
 
-    def configure_optimizers(self) -> Any:
-        """Return the policy optimizer."""
-        return super().configure_optimizers()
-
     def on_train_epoch_start(self) -> None:
         """Collect the rollout (base class), then set this rollout's clip ranges from the progress remaining."""
         super().on_train_epoch_start()
@@ -92,18 +88,20 @@ class ClippedSurrogateUpdate:
         self._track(**terms)
         # every rank of a multi-process run stops at the same minibatch (its gradient steps are collective)
         if self.target_kl is not None and self._mean_over_ranks(terms["approx_kl"]).item() > 1.5 * self.target_kl:
-            self._stop_updates = True  # as in SB3, the minibatch that crossed the limit is not applied
+            self._loop.stop_updates = True  # as in SB3, the minibatch that crossed the limit is not applied
             if self.verbose >= 1:
-                print(f"Early stopping at step {self._epoch} due to reaching max kl: {terms['approx_kl'].item():.2f}")
+                kl = terms["approx_kl"].item()
+                print(f"Early stopping at step {self._loop.epoch} due to reaching max kl: {kl:.2f}")
             return loss.detach()
-        self._optimizer_step(loss, self.max_grad_norm)
+        (optimizer,) = self._lightning_optimizers()
+        self._optimizer_step(optimizer, loss, self.max_grad_norm)
         self._last_loss = loss.detach()
         return self._last_loss
 
     def on_train_epoch_end(self) -> None:
         """Log epoch-level stats (SB3's names)."""
-        if self._rollout_complete:
-            self._n_updates += self._epoch + 1
+        if self._loop.collected:
+            self._n_updates += self._loop.epoch + 1
             record = self.sb3_logger.record
             if self._last_loss is not None:
                 record("train/loss", self._last_loss.item())

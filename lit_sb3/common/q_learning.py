@@ -11,6 +11,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.targets import TargetNetworks
 
 
@@ -150,10 +151,15 @@ class QLearningAlgorithm(OffPolicyAlgorithm):
         self.sb3_logger.record("rollout/exploration_rate", self.exploration_rate)
         super().dump_logs()
 
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "n_calls": self._n_calls, "exploration_rate": self.exploration_rate}
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        if fmt != CHECKPOINT:
+            return state
+        return {**state, "n_calls": self._n_calls, "exploration_rate": self.exploration_rate}
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt != CHECKPOINT:
+            return
         self._n_calls = int(state.get("n_calls", 0))
         self.exploration_rate = float(state.get("exploration_rate", 0.0))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from numbers import Number
 from typing import TYPE_CHECKING, Any
 
@@ -11,11 +10,10 @@ import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
 from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
+from stable_baselines3.common.type_aliases import MaybeCallback
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
-
-MaybeCallback = None | Callable | list[BaseCallback] | BaseCallback
 
 
 # SB3's exclusion names ("csv", "tensorboard", ...) for Lightning's loggers.

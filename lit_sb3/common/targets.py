@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from stable_baselines3.common.utils import get_parameters_by_name
 
-from lit_sb3.common.off_policy import soft_update
+from lit_sb3.common.optim import soft_update
 
 
 class TargetNetworks:

@@ -23,7 +23,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 import lit_sb3
-from lit_sb3.common.envs import EVAL_SEED_OFFSET
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 ALGO_ENV = Path(__file__).resolve().parents[2] / "conf" / "algo_env"
 
@@ -163,7 +163,7 @@ def assert_same(ref_grads, our_grads, ref, ours):
 
 
 def our_mean(ours, key: str) -> float:
-    return (ours._stat_sums[key] / ours._stat_counts[key]).item()
+    return (ours._metrics.sums[key] / ours._metrics.counts[key]).item()
 
 
 def assert_logged_means(ref, ours, keys) -> None:

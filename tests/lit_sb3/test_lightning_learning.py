@@ -13,7 +13,7 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.env_util import make_vec_env
 
 from lit_sb3 import PPO, SAC, RLEnvDataModule, RLTrainer
-from lit_sb3.common.envs import EVAL_SEED_OFFSET
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 from tests.lit_sb3.helpers import zoo_settings
 
 pytestmark = [pytest.mark.learning, pytest.mark.slow]

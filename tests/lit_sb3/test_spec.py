@@ -9,7 +9,8 @@ import lightning as L
 import pytest
 
 import lit_sb3
-from lit_sb3.common import BaseAlgorithm, OnPolicyAlgorithm
+from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
 from tests.lit_sb3.spec import SIGNATURES, signature_problems

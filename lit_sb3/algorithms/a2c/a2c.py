@@ -7,15 +7,13 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
-from lit_sb3.common.sb3_bridge import MaybeCallback
 from lit_sb3.common.utils import unchecked_distributions
 
 SelfA2C = TypeVar("SelfA2C", bound="A2C")
@@ -113,12 +111,6 @@ class A2C(OnPolicyAlgorithm):
             kwargs["optimizer_kwargs"] = {"alpha": 0.99, "eps": self.rms_prop_eps, "weight_decay": 0}
         return kwargs
 
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        return super().configure_optimizers()
-
-    def on_train_epoch_start(self) -> None:
-        super().on_train_epoch_start()
-
     def compute_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """A2C's loss on one batch with the current policy, and its logged parts."""
         actions = batch.actions
@@ -139,12 +131,13 @@ class A2C(OnPolicyAlgorithm):
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         """A2C loss on the full rollout buffer (single gradient step)."""
         loss, terms = self.compute_loss(batch)
-        self._optimizer_step(loss, self.max_grad_norm)
+        (optimizer,) = self._lightning_optimizers()
+        self._optimizer_step(optimizer, loss, self.max_grad_norm)
         self._track(**terms)
         return loss.detach()
 
     def on_train_epoch_end(self) -> None:
-        if self._rollout_complete:
+        if self._loop.collected:
             self._n_updates += 1
         super().on_train_epoch_end()
 

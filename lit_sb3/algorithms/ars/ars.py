@@ -15,7 +15,7 @@ from sb3_contrib.ars.policies import ARSPolicy
 from sb3_contrib.common.vec_env import AsyncEval
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.save_util import load_from_zip_file
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import FloatSchedule, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
@@ -24,7 +24,7 @@ from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.envs import is_monitored
 from lit_sb3.common.optimizers import implementation_only
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.persistence import CHECKPOINT, ZIP, StateFormat
 from lit_sb3.common.utils import env_actions, outside_autocast
 
 SelfARS = TypeVar("SelfARS", bound="ARS")
@@ -257,11 +257,8 @@ class ARS(BaseAlgorithm):
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         """One ARS iteration: sample directions, evaluate the candidates, step along the best directions."""
-        if self.num_timesteps >= self.total_timesteps:
-            self.trainer.should_stop = True
-            return
-        if not self._do_one_update(self._callback, self._async_eval):
-            self.trainer.should_stop = True
+        if self.num_timesteps >= self.total_timesteps or not self._do_one_update(self._callback, self._async_eval):
+            self._stop_training()
             return
         if self.log_interval and self._n_updates % self.log_interval == 0:
             self.dump_logs()
@@ -452,22 +449,17 @@ class ARS(BaseAlgorithm):
             params["policy"] = {_renamed_linear_key(k): v for k, v in params["policy"].items()}
         super().set_parameters(params, exact_match=exact_match, device=device)
 
-    def _sb3_data(self) -> dict[str, Any]:
-        # sb3-contrib's load builds ARS with its defaults, then copies these attributes over them
-        return {"n_top": self.n_top, "pop_size": self.pop_size, "delta_std_schedule": self.delta_std_schedule}
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        if fmt == ZIP:  # sb3-contrib's load builds ARS with its defaults, then copies these attributes over them
+            return {**state, "n_top": self.n_top, "pop_size": self.pop_size,
+                    "delta_std_schedule": self.delta_std_schedule}
+        return {**state, "old_count": float(self._old_count)}
 
-    @classmethod
-    def _init_kwargs_from_sb3_data(cls, data: dict[str, Any]) -> dict[str, Any]:
-        if "delta_std" not in data and "delta_std_schedule" in data:  # a zip written by sb3-contrib
-            return {"delta_std": data["delta_std_schedule"]}
-        return {}
-
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "old_count": float(self._old_count)}
-
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        self._old_count = float(state.get("old_count", 0.0))
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == CHECKPOINT:
+            self._old_count = float(state.get("old_count", 0.0))
 
 
 def _renamed_linear_key(key: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
@@ -9,14 +10,13 @@ from gymnasium import spaces
 from sb3_contrib.common.torch_layers import BatchRenorm
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from torch import nn
 
 from lit_sb3.algorithms.crossq.policies import POLICY_ALIASES, CrossQPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.entropy import MaxEntropyAlgorithm
-from lit_sb3.common.off_policy import frozen
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.optim import frozen
 
 SelfCrossQ = TypeVar("SelfCrossQ", bound="CrossQ")
 
@@ -191,9 +191,11 @@ class CrossQ(MaxEntropyAlgorithm):
         tb_log_name: str = "CrossQ",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfCrossQ:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
         )
 
 

@@ -8,11 +8,10 @@ from typing import Any, TypeVar
 import torch
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.td3.policies import TD3Policy
 from lit_sb3.algorithms.td3.td3 import TD3
-from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfDDPG = TypeVar("SelfDDPG", bound="DDPG")
 

@@ -8,13 +8,12 @@ from typing import Any, ClassVar, TypeVar
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, ReplayBufferSamples, Schedule
 from torch import nn
 
 from lit_sb3.algorithms.dqn.policies import POLICY_ALIASES, DQNPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.q_learning import QLearningAlgorithm
-from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfDQN = TypeVar("SelfDQN", bound="DQN")
 

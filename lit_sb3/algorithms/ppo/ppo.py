@@ -8,12 +8,11 @@ from typing import Any, ClassVar, TypeVar
 import torch
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate, ppo_loss
-from lit_sb3.common.sb3_bridge import MaybeCallback
 
 __all__ = ["PPO", "ppo_loss"]
 

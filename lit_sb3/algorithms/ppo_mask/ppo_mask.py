@@ -8,6 +8,7 @@ re-evaluates the actions, so a masked action has probability zero both when acti
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -18,13 +19,13 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.algorithms.ppo_mask.policies import POLICY_ALIASES
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
+from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
-from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfMaskablePPO = TypeVar("SelfMaskablePPO", bound="MaskablePPO")
 
@@ -184,12 +185,14 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     def _evaluate_actions(self, batch: Any, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
         return self.policy.evaluate_actions(batch.observations, actions, action_masks=batch.action_masks)
 
-    def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "use_masking": self.use_masking}
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        return {**state, "use_masking": self.use_masking} if fmt == CHECKPOINT else state
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        super()._load_extra_state(state)
-        self.use_masking = bool(state.get("use_masking", True))  # a resumed run keeps learn()'s choice
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == CHECKPOINT:
+            self.use_masking = bool(state.get("use_masking", True))  # a resumed run keeps learn()'s choice
 
     # ------------------------------------------------------------------ acting
 
@@ -231,8 +234,11 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         reset_num_timesteps: bool = True,
         use_masking: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfMaskablePPO:
         """Train for ``total_timesteps`` env steps; ``use_masking=False`` ignores the env's action masks."""
         self.use_masking = use_masking
-        return super().learn(total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps,
-                             progress_bar)
+        return super().learn(
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
+        )

@@ -8,6 +8,7 @@ every mean of the loss).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -18,13 +19,13 @@ from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.algorithms.ppo_recurrent.policies import POLICY_ALIASES
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
+from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
-from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfRecurrentPPO = TypeVar("SelfRecurrentPPO", bound="RecurrentPPO")
 
@@ -128,8 +129,8 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
                 f"policy: RecurrentPPO needs a RecurrentActorCriticPolicy ({valid}), got {self.policy_class.__name__}"
             )
 
-    def _extra_state(self) -> dict[str, Any]:
-        state = super()._extra_state()
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
         if "env" in state and self._last_lstm_states is not None:  # the LSTM states carry across rollouts
             state["env"]["lstm_states"] = [list(self._last_lstm_states.pi), list(self._last_lstm_states.vf)]
         return state
@@ -222,7 +223,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         if mode is not None:
             return super().train(mode)
         super().train(True)
-        if self._rollout_untrained:
+        if self._loop.untrained:
             self.update_on_rollout()
         return self
 
@@ -235,6 +236,9 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         tb_log_name: str = "RecurrentPPO",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfRecurrentPPO:
-        return super().learn(total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps,
-                             progress_bar)
+        return super().learn(
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
+        )

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, ReplayBufferSamples, Schedule
 from torch import nn
 
 from lit_sb3.algorithms.qrdqn.policies import POLICY_ALIASES, QRDQNPolicy
 from lit_sb3.common import quantile
 from lit_sb3.common.q_learning import QLearningAlgorithm
-from lit_sb3.common.sb3_bridge import MaybeCallback
 
 SelfQRDQN = TypeVar("SelfQRDQN", bound="QRDQN")
 
@@ -149,7 +149,9 @@ class QRDQN(QLearningAlgorithm):
         tb_log_name: str = "QRDQN",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfQRDQN:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
         )

@@ -9,13 +9,12 @@ import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.sac.policies import POLICY_ALIASES, SACPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.entropy import MaxEntropyAlgorithm
-from lit_sb3.common.off_policy import frozen
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.optim import frozen
 from lit_sb3.common.targets import TargetNetworks
 
 SelfSAC = TypeVar("SelfSAC", bound="SAC")

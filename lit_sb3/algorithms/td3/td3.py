@@ -10,12 +10,12 @@ from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.td3.policies import POLICY_ALIASES, TD3Policy
 from lit_sb3.common import losses
-from lit_sb3.common.off_policy import OffPolicyAlgorithm, frozen, optimized_params
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.optim import frozen, optimized_params
 from lit_sb3.common.targets import TargetNetworks
 
 SelfTD3 = TypeVar("SelfTD3", bound="TD3")

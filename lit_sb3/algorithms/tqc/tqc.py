@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.tqc.policies import POLICY_ALIASES, TQCPolicy
 from lit_sb3.common import quantile
 from lit_sb3.common.entropy import MaxEntropyAlgorithm
-from lit_sb3.common.off_policy import frozen
-from lit_sb3.common.sb3_bridge import MaybeCallback
+from lit_sb3.common.optim import frozen
 from lit_sb3.common.targets import TargetNetworks
 
 SelfTQC = TypeVar("SelfTQC", bound="TQC")
@@ -181,7 +181,9 @@ class TQC(MaxEntropyAlgorithm):
         tb_log_name: str = "TQC",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfTQC:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
         )

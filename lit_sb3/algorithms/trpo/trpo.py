@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import copy
 from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from sb3_contrib.common.utils import conjugate_gradient_solver
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from torch import nn
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from lit_sb3.algorithms.trpo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
-from lit_sb3.common.sb3_bridge import MaybeCallback
 from lit_sb3.common.trust_region import backtracking_line_search, flat_grad, max_step_size
 from lit_sb3.common.utils import unchecked_distributions
 
@@ -145,10 +144,6 @@ class TRPO(OnPolicyAlgorithm):
             if not ok:
                 raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
 
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        """The policy's optimizer; only the value function uses it (the actor takes natural-gradient steps)."""
-        return super().configure_optimizers()
-
     def _minibatch_size(self) -> int | None:
         return None  # one training_step per rollout, on all of it; the critic makes its own minibatches
 
@@ -158,12 +153,13 @@ class TRPO(OnPolicyAlgorithm):
         """TRPO update: CG actor update + critic gradient descent."""
         with unchecked_distributions():
             actor_params = self._actor_step(batch)
+            (optimizer,) = self._lightning_optimizers()
             for _ in range(self.n_critic_updates):
                 for minibatch in self.rollout_buffer.get(self.batch_size):
                     values = self.policy.predict_values(minibatch.observations).flatten()
                     loss = losses.value_loss(values, minibatch.returns)
                     self._track(value_loss=loss)
-                    self._optimizer_step(loss, max_grad_norm=None, drop_grads=actor_params)
+                    self._optimizer_step(optimizer, loss, drop_grads=actor_params)
         self._n_updates += 1
 
     def _actor_step(self, batch: Any) -> list[nn.Parameter]:
@@ -245,6 +241,9 @@ class TRPO(OnPolicyAlgorithm):
         tb_log_name: str = "TRPO",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
     ) -> SelfTRPO:
-        return super().learn(total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps,
-                             progress_bar)
+        return super().learn(
+            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            default_root_dir,
+        )

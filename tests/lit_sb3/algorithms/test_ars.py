@@ -19,7 +19,8 @@ from torch.nn.utils import parameters_to_vector
 import lit_sb3
 from lit_sb3 import ARS, RLEnvDataModule, RLTrainer
 from lit_sb3.algorithms import ars as ars_module
-from lit_sb3.common import BaseAlgorithm, OnPolicyAlgorithm
+from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from tests.lit_sb3.algorithms.ars_envs import normalized_cartpole
 
 

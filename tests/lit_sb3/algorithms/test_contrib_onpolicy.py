@@ -13,7 +13,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from lit_sb3 import PPO, TRPO, MaskablePPO, RecurrentPPO, RLEnvDataModule, RLTrainer
 from lit_sb3.algorithms.ppo_mask import MaskablePPO as MaskablePPOFromModule
-from lit_sb3.common import OnPolicyAlgorithm
+from lit_sb3.common.on_policy import OnPolicyAlgorithm
 
 
 def masked_env(n_invalid: int = 5) -> InvalidActionEnvDiscrete:

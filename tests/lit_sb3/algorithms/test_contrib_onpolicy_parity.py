@@ -115,7 +115,7 @@ def test_trpo_update_matches_sb3_contrib(env_id, sub_sampling_factor):
     torch.manual_seed(5)
     theirs.train()
     logged = theirs.logger.name_to_value
-    tracked = ours._tracked_means()
+    tracked = ours._metrics.means()
     for key in ("policy_objective", "kl_divergence_loss", "is_line_search_success", "value_loss"):
         assert tracked[key] == pytest.approx(logged[f"train/{key}"], abs=TOL, rel=1e-5), key
     their_params = dict(theirs.policy.named_parameters())

@@ -14,7 +14,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 
 from lit_sb3 import DDPG, DQN, SAC, TD3, HerReplayBuffer
-from lit_sb3.common.envs import EVAL_SEED_OFFSET
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 from tests.lit_sb3.helpers import best_eval_reward, zoo_settings
 
 pytestmark = pytest.mark.learning

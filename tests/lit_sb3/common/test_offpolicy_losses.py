@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from lit_sb3.common import losses
-from lit_sb3.common.off_policy import as_train_freq, soft_update
+from lit_sb3.common.off_policy import as_train_freq
+from lit_sb3.common.optim import soft_update
 
 
 def test_clipped_double_q_target_takes_min_and_masks_terminals():

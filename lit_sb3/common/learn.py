@@ -1,0 +1,87 @@
+"""SB3's ``learn()`` on Lightning: an env-step budget becomes one :class:`RLTrainer` fit on an env datamodule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import torch
+from lightning.pytorch.loggers import CSVLogger
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+
+from lit_sb3.common.envs import to_vec_env
+from lit_sb3.datamodule import RLEnvDataModule
+from lit_sb3.trainer import RLTrainer
+
+if TYPE_CHECKING:
+    from lit_sb3.common.base import BaseAlgorithm
+
+SelfLearn = TypeVar("SelfLearn", bound="SB3Learn")
+
+
+class SB3Learn:
+    """``learn()`` of :class:`BaseAlgorithm` (a mixin): the SB3 entry point for users who do not build a trainer."""
+
+    def learn(
+        self: SelfLearn,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
+    ) -> SelfLearn:
+        """Train for ``total_timesteps`` env steps (SB3's ``learn``), on an :class:`RLTrainer`.
+
+        :param total_timesteps: env steps to collect in this call
+        :param env: env id, gymnasium env, factory or VecEnv; defaults to the one given to the constructor
+        :param callback: SB3 callback(s), called at every env step
+        :param log_every_n_steps: dump metrics every this many rollouts (on-policy) or episodes (off-policy)
+        :param tb_log_name: run name of the loggers
+        :param reset_num_timesteps: start counting env steps (and logged curves) from zero
+        :param progress_bar: show a progress bar counting env steps
+        :param default_root_dir: where CSV logs go; nothing is written when None
+        """
+        algo: BaseAlgorithm = self  # type: ignore[assignment]
+        if total_timesteps <= 0:
+            raise ValueError(f"total_timesteps: must be > 0, got {total_timesteps}")
+        if env is not None:
+            vec_env = to_vec_env(env)
+            if vec_env is not algo._env:
+                algo._last_obs = None
+            algo._env = vec_env
+        if algo._env is None:
+            name = type(self).__name__
+            raise ValueError(f"env: {name}.learn needs an env (learn(env=...) or the constructor's env=)")
+        if reset_num_timesteps:
+            algo.num_timesteps = 0
+            algo._episode_num = 0
+            algo._last_obs = None
+            algo._pending_resume = None  # a fresh start: no env replay or RNG restore from a loaded checkpoint
+            algo._learn_logger = None
+        if log_every_n_steps is not None:
+            algo.log_interval = log_every_n_steps
+        name = tb_log_name or type(self).__name__
+        if default_root_dir is not None and algo._learn_logger is None:
+            algo._learn_logger = CSVLogger(save_dir=str(default_root_dir), name=name)
+        trainer = RLTrainer(
+            max_steps=algo.num_timesteps + total_timesteps,
+            rl_callback=callback,
+            run_name=name,
+            logger=algo._learn_logger if default_root_dir is not None else False,
+            default_root_dir=default_root_dir,
+            enable_progress_bar=progress_bar,
+            **_accelerator_for(algo.requested_device),
+        )
+        trainer.fit(algo, datamodule=RLEnvDataModule(train_env=algo._env))
+        return self
+
+
+def _accelerator_for(device: torch.device | str) -> dict[str, Any]:
+    """Trainer placement for an SB3 ``device`` argument ("auto" keeps the RL default, the CPU)."""
+    device = torch.device(device) if not isinstance(device, str) or device != "auto" else None
+    if device is None or device.type == "cpu":
+        return {"accelerator": "cpu"}
+    return {"accelerator": "gpu" if device.type == "cuda" else device.type, "devices": [device.index or 0]}

@@ -1,0 +1,138 @@
+"""Optimisation steps shared by every gradient-based algorithm: one optimizer step, one metric tracker, and the
+torch helpers of the actor-critics (Polyak averaging, frozen critics, the parameters an optimizer owns)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.trainer.states import TrainerStatus
+
+from lit_sb3.common import lightning_calls
+from lit_sb3.common.utils import clip_grad_norm
+
+
+def inside_fit(module: L.LightningModule) -> bool:
+    """True while a trainer's ``fit`` drives ``module`` (Lightning's backward, precision and optimizer wrappers
+    apply); False for SB3-style calls outside it (``train()``, per-update parity checks)."""
+    trainer = module._trainer
+    return trainer is not None and trainer.state.status == TrainerStatus.RUNNING
+
+
+def optimizer_step(
+    module: L.LightningModule,
+    optimizer: Any,
+    loss: torch.Tensor,
+    max_grad_norm: float | None = None,
+    drop_grads: Sequence[torch.Tensor] = (),
+    *,
+    plain: bool = False,
+) -> None:
+    """zero_grad, backward, optional gradient-norm clipping, step: through Lightning inside a running fit, plain
+    torch outside.
+
+    :param optimizer: a raw optimizer or the LightningOptimizer wrapping it
+    :param max_grad_norm: clip the norm of the optimizer's gradients to this (None: no clipping)
+    :param drop_grads: parameters this loss must not move (TRPO's critic step leaves the actor alone)
+    :param plain: plain torch even inside a fit: for a small fp32 parameter fed by detached inputs (the entropy
+        temperature), where no precision plugin or strategy is involved and Lightning's per-step hooks are pure cost
+    """
+    optimizer.zero_grad(set_to_none=True)
+    lightning = not plain and inside_fit(module)
+    if lightning:
+        lightning_calls.backward(module, loss)
+    else:
+        loss.backward()
+    for param in drop_grads:
+        param.grad = None
+    if max_grad_norm is not None:
+        if lightning:
+            clip_grad_norm(module, optimizer, max_grad_norm)
+        else:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    if lightning:
+        lightning_calls.step(module, optimizer)
+    else:
+        optimizer.step()
+
+
+class MetricTracker:
+    """Running sums of update statistics as tensors: no host sync per update; averaged (and reset) when logged."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, torch.Tensor] = {}
+        self.counts: dict[str, int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.sums)
+
+    def add(self, **values: torch.Tensor) -> None:
+        for key, value in values.items():
+            value = value.detach().float()  # bf16 running sums would lose the small terms
+            if key in self.sums:
+                self.sums[key] += value
+                self.counts[key] += 1
+            else:
+                self.sums[key] = value.clone()
+                self.counts[key] = 1
+
+    def means(self) -> dict[str, float]:
+        """The mean of each statistic since the last call, in one host transfer; then starts over."""
+        if not self.sums:
+            return {}
+        keys = list(self.sums)
+        means = (torch.stack([self.sums[k].reshape(()) for k in keys]).cpu()
+                 / torch.tensor([float(self.counts[k]) for k in keys])).tolist()
+        self.clear()
+        return dict(zip(keys, means))
+
+    def clear(self) -> None:
+        self.sums.clear()
+        self.counts.clear()
+
+    def state(self) -> dict[str, tuple[torch.Tensor, int]]:
+        return {k: (v, self.counts[k]) for k, v in self.sums.items()}
+
+    def load_state(self, state: dict[str, tuple[torch.Tensor, int]]) -> None:
+        self.sums = {k: v for k, (v, _) in state.items()}
+        self.counts = {k: n for k, (_, n) in state.items()}
+
+
+@torch.no_grad()
+def soft_update(params: Iterable[torch.Tensor], target_params: Iterable[torch.Tensor], tau: float) -> None:
+    """Polyak averaging ``target <- (1 - tau) * target + tau * param`` in two foreach calls (no per-tensor loop).
+
+    Scale then add, as SB3's ``polyak_update`` does: a lerp is the same average but rounds differently in the last
+    bit, and that alone makes a whole run drift away from SB3's.
+    """
+    targets, sources = list(target_params), list(params)
+    if len(targets) != len(sources):
+        raise ValueError(f"soft_update: {len(sources)} parameters for {len(targets)} target parameters")
+    if targets:
+        torch._foreach_mul_(targets, 1.0 - tau)
+        torch._foreach_add_(targets, sources, alpha=tau)
+
+
+@contextlib.contextmanager
+def frozen(params: list[torch.Tensor]) -> Iterator[None]:
+    """No weight gradients for ``params`` inside the block (gradients still flow *through* them to the inputs)."""
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+def optimized_params(module: torch.nn.Module) -> list[torch.Tensor]:
+    """The parameters of ``module`` its own ``optimizer`` updates (a features extractor shared with the actor is not).
+
+    An actor loss backpropagates through the critic; freezing exactly these keeps it from writing into their grads.
+    """
+    optimized = {id(p) for group in module.optimizer.param_groups for p in group["params"]}
+    return [p for p in module.parameters() if id(p) in optimized]
