@@ -7,6 +7,7 @@ Groups and options live in conf/ (see the README); each run writes its own direc
 import lit_bench.startup  # noqa: F401, I001  (first: a quiet Ctrl-C while the rest imports)
 
 import os
+import sys
 from pathlib import Path
 
 import hydra
@@ -15,6 +16,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from lit_bench import signals
+from lit_bench.ranks import rank_exit_code
 from lit_bench.sweep import job_result, record_job, report
 from lit_bench.train import INVOCATION_ENV, describe, run
 
@@ -25,6 +27,8 @@ def main(cfg: DictConfig) -> float | None:
         return None  # a joblib worker after the sweep was interrupted: start no new run
     signals.install()
     summary = run(cfg)
+    if "rank" in summary:  # a further process of a multi-process run: rank 0 reports the run
+        sys.exit(rank_exit_code(summary))
     print(describe(summary), flush=True)
     if signals.pending() is None:
         return job_result(cfg, summary)  # a failed run: exit 1 (single run) or a failed job/trial (multirun)

@@ -164,9 +164,14 @@ class LitStopOnSignal(L.Callback):
             self._stop(trainer, pl_module)
 
     def _stop(self, trainer: L.Trainer, pl_module: Any) -> None:
-        if _pending is not None:
+        signum = _pending
+        if trainer.world_size > 1:  # a signal to any rank stops all at this boundary (the checkpoint is collective)
+            import torch
+
+            signum = int(trainer.strategy.reduce(torch.tensor(signum or 0), reduce_op="max")) or None
+        if signum is not None:
             self.checkpoint.save(trainer, pl_module)
-            raise Interrupted(_pending)
+            raise Interrupted(signum)
 
 
 class SB3StopOnSignal(BaseCallback):
