@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -94,6 +95,7 @@ def run_rank(cfg: DictConfig) -> dict[str, Any]:
         summary.update(status="completed", timesteps=int(model.num_timesteps))
     except Interrupted as interrupt:
         summary.update(status="interrupted", signal=interrupt.signum)
+        _wait_for_rank0()
     except Exception as error:
         print(f"rank {rank}: {type(error).__name__}: {error}\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         summary.update(status="failed", error=f"{type(error).__name__}: {error}")
@@ -102,6 +104,15 @@ def run_rank(cfg: DictConfig) -> dict[str, Any]:
             if env is not None:
                 env.close()
     return summary
+
+
+def _wait_for_rank0(timeout_s: float = 30.0) -> None:
+    """After a signal every rank stops at the same checkpoint; exit after rank 0 (Lightning's launcher kills rank 0
+    when a further rank exits with a non-zero code first, which would cut its summary short)."""
+    rank0 = os.getppid()
+    deadline = time.monotonic() + timeout_s
+    while os.getppid() == rank0 and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def rank_exit_code(summary: dict[str, Any]) -> int:

@@ -22,7 +22,7 @@ def test_ranks_collect_their_own_data_and_stay_in_sync(algo: str, tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1)]
     assert [r["num_timesteps"] for r in ranks] == [512, 512]  # the budget counts the steps of both ranks
-    assert ranks[0]["updates"] == 2  # 512 / (2 ranks x 2 envs x 64 steps)
+    assert [r["rollouts"] for r in ranks] == [2, 2]  # 512 / (2 ranks x 2 envs x 64 steps)
     assert not torch.equal(ranks[0]["observations"], ranks[1]["observations"])  # each rank its own episodes
     assert not torch.equal(ranks[0]["params"], ranks[0]["initial"])  # trained ...
     assert torch.equal(ranks[0]["params"], ranks[1]["params"])  # ... to the same parameters on both ranks
