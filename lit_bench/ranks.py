@@ -18,6 +18,7 @@ import time
 import traceback
 from typing import Any
 
+import torch
 from omegaconf import DictConfig
 
 from lit_bench.checks import ConfigError
@@ -87,6 +88,7 @@ def run_rank(cfg: DictConfig) -> dict[str, Any]:
     try:
         plan = received_plan()
         algo_cls, budget = _prepare(cfg)
+        torch.set_num_threads(int(cfg.threads))  # as rank 0
         train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"))
         job = Job(cfg=cfg, algo_cls=algo_cls, run=RunDir(plan["run_dir"]), train_env=train_env, evaluator=None,
                   budget=budget, seed=int(cfg.seed), checkpoint_every=int(plan["checkpoint_every"]),
