@@ -98,7 +98,10 @@ def run_rank(cfg: DictConfig) -> dict[str, Any]:
     except Interrupted as interrupt:
         summary.update(status="interrupted", signal=interrupt.signum)
         _wait_for_rank0()
-    except Exception as error:
+    except ConfigError as error:
+        print(f"rank {rank}: {error}", file=sys.stderr, flush=True)
+        summary.update(status="failed", error=str(error))
+    except Exception as error:  # the traceback goes to the console; rank 0 records the failed run
         print(f"rank {rank}: {type(error).__name__}: {error}\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         summary.update(status="failed", error=f"{type(error).__name__}: {error}")
     finally:

@@ -87,3 +87,14 @@ def test_a_failing_rank_fails_the_run(crash_seed: int, tmp_path: Path) -> None:
     while _processes_of(tmp_path) and time.monotonic() < deadline:
         time.sleep(1)
     assert not _processes_of(tmp_path)
+
+
+def test_a_further_rank_without_rank0s_plan_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lit_bench.ranks import PLAN_ENV, rank_exit_code
+
+    monkeypatch.setenv("LOCAL_RANK", "1")  # as Lightning's launcher sets it for the processes it starts
+    monkeypatch.delenv(PLAN_ENV, raising=False)
+    summary = run(compose_run(*DDP, f"out_dir={tmp_path}"))
+    assert summary["rank"] == 1 and summary["status"] == "failed" and rank_exit_code(summary) == 1
+    assert summary["error"].startswith("trainer.devices: this process is rank > 0 of a multi-process")
+    assert not any(tmp_path.iterdir())  # a further rank never writes the run directory
