@@ -7,6 +7,7 @@ Groups and options live in conf/ (see the README); each run writes its own direc
 import lit_bench.startup  # noqa: F401, I001  (first: a quiet Ctrl-C while the rest imports)
 
 import os
+import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -28,6 +29,10 @@ def main(cfg: DictConfig) -> float | None:
     from lit_bench.train import describe, run
 
     summary = run(cfg)
+    if "rank" in summary:  # a further process of a multi-process run: rank 0 reports the run
+        from lit_bench.ranks import rank_exit_code
+
+        sys.exit(rank_exit_code(summary))
     print(describe(summary), flush=True)
     if signals.pending() is None:
         return job_result(cfg, summary)  # a failed run: exit 1 (single run) or a failed job/trial (multirun)

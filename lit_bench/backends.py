@@ -41,7 +41,7 @@ class Job:
     algo_cls: type
     run: RunDir
     train_env: VecEnv
-    evaluator: PeriodicEval
+    evaluator: PeriodicEval | None  # None: a further rank of a multi-process run (rank 0 evaluates)
     budget: int
     seed: int
     checkpoint_every: int
@@ -91,7 +91,7 @@ def train_lit(job: Job) -> Any:
     loggers = lightning_loggers(job.cfg, job.run)
     trainer_kwargs = OmegaConf.to_container(job.cfg.trainer, resolve=True)
     assert isinstance(trainer_kwargs, dict)
-    checkpoint = LitCheckpoint(job.run, job.checkpoint_every, job.evaluator.wall_time)
+    checkpoint = LitCheckpoint(job.run, job.checkpoint_every, job.evaluator.wall_time if job.evaluator else float)
     trainer = RLTrainer(
         max_steps=job.budget,
         rl_callback=job.evaluator,

@@ -72,7 +72,10 @@ class BestCheckpoint:
         if keep_buffer:
             model.checkpoint_replay_buffer = False  # a model to watch, not to resume from: no replay buffer
         try:
-            model.trainer.save_checkpoint(str(path), weights_only=True)
+            # trainer.save_checkpoint without its barrier: only rank 0 evaluates in a multi-process run
+            trainer = model.trainer
+            trainer.strategy.checkpoint_io.save_checkpoint(
+                trainer._checkpoint_connector.dump_checkpoint(weights_only=True), str(path))
         finally:
             if keep_buffer:
                 model.checkpoint_replay_buffer = True

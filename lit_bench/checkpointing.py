@@ -83,6 +83,9 @@ def install_checkpoint(run: RunDir, name: str, write: Callable[[Path], None], ti
 
 def save_lit_checkpoint(trainer: L.Trainer, module: Any, run: RunDir, wall_time_s: float) -> None:
     """The lit backend's checkpoint of ``module`` at its current env step (also what a signal handler calls)."""
+    if not trainer.is_global_zero:  # a further rank of a multi-process run: joins the collective save, writes nothing
+        trainer.save_checkpoint(os.devnull, weights_only=False)
+        return
     # weights_only=False saves the full training state (optimizers, loops), not "load with weights_only"
     install_checkpoint(run, LIT_CHECKPOINT, lambda tmp: trainer.save_checkpoint(str(tmp), weights_only=False),
                        module.num_timesteps, wall_time_s)

@@ -175,3 +175,17 @@ def check_hyperparameter_values(cls: type, algo_cfg: DictConfig) -> None:
             raise ConfigError(
                 f"algo.policy_kwargs.{key}={value}: a class is a config node, not a string: {_CLASS_NODE % value}"
             )
+
+
+_PRECISION_ALIASES = {"32": "32-true", "bf16": "bf16-mixed", "16": "16-mixed"}  # Lightning's short names
+
+
+def check_precision(cfg: DictConfig) -> None:
+    """``trainer.precision`` (lit backend) is one that RLTrainer trains with; checked before any env is built."""
+    from lit_sb3.trainer import SUPPORTED_PRECISIONS
+
+    precision = str(cfg.trainer.get("precision", "32-true"))
+    if str(cfg.backend) == "lit" and _PRECISION_ALIASES.get(precision, precision) not in SUPPORTED_PRECISIONS:
+        raise ConfigError(f"trainer.precision: one of {', '.join(SUPPORTED_PRECISIONS)} (16-mixed runs as bf16-mixed "
+                          f"on CPU; the policies compute in float32, so 64-true and *-true halves do not apply), "
+                          f"got {precision!r}")

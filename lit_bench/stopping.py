@@ -36,6 +36,10 @@ class LitStopOnSignal(L.Callback):
 
     def _stop(self, trainer: L.Trainer, pl_module: Any) -> None:
         signum = signals.pending()
+        if trainer.world_size > 1:  # a signal to any rank stops all at this boundary (the checkpoint is collective)
+            import torch
+
+            signum = int(trainer.strategy.reduce(torch.tensor(signum or 0), reduce_op="max")) or None
         if signum is not None:
             self.checkpoint.save(trainer, pl_module)
             raise Interrupted(signum)

@@ -32,6 +32,7 @@ from lit_bench.checks import (
     check_declared_action_space,
     check_hyperparameter_values,
     check_hyperparameters,
+    check_precision,
     check_run_options,
     check_spaces,
 )
@@ -41,6 +42,7 @@ from lit_bench.identity import RunIdentity, config_hash, config_id, identify, re
 from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
 from lit_bench.provenance import hydra_output_dir, provenance, task_overrides
+from lit_bench.ranks import check_processes, hand_plan, process_rank, requested_devices, run_rank
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.signals import Interrupted
 from lit_bench.sweep import INVOCATION_ENV
@@ -88,12 +90,8 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
     check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
     check_objective(cfg.objective)
-    if cfg.backend == "lit" and cfg.trainer.get("devices", 1) not in (1, "1", "auto"):
-        # the run directory, its evaluations and checkpoints have one writer; ranks would each write them
-        raise ConfigError(
-            f"trainer.devices={cfg.trainer.devices}: the harness trains each run in one process (sweeps run runs in "
-            f"parallel); for several processes per run use lit_sb3.RLTrainer(devices=N, strategy='ddp') directly"
-        )
+    check_processes(cfg, algo_cls)
+    check_precision(cfg)
     return algo_cls, budget
 
 
@@ -113,6 +111,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     ``objective`` (the score a sweeper gets, see ``lit_bench.objective``) is set for completed and skipped runs.
     """
+    if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
+        return run_rank(cfg)
     try:
         check_run_options(cfg)  # seed, threads, ... shape the run directory: checked before it is named
     except ConfigError as error:
@@ -196,6 +196,8 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
                                  on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)])
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
+        if requested_devices(cfg) > 1:  # ranks 1.. inherit this process's environment when fit starts them
+            hand_plan({"run_dir": str(run_dir.root), "resume": resume, "checkpoint_every": job.checkpoint_every})
         model = BACKENDS[str(cfg.backend)](job)
         run_dir.merge_metrics()
         last = evaluator.last_row

@@ -139,8 +139,8 @@ class RLTrainer(L.Trainer):
             super().__init__(max_epochs=-1, max_steps=-1, callbacks=callbacks, **kwargs)
         if self.precision not in SUPPORTED_PRECISIONS:
             raise ValueError(
-                f"precision: RLTrainer supports {', '.join(SUPPORTED_PRECISIONS)} (env data stays float32), "
-                f"got {self.precision!r}"
+                f"precision: RLTrainer supports {', '.join(SUPPORTED_PRECISIONS)} (env data stays float32; SB3's "
+                f"policies compute in float32, so 64-true and the *-true halves do not apply), got {self.precision!r}"
             )
         # env steps, not optimizer steps, are the step of checkpoints and of every logger (see lit_sb3.env_steps)
         self.fit_loop.epoch_loop = EnvStepEpochLoop(self, min_steps=None, max_steps=-1)
@@ -237,7 +237,7 @@ class RLTrainer(L.Trainer):
             return
         if not model.multi_process_update:
             raise ValueError(
-                f"devices: multi-process training supports PPO, A2C, MaskablePPO and RecurrentPPO, not "
+                f"devices: multi-process training supports PPO, A2C, TRPO, MaskablePPO and RecurrentPPO, not "
                 f"{type(model).__name__}; run one process per seed instead (e.g. the harness's launcher)"
             )
         if not isinstance(self.strategy, DDPStrategy) or isinstance(self.strategy.launcher, _MultiProcessingLauncher):

@@ -250,6 +250,9 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         self.n_envs = env.num_envs
         self._setup_buffers(env)
         pending, self._pending_resume = self._pending_resume, None
+        if pending is not None and self.global_rank:  # the checkpoint holds rank 0's envs: other ranks start afresh
+            resume.set_vecnormalize_state(env, pending.get("env", {}).get("vecnormalize"))  # rank 0's statistics
+            pending = None
         if pending is not None and "env" in pending:
             self._resume_training_state(env, pending)
         elif self._last_obs is None or self._seeded_env is not env:

@@ -8,8 +8,9 @@ function.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from functools import partial
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -63,8 +64,6 @@ class TRPO(OnPolicyAlgorithm):
     :param _init_setup_model: build the networks at once when ``env`` is given
     :param env: SB3-style: train on this env in ``learn``
     """
-
-    multi_process_update = False  # the actor's step uses autograd.grad, which DDP does not average
 
     policy_aliases: ClassVar[dict[str, type[ActorCriticPolicy]]] = POLICY_ALIASES
 
@@ -180,22 +179,29 @@ class TRPO(OnPolicyAlgorithm):
             objective = losses.surrogate_objective(advantages, distribution.log_prob(actions), old_log_prob)
             return objective, kl_divergence(distribution, old_distribution).mean()
 
+        # In a multi-process run every rank's step sees the same averaged gradient, Fisher-vector products, objective
+        # and KL (each rank's rollout is its share of the data), so all ranks take the same step and stay in sync.
         objective, kl = objective_and_kl()
         actor_params, grad_kl = self._actor_params_and_kl_grad(kl)
-        grad_objective = flat_grad(objective, actor_params, retain_graph=True)
-        fisher_product = partial(self.hessian_vector_product, actor_params, grad_kl)
+        grad_objective = self._mean_over_ranks(flat_grad(objective, actor_params, retain_graph=True))
+
+        def fisher_product(vector: torch.Tensor, retain_graph: bool = True) -> torch.Tensor:
+            return self._mean_over_ranks(self.hessian_vector_product(actor_params, grad_kl, vector, retain_graph))
+
         # sb3-contrib's solver: it starts from 1e-4 Gaussian noise (a torch draw, as in sb3-contrib), not from zero
-        direction = conjugate_gradient_solver(fisher_product, grad_objective, max_iter=self.cg_max_steps)
+        with self._same_draws_on_all_ranks():
+            direction = conjugate_gradient_solver(fisher_product, grad_objective, max_iter=self.cg_max_steps)
         step = max_step_size(direction, fisher_product(direction, retain_graph=False), self.target_kl)
 
         def evaluate(flat_params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             vector_to_parameters(flat_params, actor_params)
-            return objective_and_kl()
+            new_objective, new_kl = self._mean_over_ranks(torch.stack(objective_and_kl()))
+            return new_objective, new_kl
 
         with torch.no_grad():
             start = parameters_to_vector(actor_params)
             accepted, success, new_objective, new_kl = backtracking_line_search(
-                evaluate, start, direction, objective.detach(), self.target_kl,
+                evaluate, start, direction, self._mean_over_ranks(objective.detach()), self.target_kl,
                 self.line_search_shrinking_factor, self.line_search_max_iter, step_size=step,
             )
             vector_to_parameters(accepted, actor_params)
@@ -205,6 +211,31 @@ class TRPO(OnPolicyAlgorithm):
             is_line_search_success=torch.tensor(float(success)),
         )
         return actor_params
+
+    @contextlib.contextmanager
+    def _same_draws_on_all_ranks(self) -> Iterator[None]:
+        """In a multi-process run: torch draws inside come from one generator state shared by all ranks (rank 0's
+        seed), and each rank's own generator is left as it was; in one process, nothing changes."""
+        if self._n_ranks == 1:
+            yield
+            return
+        seed = self.trainer.strategy.broadcast(int(torch.randint(2**31 - 1, ())), src=0)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            yield
+
+    def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """In a multi-process run: the critic's gradients averaged over ranks here, not by DDP's reducer (which expects
+        a gradient for every parameter in each backward; the critic's loss leaves the actor out)."""
+        if self._n_ranks == 1:
+            return super().manual_backward(loss, *args, **kwargs)
+        with self.trainer.strategy.model.no_sync():
+            super().manual_backward(loss, *args, **kwargs)
+        grads = [p.grad for p in self.parameters() if p.grad is not None]
+        for grad, mean in zip(grads, torch.split(self._mean_over_ranks(torch.cat([g.reshape(-1) for g in grads])),
+                                                 [g.numel() for g in grads])):
+            grad.copy_(mean.view_as(grad))
+        return None
 
     def _actor_params_and_kl_grad(self, kl: torch.Tensor) -> tuple[list[nn.Parameter], torch.Tensor]:
         """The parameters the policy's distribution depends on (not the value head's), and d KL / d them.

@@ -1,0 +1,129 @@
+"""Multi-process runs (``trainer.devices=N trainer.strategy=ddp``): one run directory, one writer.
+
+Lightning starts ranks 1..N-1 by re-running the command line (``run.py ...``) when rank 0 calls ``fit``. Rank 0 is
+the run: it names and locks the run directory, evaluates, and writes ``eval.csv``, checkpoints, metrics and the
+summary. The other ranks only train: they read the plan rank 0 handed them (through the environment Lightning
+copies to them: run directory, resume or not, checkpoint interval), join every collective step (updates, the
+checkpoint barrier, the stop decision after a signal) and exit with an honest code (0, 1 on a failure, 128 + the
+signal). A rank that fails takes the run down: the others' collective steps fail (or Lightning stops rank 0 when
+a rank exits early), never a hang or an exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from lit_bench.checks import ConfigError
+
+PLAN_ENV = "LIT_BENCH_RANK_PLAN"  # set by rank 0 before fit; Lightning's launcher copies it to the other ranks
+
+
+def process_rank() -> int:
+    """This process's rank in a multi-process run started by Lightning's launcher (0 in a single-process run)."""
+    return int(os.environ.get("LOCAL_RANK") or 0)  # one machine: the launcher numbers the processes it starts
+
+
+def requested_devices(cfg: DictConfig) -> int:
+    devices = cfg.trainer.get("devices", 1)
+    return int(devices) if str(devices).isdigit() else 1
+
+
+def check_processes(cfg: DictConfig, algo_cls: type) -> None:
+    """``trainer.devices > 1`` needs the lit backend, strategy ddp, one run (not a sweep) and an algorithm that
+    trains in several processes (``multi_process_update``: the on-policy ones); checked before any training."""
+    devices = requested_devices(cfg)
+    if str(cfg.trainer.get("devices", 1)) not in [str(devices), "auto"] or devices < 1:
+        raise ConfigError(f"trainer.devices: a number of processes (1, 2, ...), got {cfg.trainer.get('devices')!r}")
+    if devices == 1:
+        return
+    if str(cfg.backend) != "lit":
+        raise ConfigError(f"trainer.devices={devices}: backend=sb3 trains in one process; use backend=lit")
+    if str(cfg.trainer.get("strategy", "auto")) != "ddp":
+        raise ConfigError(f"trainer.strategy: multi-process runs (trainer.devices={devices}) need trainer.strategy=ddp "
+                          f"(each process builds its own envs), got {cfg.trainer.get('strategy')!r}")
+    if not getattr(algo_cls, "multi_process_update", False):
+        raise ConfigError(f"trainer.devices={devices}: {algo_cls.__name__} trains in one process (multi-process "
+                          f"training: PPO, A2C, TRPO, MaskablePPO, RecurrentPPO); run seeds in parallel with -m")
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        raise ConfigError(f"trainer.devices={devices}: multi-process training runs one run per command (Lightning "
+                          f"starts the other processes by re-running it); drop -m, or use trainer.devices=1 in sweeps")
+
+
+def hand_plan(plan: dict[str, Any]) -> None:
+    """Rank 0, before fit: what the other ranks need to follow it (they inherit this process's environment)."""
+    os.environ[PLAN_ENV] = json.dumps(plan)
+
+
+def received_plan() -> dict[str, Any]:
+    text = os.environ.get(PLAN_ENV)
+    if text is None:
+        raise ConfigError("trainer.devices: this process is rank > 0 of a multi-process run but rank 0 handed it no "
+                          "plan; start the run with python run.py ... trainer.devices=N (Lightning starts the ranks)")
+    return json.loads(text)
+
+
+def run_rank(cfg: DictConfig) -> dict[str, Any]:
+    """A further rank: train along with rank 0 and write nothing; the summary says how it ended (``rank`` set)."""
+    from lit_bench.backends import Job, train_lit
+    from lit_bench.envs import make_envs
+    from lit_bench.rundir import RunDir
+    from lit_bench.signals import Interrupted
+    from lit_bench.train import _prepare
+
+    rank = process_rank()
+    summary: dict[str, Any] = {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed,
+                               "backend": str(cfg.backend), "rank": rank, "status": "running"}
+    train_env = eval_env = None
+    try:
+        plan = received_plan()
+        algo_cls, budget = _prepare(cfg)
+        torch.set_num_threads(int(cfg.threads))  # as rank 0
+        train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"))
+        job = Job(cfg=cfg, algo_cls=algo_cls, run=RunDir(plan["run_dir"]), train_env=train_env, evaluator=None,
+                  budget=budget, seed=int(cfg.seed), checkpoint_every=int(plan["checkpoint_every"]),
+                  resume=bool(plan["resume"]))
+        model = train_lit(job)
+        summary.update(status="completed", timesteps=int(model.num_timesteps))
+    except Interrupted as interrupt:
+        summary.update(status="interrupted", signal=interrupt.signum)
+        _wait_for_rank0()
+    except ConfigError as error:
+        print(f"rank {rank}: {error}", file=sys.stderr, flush=True)
+        summary.update(status="failed", error=str(error))
+    except Exception as error:  # the traceback goes to the console; rank 0 records the failed run
+        print(f"rank {rank}: {type(error).__name__}: {error}\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        summary.update(status="failed", error=f"{type(error).__name__}: {error}")
+    finally:
+        for env in (train_env, eval_env):
+            if env is not None:
+                env.close()
+    return summary
+
+
+def _wait_for_rank0(timeout_s: float = 30.0) -> None:
+    """After a signal every rank stops at the same checkpoint; exit after rank 0 (Lightning's launcher kills rank 0
+    when a further rank exits with a non-zero code first, which would cut its summary short)."""
+    rank0 = os.getppid()
+    deadline = time.monotonic() + timeout_s
+    while os.getppid() == rank0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def rank_exit_code(summary: dict[str, Any]) -> int:
+    """0 for a completed rank, 128 + the signal for an interrupted one, 1 for a failed one."""
+    if summary["status"] == "completed":
+        return 0
+    if summary["status"] == "interrupted":
+        return 128 + int(summary["signal"])
+    return 1
