@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_runs import generate
 
 ROOT = Path(__file__).resolve().parents[1]
-CACHE_NAME = ".lit_bench_cache"  # lit_bench.analysis.cache keeps its files in this folder of each sweep
+sys.path.insert(0, str(ROOT))
+from lit_bench.analysis.cache import CACHE_FILE  # noqa: E402
 
 
 def timed(command: list[str]) -> tuple[float, float, float]:
@@ -40,10 +41,8 @@ def timed(command: list[str]) -> tuple[float, float, float]:
 
 
 def drop_caches(root: Path) -> None:
-    for cache in root.rglob(CACHE_NAME):
-        for file in cache.iterdir():
-            file.unlink()
-        cache.rmdir()
+    for cache in root.rglob(CACHE_FILE):
+        cache.unlink()
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
-from lit_bench.analysis.load import load_evaluations, load_runs
+from lit_bench.analysis.load import load_tables
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 from lit_bench.rundir import atomic_write, atomic_write_text
 from lit_bench.video import video_links
@@ -39,9 +39,10 @@ def run_table(runs: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
     Only completed runs have a final score; interrupted and incomplete ones still count for steps to threshold.
     """
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
+    first = runs.drop_duplicates("run_dir").set_index("run_dir", drop=False)  # a lookup per run, not a scan
     rows = []
     for run_dir, curve in returns.groupby("run_dir", sort=False):
-        run = runs[runs.run_dir == run_dir].iloc[0]
+        run = first.loc[run_dir]
         threshold = _number(run.get("threshold"))
         rows.append({
             **{k: run[k] for k in [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]},
@@ -265,6 +266,7 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison
     """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences."""
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
     returns = returns[returns.status != "damaged"]
+    by_group = {_key(key): curves for key, curves in returns.groupby(GROUP, sort=False, dropna=False)}
     several = summary.sweep.nunique() > 1
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour_of: dict[tuple, str] = {}
@@ -274,8 +276,8 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison
     for env, env_summary in summary.groupby("env", sort=True):
         bands, styles, references = {}, {}, {}
         for r in env_summary.itertuples():
-            curves = returns.merge(pd.DataFrame([{k: getattr(r, k) for k in GROUP}]), on=GROUP)
-            if curves.empty:
+            curves = by_group.get(_key(tuple(getattr(r, k) for k in GROUP)))
+            if curves is None:
                 continue
             grid = agg.common_grid(curves.groupby("run_dir").timesteps.max(), n_points=50)
             name = label(r, several)
@@ -325,6 +327,11 @@ def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison
     return written
 
 
+def _key(values: tuple) -> tuple:
+    """A group key to look up (NaN, which equals nothing, as None)."""
+    return tuple(None if pd.isna(v) else v for v in values)
+
+
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
     """On a lit bar: its env-steps/s ratio to SB3's on the same seeds (median, min-max)."""
     if comparison is None or comparison.empty or row.backend == "sb3":
@@ -355,7 +362,7 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame,
     """
     where = ", ".join(map(str, paths))
     try:
-        runs = load_runs(paths)
+        runs, evals = load_tables(paths, metrics=["mean_return"])  # one pass; the report uses the returns only
     except FileNotFoundError as error:
         raise SystemExit(f"report: {error}") from None
     if runs.empty:
@@ -364,7 +371,6 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame,
     if not (runs.status == "completed").any():
         counts = ", ".join(f"{n} {status}" for status, n in runs.status.value_counts().sort_index().items())
         raise SystemExit(f"report: none of the {len(runs)} runs under {where} completed ({counts}); nothing to report")
-    evals = load_evaluations(paths)
     return evals, summary_table(runs, evals, seed=seed), comparison_table(runs, evals, seed=seed)
 
 
