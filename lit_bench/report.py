@@ -39,20 +39,24 @@ def run_table(runs: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
     Only completed runs have a final score; interrupted and incomplete ones still count for steps to threshold.
     """
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
-    first = runs.drop_duplicates("run_dir").set_index("run_dir", drop=False)  # a lookup per run, not a scan
-    rows = []
-    for run_dir, curve in returns.groupby("run_dir", sort=False):
-        run = first.loc[run_dir]
-        threshold = _number(run.get("threshold"))
-        rows.append({
-            **{k: run[k] for k in [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]},
-            "final": agg.final_score(curve.timesteps, curve.value) if run.status == "completed" else np.nan,
-            "steps_to_threshold": agg.steps_to_threshold(curve.timesteps, curve.value, threshold)
-            if np.isfinite(threshold) else np.nan,
-            "fps": _number(run.get("fps")) if run.status == "completed" else np.nan,
-        })
-    return pd.DataFrame(rows, columns=[*GROUP, "variant", "seed", "env_id", "status", "run_dir", "final",
-                                       "steps_to_threshold", "fps"])
+    keys = [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]
+    codes, run_dirs = pd.factorize(returns.run_dir)  # runs in the order they first appear, as groupby(sort=False)
+    info = runs.drop_duplicates("run_dir").set_index("run_dir", drop=False).loc[run_dirs]  # one lookup, not a scan
+    table = info[keys].reset_index(drop=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(run_dirs) + 1))
+    steps, values = returns.timesteps.to_numpy(float), returns.value.to_numpy(float)
+    completed = (table.status == "completed").to_numpy()
+    thresholds, fps = (pd.to_numeric(info[c], errors="coerce").to_numpy(float) if c in info else
+                       np.full(len(info), np.nan) for c in ("threshold", "fps"))
+    final, to_threshold = np.full(len(table), np.nan), np.full(len(table), np.nan)
+    for k in range(len(table)):
+        rows = order[bounds[k]:bounds[k + 1]]
+        if completed[k]:
+            final[k] = agg.final_score(steps[rows], values[rows])
+        if np.isfinite(thresholds[k]):
+            to_threshold[k] = agg.steps_to_threshold(steps[rows], values[rows], thresholds[k])
+    return table.assign(final=final, steps_to_threshold=to_threshold, fps=np.where(completed, fps, np.nan))
 
 
 def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
