@@ -26,7 +26,6 @@ from lit_bench.analysis import plot
 from lit_bench.analysis.load import load_tables
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 from lit_bench.rundir import atomic_write, atomic_write_text
-from lit_bench.video import video_links
 
 GROUP = ["sweep", "algo", "backend", "env", "config_id"]  # one row per config: all its seeds, nothing else
 PAIR = ["sweep", "algo", "env", "variant"]  # lit and SB3 runs of the same config (the backend is not a variant)
@@ -189,7 +188,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         lines.append(
             f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
             f"{_fmt(r.ratio_to_reference, '.2f')} | {bench} | {to_threshold} | {_fps(r)} |"
-            + f" {video_links(videos[r.Index], links_from)} |" * video_column
+            + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
     lines.append("")
     lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
@@ -201,6 +200,12 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     if comparison is not None and not comparison.empty:
         lines += ["", comparison_markdown(comparison, several)]
     return "\n".join(lines) + "\n"
+
+
+def _video_links(paths: str, links_from: Path | None) -> str:
+    from lit_bench.video import video_links  # (lit_bench.video imports SB3 and torch: 0.4 GB and 3 s, only for videos)
+
+    return video_links(paths, links_from)
 
 
 def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) -> str:

@@ -166,13 +166,13 @@ def _read_one(path: Path, position: int, evals: _Evals) -> None:
 
 
 def _read_plain(files: list[tuple[int, Path, bytes]], evals: _Evals) -> bool:
-    """Parse the rows of all ``files`` in one ``read_csv``; False when that fails (then each is read on its own)."""
-    counts = np.array([data.count(b"\n") - 1 for _, _, data in files], dtype=np.int64)
+    """Parse the rows of all ``files`` (their bytes without the header) in one ``read_csv``; False when that fails
+    (then each is read on its own)."""
+    counts = np.array([data.count(b"\n") for _, _, data in files], dtype=np.int64)
     if counts.sum() == 0:
         return True
     try:
-        table = pd.read_csv(io.BytesIO(b"".join(data[len(_HEADER):] for _, _, data in files)), header=None,
-                            names=list(EVAL_FIELDS))
+        table = pd.read_csv(io.BytesIO(b"".join(data for _, _, data in files)), header=None, names=list(EVAL_FIELDS))
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False
     if not isinstance(table.index, pd.RangeIndex) or len(table) != counts.sum():
@@ -196,8 +196,15 @@ def _read_plain(files: list[tuple[int, Path, bytes]], evals: _Evals) -> bool:
     return True
 
 
-def read_eval_csvs(paths: list[Path]) -> _Evals:
-    """The evaluations of many eval.csv files: plain ones parsed together, others one by one."""
+def _read_chunk(files: list[tuple[int, Path, bytes]], evals: _Evals) -> None:
+    if not _read_plain(files, evals):
+        for position, path, _ in files:
+            _read_one(path, position, evals)
+
+
+def read_eval_csvs(paths: list[Path], chunk: int = 2000) -> _Evals:
+    """The evaluations of many eval.csv files: plain ones parsed together, ``chunk`` files at a time (which bounds the
+    memory of the text held at once), others one by one."""
     evals, plain = _Evals(), []
     for position, path in enumerate(paths):
         try:
@@ -210,12 +217,13 @@ def read_eval_csvs(paths: list[Path]) -> _Evals:
         if not data:
             continue
         if _plain(data):
-            plain.append((position, path, data))
+            plain.append((position, path, data[len(_HEADER):]))
         else:
             _read_one(path, position, evals)
-    if not _read_plain(plain, evals):
-        for position, path, _ in plain:
-            _read_one(path, position, evals)
+        if len(plain) == chunk:
+            _read_chunk(plain, evals)
+            plain = []
+    _read_chunk(plain, evals)
     return evals
 
 
@@ -240,10 +248,11 @@ def parse_runs(run_dirs: list[Path]) -> cache.Parsed:
     summaries = [_read_summary(d / "summary.json") for d in run_dirs]
     evals = read_eval_csvs([d / "eval.csv" for d in run_dirs])
     run = np.concatenate(evals.run) if evals.run else np.zeros(0, dtype=np.int64)
-    order = np.argsort(run, kind="stable")
-    run = run[order]
-    timesteps = np.concatenate(evals.timesteps)[order] if evals.run else np.zeros(0)
-    values = np.concatenate(evals.values)[order] if evals.run else np.zeros((0, len(METRICS)))
+    timesteps = np.concatenate(evals.timesteps) if evals.run else np.zeros(0)
+    values = np.concatenate(evals.values) if evals.run else np.zeros((0, len(METRICS)))
+    if np.any(np.diff(run) < 0):  # files read one by one came in between
+        order = np.argsort(run, kind="stable")
+        run, timesteps, values = run[order], timesteps[order], values[order]
     bounds = np.searchsorted(run, np.arange(len(run_dirs) + 1))
     rows, damaged = [], np.zeros(len(run_dirs), dtype=bool)
     for i, (run_dir, (summary, problem)) in enumerate(zip(run_dirs, summaries)):
@@ -258,12 +267,14 @@ def parse_runs(run_dirs: list[Path]) -> cache.Parsed:
         row.update(status="damaged" if problem else status, problem=problem)
         damaged[i] = bool(problem)
         rows.append(row)
-    keep = ~damaged[run]  # a damaged run's evaluations are never used
     present = np.zeros((len(run_dirs), len(METRICS)), dtype=bool)
     for i, mask in evals.present.items():
         present[i] = mask
-    return cache.Parsed([str(d) for d in run_dirs], signatures.reshape(len(run_dirs), cache.SIGNATURE), rows, run[keep],
-                        timesteps[keep], values[keep], present)
+    keep = ~damaged[run]  # a damaged run's evaluations are never used
+    if not keep.all():
+        run, timesteps, values = run[keep], timesteps[keep], values[keep]
+    return cache.Parsed([str(d) for d in run_dirs], signatures.reshape(len(run_dirs), cache.SIGNATURE), rows, run,
+                        timesteps, values, present)
 
 
 def sweep_dir(run_dir: Path) -> Path | None:
