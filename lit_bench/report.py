@@ -24,11 +24,10 @@ import pandas as pd
 
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
-from lit_bench.analysis.load import load_evaluations, load_runs
+from lit_bench.analysis.load import load_tables
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import GROUP, comparison_table, curve_bands, summary_table
 from lit_bench.rundir import RunDir, atomic_write, atomic_write_text
-from lit_bench.video import video_links
 
 FLAG = "‡"
 
@@ -74,7 +73,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         lines.append(
             f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
             f"{_fmt(r.ratio_to_reference, '.2f')} | {bench} | {to_threshold} | {_fps(r)} |"
-            + f" {video_links(videos[r.Index], links_from)} |" * video_column
+            + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
     lines.append("")
     lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
@@ -86,6 +85,12 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     if comparison is not None and not comparison.empty:
         lines += ["", comparison_markdown(comparison, several)]
     return "\n".join(lines) + "\n"
+
+
+def _video_links(paths: str, links_from: Path | None) -> str:
+    from lit_bench.video import video_links  # (lit_bench.video imports SB3 and torch: 0.4 GB and 3 s, only for videos)
+
+    return video_links(paths, links_from)
 
 
 def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) -> str:
@@ -235,6 +240,11 @@ def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axe
     return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
 
 
+def _key(values: tuple) -> tuple:
+    """A group key to look up (NaN, which equals nothing, as None)."""
+    return tuple(None if pd.isna(v) else v for v in values)
+
+
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
     """On a lit bar: its env-steps/s ratio to SB3's on the same seeds (median, min-max)."""
     if comparison is None or comparison.empty or row.backend == "sb3":
@@ -265,7 +275,7 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame,
     """
     where = ", ".join(map(str, paths))
     try:
-        runs = load_runs(paths)
+        runs, evals = load_tables(paths, metrics=["mean_return"])  # one pass; the report uses the returns only
     except FileNotFoundError as error:
         raise SystemExit(f"report: {error}") from None
     if runs.empty:
@@ -274,7 +284,6 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame,
     if not (runs.status == "completed").any():
         counts = ", ".join(f"{n} {status}" for status, n in runs.status.value_counts().sort_index().items())
         raise SystemExit(f"report: none of the {len(runs)} runs under {where} completed ({counts}); nothing to report")
-    evals = load_evaluations(paths)
     return evals, with_videos(summary_table(runs, evals, seed=seed), runs), comparison_table(runs, evals, seed=seed)
 
 

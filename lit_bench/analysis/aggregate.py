@@ -7,6 +7,7 @@ randomness comes from an explicit ``seed``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -141,12 +142,15 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
 def curves_on_grid(
     curves: pd.DataFrame, grid: np.ndarray, *, run: str = "seed", x: str = "timesteps", y: str = "value"
 ) -> pd.DataFrame:
-    """One row per grid point and run: every run's curve interpolated onto ``grid``."""
-    frames = [
-        pd.DataFrame({x: grid, y: interpolate_to_grid(group[x], group[y], grid), run: key})
-        for key, group in curves.groupby(run, sort=True)
-    ]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[x, y, run])
+    """One row per grid point and run: every run's curve interpolated onto ``grid`` (runs in sorted order)."""
+    codes, keys = pd.factorize(curves[run], sort=True)  # one pass over arrays, not a frame per run
+    if not len(keys):
+        return pd.DataFrame(columns=[x, y, run])
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))  # (code -1, a missing run key, comes first)
+    xs, ys = curves[x].to_numpy(float), curves[y].to_numpy(float)
+    values = [interpolate_to_grid(xs[order[a:b]], ys[order[a:b]], grid) for a, b in itertools.pairwise(bounds)]
+    return pd.DataFrame({x: np.tile(grid, len(keys)), y: np.concatenate(values), run: np.repeat(keys, len(grid))})
 
 
 def curve_band(

@@ -12,15 +12,18 @@ trusted is ``damaged`` (``problem`` names the file and the fault).
 from __future__ import annotations
 
 import glob
+import io
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from lit_bench.identity import config_id, parse_run_path
+from lit_bench.analysis import cache
+from lit_bench.identity import _VARIANT_DIR, config_id, parse_run_path
 from lit_bench.rundir import EVAL_FIELDS, RunDir
 
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]
@@ -92,74 +95,305 @@ def read_eval_csv(path: Path) -> tuple[pd.DataFrame, str | None]:
     return evals, None
 
 
-def _completed_run_problem(run_dir: Path, summary: dict[str, Any]) -> str | None:
-    """A completed run's final evaluation is at the end of its budget: an eval.csv that stops earlier was cut."""
-    evals, problem = read_eval_csv(run_dir / "eval.csv")
-    if problem:
-        return problem
-    if evals.empty:
+def _number(value: Any) -> float:
+    """A summary value as a number, NaN when it is none (``pd.to_numeric(..., errors="coerce")`` of one scalar)."""
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return float("nan")
+    return float("nan")
+
+
+def _completed_run_problem(run_dir: Path, summary: dict[str, Any], timesteps: np.ndarray,
+                           returns: np.ndarray) -> str | None:
+    """A completed run's final evaluation is at the end of its budget: an eval.csv that stops earlier was cut.
+
+    ``timesteps`` and ``returns`` are its evaluations in file order; the last one is the last of the latest step.
+    """
+    if timesteps.size == 0:
         return f"{run_dir / 'eval.csv'}: missing or empty although the run completed"
-    last = evals.sort_values("timesteps").iloc[-1]
-    steps = pd.to_numeric(pd.Series([summary.get("timesteps")]), errors="coerce").iloc[0]
-    if pd.notna(steps) and float(last.timesteps) < float(steps):
-        return (f"{run_dir / 'eval.csv'}: ends at {int(last.timesteps)} env steps but the run completed "
+    last = timesteps.size - 1 - int(np.argmax(timesteps[::-1]))
+    last_step, last_return = float(timesteps[last]), float(returns[last])
+    steps = _number(summary.get("timesteps"))
+    if np.isfinite(steps) and last_step < steps:
+        return (f"{run_dir / 'eval.csv'}: ends at {int(last_step)} env steps but the run completed "
                 f"{int(steps)} (truncated)")
-    final = pd.to_numeric(pd.Series([summary.get("final_mean_return")]), errors="coerce").iloc[0]
-    if pd.notna(final) and abs(float(last.mean_return) - float(final)) > 1e-6 * max(1.0, abs(float(final))):
-        return f"{run_dir / 'eval.csv'}: last return {last.mean_return:g} is not summary.json's final {final:g}"
+    final = _number(summary.get("final_mean_return"))
+    if not np.isnan(final) and abs(last_return - final) > 1e-6 * max(1.0, abs(final)):
+        return f"{run_dir / 'eval.csv'}: last return {last_return:g} is not summary.json's final {final:g}"
     return None
 
 
-def load_runs(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """One row per run directory: identity, status and the summary's numbers (NaN where a run has none).
+_HEADER = (",".join(EVAL_FIELDS) + "\n").encode()
 
-    A run whose ``summary.json`` or ``eval.csv`` is damaged gets status ``damaged`` and the reason in ``problem``.
-    Runs written before the run-identity keys existed get ``config_id`` and ``variant`` "" (one config per sweep).
-    """
-    rows = []
-    for run_dir in find_run_dirs(paths):
-        summary, problem = _read_summary(run_dir / "summary.json")
+
+def _plain(data: bytes) -> bool:
+    """An eval.csv exactly as the harness writes it (its header, whole lines of all fields, nothing quoted), whose
+    rows can be parsed together with other runs' rows; any other file is read on its own (``read_eval_csv``)."""
+    return (data.startswith(_HEADER) and data.endswith(b"\n") and b"\n\n" not in data and b'"' not in data
+            and b"\r" not in data and data.count(b",") == (len(EVAL_FIELDS) - 1) * data.count(b"\n"))
+
+
+@dataclass
+class _Evals:
+    """Evaluations of a list of runs (``cache.Parsed``'s columns) and each run's eval.csv problem."""
+
+    run: list[np.ndarray] = field(default_factory=list)
+    timesteps: list[np.ndarray] = field(default_factory=list)
+    values: list[np.ndarray] = field(default_factory=list)
+    present: dict[int, np.ndarray] = field(default_factory=dict)
+    problems: dict[int, str] = field(default_factory=dict)
+
+    def add(self, position: int, timesteps: np.ndarray, values: np.ndarray, present: np.ndarray) -> None:
+        self.run.append(np.full(timesteps.size, position, dtype=np.int64))
+        self.timesteps.append(timesteps.astype(float))
+        self.values.append(values.astype(float))
+        self.present[position] = present
+
+
+def _read_one(path: Path, position: int, evals: _Evals) -> None:
+    frame, problem = read_eval_csv(path)
+    if problem:
+        evals.problems[position] = problem
+    elif not frame.empty:
+        columns = [pd.to_numeric(frame[m], errors="coerce").to_numpy(float) if m in frame
+                   else np.full(len(frame), np.nan) for m in METRICS]
+        evals.add(position, frame.timesteps.to_numpy(float), np.stack(columns, axis=1),
+                  np.array([m in frame for m in METRICS]))
+
+
+def _read_plain(files: list[tuple[int, Path, bytes]], evals: _Evals) -> bool:
+    """Parse the rows of all ``files`` (their bytes without the header) in one ``read_csv``; False when that fails
+    (then each is read on its own)."""
+    counts = np.array([data.count(b"\n") for _, _, data in files], dtype=np.int64)
+    if counts.sum() == 0:
+        return True
+    try:
+        table = pd.read_csv(io.BytesIO(b"".join(data for _, _, data in files)), header=None, names=list(EVAL_FIELDS))
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return False
+    if not isinstance(table.index, pd.RangeIndex) or len(table) != counts.sum():
+        return False
+    numbers = np.stack([pd.to_numeric(table[f], errors="coerce").to_numpy(float) for f in EVAL_FIELDS], axis=1)
+    del table
+    position = np.repeat(np.array([p for p, _, _ in files], dtype=np.int64), counts)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    bad = np.isnan(numbers[:, 0]) | np.isnan(numbers[:, EVAL_FIELDS.index("mean_return")])
+    keep = np.ones(len(numbers), dtype=bool)
+    for k in np.unique(np.searchsorted(start, np.flatnonzero(bad), side="right") - 1):
+        row = int(np.argmax(bad[start[k]:start[k] + counts[k]])) + 1
+        pos, path, _ = files[k]
+        evals.problems[pos] = f"{path}: row {row} has no number for timesteps or mean_return"
+        keep[start[k]:start[k] + counts[k]] = False
+    evals.run.append(position[keep])
+    evals.timesteps.append(numbers[keep, 0])
+    evals.values.append(numbers[keep, 1:])
+    everything = np.ones(len(METRICS), dtype=bool)
+    evals.present.update((pos, everything) for pos, _, _ in files)
+    return True
+
+
+def _read_chunk(files: list[tuple[int, Path, bytes]], evals: _Evals) -> None:
+    if not _read_plain(files, evals):
+        for position, path, _ in files:
+            _read_one(path, position, evals)
+
+
+def read_eval_csvs(paths: list[Path], chunk: int = 2000) -> _Evals:
+    """The evaluations of many eval.csv files: plain ones parsed together, ``chunk`` files at a time (which bounds the
+    memory of the text held at once), others one by one."""
+    evals, plain = _Evals(), []
+    for position, path in enumerate(paths):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue  # (judged by the caller: fine for a run not yet evaluated)
+        except OSError:
+            _read_one(path, position, evals)
+            continue
+        if not data:
+            continue
+        if _plain(data):
+            plain.append((position, path, data[len(_HEADER):]))
+        else:
+            _read_one(path, position, evals)
+        if len(plain) == chunk:
+            _read_chunk(plain, evals)
+            plain = []
+    _read_chunk(plain, evals)
+    return evals
+
+
+def _run_row(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
+    """``load_runs``' row of one run, without status and problem (set once its eval.csv is read)."""
+    path_identity = parse_run_path(run_dir)
+    row = {**path_identity, **{k: v for k, v in (summary or {}).items() if not isinstance(v, (dict, list))}}
+    row.update(status=None, problem=None, run_dir=str(run_dir))
+    row["sweep"] = str(row.get("sweep") or path_identity["sweep"])
+    if not isinstance(row.get("config_id"), str):  # runs written before config ids: hash their config.yaml
+        config = RunDir(run_dir).read_config()
+        row["config_id"] = config_id(config) if config else ""
+    for key, default in (("backend", "lit"), ("variant", "")):
+        if not isinstance(row.get(key), str):
+            row[key] = default
+    return row
+
+
+def parse_runs(run_dirs: list[Path]) -> cache.Parsed:
+    """Read the files of ``run_dirs`` (the uncached path): summaries one by one, evaluations in one pass."""
+    signatures = np.array([cache.signature(d) for d in run_dirs], dtype=np.int64)  # before reading: see cache
+    summaries = [_read_summary(d / "summary.json") for d in run_dirs]
+    evals = read_eval_csvs([d / "eval.csv" for d in run_dirs])
+    run = np.concatenate(evals.run) if evals.run else np.zeros(0, dtype=np.int64)
+    timesteps = np.concatenate(evals.timesteps) if evals.run else np.zeros(0)
+    values = np.concatenate(evals.values) if evals.run else np.zeros((0, len(METRICS)))
+    if np.any(np.diff(run) < 0):  # files read one by one came in between
+        order = np.argsort(run, kind="stable")
+        run, timesteps, values = run[order], timesteps[order], values[order]
+    bounds = np.searchsorted(run, np.arange(len(run_dirs) + 1))
+    rows, damaged = [], np.zeros(len(run_dirs), dtype=bool)
+    for i, (run_dir, (summary, problem)) in enumerate(zip(run_dirs, summaries)):
+        row = _run_row(run_dir, summary)
         status = _status(summary)
         if problem is None and status == "completed":
-            problem = _completed_run_problem(run_dir, summary or {})
+            s, e = bounds[i], bounds[i + 1]
+            problem = evals.problems.get(i) or _completed_run_problem(
+                run_dir, summary or {}, timesteps[s:e], values[s:e, METRICS.index("mean_return")])
         elif problem is None:
-            problem = read_eval_csv(run_dir / "eval.csv")[1]
-        path_identity = parse_run_path(run_dir)
-        row = {**path_identity, **{k: v for k, v in (summary or {}).items() if not isinstance(v, (dict, list))}}
-        row.update(status="damaged" if problem else status, problem=problem, run_dir=str(run_dir))
-        row["sweep"] = str(row.get("sweep") or path_identity["sweep"])
-        if not isinstance(row.get("config_id"), str):  # runs written before config ids: hash their config.yaml
-            config = RunDir(run_dir).read_config()
-            row["config_id"] = config_id(config) if config else ""
-        for key, default in (("backend", "lit"), ("variant", "")):
-            if not isinstance(row.get(key), str):
-                row[key] = default
+            problem = evals.problems.get(i)
+        row.update(status="damaged" if problem else status, problem=problem)
+        damaged[i] = bool(problem)
         rows.append(row)
-    frame = pd.DataFrame(rows)
+    present = np.zeros((len(run_dirs), len(METRICS)), dtype=bool)
+    for i, mask in evals.present.items():
+        present[i] = mask
+    keep = ~damaged[run]  # a damaged run's evaluations are never used
+    if not keep.all():
+        run, timesteps, values = run[keep], timesteps[keep], values[keep]
+    return cache.Parsed([str(d) for d in run_dirs], signatures.reshape(len(run_dirs), cache.SIGNATURE), rows, run,
+                        timesteps, values, present)
+
+
+def sweep_dir(run_dir: Path) -> Path | None:
+    """``<out_dir>/<sweep>`` of a run in the harness layout (``lit_bench.identity``); None for any other path."""
+    parts = run_dir.parts
+    if not parts or not parts[-1].startswith("seed_"):
+        return None
+    end = len(parts) - 1
+    if end and _VARIANT_DIR.search(parts[end - 1]):
+        end -= 1
+    if end < 3:
+        return None
+    root = Path(*parts[:end - 2])
+    return None if root == Path(root.anchor) else root
+
+
+def _load_sweep(root: Path | None, run_dirs: list[Path]) -> cache.Parsed:
+    """The runs of one sweep: unchanged ones from its cache, the others parsed (and the cache brought up to date)."""
+    if root is None:
+        return parse_runs(run_dirs)
+    cached = cache.read(root)
+    index = {d: i for i, d in enumerate(cached.run_dirs)} if cached else {}
+    reused, fresh = [], []
+    for k, run_dir in enumerate(run_dirs):
+        i = index.get(str(run_dir))
+        if i is not None and cached is not None and cached.signatures[i].tolist() == cache.signature(run_dir):
+            reused.append((k, i))
+        else:
+            fresh.append(k)
+    if cached is not None and not fresh and len(cached.run_dirs) == len(run_dirs):
+        return cached.take(np.array([i for _, i in reused], dtype=np.int64))
+    parts = [parse_runs([run_dirs[k] for k in fresh])]
+    if cached is not None and reused:
+        parts.insert(0, cached.take(np.array([i for _, i in reused], dtype=np.int64)))
+    positions = [k for k, _ in reused] if cached is not None and reused else []
+    parsed = cache.Parsed.concat(parts).take(np.argsort(positions + fresh, kind="stable"))
+    cache.write(root, parsed)
+    return parsed
+
+
+def read_runs(paths: Iterable[str | Path], *, use_cache: bool = True) -> cache.Parsed:
+    """Every run under ``paths`` (sorted by directory), from each sweep's cache where its files are unchanged."""
+    run_dirs = find_run_dirs(paths)
+    sweeps: dict[Path | None, list[int]] = {}
+    for k, run_dir in enumerate(run_dirs):
+        sweeps.setdefault(sweep_dir(run_dir) if use_cache else None, []).append(k)
+    if not sweeps:
+        return cache.Parsed.empty(len(METRICS))
+    parts = [_load_sweep(root, [run_dirs[k] for k in ks]) for root, ks in sweeps.items()]
+    positions = [k for ks in sweeps.values() for k in ks]
+    return cache.Parsed.concat(parts).take(np.argsort(positions, kind="stable"))
+
+
+def runs_table(parsed: cache.Parsed) -> pd.DataFrame:
+    """``load_runs``' table of parsed runs."""
+    frame = pd.DataFrame(parsed.rows)
     for column in RUN_COLUMNS:
         if column not in frame:
             frame[column] = None
     return frame[RUN_COLUMNS + [c for c in frame.columns if c not in RUN_COLUMNS]]
 
 
-def load_evaluations(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The long table of every evaluation of every run; a run with no evaluation keeps one row with NaN values."""
-    runs = load_runs(paths)
-    frames = []
-    for run in runs.itertuples(index=False):
-        identity = {c: getattr(run, c) for c in RUN_COLUMNS}
-        evals = pd.DataFrame() if run.status == "damaged" else read_eval_csv(Path(run.run_dir) / "eval.csv")[0]
-        if evals.empty:
-            frames.append(pd.DataFrame([{**identity, "timesteps": float("nan"), "metric": None,
-                                         "value": float("nan")}]))
-            continue
-        long = evals.melt(id_vars="timesteps", value_vars=[m for m in METRICS if m in evals],
-                          var_name="metric", value_name="value")
-        frames.append(long.assign(**identity))
-    columns = [*RUN_COLUMNS, "timesteps", "metric", "value"]
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)[columns]
+def evaluations_table(parsed: cache.Parsed, runs: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """``load_evaluations``' long table of parsed runs, built in one reshape: per run, per metric, file order."""
+    unknown = sorted(set(metrics or ()) - set(METRICS))
+    if unknown:
+        raise ValueError(f"metrics: unknown {', '.join(unknown)}; choose from {', '.join(METRICS)}")
+    names = [m for m in METRICS if metrics is None or m in metrics]
+    usable = (runs.status != "damaged").to_numpy(bool)
+    run_parts, code_parts, row_parts = [], [], []
+    for code, metric in enumerate(names):
+        column = METRICS.index(metric)
+        rows = np.flatnonzero(parsed.present[parsed.eval_run, column] & usable[parsed.eval_run])
+        run_parts.append(parsed.eval_run[rows])
+        code_parts.append(np.full(rows.size, code))
+        row_parts.append(rows)
+    covered = np.zeros(len(runs), dtype=bool)
+    for part in run_parts:
+        covered[part] = True
+    bare = np.flatnonzero(~covered)  # no evaluation: one row with NaN values
+    run = np.concatenate([*run_parts, bare]).astype(np.int64)
+    code = np.concatenate([*code_parts, np.full(bare.size, -1)]).astype(np.int64)
+    row = np.concatenate([*row_parts, np.full(bare.size, -1)]).astype(np.int64)
+    order = np.argsort(run * (len(names) + 1) + code + 1, kind="stable")
+    run, code, row = run[order], code[order], row[order]
+    has = row >= 0
+    timesteps = np.where(has, parsed.timesteps[row], np.nan)
+    value = np.full(row.size, np.nan)
+    columns = np.array([METRICS.index(m) for m in names], dtype=np.int64)
+    value[has] = parsed.values[row[has], columns[code[has]]]
+    if has.all() and np.array_equal(timesteps, np.round(timesteps)):
+        timesteps = timesteps.astype(np.int64)
+    table = {c: runs[c].to_numpy()[run] for c in RUN_COLUMNS}
+    table.update(timesteps=timesteps, metric=pd.Categorical.from_codes(code, categories=names), value=value)
+    return pd.DataFrame(table)
+
+
+def load_tables(paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None,
+                use_cache: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(load_runs, load_evaluations)`` of ``paths`` from one pass over their files (``metrics``: only these)."""
+    parsed = read_runs(paths, use_cache=use_cache)
+    runs = runs_table(parsed)
+    return runs, evaluations_table(parsed, runs, metrics)
+
+
+def load_runs(paths: Iterable[str | Path], *, use_cache: bool = True) -> pd.DataFrame:
+    """One row per run directory: identity, status and the summary's numbers (NaN where a run has none).
+
+    A run whose ``summary.json`` or ``eval.csv`` is damaged gets status ``damaged`` and the reason in ``problem``.
+    Runs written before the run-identity keys existed get ``config_id`` and ``variant`` "" (one config per sweep).
+    """
+    return runs_table(read_runs(paths, use_cache=use_cache))
+
+
+def load_evaluations(paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None,
+                     use_cache: bool = True) -> pd.DataFrame:
+    """The long table of every evaluation of every run (``metrics``: only these); a run with no evaluation keeps one
+    row with NaN values (damaged runs too: their evaluations are not used)."""
+    return load_tables(paths, metrics=metrics, use_cache=use_cache)[1]
 
 
 def load_episode_returns(paths: Iterable[str | Path]) -> pd.DataFrame:

@@ -26,18 +26,23 @@ def run_table(runs: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
     Only completed runs have a final score; interrupted and incomplete ones still count for steps to threshold.
     """
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
-    rows = []
-    for run_dir, curve in returns.groupby("run_dir", sort=False):
-        run = runs[runs.run_dir == run_dir].iloc[0]
-        completed = run.status == "completed"
-        rows.append({
-            **{k: run[k] for k in [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]},
-            "final": agg.final_score(curve.timesteps, curve.value) if completed else np.nan,
-            "steps_to_threshold": agg.steps_to_threshold(curve.timesteps, curve.value, number(run.get("threshold"))),
-            "fps": number(run.get("fps")) if completed else np.nan,
-        })
-    return pd.DataFrame(rows, columns=[*GROUP, "variant", "seed", "env_id", "status", "run_dir", "final",
-                                       "steps_to_threshold", "fps"])
+    keys = [*GROUP, "variant", "seed", "env_id", "status", "run_dir"]
+    codes, run_dirs = pd.factorize(returns.run_dir)  # runs in the order they first appear, as groupby(sort=False)
+    info = runs.drop_duplicates("run_dir").set_index("run_dir", drop=False).loc[run_dirs]  # one lookup, not a scan
+    table = info[keys].reset_index(drop=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(run_dirs) + 1))
+    steps, values = returns.timesteps.to_numpy(float), returns.value.to_numpy(float)
+    completed = (table.status == "completed").to_numpy()
+    thresholds, fps = (pd.to_numeric(info[c], errors="coerce").to_numpy(float) if c in info else
+                       np.full(len(info), np.nan) for c in ("threshold", "fps"))
+    final, to_threshold = np.full(len(table), np.nan), np.full(len(table), np.nan)
+    for k in range(len(table)):
+        rows = order[bounds[k]:bounds[k + 1]]
+        if completed[k]:
+            final[k] = agg.final_score(steps[rows], values[rows])
+        to_threshold[k] = agg.steps_to_threshold(steps[rows], values[rows], thresholds[k])
+    return table.assign(final=final, steps_to_threshold=to_threshold, fps=np.where(completed, fps, np.nan))
 
 
 def summary_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
@@ -142,13 +147,19 @@ def curve_bands(evals: pd.DataFrame, summary: pd.DataFrame, *, seed: int = 0, n_
     its shortest run (damaged runs left out); a row without evaluations has none."""
     returns = evals[evals.metric == "mean_return"].dropna(subset=["value"])
     returns = returns[returns.status != "damaged"]
+    by_group = {_key(key): curves for key, curves in returns.groupby(GROUP, sort=False, dropna=False)}
     bands = {}
     for index, row in summary.iterrows():
-        curves = returns.merge(pd.DataFrame([{k: row[k] for k in GROUP}]), on=GROUP)
-        if not curves.empty:
+        curves = by_group.get(_key(tuple(row[k] for k in GROUP)))  # grouped once, not a merge per row
+        if curves is not None:
             grid = agg.common_grid(curves.groupby("run_dir").timesteps.max(), n_points=n_points)
             bands[index] = agg.curve_band(agg.curves_on_grid(curves, grid, run="run_dir"), n_boot=n_boot, seed=seed)
     return bands
+
+
+def _key(values: tuple) -> tuple:
+    """A group key to look up (NaN, which equals nothing, as None)."""
+    return tuple(None if pd.isna(v) else v for v in values)
 
 
 def number(values: pd.Series | float | None) -> float:
