@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_sb3.common import replay, resume
 from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.off_policy_args import as_train_freq, check_off_policy_args
 from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.utils import outside_autocast
 
@@ -35,23 +36,6 @@ class EnvSteps:
     def __iter__(self) -> Iterator[int]:
         while True:
             yield self.algorithm.num_timesteps
-
-
-def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> TrainFreq:
-    """``4`` -> every 4 steps; ``(2, "episode")`` (a YAML list works too) -> every 2 episodes."""
-    if isinstance(train_freq, (int, np.integer)) and not isinstance(train_freq, bool):
-        frequency, unit = int(train_freq), "step"
-    elif isinstance(train_freq, (tuple, list)) and len(train_freq) == 2:
-        frequency, unit = train_freq
-    else:
-        raise ValueError(f"train_freq: expected an int or a (frequency, unit) pair, got {train_freq!r}")
-    if isinstance(unit, TrainFrequencyUnit):
-        unit = unit.value
-    if unit not in ("step", "episode"):
-        raise ValueError(f"train_freq: unit must be one of 'step', 'episode', got {unit!r}")
-    if not isinstance(frequency, (int, np.integer)) or isinstance(frequency, bool) or frequency < 1:
-        raise ValueError(f"train_freq: frequency must be an int >= 1, got {frequency!r}")
-    return TrainFreq(int(frequency), TrainFrequencyUnit(unit))
 
 
 class OffPolicyAlgorithm(BaseAlgorithm):
@@ -117,26 +101,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        ls = self.learning_starts
-        if not isinstance(ls, (int, np.integer)) or isinstance(ls, bool) or ls < 0:
-            raise ValueError(f"learning_starts: must be an int >= 0, got {ls!r}")
-        if self.gradient_steps == 0 or self.gradient_steps < -1:
-            raise ValueError(
-                "gradient_steps: must be >= 1, or -1 (as many updates as env steps collected), "
-                f"got {self.gradient_steps}"
-            )
-        checks = [
-            ("buffer_size", self.buffer_size >= 1, ">= 1"),
-            ("batch_size", self.batch_size >= 1, ">= 1"),
-            ("tau", 0.0 <= self.tau <= 1.0, "in [0, 1]"),
-            ("gamma", 0.0 <= self.gamma <= 1.0, "in [0, 1]"),
-            ("n_steps", self.n_steps >= 1, ">= 1"),
-        ]
-        for name, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
-        if self.batch_size > self.buffer_size:
-            raise ValueError(f"batch_size: must be <= buffer_size ({self.buffer_size}), got {self.batch_size}")
+        check_off_policy_args(self.learning_starts, self.gradient_steps, self.buffer_size, self.batch_size, self.tau,
+                              self.gamma, self.n_steps)
         replay.check_buffer_class(self.replay_buffer_class)
 
     def _policy_kwargs(self) -> dict[str, Any]:

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from lit_sb3.common import losses
-from lit_sb3.common.off_policy import as_train_freq
+from lit_sb3.common.off_policy_args import as_train_freq
 from lit_sb3.common.optim import soft_update
 
 

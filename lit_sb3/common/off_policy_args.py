@@ -1,0 +1,46 @@
+"""The off-policy constructor arguments SB3 accepts, checked and normalized before anything is built."""
+
+from __future__ import annotations
+
+import numpy as np
+from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
+
+
+def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> TrainFreq:
+    """``4`` -> every 4 steps; ``(2, "episode")`` (a YAML list works too) -> every 2 episodes."""
+    if isinstance(train_freq, (int, np.integer)) and not isinstance(train_freq, bool):
+        frequency, unit = int(train_freq), "step"
+    elif isinstance(train_freq, (tuple, list)) and len(train_freq) == 2:
+        frequency, unit = train_freq
+    else:
+        raise ValueError(f"train_freq: expected an int or a (frequency, unit) pair, got {train_freq!r}")
+    if isinstance(unit, TrainFrequencyUnit):
+        unit = unit.value
+    if unit not in ("step", "episode"):
+        raise ValueError(f"train_freq: unit must be one of 'step', 'episode', got {unit!r}")
+    if not isinstance(frequency, (int, np.integer)) or isinstance(frequency, bool) or frequency < 1:
+        raise ValueError(f"train_freq: frequency must be an int >= 1, got {frequency!r}")
+    return TrainFreq(int(frequency), TrainFrequencyUnit(unit))
+
+
+def check_off_policy_args(learning_starts: int, gradient_steps: int, buffer_size: int, batch_size: int, tau: float,
+                          gamma: float, n_steps: int) -> None:
+    """Refuse, in one line naming the argument and its valid range, what the replay loop cannot run with."""
+    if not isinstance(learning_starts, (int, np.integer)) or isinstance(learning_starts, bool) or learning_starts < 0:
+        raise ValueError(f"learning_starts: must be an int >= 0, got {learning_starts!r}")
+    if gradient_steps == 0 or gradient_steps < -1:
+        raise ValueError(
+            f"gradient_steps: must be >= 1, or -1 (as many updates as env steps collected), got {gradient_steps}"
+        )
+    checks = [
+        ("buffer_size", buffer_size, buffer_size >= 1, ">= 1"),
+        ("batch_size", batch_size, batch_size >= 1, ">= 1"),
+        ("tau", tau, 0.0 <= tau <= 1.0, "in [0, 1]"),
+        ("gamma", gamma, 0.0 <= gamma <= 1.0, "in [0, 1]"),
+        ("n_steps", n_steps, n_steps >= 1, ">= 1"),
+    ]
+    for name, value, ok, rule in checks:
+        if not ok:
+            raise ValueError(f"{name}: must be {rule}, got {value}")
+    if batch_size > buffer_size:
+        raise ValueError(f"batch_size: must be <= buffer_size ({buffer_size}), got {batch_size}")
