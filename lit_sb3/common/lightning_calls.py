@@ -46,9 +46,6 @@ class Listeners:
     batch_transfer: bool  # batches go through the batch-transfer hooks (else they are used as the iterable yields them)
     direct_update: bool  # backward and optimizer step may run as plain torch calls (see ``backward`` / ``step``)
 
-    def hears(self, hook: str) -> bool:
-        return hook in self.callbacks or hook in self.module or hook in self.strategy
-
 
 def listeners(trainer: L.Trainer) -> Listeners:
     """The :class:`Listeners` of ``trainer``'s current fit, computed once per (module, callbacks, strategy) set."""

@@ -28,8 +28,6 @@ def optimizer_step(
     loss: torch.Tensor,
     max_grad_norm: float | None = None,
     drop_grads: Sequence[torch.Tensor] = (),
-    *,
-    plain: bool = False,
 ) -> None:
     """zero_grad, backward, optional gradient-norm clipping, step: through Lightning inside a running fit, plain
     torch outside.
@@ -37,11 +35,9 @@ def optimizer_step(
     :param optimizer: a raw optimizer or the LightningOptimizer wrapping it
     :param max_grad_norm: clip the norm of the optimizer's gradients to this (None: no clipping)
     :param drop_grads: parameters this loss must not move (TRPO's critic step leaves the actor alone)
-    :param plain: plain torch even inside a fit: for a small fp32 parameter fed by detached inputs (the entropy
-        temperature), where no precision plugin or strategy is involved and Lightning's per-step hooks are pure cost
     """
     optimizer.zero_grad(set_to_none=True)
-    lightning = not plain and inside_fit(module)
+    lightning = inside_fit(module)
     if lightning:
         lightning_calls.backward(module, loss)
     else:
