@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import functools
 import importlib
+import inspect
 import json
 import statistics
 import subprocess
@@ -210,11 +211,19 @@ def run(case_names: list[str], reps: int, quick: bool = False, clock: str = "wal
     return rows
 
 
+def _learning_starts(case: Case) -> int:
+    """The steps an off-policy case collects before its first update (0 for on-policy algorithms)."""
+    cls = getattr(importlib.import_module(case.reference), case.algo)
+    default = inspect.signature(cls.__init__).parameters.get("learning_starts")
+    return int(case.kwargs.get("learning_starts", default.default if default else 0))
+
+
 def run_interleaved(case_names: list[str], chunks: int, quick: bool = False) -> list[dict[str, Any]]:
     """Both implementations train one model each in turns of a tenth of the case's budget (``learn(...,
     reset_num_timesteps=False)``), timed by CPU time: on a busy machine both see the same load, which whole-run
-    alternation does not give. lit_sb3 pays its per-``learn`` trainer set-up in every turn; the first turn (warm-up,
-    ``learning_starts``) is not counted. Default-setting cases only."""
+    alternation does not give. lit_sb3 pays its per-``learn`` trainer set-up in every turn; the first turn (at least
+    ``learning_starts`` steps: warm-up without updates would compare set-up costs, not training) is not counted.
+    Default-setting cases only."""
     from stable_baselines3.common.env_util import make_vec_env
 
     rows = []
@@ -224,6 +233,7 @@ def run_interleaved(case_names: list[str], chunks: int, quick: bool = False) -> 
             print(f"  {name}: skipped (interleaving compares default settings only)")
             continue
         turn = max(case.steps // 10, 1)
+        warm_up = max(turn, _learning_starts(case))
         models = {}
         for side, package in (("lit_sb3", "lit_sb3"), ("reference", case.reference)):
             env = make_vec_env(ENV_FACTORIES.get(case.env_id, case.env_id), n_envs=case.n_envs, seed=0)
@@ -234,7 +244,7 @@ def run_interleaved(case_names: list[str], chunks: int, quick: bool = False) -> 
             for side in list(models) if chunk % 2 == 0 else list(reversed(models)):
                 model, before = models[side], models[side].num_timesteps
                 start = time.process_time()
-                model.learn(turn, reset_num_timesteps=chunk == 0)
+                model.learn(turn if chunk else warm_up, reset_num_timesteps=chunk == 0)
                 if chunk:
                     speeds[side].append((model.num_timesteps - before) / (time.process_time() - start))
         ratios = [lit / ref for lit, ref in zip(speeds["lit_sb3"], speeds["reference"])]
