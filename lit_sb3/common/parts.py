@@ -74,10 +74,10 @@ class _Forward:
             raise TypeError(f"{owner.__name__}.{name}: the part in {self.slot!r} has no such attribute ({self.names})")
         self.name = name
 
-    def __get__(self, algorithm: Any, owner: type | None = None) -> Any:
+    def __get__(self, algorithm: object, owner: type | None = None) -> Any:
         return self if algorithm is None else getattr(getattr(algorithm, self.slot), self.name)
 
-    def __set__(self, algorithm: Any, value: Any) -> None:
+    def __set__(self, algorithm: object, value: Any) -> None:
         setattr(getattr(algorithm, self.slot), self.name, value)
 
 
