@@ -15,6 +15,7 @@ from typing import Any
 from gymnasium import spaces
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
@@ -156,7 +157,7 @@ def train_sb3(job: Job) -> Any:
 _SB3_COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls", "exploration_rate")
 
 
-def _resume_sb3(job: Job, model: Any) -> None:
+def _resume_sb3(job: Job, model: SB3Algorithm) -> None:
     """Resume without unpickling: parameters and optimizer states (SB3 reads them with ``weights_only=True``),
     counters from the zip's JSON, replay buffer and VecNormalize statistics from tensor files."""
     import zipfile

@@ -11,11 +11,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
+
+    from lit_sb3.common.base import BaseAlgorithm
 
 BEST_FILES = {"lit": "best.ckpt", "sb3": "best.zip"}
 LAST_FILES = {"lit": "last.ckpt", "sb3": "last.zip"}
@@ -52,7 +57,7 @@ class BestCheckpoint:
         state = best_state(run)
         self.best = float(state["mean_return"]) if state else -math.inf
 
-    def __call__(self, model: Any, row: dict[str, Any]) -> None:
+    def __call__(self, model: BaseAlgorithm | SB3Algorithm, row: dict[str, Any]) -> None:
         if float(row["mean_return"]) <= self.best:
             return
         self.best = float(row["mean_return"])
@@ -64,7 +69,7 @@ class BestCheckpoint:
         atomic_write_json(self.run.checkpoints / BEST_STATE,
                           {"timesteps": int(row["timesteps"]), "mean_return": self.best})
 
-    def _save_model(self, model: Any, path: Path) -> None:
+    def _save_model(self, model: BaseAlgorithm | SB3Algorithm, path: Path) -> None:
         if self.backend == "sb3":
             model.save(str(path))  # SB3 leaves the replay buffer out of its zips
             return

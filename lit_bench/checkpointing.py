@@ -19,15 +19,19 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lightning as L
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
 from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
+
+if TYPE_CHECKING:
+    from lit_sb3.common.base import BaseAlgorithm
 
 LIT_CHECKPOINT = "last.ckpt"
 SB3_CHECKPOINT = "last.zip"
@@ -92,7 +96,7 @@ def save_lit_checkpoint(trainer: L.Trainer, module: Any, run: RunDir, wall_time_
     save_vecnormalize(module.get_env(), run)
 
 
-def save_sb3_checkpoint(model: Any, run: RunDir, wall_time_s: float, replay_buffer: bool) -> None:
+def save_sb3_checkpoint(model: SB3Algorithm, run: RunDir, wall_time_s: float, replay_buffer: bool) -> None:
     """The sb3 backend's checkpoint: SB3's zip, plus the replay buffer and VecNormalize statistics as tensors."""
     from lit_sb3.common.replay import buffer_arrays
     from lit_sb3.common.resume import vecnormalize_state
@@ -107,8 +111,8 @@ def save_sb3_checkpoint(model: Any, run: RunDir, wall_time_s: float, replay_buff
     save_vecnormalize(model.get_env(), run)
 
 
-def save_checkpoint(backend: str, model: Any, run: RunDir, wall_time_s: float, *, trainer: L.Trainer | None = None,
-                    replay_buffer: bool = True) -> None:
+def save_checkpoint(backend: str, model: BaseAlgorithm | SB3Algorithm, run: RunDir, wall_time_s: float, *,
+                    trainer: L.Trainer | None = None, replay_buffer: bool = True) -> None:
     """Checkpoint a running job now, for either backend (``trainer`` is the lit backend's RLTrainer)."""
     if backend == "lit":
         assert trainer is not None, "save_checkpoint: the lit backend needs its trainer"

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
@@ -37,6 +37,11 @@ from lit_bench.envs import make_envs
 from lit_bench.evaluation import evaluate_episodes
 from lit_bench.rundir import RunDir
 from lit_bench.video import check_renderable, check_video_deps, recording
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
+
+    from lit_sb3.common.base import BaseAlgorithm
 
 CHECKPOINTS = ("last", "best")
 RENDER_MODES = ("human",)
@@ -152,7 +157,7 @@ def load_model(run: RunDir, cfg: DictConfig, checkpoint: str, env: VecEnv, trust
     return load_sb3(cls, cfg, path, env, trust) if backend == "sb3" else load_lit(cls, path, trust)
 
 
-def play(model: Any, env: VecEnv, episodes: int, deterministic: bool) -> list[Episode]:
+def play(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, episodes: int, deterministic: bool) -> list[Episode]:
     """``episodes`` episodes with the harness's own evaluation loop (masks, LSTM states and episode starts)."""
     returns, lengths = evaluate_episodes(model, env, n_eval_episodes=episodes, deterministic=deterministic,
                                          return_episode_rewards=True, warn=False)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_masked_policy
@@ -20,8 +20,13 @@ from lit_bench.analysis.load import EVALUATIONS_NPZ, read_evaluations_npz
 from lit_bench.rundir import RunDir, atomic_write
 from lit_bench.video import EvalVideo, recording
 
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
 
-def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
+    from lit_sb3.common.base import BaseAlgorithm
+
+
+def evaluate_episodes(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, **kwargs: Any) -> Any:
     """SB3's ``evaluate_policy``; masked (sb3-contrib's) when the env has action masks and the model takes them."""
     if is_masking_supported(env) and "action_masks" in inspect.signature(model.predict).parameters:
         return evaluate_masked_policy(model, env, use_masking=True, **kwargs)
@@ -94,7 +99,7 @@ class PeriodicEval(BaseCallback):
         train_seconds = time.perf_counter() - (self.first_step_at or self.started) - self.eval_seconds
         return (timesteps - self.steps_at_start) / max(train_seconds, 1e-9)
 
-    def evaluate(self, model: Any) -> dict[str, Any]:
+    def evaluate(self, model: BaseAlgorithm | SB3Algorithm) -> dict[str, Any]:
         """Evaluate ``model`` now and append the row (also called once after training for the final score)."""
         begin = time.perf_counter()
         training_env = model.get_env()

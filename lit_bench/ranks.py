@@ -16,12 +16,17 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from omegaconf import DictConfig
 
+from lit_bench.backends import Job, train_lit
 from lit_bench.checks import ConfigError
+from lit_bench.envs import make_envs
+from lit_bench.rundir import RunDir
+from lit_bench.signals import Interrupted
 
 PLAN_ENV = "LIT_BENCH_RANK_PLAN"  # set by rank 0 before fit; Lightning's launcher copies it to the other ranks
 
@@ -73,21 +78,18 @@ def received_plan() -> dict[str, Any]:
     return json.loads(text)
 
 
-def run_rank(cfg: DictConfig) -> dict[str, Any]:
-    """A further rank: train along with rank 0 and write nothing; the summary says how it ended (``rank`` set)."""
-    from lit_bench.backends import Job, train_lit
-    from lit_bench.envs import make_envs
-    from lit_bench.rundir import RunDir
-    from lit_bench.signals import Interrupted
-    from lit_bench.train import _prepare
+def run_rank(cfg: DictConfig, prepare: Callable[[DictConfig], tuple[type, int]]) -> dict[str, Any]:
+    """A further rank: train along with rank 0 and write nothing; the summary says how it ended (``rank`` set).
 
+    :param prepare: the checks rank 0 runs before any env exists (``lit_bench.train``'s): algorithm class, budget
+    """
     rank = process_rank()
     summary: dict[str, Any] = {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed,
                                "backend": str(cfg.backend), "rank": rank, "status": "running"}
     train_env = eval_env = None
     try:
         plan = received_plan()
-        algo_cls, budget = _prepare(cfg)
+        algo_cls, budget = prepare(cfg)
         torch.set_num_threads(int(cfg.threads))  # as rank 0
         train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"))
         job = Job(cfg=cfg, algo_cls=algo_cls, run=RunDir(plan["run_dir"]), train_env=train_env, evaluator=None,

@@ -112,7 +112,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     ``objective`` (the score a sweeper gets, see ``lit_bench.objective``) is set for completed and skipped runs.
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
-        return run_rank(cfg)
+        return run_rank(cfg, _prepare)
     try:
         check_run_options(cfg)  # seed, threads, ... shape the run directory: checked before it is named
     except ConfigError as error:

@@ -15,7 +15,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
-from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spaces, get_device, safe_mean
+from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spaces, get_device
 from stable_baselines3.common.utils import set_random_seed as _seed_everything
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
@@ -25,9 +25,11 @@ from lit_sb3.common.episodes import Acting
 from lit_sb3.common.learn import SB3Learn
 from lit_sb3.common.optim import MetricTracker, inside_fit, optimizer_step
 from lit_sb3.common.optimizers import with_optimizer_settings
+from lit_sb3.common.parts import Part, parts_of
 from lit_sb3.common.persistence import Persistence
-from lit_sb3.common.sb3_bridge import SB3AlgorithmView, as_callback, make_sb3_logger
+from lit_sb3.common.sb3_bridge import SB3AlgorithmView, as_callback, make_sb3_logger, record_rollout_stats
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
+from lit_sb3.common.utils import resolve_policy_class
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
 _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
@@ -36,7 +38,6 @@ SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 
 ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Dict)
 ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-
 
 
 class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
@@ -76,7 +77,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters(ignore=["env", "_init_setup_model"])
-        self.policy_class = self._resolve_policy_class(policy)
+        self.policy_class = resolve_policy_class(policy, self.policy_aliases, type(self).__name__)
         self.learning_rate = learning_rate
         self.lr_schedule = FloatSchedule(learning_rate)
         self.policy_kwargs: dict[str, Any] = dict(policy_kwargs or {})
@@ -109,22 +110,12 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         self.ep_success_buffer: deque = deque(maxlen=stats_window_size)
         self.log_interval = self.default_log_interval
         self._metrics = MetricTracker()
+        self._parts: list[Part] = []  # the algorithm's parts (lit_sb3.common.parts), found when it is built
         self.sb3_logger = make_sb3_logger(self, verbose)
         if env is not None:
             self._env = to_vec_env(env)
 
     # ------------------------------------------------------------------ construction
-
-    @classmethod
-    def _resolve_policy_class(cls, policy: str | type[BasePolicy]) -> type[BasePolicy]:
-        if isinstance(policy, str):
-            if policy not in cls.policy_aliases:
-                choices = ", ".join(sorted(cls.policy_aliases))
-                raise ValueError(f"policy: unknown policy {policy!r} for {cls.__name__}; valid choices: {choices}")
-            return cls.policy_aliases[policy]
-        if isinstance(policy, type) and issubclass(policy, BasePolicy):
-            return policy
-        raise TypeError(f"policy: expected a policy name or a BasePolicy subclass, got {policy!r}")
 
     def _finish_init(self, init_setup_model: bool) -> None:
         """End of every subclass constructor: with an SB3-style env, build the networks at once."""
@@ -162,6 +153,9 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
             self.action_space.seed(self.seed)
         self.policy = self._make_policy(observation_space, action_space)
         self._build_extra()
+        self._parts = parts_of(self)
+        for part in self._parts:
+            self.hparams.update(part.build(action_space))
         if self._trainer is None:
             self.to(get_device(self.requested_device))
 
@@ -180,7 +174,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         return {}
 
     def _build_extra(self) -> None:
-        """Hook: algorithm-specific modules created after the policy (target networks, entropy coefficient)."""
+        """Hook: algorithm-specific modules and parts created after the policy (target networks)."""
 
     # ------------------------------------------------------------------ optimisation
 
@@ -334,17 +328,8 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
                 self.ep_success_buffer.append(success)
 
     def _record_rollout_stats(self) -> None:
-        elapsed = max((time.time_ns() - self._start_time) / 1e9, 1e-9)
-        fps = int((self.num_timesteps - self._num_timesteps_at_start) / elapsed)
-        record = self.sb3_logger.record
-        if self.ep_info_buffer:
-            record("rollout/ep_rew_mean", safe_mean([ep["r"] for ep in self.ep_info_buffer]))
-            record("rollout/ep_len_mean", safe_mean([ep["l"] for ep in self.ep_info_buffer]))
-        if self.ep_success_buffer:
-            record("rollout/success_rate", safe_mean(self.ep_success_buffer))
-        record("time/fps", fps)
-        record("time/time_elapsed", int(elapsed), exclude="tensorboard")
-        record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        record_rollout_stats(self.sb3_logger, self.ep_info_buffer, self.ep_success_buffer, self.num_timesteps,
+                             self.num_timesteps - self._num_timesteps_at_start, self._start_time)
 
     def dump_logs(self) -> None:
         """Write everything recorded since the last dump, at the current env step."""

@@ -25,9 +25,17 @@ class Acting:
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-        """SB3 semantics: single or batched observations; Box actions clipped (or unscaled when squashed)."""
+        """SB3 semantics: single or batched observations; Box actions clipped (or unscaled when squashed).
+
+        Unless ``deterministic``, uniformly random actions when a part explores (epsilon-greedy: one draw for the
+        whole batch, as SB3's DQN draws it)."""
         if self.policy is None:
             raise RuntimeError(f"{type(self).__name__}.predict: the networks are not built yet (fit, or pass env=)")
+        if not deterministic and any(part.explores() for part in self._parts):
+            if not self.policy.is_vectorized_observation(observation):
+                return np.array(self.action_space.sample()), state
+            first = next(iter(observation.values())) if isinstance(observation, dict) else observation
+            return np.array([self.action_space.sample() for _ in range(len(first))]), state
         with outside_autocast(self.device):  # also called inside mixed-precision steps (evaluation, SB3 callbacks)
             return self.policy.predict(observation, state, episode_start, deterministic)
 

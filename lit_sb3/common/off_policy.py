@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from gymnasium import spaces
+from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
@@ -16,10 +17,10 @@ from stable_baselines3.common.type_aliases import GymEnv, RolloutReturn, TrainFr
 from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_sb3.common import replay, resume
+from lit_sb3.common import replay
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.off_policy_args import as_train_freq, check_off_policy_args
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+from lit_sb3.common.off_policy_checkpoint import OffPolicyCheckpoint
 from lit_sb3.common.utils import outside_autocast
 
 
@@ -38,16 +39,15 @@ class EnvSteps:
             yield self.algorithm.num_timesteps
 
 
-class OffPolicyAlgorithm(BaseAlgorithm):
+class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
     """Shared replay-buffer loop of SAC, TD3, DDPG and DQN (and the sb3-contrib off-policy algorithms).
 
-    Subclasses implement :meth:`gradient_updates` (``gradient_steps`` updates on replay samples) and configure their
-    optimizers; collection, warm-up, action noise, logging and persistence of the replay buffer live here.
+    Subclasses implement :meth:`gradient_updates` (``gradient_steps`` updates on replay samples); collection, warm-up,
+    action noise and logging live here, and the loop drives the algorithm's parts (:mod:`lit_sb3.common.parts`:
+    the entropy temperature's optimizer, epsilon-greedy actions, target networks refreshed every n env steps).
     """
 
     default_log_interval: ClassVar[int] = 4
-    #: keep the replay buffer's filled part in Lightning checkpoints (exact resume); False for small checkpoints
-    checkpoint_replay_buffer: bool = True
 
     def __init__(
         self,
@@ -220,13 +220,21 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             update_learning_rate(optimizer, lr)
         self.sb3_logger.record("train/learning_rate", lr)
 
+    def configure_optimizers(self) -> OptimizerLRScheduler:
+        """The optimizers of :meth:`_named_optimizers`, in that order."""
+        return list(self._named_optimizers().values())
+
     def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        """Actor-critics: actor and critic optimizers, under SB3's save names, in that order; Q-learning: the
-        policy's optimizer."""
+        """Under SB3's save names: the actor's and the critic's (actor-critics) or the policy's (Q-learning), then
+        the parts' (SAC's entropy temperature)."""
         policy = self.policy
-        if not (hasattr(policy, "actor") and hasattr(policy, "critic")):
-            return super()._named_optimizers()
-        return {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
+        if hasattr(policy, "actor") and hasattr(policy, "critic"):
+            named = {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
+        else:
+            named = super()._named_optimizers()
+        for part in self._parts:
+            named.update(part.optimizers())
+        return named
 
     # ------------------------------------------------------------------ collection
 
@@ -280,41 +288,35 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def _sample_action(
         self, learning_starts: int, action_noise: ActionNoise | None, n_envs: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Env actions and the actions to store (Box actions are stored scaled to [-1, 1])."""
-        box = isinstance(self.action_space, spaces.Box)
-        if self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup):
-            unscaled = np.array([self.action_space.sample() for _ in range(n_envs)])
-            scaled = self.policy.scale_action(unscaled) if box else unscaled
-        elif box:
-            # SB3's predict -> scale_action round trip, even for squashed actions already in [-1, 1]: skipping it
-            # changes the stored actions in the last bit, and a whole run then drifts away from SB3's
-            actions = self._policy_actions(n_envs)
-            if self.policy.squash_output:
-                unscaled = self.policy.unscale_action(actions)
-            else:
-                unscaled = np.clip(actions, self.action_space.low, self.action_space.high)
-            scaled = self.policy.scale_action(unscaled)
+        """Env actions and the actions to store: uniformly random before ``learning_starts`` (unless gSDE acts at
+        warm-up), the policy's after; Box actions are stored scaled to [-1, 1], with the action noise."""
+        warm_up = self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup)
+        if warm_up:
+            actions = np.array([self.action_space.sample() for _ in range(n_envs)])
         else:
-            scaled = self._policy_actions(n_envs)
-        if not box:
-            return scaled, scaled
-        if action_noise is not None:
-            scaled = np.clip(scaled + action_noise(), -1.0, 1.0)
-        return self.policy.unscale_action(scaled), scaled
+            actions = self._policy_actions(n_envs)
+        if not isinstance(self.action_space, spaces.Box):
+            return actions, actions
+        return replay.box_actions(self.policy, actions, from_policy=not warm_up, noise=action_noise)
 
     def _policy_actions(self, n_envs: int) -> np.ndarray:
-        """Exploration actions for ``_last_obs`` as the policy outputs them.
+        """Exploration actions for ``_last_obs`` as the policy outputs them (uniformly random for every env when a
+        part explores: epsilon-greedy).
 
         What ``predict`` does minus its per-call input checks and mode switch (the policy is already in eval mode
         while collecting): a few hundred microseconds per env step.
         """
+        if any(part.explores() for part in self._parts):
+            return np.array([self.action_space.sample() for _ in range(n_envs)])
         obs, _ = self.policy.obs_to_tensor(self._last_obs)
         with torch.no_grad(), outside_autocast(self.device):
             actions = self.policy._predict(obs, deterministic=False)
         return actions.cpu().numpy().reshape((n_envs, *self.action_space.shape))
 
     def _on_step(self) -> None:
-        """Hook: after every vector env step (DQN: exploration rate and target network)."""
+        """After every vector env step: the parts' step (DQN: exploration rate and target network)."""
+        for part in self._parts:
+            part.on_step(self._current_progress_remaining, self.n_envs)
 
     # ------------------------------------------------------------------ logging
 
@@ -327,6 +329,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             record("train/n_updates", self._n_updates, exclude="tensorboard")
         if self.use_sde and hasattr(self.policy, "actor"):
             record("train/std", self.policy.actor.get_std().mean().item())
+        for part in self._parts:
+            part.record(record)
         super().dump_logs()
 
     # ------------------------------------------------------------------ replay buffer persistence
@@ -339,33 +343,3 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """Load a buffer written by ``save_replay_buffer`` (or SB3's); HER buffers get the current env."""
         env = self.get_env()
         self.replay_buffer = replay.load_replay_buffer(path, env, self.device, truncate_last_traj, self.verbose)
-
-    # ------------------------------------------------------------------ checkpoints
-
-    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
-        state = super()._extra_state(fmt)
-        if fmt != CHECKPOINT:
-            return state
-        if self.checkpoint_replay_buffer and self.replay_buffer is not None:
-            state["replay_buffer"] = replay.buffer_arrays(self.replay_buffer)
-        if "env" in state:
-            state["env"]["last_original_obs"] = resume.to_tree(self._last_original_obs)
-        state["action_noise"] = resume.noise_state(self.action_noise)
-        state["stat_sums"] = self._metrics.state()
-        return state
-
-    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
-        super()._resume_training_state(env, state)
-        self._last_original_obs = resume.from_tree(state["env"]["last_original_obs"])
-        resume.set_noise_state(self.action_noise, state.get("action_noise"))
-        self._metrics.load_state(state.get("stat_sums", {}))
-
-    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
-        super()._load_extra_state(state, fmt)
-        buffer_state = state.get("replay_buffer") if fmt == CHECKPOINT else None
-        if buffer_state is not None:
-            if self.replay_buffer is not None:
-                replay.restore_buffer_arrays(self.replay_buffer, buffer_state)
-            else:
-                self._pending_buffer_state = buffer_state  # applied when the buffer is created at train start
-

@@ -44,3 +44,17 @@ def check_off_policy_args(learning_starts: int, gradient_steps: int, buffer_size
             raise ValueError(f"{name}: must be {rule}, got {value}")
     if batch_size > buffer_size:
         raise ValueError(f"batch_size: must be <= buffer_size ({buffer_size}), got {batch_size}")
+
+
+def check_target_update_interval(target_update_interval: int) -> int:
+    """``target_update_interval`` when it is >= 1 (gradient steps of SAC / TQC, env steps of DQN / QR-DQN)."""
+    if target_update_interval < 1:
+        raise ValueError(f"target_update_interval: must be >= 1, got {target_update_interval}")
+    return target_update_interval
+
+
+def check_max_grad_norm(max_grad_norm: float | None) -> float | None:
+    """``max_grad_norm`` when it is None (no clipping) or > 0."""
+    if max_grad_norm is not None and max_grad_norm <= 0:
+        raise ValueError(f"max_grad_norm: must be None or > 0, got {max_grad_norm}")
+    return max_grad_norm

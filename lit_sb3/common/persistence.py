@@ -1,7 +1,8 @@
 """Saving and loading an algorithm: SB3-style zips (``save`` / ``load``) and Lightning checkpoints.
 
 Both formats keep the modules' parameters and optimizer states; what an algorithm keeps besides them goes through
-ONE hook pair, :meth:`Persistence._extra_state` / :meth:`Persistence._load_extra_state`, asked for a format:
+ONE hook pair, :meth:`Persistence._extra_state` / :meth:`Persistence._load_extra_state`, asked for a format (the
+algorithm's parts, :mod:`lit_sb3.common.parts`, add theirs through the same pair):
 
 - ``"checkpoint"``: the training state an exact resume needs (counters, RNGs, the env's replay, buffers), stored
   under ``checkpoint["lit_sb3"]`` next to Lightning's ``state_dict`` and ``hyper_parameters``;
@@ -54,41 +55,16 @@ class Persistence:
     def _extra_state(self: BaseAlgorithm, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
         """What this algorithm keeps besides its parameters and optimizer states, in format ``fmt`` (see the module
         docstring); subclasses extend the dict (and check ``fmt`` when an entry belongs to one format only)."""
-        if fmt == ZIP:
-            # "device" is where this process ran, not part of the model: SB3's load would take it over its argument
-            data: dict[str, Any] = {k: v for k, v in self.hparams.items() if k != "device"}
-            # SB3's load copies data over its attributes, where "*_kwargs" are dicts, never None
-            data.update({k: {} for k, v in data.items() if k.endswith("_kwargs") and v is None})
-            data.update(
-                policy_class=self.policy_class,
-                policy_kwargs=dict(self.policy_kwargs),
-                observation_space=self.observation_space,
-                action_space=self.action_space,
-                n_envs=self.n_envs or (self._env.num_envs if self._env is not None else 1),
-                num_timesteps=self.num_timesteps,
-                _n_updates=self._n_updates,
-            )
-            return data
-        state: dict[str, Any] = {
-            "observation_space": space_to_dict(self.observation_space),
-            "action_space": space_to_dict(self.action_space),
-            "num_timesteps": self.num_timesteps, "n_updates": self._n_updates, "episode_num": self._episode_num,
-            "rng": resume.rng_state(), "action_space_rng": resume.space_rng_state(self.action_space),
-            "ep_info_buffer": resume.to_tree(list(self.ep_info_buffer)),
-            "ep_success_buffer": resume.to_tree(list(self.ep_success_buffer)),
-        }
-        env = self._seeded_env
-        if self._action_log is not None and env is not None and self._last_obs is not None:
-            state["env"] = {
-                "log": self._action_log.state(), "vecnormalize": resume.vecnormalize_state(env),
-                "last_obs": resume.to_tree(self._last_obs),
-                "last_episode_starts": resume.to_tree(self._last_episode_starts),
-            }
+        state = _base_state(self, fmt)
+        for part in self._parts:
+            state.update(part.state(fmt))
         return state
 
     def _load_extra_state(self: BaseAlgorithm, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
         """Restore what :meth:`_extra_state` returned (the networks are built already); a checkpoint's env state
         waits for the training env (:meth:`_resume_training_state` at train start)."""
+        for part in self._parts:
+            part.load_state(state, fmt)
         if fmt == ZIP:
             self.num_timesteps = int(state.get("num_timesteps", 0))
             self._n_updates = int(state.get("_n_updates", 0))
@@ -273,6 +249,42 @@ class Persistence:
         else:
             model._last_obs = None  # a saved observation is stale: the env resets at train start
         return model  # type: ignore[return-value]
+
+
+
+def _base_state(model: BaseAlgorithm, fmt: StateFormat) -> dict[str, Any]:
+    """The entries every algorithm keeps (see the module docstring)."""
+    if fmt == ZIP:
+        # "device" is where this process ran, not part of the model: SB3's load would take it over its argument
+        data: dict[str, Any] = {k: v for k, v in model.hparams.items() if k != "device"}
+        # SB3's load copies data over its attributes, where "*_kwargs" are dicts, never None
+        data.update({k: {} for k, v in data.items() if k.endswith("_kwargs") and v is None})
+        data.update(
+            policy_class=model.policy_class,
+            policy_kwargs=dict(model.policy_kwargs),
+            observation_space=model.observation_space,
+            action_space=model.action_space,
+            n_envs=model.n_envs or (model._env.num_envs if model._env is not None else 1),
+            num_timesteps=model.num_timesteps,
+            _n_updates=model._n_updates,
+        )
+        return data
+    state: dict[str, Any] = {
+        "observation_space": space_to_dict(model.observation_space),
+        "action_space": space_to_dict(model.action_space),
+        "num_timesteps": model.num_timesteps, "n_updates": model._n_updates, "episode_num": model._episode_num,
+        "rng": resume.rng_state(), "action_space_rng": resume.space_rng_state(model.action_space),
+        "ep_info_buffer": resume.to_tree(list(model.ep_info_buffer)),
+        "ep_success_buffer": resume.to_tree(list(model.ep_success_buffer)),
+    }
+    env = model._seeded_env
+    if model._action_log is not None and env is not None and model._last_obs is not None:
+        state["env"] = {
+            "log": model._action_log.state(), "vecnormalize": resume.vecnormalize_state(env),
+            "last_obs": resume.to_tree(model._last_obs),
+            "last_episode_starts": resume.to_tree(model._last_episode_starts),
+        }
+    return state
 
 
 def _same(a: Any, b: Any) -> bool:

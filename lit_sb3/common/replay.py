@@ -1,4 +1,5 @@
-"""The replay buffer of the off-policy algorithms: which SB3 buffer to build, HER's env hook-up, and persistence.
+"""The replay buffer of the off-policy algorithms: which SB3 buffer to build, HER's env hook-up, what a step stores,
+and persistence.
 
 SB3's buffers are used as they are; this module decides between them, keeps HER pointed at the training env, and
 turns a buffer into tensors and plain numbers (safe for ``weights_only`` checkpoint loading) and back.
@@ -14,6 +15,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
+from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
@@ -113,6 +116,25 @@ def truncate_last_trajectory(buffer: ReplayBuffer | None, optimize_memory_usage:
 
 
 Obs = np.ndarray | dict[str, np.ndarray]
+
+
+def box_actions(
+    policy: BasePolicy, actions: np.ndarray, from_policy: bool, noise: ActionNoise | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(env actions, actions to store) of Box ``actions`` (random ones, or the policy's): stored scaled to [-1, 1]
+    with ``noise`` added there, as SB3 stores them.
+
+    The policy's go through SB3's predict -> scale_action round trip, even squashed ones already in [-1, 1]:
+    skipping it changes the stored actions in the last bit, and a whole run then drifts away from SB3's.
+    """
+    unscaled = actions
+    if from_policy:
+        space = policy.action_space
+        unscaled = policy.unscale_action(actions) if policy.squash_output else np.clip(actions, space.low, space.high)
+    scaled = policy.scale_action(unscaled)
+    if noise is not None:
+        scaled = np.clip(scaled + noise(), -1.0, 1.0)
+    return policy.unscale_action(scaled), scaled
 
 
 def store_transition(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Iterable
 from numbers import Number
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +13,7 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
 from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.utils import safe_mean
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
@@ -95,3 +98,20 @@ def as_callback(callback: MaybeCallback) -> BaseCallback | None:
     if callable(callback):
         return ConvertCallback(callback)
     raise TypeError(f"callback: expected an SB3 BaseCallback, a list of them or a function, got {type(callback)}")
+
+
+def record_rollout_stats(
+    logger: Logger, episodes: Iterable[dict[str, Any]], successes: Iterable[bool], num_timesteps: int,
+    steps_this_run: int, start_time_ns: int,
+) -> None:
+    """SB3's ``rollout/*`` episode means (over the stats window) and ``time/*`` entries."""
+    elapsed = max((time.time_ns() - start_time_ns) / 1e9, 1e-9)
+    episodes, successes = list(episodes), list(successes)
+    if episodes:
+        logger.record("rollout/ep_rew_mean", safe_mean([ep["r"] for ep in episodes]))
+        logger.record("rollout/ep_len_mean", safe_mean([ep["l"] for ep in episodes]))
+    if successes:
+        logger.record("rollout/success_rate", safe_mean(successes))
+    logger.record("time/fps", int(steps_this_run / elapsed))
+    logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+    logger.record("time/total_timesteps", num_timesteps, exclude="tensorboard")

@@ -71,3 +71,17 @@ def clip_grad_norm(module: Any, optimizer: Any, max_norm: float) -> None:
             return
         scaler.unscale_(raw)
     torch.nn.utils.clip_grad_norm_([p for group in raw.param_groups for p in group["params"]], max_norm)
+
+
+def resolve_policy_class(
+    policy: str | type[BasePolicy], aliases: dict[str, type[BasePolicy]], algorithm: str
+) -> type[BasePolicy]:
+    """The policy class named by ``policy`` (one of the algorithm's ``aliases``) or given as a class."""
+    if isinstance(policy, str):
+        if policy not in aliases:
+            choices = ", ".join(sorted(aliases))
+            raise ValueError(f"policy: unknown policy {policy!r} for {algorithm}; valid choices: {choices}")
+        return aliases[policy]
+    if isinstance(policy, type) and issubclass(policy, BasePolicy):
+        return policy
+    raise TypeError(f"policy: expected a policy name or a BasePolicy subclass, got {policy!r}")

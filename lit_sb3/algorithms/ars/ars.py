@@ -387,11 +387,7 @@ class ARS(BaseAlgorithm):
         async_eval.sync_obs_rms(vec_normalize.obs_rms.copy())
         self._old_count = vec_normalize.obs_rms.count
 
-    # ------------------------------------------------------------------ logging and entry point
-
-    def dump_logs(self) -> None:
-        """Dump information to the logger."""
-        super().dump_logs()
+    # ------------------------------------------------------------------ entry point
 
     def learn(
         self: SelfARS,

@@ -15,13 +15,14 @@ from torch import nn
 
 from lit_sb3.algorithms.crossq.policies import POLICY_ALIASES, CrossQPolicy
 from lit_sb3.common import losses
-from lit_sb3.common.entropy import MaxEntropyAlgorithm
-from lit_sb3.common.optim import frozen
+from lit_sb3.common.entropy import EntropyTemperature
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.optim import frozen, optimized_params
 
 SelfCrossQ = TypeVar("SelfCrossQ", bound="CrossQ")
 
 
-class CrossQ(MaxEntropyAlgorithm):
+class CrossQ(OffPolicyAlgorithm):
     """CrossQ: SAC without target networks, made stable by batch (re)normalization in the critics.
 
     The critics see the current and the next state-action pairs in one joint batch, so their normalization
@@ -58,6 +59,7 @@ class CrossQ(MaxEntropyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[CrossQPolicy]]] = POLICY_ALIASES
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 
     def __init__(
         self,
@@ -113,10 +115,9 @@ class CrossQ(MaxEntropyAlgorithm):
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
             use_sde_at_warmup=use_sde_at_warmup,
-            ent_coef=ent_coef,
-            target_entropy=target_entropy,
         )
         self.policy_delay = policy_delay
+        self.temperature = EntropyTemperature(ent_coef, target_entropy, self.lr_schedule(1))
         self._finish_init(_init_setup_model)
 
     def _validate_hyperparameters(self) -> None:
@@ -131,7 +132,7 @@ class CrossQ(MaxEntropyAlgorithm):
         return super()._default_optimizer_kwargs(optimizer_class)
 
     def _build_extra(self) -> None:
-        super()._build_extra()
+        self._critic_weights = optimized_params(self.policy.critic)  # frozen while the actor loss reads the critics
         # the normalization layers whose mode decides between batch statistics (train) and running statistics (eval)
         self._actor_norms = [m for m in self.policy.actor.modules() if isinstance(m, BatchRenorm)]
         self._critic_norms = [m for m in self.policy.critic.modules() if isinstance(m, BatchRenorm)]
@@ -175,7 +176,7 @@ class CrossQ(MaxEntropyAlgorithm):
                 actions_pi, log_prob = actor.action_log_prob(data.observations)
                 _set_norm_mode(self._actor_norms, False)
                 log_prob = log_prob.reshape(-1, 1)
-                self._temperature_step(log_prob)
+                self.temperature.step(log_prob, self._metrics)
                 with frozen(self._critic_weights):
                     q_pi = torch.cat(critic(data.observations, actions_pi), dim=1)
                     actor_loss = losses.sac_actor_loss(log_prob, q_pi, ent_coef)

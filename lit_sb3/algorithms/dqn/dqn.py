@@ -8,17 +8,19 @@ from typing import Any, ClassVar, TypeVar
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, ReplayBufferSamples, Schedule
-from torch import nn
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.dqn.policies import POLICY_ALIASES, DQNPolicy
 from lit_sb3.common import losses
-from lit_sb3.common.q_learning import QLearningAlgorithm
+from lit_sb3.common.epsilon_greedy import EpsilonGreedy
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.off_policy_args import check_max_grad_norm, check_target_update_interval
+from lit_sb3.common.targets import TargetNetworks
 
 SelfDQN = TypeVar("SelfDQN", bound="DQN")
 
 
-class DQN(QLearningAlgorithm):
+class DQN(OffPolicyAlgorithm):
     """Deep Q-Network (DQN).
 
     Papers: https://arxiv.org/abs/1312.5602, https://www.nature.com/articles/nature14236. Epsilon-greedy exploration
@@ -54,6 +56,8 @@ class DQN(QLearningAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[DQNPolicy]]] = POLICY_ALIASES
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
+    (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps,
+     exploration_fraction) = EpsilonGreedy.sb3_attributes("exploration")
 
     def __init__(
         self,
@@ -97,6 +101,7 @@ class DQN(QLearningAlgorithm):
             replay_buffer_class=replay_buffer_class,
             replay_buffer_kwargs=replay_buffer_kwargs,
             optimize_memory_usage=optimize_memory_usage,
+            action_noise=None,
             n_steps=n_steps,
             policy_kwargs=policy_kwargs,
             stats_window_size=stats_window_size,
@@ -104,23 +109,30 @@ class DQN(QLearningAlgorithm):
             seed=seed,
             device=device,
             env=env,
-            target_update_interval=target_update_interval,
-            exploration_fraction=exploration_fraction,
-            exploration_initial_eps=exploration_initial_eps,
-            exploration_final_eps=exploration_final_eps,
-            max_grad_norm=max_grad_norm,
         )
+        self.target_update_interval = check_target_update_interval(target_update_interval)
+        self.max_grad_norm = check_max_grad_norm(max_grad_norm)
+        self.exploration = EpsilonGreedy(exploration_initial_eps, exploration_final_eps, exploration_fraction)
         self._finish_init(_init_setup_model)
 
-    def _q_networks(self) -> tuple[nn.Module, nn.Module]:
-        return self.policy.q_net, self.policy.q_net_target
+    def _build_extra(self) -> None:
+        pair = self.policy.q_net, self.policy.q_net_target
+        self.target_networks = TargetNetworks(pair, every_env_steps=self.target_update_interval, tau=self.tau)
 
-    def _loss(self, data: ReplayBufferSamples, discounts: torch.Tensor | float) -> torch.Tensor:
-        """Huber loss of the taken actions' Q-values towards the target network's one-step targets."""
-        with torch.no_grad():
-            next_q = self.policy.q_net_target(data.next_observations)
-            target_q = losses.dqn_target(data.rewards, data.dones, discounts, next_q)
-        return losses.q_huber_loss(self.policy.q_net(data.observations), data.actions, target_q)
+    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
+        """Huber loss of the taken actions' Q-values towards the target network's one-step targets, gradients
+        clipped to ``max_grad_norm``, on ``gradient_steps`` replay samples."""
+        (optimizer,) = self._lightning_optimizers()
+        q_net, q_net_target = self.policy.q_net, self.policy.q_net_target
+        for _ in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            with torch.no_grad():
+                target_q = losses.dqn_target(data.rewards, data.dones, discounts, q_net_target(data.next_observations))
+            loss = losses.q_huber_loss(q_net(data.observations), data.actions, target_q)
+            self._optimizer_step(optimizer, loss, max_grad_norm=self.max_grad_norm)
+            self._track(loss=loss)
+        self._n_updates += gradient_steps
 
     def learn(
         self: SelfDQN,

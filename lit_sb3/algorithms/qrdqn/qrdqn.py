@@ -8,17 +8,19 @@ from typing import Any, ClassVar, TypeVar
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, ReplayBufferSamples, Schedule
-from torch import nn
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from lit_sb3.algorithms.qrdqn.policies import POLICY_ALIASES, QRDQNPolicy
 from lit_sb3.common import quantile
-from lit_sb3.common.q_learning import QLearningAlgorithm
+from lit_sb3.common.epsilon_greedy import EpsilonGreedy
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.off_policy_args import check_max_grad_norm, check_target_update_interval
+from lit_sb3.common.targets import TargetNetworks
 
 SelfQRDQN = TypeVar("SelfQRDQN", bound="QRDQN")
 
 
-class QRDQN(QLearningAlgorithm):
+class QRDQN(OffPolicyAlgorithm):
     """Quantile Regression Deep Q-Network (QR-DQN).
 
     DQN with a distributional Q-network: for every action it predicts ``n_quantiles`` quantiles of the return,
@@ -55,6 +57,8 @@ class QRDQN(QLearningAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[QRDQNPolicy]]] = POLICY_ALIASES
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
+    (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps,
+     exploration_fraction) = EpsilonGreedy.sb3_attributes("exploration")
 
     def __init__(
         self,
@@ -98,6 +102,7 @@ class QRDQN(QLearningAlgorithm):
             replay_buffer_class=replay_buffer_class,
             replay_buffer_kwargs=replay_buffer_kwargs,
             optimize_memory_usage=optimize_memory_usage,
+            action_noise=None,
             n_steps=n_steps,
             policy_kwargs=policy_kwargs,
             stats_window_size=stats_window_size,
@@ -105,12 +110,10 @@ class QRDQN(QLearningAlgorithm):
             seed=seed,
             device=device,
             env=env,
-            target_update_interval=target_update_interval,
-            exploration_fraction=exploration_fraction,
-            exploration_initial_eps=exploration_initial_eps,
-            exploration_final_eps=exploration_final_eps,
-            max_grad_norm=max_grad_norm,
         )
+        self.target_update_interval = check_target_update_interval(target_update_interval)
+        self.max_grad_norm = check_max_grad_norm(max_grad_norm)
+        self.exploration = EpsilonGreedy(exploration_initial_eps, exploration_final_eps, exploration_fraction)
         self._finish_init(_init_setup_model)
 
     def _default_optimizer_kwargs(self, optimizer_class: type[torch.optim.Optimizer]) -> dict[str, Any]:
@@ -121,7 +124,8 @@ class QRDQN(QLearningAlgorithm):
         return super()._default_optimizer_kwargs(optimizer_class)
 
     def _build_extra(self) -> None:
-        super()._build_extra()
+        pair = self.policy.quantile_net, self.policy.quantile_net_target
+        self.target_networks = TargetNetworks(pair, every_env_steps=self.target_update_interval, tau=self.tau)
         # the quantile fractions of the loss, built once (a buffer: they move with the module between devices)
         self.register_buffer("_taus", quantile.quantile_midpoints(self.n_quantiles, self.device), persistent=False)
 
@@ -129,16 +133,22 @@ class QRDQN(QLearningAlgorithm):
     def n_quantiles(self) -> int:
         return self.policy.n_quantiles
 
-    def _q_networks(self) -> tuple[nn.Module, nn.Module]:
-        return self.policy.quantile_net, self.policy.quantile_net_target
-
-    def _loss(self, data: ReplayBufferSamples, discounts: torch.Tensor | float) -> torch.Tensor:
-        """Quantile Huber loss of the taken actions' quantiles towards the target network's greedy quantiles."""
-        with torch.no_grad():
-            next_quantiles = self.policy.quantile_net_target(data.next_observations)
-            target = quantile.qrdqn_target(data.rewards, data.dones, discounts, next_quantiles)
-        current = quantile.taken_action_quantiles(self.policy.quantile_net(data.observations), data.actions)
-        return quantile.quantile_huber_loss(current, target, self._taus, sum_over_quantiles=True)
+    def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
+        """Quantile Huber loss of the taken actions' quantiles towards the target network's greedy quantiles,
+        gradients clipped to ``max_grad_norm``, on ``gradient_steps`` replay samples."""
+        (optimizer,) = self._lightning_optimizers()
+        quantile_net, quantile_net_target = self.policy.quantile_net, self.policy.quantile_net_target
+        for _ in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            with torch.no_grad():
+                next_quantiles = quantile_net_target(data.next_observations)
+                target = quantile.qrdqn_target(data.rewards, data.dones, discounts, next_quantiles)
+            current = quantile.taken_action_quantiles(quantile_net(data.observations), data.actions)
+            loss = quantile.quantile_huber_loss(current, target, self._taus, sum_over_quantiles=True)
+            self._optimizer_step(optimizer, loss, max_grad_norm=self.max_grad_norm)
+            self._track(loss=loss)
+        self._n_updates += gradient_steps
 
     def learn(
         self: SelfQRDQN,

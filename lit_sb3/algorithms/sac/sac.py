@@ -13,14 +13,16 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 
 from lit_sb3.algorithms.sac.policies import POLICY_ALIASES, SACPolicy
 from lit_sb3.common import losses
-from lit_sb3.common.entropy import MaxEntropyAlgorithm
-from lit_sb3.common.optim import frozen
+from lit_sb3.common.entropy import EntropyTemperature, policy_sample
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.common.off_policy_args import check_target_update_interval
+from lit_sb3.common.optim import frozen, optimized_params
 from lit_sb3.common.targets import TargetNetworks
 
 SelfSAC = TypeVar("SelfSAC", bound="SAC")
 
 
-class SAC(MaxEntropyAlgorithm):
+class SAC(OffPolicyAlgorithm):
     """Soft Actor-Critic (SAC).
 
     Off-policy maximum-entropy actor-critic with twin critics and a learned (or fixed) temperature.
@@ -57,6 +59,7 @@ class SAC(MaxEntropyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[SACPolicy]]] = POLICY_ALIASES
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 
     def __init__(
         self,
@@ -113,20 +116,14 @@ class SAC(MaxEntropyAlgorithm):
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
             use_sde_at_warmup=use_sde_at_warmup,
-            ent_coef=ent_coef,
-            target_entropy=target_entropy,
         )
-        self.target_update_interval = target_update_interval
+        self.target_update_interval = check_target_update_interval(target_update_interval)
+        self.temperature = EntropyTemperature(ent_coef, target_entropy, self.lr_schedule(1))
         self._finish_init(_init_setup_model)
 
-    def _validate_hyperparameters(self) -> None:
-        super()._validate_hyperparameters()
-        if self.target_update_interval < 1:
-            raise ValueError(f"target_update_interval: must be >= 1, got {self.target_update_interval}")
-
     def _build_extra(self) -> None:
-        super()._build_extra()
         self.target_networks = TargetNetworks((self.policy.critic, self.policy.critic_target))
+        self._critic_weights = optimized_params(self.policy.critic)  # frozen while the actor loss reads the critics
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Temperature, critic and actor updates on ``gradient_steps`` replay samples."""
@@ -135,8 +132,8 @@ class SAC(MaxEntropyAlgorithm):
         for step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
             discounts = data.discounts if data.discounts is not None else self.gamma
-            actions_pi, log_prob = self._policy_sample(data.observations)
-            ent_coef = self._temperature_step(log_prob)
+            actions_pi, log_prob = policy_sample(actor, data.observations, fresh_noise=self.use_sde)
+            ent_coef = self.temperature.step(log_prob, self._metrics)
 
             with torch.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)

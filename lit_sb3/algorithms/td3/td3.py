@@ -7,7 +7,6 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
@@ -127,10 +126,6 @@ class TD3(OffPolicyAlgorithm):
         pairs = (policy.critic, policy.critic_target), (policy.actor, policy.actor_target)
         self.target_networks = TargetNetworks(*pairs)
         self._critic_weights = optimized_params(policy.critic)
-
-    def configure_optimizers(self) -> OptimizerLRScheduler:
-        """Actor and critic optimizers, in that order."""
-        return list(self._named_optimizers().values())
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Critic update every step; actor and target update every ``policy_delay`` steps."""
