@@ -13,6 +13,7 @@ seed number alone; damaged run files are named on stderr and left out.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
 from lit_bench.analysis.load import load_tables
 from lit_bench.analysis.reference import reference_curve, reference_score
-from lit_bench.analysis.summarize import GROUP, comparison_table, curve_bands, summary_table
+from lit_bench.analysis.summarize import GROUP, comparison_table, curve_bands, group_key, run_table, summary_table
 from lit_bench.rundir import RunDir, atomic_write, atomic_write_text
 
 FLAG = "‡"
@@ -240,11 +241,6 @@ def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axe
     return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
 
 
-def _key(values: tuple) -> tuple:
-    """A group key to look up (NaN, which equals nothing, as None)."""
-    return tuple(None if pd.isna(v) else v for v in values)
-
-
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
     """On a lit bar: its env-steps/s ratio to SB3's on the same seeds (median, min-max)."""
     if comparison is None or comparison.empty or row.backend == "sb3":
@@ -284,14 +280,19 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame,
     if not (runs.status == "completed").any():
         counts = ", ".join(f"{n} {status}" for status, n in runs.status.value_counts().sort_index().items())
         raise SystemExit(f"report: none of the {len(runs)} runs under {where} completed ({counts}); nothing to report")
-    return evals, with_videos(summary_table(runs, evals, seed=seed), runs), comparison_table(runs, evals, seed=seed)
+    per_run = run_table(runs, evals)  # once for both tables
+    summary = summary_table(runs, evals, seed=seed, per_run=per_run)
+    return evals, with_videos(summary, runs), comparison_table(runs, evals, seed=seed, per_run=per_run)
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The summary with a ``videos`` column: each config's runs' ``video/final.mp4`` files, space separated."""
+    video = RunDir("").final_video  # the file's path inside a run directory
+    dirs_of = {group_key(key): group.run_dir for key, group in runs.groupby(GROUP, sort=False, dropna=False)}
+
     def videos(row: pd.Series) -> str:
-        dirs = runs.merge(pd.DataFrame([{k: row[k] for k in GROUP}]), on=GROUP).run_dir
-        return " ".join(str(v) for v in (RunDir(d).final_video for d in dirs) if v.is_file())
+        paths = (Path(d) / video for d in dirs_of.get(group_key(tuple(row[k] for k in GROUP)), ()))
+        return " ".join(str(v) for v in paths if os.path.isfile(v))
 
     return summary.assign(videos=[videos(row) for _, row in summary.iterrows()] if len(summary) else [])
 
