@@ -146,17 +146,32 @@ def _steps(value: float) -> str:
     return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"
 
 
+DPI = 120
+
+
 def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]) -> list[Path]:
-    """Write a figure as ``<out>/<name><suffix>`` and close it (nothing for None: a figure without data)."""
+    """Write a figure as ``<out>/<name><suffix>`` and close it (nothing for None: a figure without data).
+
+    The layout and the tight bounding box are computed once, for the PNG's resolution, and kept for every format
+    (``savefig(bbox_inches="tight")`` lays the figure out again, in a dry-run draw, for each file). PNGs are compressed
+    lightly: the same pixels, encoded ~5x faster.
+    """
     if named is None:
         return []
     ax, name = named
+    figure = ax.figure
+    figure.set_dpi(DPI)
+    figure.draw_without_rendering()  # (the constrained layout)
+    bbox = figure.get_tightbbox(figure.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
+    figure.set_layout_engine("none")
     paths = []
     for suffix in suffixes:
         path = out / f"{name}{suffix}"
-        atomic_write(path, lambda tmp, s=suffix: ax.figure.savefig(tmp, dpi=120, format=s[1:], bbox_inches="tight"))
+        options = {"pil_kwargs": {"compress_level": 1}} if suffix == ".png" else {}
+        atomic_write(path, lambda tmp, s=suffix, o=options: figure.savefig(tmp, dpi=DPI, format=s[1:], bbox_inches=bbox,
+                                                                         **o))
         paths.append(path)
-    plt.close(ax.figure)
+    plt.close(figure)
     return paths
 
 
