@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # (imported where a frame is made: every training run imports this module for iqm)
 
 Statistic = Callable[[np.ndarray], float]
 
@@ -170,6 +173,8 @@ def curves_on_grid(
     curves: pd.DataFrame, grid: np.ndarray, *, run: str = "seed", x: str = "timesteps", y: str = "value"
 ) -> pd.DataFrame:
     """One row per grid point and run: every run's curve interpolated onto ``grid`` (runs in sorted order)."""
+    import pandas as pd
+
     codes, keys = pd.factorize(curves[run], sort=True)
     if not len(keys):
         return pd.DataFrame(columns=[x, y, run])
@@ -199,6 +204,8 @@ def iqm_band(matrix: np.ndarray, steps: np.ndarray, *, x: str = "timesteps", n_b
     computed for all columns at once: with one seed, every column with the same number of runs draws the same resample
     of run indices (a joint resample of whole curves), so one index array serves them all.
     """
+    import pandas as pd
+
     m = np.asarray(matrix, dtype=float)
     valid = ~np.isnan(m)
     n_runs = valid.sum(axis=0)

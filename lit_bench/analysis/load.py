@@ -17,10 +17,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # (imported by the functions that use it: a training run imports this module, not pandas)
 
 from lit_bench.analysis import cache
 from lit_bench.identity import _VARIANT_DIR, config_id, parse_run_path
@@ -77,6 +79,8 @@ def _read_summary(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 def read_eval_csv(path: Path) -> tuple[pd.DataFrame, str | None]:
     """A run's evaluations (empty when the file is absent) and what is wrong with the file, if anything."""
+    import pandas as pd
+
     if not path.is_file() or path.stat().st_size == 0:  # (judged by the caller: fine for a run not yet evaluated)
         return pd.DataFrame(), None
     try:
@@ -155,6 +159,8 @@ class _Evals:
 
 
 def _read_one(path: Path, position: int, evals: _Evals) -> None:
+    import pandas as pd
+
     frame, problem = read_eval_csv(path)
     if problem:
         evals.problems[position] = problem
@@ -168,6 +174,8 @@ def _read_one(path: Path, position: int, evals: _Evals) -> None:
 def _read_plain(files: list[tuple[int, Path, bytes]], evals: _Evals) -> bool:
     """Parse the rows of all ``files`` (their bytes without the header) in one ``read_csv``; False when that fails
     (then each is read on its own)."""
+    import pandas as pd
+
     counts = np.array([data.count(b"\n") for _, _, data in files], dtype=np.int64)
     if counts.sum() == 0:
         return True
@@ -330,6 +338,8 @@ def read_runs(paths: Iterable[str | Path], *, use_cache: bool = True) -> cache.P
 
 def runs_table(parsed: cache.Parsed) -> pd.DataFrame:
     """``load_runs``' table of parsed runs."""
+    import pandas as pd
+
     frame = pd.DataFrame(parsed.rows)
     for column in RUN_COLUMNS:
         if column not in frame:
@@ -339,6 +349,8 @@ def runs_table(parsed: cache.Parsed) -> pd.DataFrame:
 
 def evaluations_table(parsed: cache.Parsed, runs: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """``load_evaluations``' long table of parsed runs, built in one reshape: per run, per metric, file order."""
+    import pandas as pd
+
     unknown = sorted(set(metrics or ()) - set(METRICS))
     if unknown:
         raise ValueError(f"metrics: unknown {', '.join(unknown)}; choose from {', '.join(METRICS)}")
@@ -399,6 +411,8 @@ def load_evaluations(paths: Iterable[str | Path], *, metrics: Sequence[str] | No
 def load_episode_returns(paths: Iterable[str | Path]) -> pd.DataFrame:
     """Every evaluation episode of every run from its ``evaluations.npz``:
     ``[<run identity>, timesteps, episode, return, length]``; runs without the file (or damaged ones) add nothing."""
+    import pandas as pd
+
     frames = []
     for run in load_runs(paths).itertuples(index=False):
         data = read_evaluations_npz(Path(run.run_dir) / EVALUATIONS_NPZ) if run.status != "damaged" else {}
