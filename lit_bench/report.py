@@ -1,13 +1,13 @@
 """Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's reference at equal budgets.
 
-    python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR]
+    python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
 
 Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran) and the figures
-``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf). "Final" is the last evaluation, at
-the end of the budget, as on the console and in the sweep table. Scores are deterministic evaluation returns; the
-point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so reports are reproducible),
-flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, backend, env, config), never by
-seed number alone; damaged run files are named on stderr and left out.
+``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf, or ``--formats``). "Final" is the
+last evaluation, at the end of the budget, as on the console and in the sweep table. Scores are deterministic
+evaluation returns; the point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so
+reports are reproducible), flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo,
+backend, env, config), never by seed number alone; damaged run files are named on stderr and left out.
 """
 
 from __future__ import annotations
@@ -274,9 +274,13 @@ def warn_damaged(runs: pd.DataFrame) -> None:
         print(f"warning: {problem}; run left out", file=sys.stderr)
 
 
-def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> pd.DataFrame:
-    """Everything the CLI writes; returns the summary table."""
-    return _write(paths, out, seed=seed)[0]
+FORMATS = ("png", "pdf")
+
+
+def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0,
+                 formats: Sequence[str] = FORMATS) -> pd.DataFrame:
+    """Everything the CLI writes (figures in ``formats``); returns the summary table."""
+    return _write(paths, out, seed=seed, formats=formats)[0]
 
 
 def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -312,14 +316,15 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(videos=[videos(row) for _, row in summary.iterrows()] if len(summary) else [])
 
 
-def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0,
+           formats: Sequence[str] = FORMATS) -> tuple[pd.DataFrame, pd.DataFrame]:
     evals, summary, comparison = tables(paths, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
-    figures(evals, summary, out, comparison=comparison, seed=seed)
+    figures(evals, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats])
     return summary, comparison
 
 
@@ -328,9 +333,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("runs", nargs="+", help="run directories, sweep directories or globs")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run path>/report)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS),
+                        help="file formats of the figures (png alone: ~30%% less time drawing)")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison = _write(args.runs, out, seed=args.seed)
+    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats)
     print(markdown(summary, comparison))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 
