@@ -1,10 +1,11 @@
 """Wall time, CPU time and peak memory of ``python -m lit_bench.report`` on synthetic sweeps of N runs.
 
-    python benchmarks/report_scale.py --runs 1000 10000 [--root /tmp/lit_bench_scale] [--reps 1]
+    python benchmarks/report_scale.py --runs 1000 10000 [--configs 60] [--root /tmp/lit_bench_scale] [--reps 1]
 
 Writes the runs with ``benchmarks/synthetic_runs.py`` under ``--root/<N>`` (once; kept for later calls, outside the
 repository), then times the report on them: ``cold`` without the analysis cache (as a first report), ``warm`` with
 the cache the cold report left (as a second report). Peak memory is the report process's maximum resident set size.
+The figures cost per config (one curve, bar and label each), the rest per run: vary ``--configs`` to see both.
 The machine is shared: compare CPU seconds and ratios rather than wall seconds.
 """
 
@@ -50,16 +51,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--root", type=Path, default=Path("/tmp/lit_bench_scale"))
     parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--configs", type=int, default=60, help="configs per synthetic sweep (the runs: their seeds)")
     args = parser.parse_args()
     print("| runs | report | wall s | CPU s | peak MB |\n|---:|---|---:|---:|---:|")
     for n in args.runs:
-        runs = args.root / str(n)
+        runs = args.root / (str(n) if args.configs == 60 else f"{n}_c{args.configs}")
         if not (runs / ".complete").is_file():
             if runs.exists() and any(runs.iterdir()):
                 raise SystemExit(f"report_scale: {runs} holds something other than a finished synthetic sweep")
-            generate(runs, n)
+            generate(runs, n, n_configs=args.configs)
             (runs / ".complete").write_text(f"{n}\n")
-        command = [sys.executable, "-m", "lit_bench.report", str(runs), "--out", str(args.root / f"report_{n}")]
+        command = [sys.executable, "-m", "lit_bench.report", str(runs), "--out", str(args.root / f"report_{runs.name}")]
         for _ in range(args.reps):
             drop_caches(runs)
             for kind in ("cold", "warm"):

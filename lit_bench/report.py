@@ -1,18 +1,19 @@
 """Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's reference at equal budgets.
 
-    python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR]
+    python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
 
 Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran) and the figures
-``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf). "Final" is the last evaluation, at
-the end of the budget, as on the console and in the sweep table. Scores are deterministic evaluation returns; the
-point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so reports are reproducible),
-flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, backend, env, config), never by
-seed number alone; damaged run files are named on stderr and left out.
+``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf, or ``--formats``). "Final" is the
+last evaluation, at the end of the budget, as on the console and in the sweep table. Scores are deterministic
+evaluation returns; the point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so
+reports are reproducible), flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo,
+backend, env, config), never by seed number alone; damaged run files are named on stderr and left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
 from lit_bench.analysis.load import load_tables
 from lit_bench.analysis.reference import reference_curve, reference_score
-from lit_bench.analysis.summarize import GROUP, comparison_table, curve_bands, summary_table
+from lit_bench.analysis.summarize import GROUP, comparison_table, curve_bands, group_key, run_table, summary_table
 from lit_bench.rundir import RunDir, atomic_write, atomic_write_text
 
 FLAG = "‡"
@@ -145,17 +146,32 @@ def _steps(value: float) -> str:
     return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"
 
 
+DPI = 120
+
+
 def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]) -> list[Path]:
-    """Write a figure as ``<out>/<name><suffix>`` and close it (nothing for None: a figure without data)."""
+    """Write a figure as ``<out>/<name><suffix>`` and close it (nothing for None: a figure without data).
+
+    The layout and the tight bounding box are computed once, for the PNG's resolution, and kept for every format
+    (``savefig(bbox_inches="tight")`` lays the figure out again, in a dry-run draw, for each file). PNGs are compressed
+    lightly: the same pixels, encoded ~1.5x faster.
+    """
     if named is None:
         return []
     ax, name = named
+    figure = ax.figure
+    figure.set_dpi(DPI)
+    figure.draw_without_rendering()  # (the constrained layout)
+    bbox = figure.get_tightbbox(figure.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
+    figure.set_layout_engine("none")
     paths = []
     for suffix in suffixes:
         path = out / f"{name}{suffix}"
-        atomic_write(path, lambda tmp, s=suffix: ax.figure.savefig(tmp, dpi=120, format=s[1:], bbox_inches="tight"))
+        options = {"pil_kwargs": {"compress_level": 1}} if suffix == ".png" else {}
+        atomic_write(path, lambda tmp, s=suffix, o=options: figure.savefig(tmp, dpi=DPI, format=s[1:], bbox_inches=bbox,
+                                                                         **o))
         paths.append(path)
-    plt.close(ax.figure)
+    plt.close(figure)
     return paths
 
 
@@ -240,11 +256,6 @@ def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axe
     return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
 
 
-def _key(values: tuple) -> tuple:
-    """A group key to look up (NaN, which equals nothing, as None)."""
-    return tuple(None if pd.isna(v) else v for v in values)
-
-
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
     """On a lit bar: its env-steps/s ratio to SB3's on the same seeds (median, min-max)."""
     if comparison is None or comparison.empty or row.backend == "sb3":
@@ -263,9 +274,13 @@ def warn_damaged(runs: pd.DataFrame) -> None:
         print(f"warning: {problem}; run left out", file=sys.stderr)
 
 
-def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> pd.DataFrame:
-    """Everything the CLI writes; returns the summary table."""
-    return _write(paths, out, seed=seed)[0]
+FORMATS = ("png", "pdf")
+
+
+def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0,
+                 formats: Sequence[str] = FORMATS) -> pd.DataFrame:
+    """Everything the CLI writes (figures in ``formats``); returns the summary table."""
+    return _write(paths, out, seed=seed, formats=formats)[0]
 
 
 def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -284,26 +299,32 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame,
     if not (runs.status == "completed").any():
         counts = ", ".join(f"{n} {status}" for status, n in runs.status.value_counts().sort_index().items())
         raise SystemExit(f"report: none of the {len(runs)} runs under {where} completed ({counts}); nothing to report")
-    return evals, with_videos(summary_table(runs, evals, seed=seed), runs), comparison_table(runs, evals, seed=seed)
+    per_run = run_table(runs, evals)  # once for both tables
+    summary = summary_table(runs, evals, seed=seed, per_run=per_run)
+    return evals, with_videos(summary, runs), comparison_table(runs, evals, seed=seed, per_run=per_run)
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The summary with a ``videos`` column: each config's runs' ``video/final.mp4`` files, space separated."""
+    video = RunDir("").final_video  # the file's path inside a run directory
+    dirs_of = {group_key(key): group.run_dir for key, group in runs.groupby(GROUP, sort=False, dropna=False)}
+
     def videos(row: pd.Series) -> str:
-        dirs = runs.merge(pd.DataFrame([{k: row[k] for k in GROUP}]), on=GROUP).run_dir
-        return " ".join(str(v) for v in (RunDir(d).final_video for d in dirs) if v.is_file())
+        paths = (Path(d) / video for d in dirs_of.get(group_key(tuple(row[k] for k in GROUP)), ()))
+        return " ".join(str(v) for v in paths if os.path.isfile(v))
 
     return summary.assign(videos=[videos(row) for _, row in summary.iterrows()] if len(summary) else [])
 
 
-def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0,
+           formats: Sequence[str] = FORMATS) -> tuple[pd.DataFrame, pd.DataFrame]:
     evals, summary, comparison = tables(paths, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
-    figures(evals, summary, out, comparison=comparison, seed=seed)
+    figures(evals, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats])
     return summary, comparison
 
 
@@ -312,9 +333,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("runs", nargs="+", help="run directories, sweep directories or globs")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run path>/report)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS),
+                        help="file formats of the figures (png alone: ~30%% less time drawing)")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison = _write(args.runs, out, seed=args.seed)
+    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats)
     print(markdown(summary, comparison))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 

@@ -7,12 +7,14 @@ randomness comes from an explicit ``seed``.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # (imported where a frame is made: every training run imports this module for iqm)
 
 Statistic = Callable[[np.ndarray], float]
 
@@ -38,14 +40,42 @@ def _per_sample(statistic: Statistic, samples: np.ndarray) -> np.ndarray:
 def interpolate_to_grid(timesteps: Sequence[float], values: Sequence[float], grid: Sequence[float]) -> np.ndarray:
     """Linear interpolation of one run's curve onto ``grid``; NaN outside the steps the run covered."""
     t = np.asarray(timesteps, dtype=float)
-    v = np.asarray(values, dtype=float)
+    return runs_on_grid(np.zeros(t.size, dtype=int), 1, t, np.asarray(values, dtype=float), grid)[0]
+
+
+def runs_on_grid(runs: np.ndarray, n_runs: int, timesteps: np.ndarray, values: np.ndarray,
+                 grid: Sequence[float] | np.ndarray, *, chunk: int = 1 << 22) -> np.ndarray:
+    """Every run's curve interpolated linearly onto ``grid`` at once: ``[n_runs, len(grid)]``, NaN outside the steps a
+    run covered (a run without points: all NaN). ``runs[i]`` numbers the run of point ``i`` (0 .. n_runs - 1; -1: no
+    run, left out). The numbers are ``np.interp``'s (same formula, same float operations): the steps are laid out as a
+    ``[runs, points]`` matrix, and each grid value finds its interval by counting the steps at or below it.
+    """
     g = np.asarray(grid, dtype=float)
-    if t.size == 0:
-        return np.full(g.shape, np.nan)
-    order = np.argsort(t)
-    t, v = t[order], v[order]
-    out = np.interp(g, t, v)
-    out[(g < t[0]) | (g > t[-1])] = np.nan
+    keep = np.asarray(runs) >= 0
+    code, t, v = np.asarray(runs)[keep], np.asarray(timesteps, float)[keep], np.asarray(values, float)[keep]
+    order = np.lexsort((t, code))  # by run, then by step (stable: of equal steps, the last in file order counts)
+    code, t, v = code[order], t[order], v[order]
+    counts = np.bincount(code, minlength=n_runs)
+    width = max(int(counts.max(initial=0)), 2)
+    column = np.arange(code.size) - (np.cumsum(counts) - counts)[code]
+    steps, vals = np.full((n_runs, width), np.inf), np.full((n_runs, width), np.nan)
+    steps[code, column], vals[code, column] = t, v
+    rows = max(chunk // (width * max(g.size, 1)), 1)  # bounds the [rows, width, grid] comparison
+    at_or_below = np.concatenate([(steps[a:a + rows, :, None] <= g).sum(axis=1) for a in range(0, n_runs, rows)]
+                                 or [np.zeros((0, g.size), dtype=int)])
+    r = np.arange(n_runs)[:, None]
+    last = np.maximum(counts - 1, 0)[:, None]
+    j = np.clip(at_or_below - 1, 0, width - 2)  # interval [j, j + 1] (np.interp: steps[j] <= g < steps[j + 1])
+    t0, t1, v0, v1 = steps[r, j], steps[r, j + 1], vals[r, j], vals[r, j + 1]
+    with np.errstate(invalid="ignore", divide="ignore"):  # (the padding after a run's last step: NaN, dropped below)
+        slope = (v1 - v0) / (t1 - t0)
+        out = slope * (g - t0) + v0
+        retry = np.isnan(out)  # as np.interp: a NaN from one end of the interval is tried from the other
+        out[retry] = (slope * (g - t1) + v1)[retry]
+    flat = retry & np.isnan(out) & (v0 == v1)
+    out[flat] = v0[flat]
+    out = np.where(at_or_below - 1 == last, vals[r, last], out)  # on the last step: its value (after it: NaN)
+    out[(at_or_below == 0) | (g > steps[r, last])] = np.nan  # before the first step or after the last (or none)
     return out
 
 
@@ -143,29 +173,70 @@ def curves_on_grid(
     curves: pd.DataFrame, grid: np.ndarray, *, run: str = "seed", x: str = "timesteps", y: str = "value"
 ) -> pd.DataFrame:
     """One row per grid point and run: every run's curve interpolated onto ``grid`` (runs in sorted order)."""
-    codes, keys = pd.factorize(curves[run], sort=True)  # one pass over arrays, not a frame per run
+    import pandas as pd
+
+    codes, keys = pd.factorize(curves[run], sort=True)
     if not len(keys):
         return pd.DataFrame(columns=[x, y, run])
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))  # (code -1, a missing run key, comes first)
-    xs, ys = curves[x].to_numpy(float), curves[y].to_numpy(float)
-    values = [interpolate_to_grid(xs[order[a:b]], ys[order[a:b]], grid) for a, b in itertools.pairwise(bounds)]
-    return pd.DataFrame({x: np.tile(grid, len(keys)), y: np.concatenate(values), run: np.repeat(keys, len(grid))})
+    values = runs_on_grid(codes, len(keys), curves[x].to_numpy(float), curves[y].to_numpy(float), grid)
+    return pd.DataFrame({x: np.tile(grid, len(keys)), y: values.ravel(), run: np.repeat(keys, len(grid))})
 
 
 def curve_band(
     on_grid: pd.DataFrame, *, x: str = "timesteps", y: str = "value", n_boot: int = 500, seed: int = 0
 ) -> pd.DataFrame:
-    """Per grid point: mean, median, IQM and a bootstrap 95% CI of the IQM across runs."""
-    rows = []
-    for step, group in on_grid.groupby(x, sort=True):
-        values = group[y].dropna().to_numpy()
-        if values.size == 0:
-            continue
-        point, low, high = stratified_bootstrap_ci(values, iqm, n_boot=n_boot, seed=seed)
-        rows.append({x: step, "mean": values.mean(), "median": float(np.median(values)), "iqm": point,
-                     "ci_low": low, "ci_high": high, "n_runs": values.size})
-    return pd.DataFrame(rows)
+    """Per grid point: mean, median, IQM and a bootstrap 95% CI of the IQM across runs (see ``iqm_band``)."""
+    on_grid = on_grid[on_grid[x].notna()]
+    steps, column = np.unique(on_grid[x].to_numpy(float), return_inverse=True)
+    row = on_grid.groupby(x).cumcount().to_numpy()  # a point's runs in frame order
+    matrix = np.full((int(row.max(initial=-1)) + 1, steps.size), np.nan)
+    matrix[row, column] = on_grid[y].to_numpy(float)
+    return iqm_band(matrix, steps, x=x, n_boot=n_boot, seed=seed)
+
+
+def iqm_band(matrix: np.ndarray, steps: np.ndarray, *, x: str = "timesteps", n_boot: int = 500,
+             confidence: float = 0.95, seed: int = 0, chunk: int = 1 << 22) -> pd.DataFrame:
+    """Per column of a ``[runs, points]`` matrix (runs' curves on a grid, NaN where a run has no value): ``x``
+    (``steps``), mean, median, IQM and its stratified-bootstrap CI across the column's runs, ``n_runs``; columns
+    without values are left out.
+
+    The numbers are ``stratified_bootstrap_ci(column, iqm, n_boot=n_boot, seed=seed)`` of each column's values, but
+    computed for all columns at once: with one seed, every column with the same number of runs draws the same resample
+    of run indices (a joint resample of whole curves), so one index array serves them all.
+    """
+    import pandas as pd
+
+    m = np.asarray(matrix, dtype=float)
+    valid = ~np.isnan(m)
+    n_runs = valid.sum(axis=0)
+    columns = np.flatnonzero(n_runs)
+    out = {name: np.full(columns.size, np.nan) for name in ("mean", "median", "iqm", "ci_low", "ci_high")}
+    alpha = (1.0 - confidence) / 2.0
+    for n in np.unique(n_runs[columns]):
+        where = np.flatnonzero(n_runs[columns] == n)
+        picked = columns[where]
+        values = m.T[picked][valid.T[picked]].reshape(picked.size, n)  # each column's values, in row order
+        cut = n // 4
+        out["mean"][where], out["median"][where] = values.mean(axis=1), np.median(values, axis=1)
+        order = np.argsort(values, axis=1, kind="stable")
+        ordered = np.take_along_axis(values, order, axis=1)
+        out["iqm"][where] = ordered[:, cut:n - cut].mean(axis=1)
+        # resamples sort each value's rank (int16 sorts faster than float64), then read the values in that order:
+        # the same ascending sequence as sorting the values, so the same sums
+        rank = np.empty(order.shape, dtype=np.int16 if n < 2**15 else np.int64)
+        np.put_along_axis(rank, order, np.arange(n, dtype=rank.dtype)[None], axis=1)
+        index = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+        step = max(chunk // (n_boot * n), 1)  # bounds the [columns, n_boot, runs] resample
+        for a in range(0, picked.size, step):
+            resampled = np.take(rank[a:a + step], index, axis=1).reshape(-1, n)  # [columns * n_boot, runs]
+            resampled.sort(axis=1)
+            first = np.repeat(np.arange(a, min(a + step, picked.size)) * n, n_boot)[:, None]  # column's offset
+            trimmed = ordered.ravel()[resampled[:, cut:n - cut] + first]
+            stats = trimmed.mean(axis=1).reshape(-1, n_boot)  # (2-D, as _per_sample: the same sums)
+            quantile = np.nanquantile if np.isnan(stats).any() else np.quantile  # (nanquantile: a loop over rows)
+            low, high = quantile(stats, [alpha, 1.0 - alpha], axis=1)
+            out["ci_low"][where[a:a + step]], out["ci_high"][where[a:a + step]] = low, high
+    return pd.DataFrame({x: np.asarray(steps, dtype=float)[columns], **out, "n_runs": n_runs[columns]})
 
 
 @dataclass(frozen=True)

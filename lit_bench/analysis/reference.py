@@ -38,6 +38,7 @@ def reference_env_ids(env_id: str, reference_dir: Path = REFERENCE_DIR) -> list[
     return [(r.reference_env_id, bool(r.same_version)) for r in rows.itertuples()]
 
 
+@cache  # (the files are read once per process too: a lookup per config of a report is a filter of the whole table)
 def reference_score(algo: str, env_id: str, reference_dir: Path = REFERENCE_DIR) -> Reference | None:
     """The Zoo benchmark row for ``algo`` on ``env_id`` (or its older version), if one exists."""
     scores = _table("sb3_reference_scores.csv", reference_dir)
@@ -52,6 +53,11 @@ def reference_score(algo: str, env_id: str, reference_dir: Path = REFERENCE_DIR)
 
 def reference_curve(algo: str, env_id: str, reference_dir: Path = REFERENCE_DIR) -> pd.DataFrame:
     """The Zoo agent's periodic deterministic evaluations (``timesteps``, ``mean_reward``); empty when none."""
+    return _reference_curve(algo, env_id, reference_dir).copy()  # (a copy: the caller may change it)
+
+
+@cache
+def _reference_curve(algo: str, env_id: str, reference_dir: Path) -> pd.DataFrame:
     curves = _table("sb3_reference_curves.csv", reference_dir)
     for ref_id, _ in reference_env_ids(env_id, reference_dir):
         rows = curves[(curves.algo == algo) & (curves.env_id == ref_id) & (curves.kind == "eval")]
@@ -70,6 +76,7 @@ class BudgetReference:
     source: str
 
 
+@cache
 def reference_at_budget(algo: str, env_id: str, budget: float,
                         reference_dir: Path = REFERENCE_DIR) -> BudgetReference | None:
     """SB3's value at exactly ``budget`` env steps: the benchmark score when its budget is ours, else the Zoo agent's

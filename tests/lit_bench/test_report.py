@@ -58,6 +58,16 @@ def test_report_cli_writes_every_file(tmp_path, capsys):
     assert "## lit vs SB3, paired by seed" in text and "report written to" in text
 
 
+def test_report_figures_in_the_formats_asked(tmp_path, capsys):
+    make_sweep(tmp_path)
+    out = tmp_path / "report"
+    report.main([str(tmp_path / "fixture_sweep"), "--out", str(out), "--formats", "png"])
+    assert (out / "curves_CartPole.png").is_file() and not list(out.glob("*.pdf"))
+    with pytest.raises(SystemExit):
+        report.main([str(tmp_path / "fixture_sweep"), "--formats", "svg"])
+    assert "argument --formats: invalid choice: 'svg'" in capsys.readouterr().err
+
+
 def _equal_budget_sweep(root, n_seeds, *, budget=20_000, **identity):
     for seed in range(n_seeds):
         returns = [100.0] * 9 + [400.0 + 10 * seed]

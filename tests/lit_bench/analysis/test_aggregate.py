@@ -143,3 +143,50 @@ def test_console_line_says_reached_only_when_the_threshold_held():
     assert "475 not held for 3 evaluations in a row yet" in line and "below" not in line
     assert "; below 475" in describe({**base, "final_mean_return": 20.0, "steps_to_threshold": None})
     assert "reached 475 at 1000 steps" in describe({**base, "final_mean_return": 500.0, "steps_to_threshold": 1000})
+
+
+def _interp_per_run(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The reference: np.interp of one run's points sorted by step (stable), NaN outside them."""
+    if t.size == 0:
+        return np.full(grid.shape, np.nan)
+    order = np.argsort(t, kind="stable")
+    out = np.interp(grid, t[order], v[order])
+    out[(grid < t[order][0]) | (grid > t[order][-1])] = np.nan
+    return out
+
+
+def test_all_runs_on_the_grid_at_once_are_np_interp_per_run():
+    rng = np.random.default_rng(0)
+    lengths = [5, 1, 0, 7, 3, 2]  # a run with one point, one with none
+    runs = np.repeat(np.arange(len(lengths)), lengths)
+    steps = rng.choice(np.arange(0, 100, 5.0), size=runs.size)  # unsorted, repeated steps within a run
+    values = rng.normal(size=runs.size) * 100
+    order = rng.permutation(runs.size)  # runs interleaved in the input
+    runs, steps, values = runs[order], steps[order], values[order]
+    runs_with_a_stranger = np.r_[runs, -1]  # a point of no run is left out
+    grid = np.r_[np.linspace(-5, 105, 23), steps[:4]]  # before, between, on and after the steps
+    matrix = agg.runs_on_grid(runs_with_a_stranger, len(lengths), np.r_[steps, 50.0], np.r_[values, 1e9], grid,
+                              chunk=7)  # (a small chunk: several passes)
+    for k in range(len(lengths)):
+        np.testing.assert_array_equal(matrix[k], _interp_per_run(steps[runs == k], values[runs == k], grid))
+    assert np.isnan(matrix[2]).all()
+
+
+def test_the_band_of_all_grid_points_is_the_bootstrap_of_each_point():
+    rng = np.random.default_rng(1)
+    matrix = rng.normal(size=(9, 6))
+    matrix[[0, 4], 1] = np.nan  # points with fewer runs, one with none
+    matrix[3, 2] = np.nan
+    matrix[:, 5] = np.nan
+    steps = np.arange(6) * 10.0
+    band = agg.iqm_band(matrix, steps, n_boot=200, seed=3, chunk=500)
+    assert list(band.timesteps) == [0.0, 10.0, 20.0, 30.0, 40.0] and list(band.n_runs) == [9, 7, 8, 9, 9]
+    for row in band.itertuples():
+        values = matrix[:, int(row.timesteps) // 10]
+        values = values[~np.isnan(values)]
+        point, low, high = agg.stratified_bootstrap_ci(values, agg.iqm, n_boot=200, seed=3)
+        assert (row.iqm, row.ci_low, row.ci_high) == (point, low, high)  # the same numbers, not close ones
+        assert (row.mean, row.median) == (values.mean(), np.median(values))
+    # the tidy frame's band is the matrix's
+    tidy = pd.DataFrame({"timesteps": np.tile(steps, 9), "value": matrix.ravel(), "seed": np.repeat(np.arange(9), 6)})
+    pd.testing.assert_frame_equal(agg.curve_band(tidy, n_boot=200, seed=3), band)
