@@ -19,6 +19,7 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
+from lightning.pytorch.trainer.states import RunningStage
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -167,6 +168,17 @@ class RLTrainer(L.Trainer):
         # env steps, not optimizer steps, are the step of checkpoints and of every logger (see lit_sb3.env_steps)
         self.fit_loop = EnvStepFitLoop(self)
         self._logger_connector.__class__ = EnvStepLoggerConnector
+
+    @property
+    def training(self) -> bool:
+        """Lightning's ``training``, without its case-insensitive enum comparison where the stage is the enum member
+        itself (Lightning's loops ask several times per training step; A2C has one per ~5 ms rollout)."""
+        stage = self.state.stage
+        return stage is RunningStage.TRAINING or stage == RunningStage.TRAINING
+
+    @training.setter
+    def training(self, val: bool) -> None:
+        L.Trainer.training.fset(self, val)
 
     # ------------------------------------------------------------------ budget
 

@@ -19,7 +19,10 @@ def inside_fit(module: L.LightningModule) -> bool:
     """True while a trainer's ``fit`` drives ``module`` (Lightning's backward, precision and optimizer wrappers
     apply); False for SB3-style calls outside it (``train()``, per-update parity checks)."""
     trainer = module._trainer
-    return trainer is not None and trainer.state.status == TrainerStatus.RUNNING
+    if trainer is None:
+        return False
+    status = trainer.state.status  # `is` first: the enum's own == compares lower-cased strings (once per update)
+    return status is TrainerStatus.RUNNING or status == TrainerStatus.RUNNING
 
 
 def optimizer_step(
