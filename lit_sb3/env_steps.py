@@ -182,11 +182,8 @@ class _EnvStepManualOptimization(_ManualOptimization):
         if not self.direct:
             return super().advance(kwargs)
         trainer = self.trainer
-        module = trainer.lightning_module
-        previous, module._current_fx_name = module._current_fx_name, "training_step"
         with trainer.precision_plugin.train_step_context():
-            output = module.training_step(*kwargs.values())
-        module._current_fx_name = previous
+            output = _call_module_hook(trainer, "training_step", *kwargs.values())
         self._output = self.output_result_cls.from_training_step_output(output).asdict()
 
 
@@ -235,6 +232,22 @@ class _OneIterableFetcher(_PrefetchDataFetcher):
             self.done = self.length == 0
 
 
+def _call_module_hook(trainer: L.Trainer, hook: str, *args: Any) -> Any:
+    """Lightning's call of a module hook in a lean fit (no profiler): the hook, with the module's ``_current_fx_name``
+    (what ``self.log`` reads) set around it, less the debug string and profiler context of each call."""
+    module = trainer.lightning_module
+    previous = module._current_fx_name
+    _set_fx_name(module, hook)
+    output = getattr(module, hook)(*args)
+    _set_fx_name(module, previous)
+    return output
+
+
+def _set_fx_name(module: L.LightningModule, name: str | None) -> None:
+    # a plain attribute (no parameter, buffer or submodule): nn.Module.__setattr__'s checks cost ~3 us a write
+    object.__setattr__(module, "_current_fx_name", name)
+
+
 def _call_hook(trainer: L.Trainer, hook: str, listening: lightning_calls.Listeners, *args: Any) -> Any:
     """A training-loop hook, in Lightning's order (callbacks, module, strategy; at an epoch's end the callbacks that
     monitor a metric after the module), where something overrides it."""
@@ -243,7 +256,7 @@ def _call_hook(trainer: L.Trainer, hook: str, listening: lightning_calls.Listene
     if hook in listening.callbacks:
         call._call_callback_hooks(trainer, hook, *args, monitoring_callbacks=None if monitoring is None else False)
     if hook in listening.module:
-        response = call._call_lightning_module_hook(trainer, hook, *args)
+        response = _call_module_hook(trainer, hook, *args)
     if monitoring and hook in listening.callbacks:
         call._call_callback_hooks(trainer, hook, *args, monitoring_callbacks=True)
     if hook in listening.strategy:

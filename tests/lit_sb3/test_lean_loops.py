@@ -8,6 +8,7 @@ from unittest import mock
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.loggers import Logger
 from lightning.pytorch.loops import _FitLoop
 
 from lit_sb3 import A2C, RLEnvDataModule, RLTrainer
@@ -70,8 +71,42 @@ class _Spy(L.Callback):
         self.fetcher = type(trainer.fit_loop._data_fetcher)
 
 
+class _LoggingA2C(A2C):
+    """Logs with ``self.log`` in its training step and at each epoch's end (Lightning's metric gathering)."""
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        loss = super().training_step(batch, batch_idx)
+        self.log("step_loss", loss)
+        return loss
+
+    def on_train_epoch_end(self) -> None:
+        super().on_train_epoch_end()
+        self.log("epoch_steps", float(self.num_timesteps), on_epoch=True)
+
+
+class _RecordingLogger(Logger):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[dict[str, float], int | None]] = []
+
+    @property
+    def name(self) -> str:
+        return "recording"
+
+    @property
+    def version(self) -> int:
+        return 0
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        self.rows.append(({k: float(v) for k, v in metrics.items()}, step))
+
+
 def _fit(model: A2C, callbacks: list[L.Callback], **kwargs: Any) -> RLTrainer:
-    trainer = RLTrainer(max_steps=60, logger=False, enable_progress_bar=False, callbacks=callbacks, **kwargs)
+    kwargs.setdefault("logger", False)
+    trainer = RLTrainer(max_steps=60, enable_progress_bar=False, callbacks=callbacks, **kwargs)
     trainer.fit(model, datamodule=RLEnvDataModule(train_env="CartPole-v1", n_envs=2, seed=0))
     return trainer
 
@@ -121,6 +156,21 @@ def test_lean_path_calls_overridden_hooks_in_lightnings_order_with_lightnings_st
     ]
     assert lean_state == state and lean_step == step == 60
     assert all(torch.equal(lean_params[k], params[k]) for k in params)
+
+
+def test_lean_path_logs_what_modules_log_with_self_log_as_lightning_does(monkeypatch):
+    runs = {}
+    for path in ("lean", "lightning"):
+        if path == "lightning":
+            monkeypatch.setattr(lightning_calls, "lean_fit", lambda trainer: None)
+        logger = _RecordingLogger()
+        trainer = _fit(_LoggingA2C("MlpPolicy", seed=0), [], logger=logger, log_every_n_steps=1)
+        runs[path] = logger.rows, {k: float(v) for k, v in trainer.callback_metrics.items()}
+    assert runs["lean"] == runs["lightning"]
+    rows, callback_metrics = runs["lean"]
+    assert len([row for row, _ in rows if "step_loss" in row]) == 6  # one training step per rollout
+    assert [row["epoch_steps"] for row, _ in rows if "epoch_steps" in row] == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    assert callback_metrics["epoch_steps"] == 60.0
 
 
 def test_lean_path_is_not_taken_with_a_profiler_or_several_processes(monkeypatch):
