@@ -2,7 +2,8 @@
 
 - :class:`EnvStepEpochLoop`: ``trainer.global_step`` (``ModelCheckpoint``'s ``{step}``, checkpoints' ``global_step``)
   and the step every Lightning callback logs at (``LearningRateMonitor``, ...) are the env-step count. Its training
-  step calls only the hooks that something overrides (:mod:`lit_sb3.common.lightning_calls`).
+  step, and each epoch of :class:`EnvStepFitLoop`, call only the hooks that something overrides
+  (:mod:`lit_sb3.common.lightning_calls`).
 - :class:`EnvStepLoggerConnector`: ``log_every_n_steps`` keeps counting Lightning training steps (how often), only
   the x-axis changed (where).
 - :class:`EnvStepMonitors`: ``ModelCheckpoint(every_n_train_steps=N)`` saves when the env-step count crosses a
@@ -15,12 +16,17 @@ from collections import OrderedDict
 from typing import Any
 
 import lightning as L
+from lightning.fabric.utilities.data import _set_sampler_epoch, sized_len
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.loops import _FitLoop
-from lightning.pytorch.loops.fetchers import _DataFetcher, _DataLoaderIterDataFetcher
+from lightning.pytorch.loops.fetchers import _DataFetcher, _DataLoaderIterDataFetcher, _PrefetchDataFetcher
+from lightning.pytorch.loops.optimization.manual import _ManualOptimization
 from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 from lightning.pytorch.trainer import call
 from lightning.pytorch.trainer.connectors.logger_connector import _LoggerConnector
+from lightning.pytorch.utilities.combined_loader import CombinedLoader
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+from torch.utils.data import DataLoader
 
 from lit_sb3.common import lightning_calls
 
@@ -30,8 +36,71 @@ def _env_steps(trainer: L.Trainer) -> int | None:
     return None if steps is None else int(steps)
 
 
+class EnvStepFitLoop(_FitLoop):
+    """Lightning's fit loop, leaner per epoch where that is safe (:func:`lightning_calls.lean_fit`): it calls only the
+    epoch hooks something overrides and iterates the module's own sized iterable without a new CombinedLoader iterator
+    per epoch. An on-policy epoch is one rollout: A2C's take ~5-10 ms, and Lightning's epoch machinery ~1 ms of that.
+    Otherwise (several processes, a profiler, validation inside the fit, schedulers, a resumed epoch) Lightning's."""
+
+    def __init__(self, trainer: L.Trainer) -> None:
+        super().__init__(trainer, min_epochs=None, max_epochs=-1)
+        self.epoch_loop = EnvStepEpochLoop(trainer, min_steps=None, max_steps=-1)
+        self.lean: lightning_calls.Listeners | None = None
+
+    def setup_data(self) -> None:
+        super().setup_data()
+        if type(self._data_fetcher) is _PrefetchDataFetcher and _OneIterableFetcher.fits(self._combined_loader):
+            self._data_fetcher = _OneIterableFetcher()
+            self._data_fetcher.setup(self._combined_loader)
+            iter(self._data_fetcher)
+
+    def on_run_start(self) -> None:
+        super().on_run_start()
+        self.lean = lightning_calls.lean_fit(self.trainer)
+
+    def _lean_now(self) -> lightning_calls.Listeners | None:
+        return None if self.restarting else self.lean
+
+    def on_advance_start(self) -> None:
+        listening = self._lean_now()
+        if listening is None:
+            return super().on_advance_start()
+        self.setup_data()  # reload_dataloaders_every_n_epochs
+        for dataloader in self._combined_loader.flattened:
+            _set_sampler_epoch(dataloader, self.epoch_progress.current.processed)
+        self.epoch_progress.increment_ready()
+        _call_hook(self.trainer, "on_train_epoch_start", listening)
+        self.epoch_progress.increment_started()
+
+    def advance(self) -> None:
+        if self._lean_now() is None or self._combined_loader._mode == "sequential":
+            return super().advance()
+        self.epoch_loop.run(self._data_fetcher)
+
+    def on_advance_end(self) -> None:
+        """Lightning's epoch end: callbacks that monitor a metric run after the module's hook, which logs it."""
+        listening = self._lean_now()
+        if listening is None:
+            return super().on_advance_end()
+        trainer = self.trainer
+        trainer._logger_connector.epoch_end_reached()
+        self.epoch_progress.increment_processed()
+        _call_hook(trainer, "on_train_epoch_end", listening)
+        trainer._logger_connector.on_epoch_end()
+        self.epoch_loop._batches_that_stepped -= 1  # epoch metrics are logged at the last training step's step
+        trainer._logger_connector.update_train_epoch_metrics()
+        self.epoch_loop._batches_that_stepped += 1
+        self.epoch_progress.increment_completed()
+        if trainer.received_sigterm:
+            raise SIGTERMException
+
+
 class EnvStepEpochLoop(_TrainingEpochLoop):
     """Lightning's training loop whose ``global_step`` and logging step are the module's env-step count."""
+
+    def __init__(self, trainer: L.Trainer, min_steps: int | None = None, max_steps: int = -1) -> None:
+        super().__init__(trainer, min_steps=min_steps, max_steps=max_steps)
+        self.manual_optimization = _EnvStepManualOptimization(trainer)
 
     @property
     def global_step(self) -> int:
@@ -54,19 +123,16 @@ class EnvStepEpochLoop(_TrainingEpochLoop):
 
     def on_run_start(self, data_fetcher: _DataFetcher) -> None:
         super().on_run_start(data_fetcher)
-        trainer = self.trainer
-        lean = (
-            not self.restarting
-            and not isinstance(data_fetcher, _DataLoaderIterDataFetcher)
-            and trainer.world_size == 1
-            and not trainer.lr_scheduler_configs
-            and not trainer.lightning_module.automatic_optimization
-        )
-        self._listeners = lightning_calls.listeners(trainer) if lean else None
+        fit_loop = self.trainer.fit_loop
+        lean = getattr(fit_loop, "lean", None) if isinstance(fit_loop, EnvStepFitLoop) else None
+        if self.restarting or isinstance(data_fetcher, _DataLoaderIterDataFetcher):
+            lean = None
+        self._listeners = lean
+        self.manual_optimization.direct = lean is not None and lean.direct_step
 
     def advance(self, data_fetcher: _DataFetcher) -> None:
-        """Lightning's training step, calling only the hooks something overrides (one process, manual optimization,
-        no learning-rate scheduler, not resuming mid-epoch; otherwise Lightning's own ``advance``)."""
+        """Lightning's training step, calling only the hooks something overrides (see :class:`EnvStepFitLoop`;
+        otherwise Lightning's own ``advance``)."""
         listening = getattr(self, "_listeners", None)
         if listening is None:
             return super().advance(data_fetcher)
@@ -81,31 +147,121 @@ class EnvStepEpochLoop(_TrainingEpochLoop):
             batch = call._call_strategy_hook(trainer, "batch_to_device", batch, dataloader_idx=0)
         progress.increment_ready()
         trainer._logger_connector.on_batch_start(batch)
-        response = self._call("on_train_batch_start", listening, batch, batch_idx)
+        response = _call_hook(trainer, "on_train_batch_start", listening, batch, batch_idx)
         if response == -1:
             progress.increment_by(0, is_last_batch=True)
             progress.increment_processed()
             raise StopIteration
         progress.increment_started()
         kwargs = OrderedDict(batch=batch, batch_idx=batch_idx) if listening.batch_idx else OrderedDict(batch=batch)
-        with trainer.profiler.profile("run_training_batch"):
-            batch_output = self.manual_optimization.run(kwargs)
+        batch_output = self.manual_optimization.run(kwargs)  # no profiler in a lean fit
         progress.increment_processed()
-        self._call("on_train_batch_end", listening, batch_output, batch, batch_idx)
+        _call_hook(trainer, "on_train_batch_end", listening, batch_output, batch, batch_idx)
         trainer._logger_connector.on_batch_end()
         progress.increment_completed()
         trainer._logger_connector.update_train_step_metrics()
 
-    def _call(self, hook: str, listening: lightning_calls.Listeners, *args: Any) -> Any:
-        """A training-loop hook, in Lightning's order (callbacks, module, strategy), where something overrides it."""
-        trainer, response = self.trainer, None
-        if hook in listening.callbacks:
-            call._call_callback_hooks(trainer, hook, *args)
-        if hook in listening.module:
-            response = call._call_lightning_module_hook(trainer, hook, *args)
-        if hook in listening.strategy:
-            call._call_strategy_hook(trainer, hook, *args)
-        return response
+    def on_advance_end(self, data_fetcher: _DataFetcher) -> None:
+        """Lightning's, less what a lean fit does not have: validation, schedulers and gradient accumulation (manual
+        optimization)."""
+        if getattr(self, "_listeners", None) is None:
+            return super().on_advance_end(data_fetcher)
+        self._batches_that_stepped += 1
+        self._save_loggers_on_train_batch_end()
+        if not self._is_training_done and self.trainer.received_sigterm:
+            raise SIGTERMException
+
+
+class _EnvStepManualOptimization(_ManualOptimization):
+    """Lightning's manual-optimization step; in a lean fit it calls the module's ``training_step`` itself where the
+    strategy's would only forward to it (same precision context and ``self.log`` context)."""
+
+    direct = False
+
+    def advance(self, kwargs: OrderedDict) -> None:
+        if not self.direct:
+            return super().advance(kwargs)
+        trainer = self.trainer
+        with trainer.precision_plugin.train_step_context():
+            output = _call_module_hook(trainer, "training_step", *kwargs.values())
+        self._output = self.output_result_cls.from_training_step_output(output).asdict()
+
+
+class _OneIterableFetcher(_PrefetchDataFetcher):
+    """Lightning's fetcher over a CombinedLoader of one sized iterable (the module's own), without building the
+    loader's iterator anew each epoch: it yields what that iterator would, ``(batch, index, 0)``, and, the length being
+    known, fetches nothing ahead (as Lightning's fetcher does for sized iterables)."""
+
+    @staticmethod
+    def fits(loader: CombinedLoader | None) -> bool:
+        if loader is None or loader._mode != "max_size_cycle" or len(loader.flattened) != 1:
+            return False
+        iterable = loader.flattened[0]
+        return loader._spec.is_leaf() and not isinstance(iterable, DataLoader) and sized_len(iterable) is not None
+
+    def __iter__(self) -> _OneIterableFetcher:
+        self.iterator = iter(self.combined_loader.flattened[0])
+        self._index = 0
+        self.reset()
+        return self
+
+    def __next__(self) -> tuple[Any, int, int]:
+        if self.done:
+            raise StopIteration
+        self._start_profiler()
+        try:
+            batch = next(self.iterator)
+        except StopIteration:
+            self.done = True
+            raise
+        finally:
+            self._stop_profiler()
+        self.fetched += 1
+        self.done = self.fetched >= self.length
+        self._index += 1
+        return batch, self._index - 1, 0
+
+    def reset(self) -> None:
+        self.fetched = 0
+        self.batches = []
+        loader = self._combined_loader
+        if loader is not None:
+            self.length = len(loader.flattened[0])
+            if loader.limits is not None:
+                self.length = min(self.length, loader.limits[0])
+            self.done = self.length == 0
+
+
+def _call_module_hook(trainer: L.Trainer, hook: str, *args: Any) -> Any:
+    """Lightning's call of a module hook in a lean fit (no profiler): the hook, with the module's ``_current_fx_name``
+    (what ``self.log`` reads) set around it, less the debug string and profiler context of each call."""
+    module = trainer.lightning_module
+    previous = module._current_fx_name
+    _set_fx_name(module, hook)
+    output = getattr(module, hook)(*args)
+    _set_fx_name(module, previous)
+    return output
+
+
+def _set_fx_name(module: L.LightningModule, name: str | None) -> None:
+    # a plain attribute (no parameter, buffer or submodule): nn.Module.__setattr__'s checks cost ~3 us a write
+    object.__setattr__(module, "_current_fx_name", name)
+
+
+def _call_hook(trainer: L.Trainer, hook: str, listening: lightning_calls.Listeners, *args: Any) -> Any:
+    """A training-loop hook, in Lightning's order (callbacks, module, strategy; at an epoch's end the callbacks that
+    monitor a metric after the module), where something overrides it."""
+    response = None
+    monitoring = True if hook == "on_train_epoch_end" else None
+    if hook in listening.callbacks:
+        call._call_callback_hooks(trainer, hook, *args, monitoring_callbacks=None if monitoring is None else False)
+    if hook in listening.module:
+        response = _call_module_hook(trainer, hook, *args)
+    if monitoring and hook in listening.callbacks:
+        call._call_callback_hooks(trainer, hook, *args, monitoring_callbacks=True)
+    if hook in listening.strategy:
+        call._call_strategy_hook(trainer, hook, *args)
+    return response
 
 
 class EnvStepLoggerConnector(_LoggerConnector):
@@ -134,6 +290,18 @@ class EnvStepLoggerConnector(_LoggerConnector):
         if results is not None and not results:
             return
         super().update_train_step_metrics()
+
+    def on_epoch_end(self) -> None:
+        if self.trainer._results is not None and not self.trainer._results:
+            self._current_fx = None
+            return
+        super().on_epoch_end()
+
+    def update_train_epoch_metrics(self) -> None:
+        if self.trainer._results is not None and not self.trainer._results:
+            self.reset_results()  # nothing to log or reset in an empty collection, only the connector's state
+            return
+        super().update_train_epoch_metrics()
 
 
 class EnvStepMonitors(Checkpoint):

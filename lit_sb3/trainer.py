@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.metadata
 import logging
 import os
 import warnings
@@ -11,17 +13,19 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import lightning as L
+from lightning.fabric.utilities import registry
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
+from lightning.pytorch.trainer.states import RunningStage
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.datamodule import RLEnvDataModule
-from lit_sb3.env_steps import EnvStepEpochLoop, EnvStepLoggerConnector, EnvStepMonitors
+from lit_sb3.env_steps import EnvStepFitLoop, EnvStepLoggerConnector, EnvStepMonitors
 from lit_sb3.progress import EnvStepProgressBar
 
 # Lightning's per-fit chatter that says nothing about an RL run (the iterable is the algorithm's own).
@@ -55,6 +59,25 @@ def _quiet_lightning() -> Iterator[None]:
     finally:
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+
+
+@functools.cache
+def _entry_points(group: str) -> importlib.metadata.EntryPoints:
+    """The installed entry points of ``group``, read once per process."""
+    return importlib.metadata.entry_points(group=group)
+
+
+@contextlib.contextmanager
+def _installed_callbacks_read_once() -> Iterator[None]:
+    """Each Trainer reads every installed package's metadata for callback factories (~8 ms, as much as a whole
+    A2C rollout); ``learn`` builds a trainer per call, so the entry points are read once per process instead (the
+    factories still run for every trainer; a plugin installed while the process runs is not seen)."""
+    read = registry.entry_points
+    registry.entry_points = _entry_points
+    try:
+        yield
+    finally:
+        registry.entry_points = read
 
 
 @runtime_checkable
@@ -135,7 +158,7 @@ class RLTrainer(L.Trainer):
             callbacks.append(EnvStepMonitors(callbacks))
             if not user_checkpoints:  # Lightning refuses a Checkpoint callback otherwise; it adds none beside one
                 kwargs["enable_checkpointing"] = True
-        with _quiet_lightning():
+        with _quiet_lightning(), _installed_callbacks_read_once():
             super().__init__(max_epochs=-1, max_steps=-1, callbacks=callbacks, **kwargs)
         if self.precision not in SUPPORTED_PRECISIONS:
             raise ValueError(
@@ -143,8 +166,19 @@ class RLTrainer(L.Trainer):
                 f"policies compute in float32, so 64-true and the *-true halves do not apply), got {self.precision!r}"
             )
         # env steps, not optimizer steps, are the step of checkpoints and of every logger (see lit_sb3.env_steps)
-        self.fit_loop.epoch_loop = EnvStepEpochLoop(self, min_steps=None, max_steps=-1)
+        self.fit_loop = EnvStepFitLoop(self)
         self._logger_connector.__class__ = EnvStepLoggerConnector
+
+    @property
+    def training(self) -> bool:
+        """Lightning's ``training``, without its case-insensitive enum comparison where the stage is the enum member
+        itself (Lightning's loops ask several times per training step; A2C has one per ~5 ms rollout)."""
+        stage = self.state.stage
+        return stage is RunningStage.TRAINING or stage == RunningStage.TRAINING
+
+    @training.setter
+    def training(self, val: bool) -> None:
+        L.Trainer.training.fset(self, val)
 
     # ------------------------------------------------------------------ budget
 

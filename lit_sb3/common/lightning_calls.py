@@ -3,9 +3,10 @@
 Each Lightning hook call costs tens of microseconds whether or not anything overrides the hook (a debug-log string,
 a profiler context, two attribute writes on the module, a pass over every callback), and a manual update makes about
 fifteen of them per ``training_step``. PPO with minibatches of 64 on a 4,096-step rollout runs 256 training steps per
-rollout; there those calls cost more than fused Adam saves. :func:`listeners` finds once per fit which hooks a callback,
-the module or the strategy overrides; the training loop (:class:`lit_sb3.env_steps.EnvStepEpochLoop`) and the
-algorithms' updates (:func:`backward`, :func:`step`) skip the others and otherwise do what Lightning does.
+rollout; there those calls cost more than fused Adam saves; A2C pays the epoch's share on every 5-step rollout.
+:func:`listeners` finds once per fit which hooks a callback, the module or the strategy overrides; the training loops
+(:mod:`lit_sb3.env_steps`) and the algorithms' updates (:func:`backward`, :func:`step`) skip the others and otherwise
+do what Lightning does.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ import lightning as L
 import torch
 from lightning.pytorch.core.optimizer import LightningOptimizer
 from lightning.pytorch.plugins.precision import MixedPrecision, Precision
+from lightning.pytorch.profilers import PassThroughProfiler
 from lightning.pytorch.strategies import SingleDeviceStrategy, Strategy
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning.pytorch.utilities.signature_utils import is_param_in_hook_signature
 
 #: hooks of the training loop and of a manual update that may be skipped when nothing overrides them
 HOOKS = (
-    "on_train_batch_start", "on_train_batch_end", "on_before_batch_transfer", "transfer_batch_to_device",
-    "on_after_batch_transfer", "on_before_backward", "on_after_backward", "on_before_optimizer_step",
+    "on_train_epoch_start", "on_train_epoch_end", "on_train_batch_start", "on_train_batch_end",
+    "on_before_batch_transfer", "transfer_batch_to_device", "on_after_batch_transfer", "on_before_backward",
+    "on_after_backward", "on_before_optimizer_step",
 )
 _UPDATE_HOOKS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step")
 
@@ -45,6 +48,7 @@ class Listeners:
     batch_idx: bool  # training_step takes a batch_idx
     batch_transfer: bool  # batches go through the batch-transfer hooks (else they are used as the iterable yields them)
     direct_update: bool  # backward and optimizer step may run as plain torch calls (see ``backward`` / ``step``)
+    direct_step: bool  # the strategy's training step would only call the module's (no wrapper, not overridden)
 
 
 def listeners(trainer: L.Trainer) -> Listeners:
@@ -74,10 +78,27 @@ def listeners(trainer: L.Trainer) -> Listeners:
         and not is_overridden("backward", module, L.LightningModule)
         and not any(hook in in_module or hook in in_callbacks for hook in _UPDATE_HOOKS)
     )
+    direct_step = strategy.model is module and not any(
+        is_overridden(hook, strategy, Strategy) for hook in ("training_step", "post_training_step"))
     found = Listeners(frozenset(in_callbacks), frozenset(in_module), frozenset(in_strategy),
-                      is_param_in_hook_signature(module.training_step, "batch_idx", min_args=2), batch_transfer, direct)
+                      is_param_in_hook_signature(module.training_step, "batch_idx", min_args=2), batch_transfer, direct,
+                      direct_step)
     trainer._lit_listeners = (key, found)
     return found
+
+
+def lean_fit(trainer: L.Trainer) -> Listeners | None:
+    """The :class:`Listeners` of ``trainer``'s fit where its loops may call only the hooks something overrides: one
+    process, manual optimization, no learning-rate scheduler, no profiler and no validation inside the fit (None
+    otherwise: Lightning's own loops run)."""
+    lean = (
+        trainer.world_size == 1
+        and not trainer.lightning_module.automatic_optimization
+        and not trainer.lr_scheduler_configs
+        and isinstance(trainer.profiler, PassThroughProfiler)
+        and not trainer.enable_validation
+    )
+    return listeners(trainer) if lean else None
 
 
 def _direct(module: L.LightningModule) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import lightning as L
+import numpy as np
 import torch
 from lightning.pytorch.trainer.states import TrainerStatus
 
@@ -19,7 +20,10 @@ def inside_fit(module: L.LightningModule) -> bool:
     """True while a trainer's ``fit`` drives ``module`` (Lightning's backward, precision and optimizer wrappers
     apply); False for SB3-style calls outside it (``train()``, per-update parity checks)."""
     trainer = module._trainer
-    return trainer is not None and trainer.state.status == TrainerStatus.RUNNING
+    if trainer is None:
+        return False
+    status = trainer.state.status  # `is` first: the enum's own == compares lower-cased strings (once per update)
+    return status is TrainerStatus.RUNNING or status == TrainerStatus.RUNNING
 
 
 def optimizer_step(
@@ -70,10 +74,10 @@ class MetricTracker:
         for key, value in values.items():
             value = value.detach().float()  # bf16 running sums would lose the small terms
             if key in self.sums:
-                self.sums[key] += value
+                self.sums[key] = self.sums[key] + value  # out of place: the first value is the caller's tensor
                 self.counts[key] += 1
             else:
-                self.sums[key] = value.clone()
+                self.sums[key] = value
                 self.counts[key] = 1
 
     def means(self) -> dict[str, float]:
@@ -81,8 +85,9 @@ class MetricTracker:
         if not self.sums:
             return {}
         keys = list(self.sums)
-        means = (torch.stack([self.sums[k].reshape(()) for k in keys]).cpu()
-                 / torch.tensor([float(self.counts[k]) for k in keys])).tolist()
+        sums = torch.stack([self.sums[k].reshape(()) for k in keys]).tolist()
+        # float32 division, as a division of the float32 tensors would do (numpy's scalars cost less per statistic)
+        means = [float(np.float32(total) / np.float32(self.counts[k])) for k, total in zip(keys, sums)]
         self.clear()
         return dict(zip(keys, means))
 

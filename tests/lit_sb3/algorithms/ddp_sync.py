@@ -38,7 +38,7 @@ def main() -> None:
     params = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
     observations = torch.as_tensor(model.rollout_buffer.observations)
     torch.save({"params": params, "initial": initial.params, "num_timesteps": model.num_timesteps,
-                "observations": observations, "rollouts": model._iteration}, out / f"rank{trainer.global_rank}.pt")
+                "observations": observations, "rollouts": model._loop.iteration}, out / f"rank{trainer.global_rank}.pt")
 
 
 if __name__ == "__main__":
