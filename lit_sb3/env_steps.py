@@ -357,6 +357,4 @@ class EnvStepMonitors(Checkpoint):
 
 
 def _epoch_is_rollout(module: L.LightningModule) -> bool:
-    from lit_sb3.common.on_policy import OnPolicyAlgorithm
-
-    return isinstance(module, OnPolicyAlgorithm)
+    return getattr(module, "epoch_is_rollout", False)  # any LightningModule may run here, not only lit_sb3's

@@ -86,6 +86,7 @@ class RLModule(Protocol):
 
     num_timesteps: int  #: env steps collected so far: the trainer's step and budget count these
     multi_process_update: ClassVar[bool]  #: its updates are gradient steps DDP can average over processes
+    epoch_is_rollout: ClassVar[bool]  #: one Lightning epoch is one rollout (checkpoints and early stopping per epoch)
 
     def check_env(self, env: VecEnv) -> None:
         """Fail before training when ``env`` cannot be used."""

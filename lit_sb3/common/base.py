@@ -63,6 +63,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
     default_log_interval: ClassVar[int] = 1
     #: each update is gradient steps that DDP averages over processes (the on-policy algorithms but TRPO)
     multi_process_update: ClassVar[bool] = False
+    epoch_is_rollout: ClassVar[bool] = False  # a Lightning epoch is one rollout (on-policy), not a collect/update round
 
     def __init__(
         self,

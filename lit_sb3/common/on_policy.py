@@ -32,6 +32,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     """
 
     default_log_interval: ClassVar[int] = 1
+    epoch_is_rollout: ClassVar[bool] = True
     multi_process_update: ClassVar[bool] = True  # TRPO's natural-gradient step is not
 
     def __init__(
