@@ -251,13 +251,12 @@ def _set_fx_name(module: L.LightningModule, name: str | None) -> None:
 def _call_hook(trainer: L.Trainer, hook: str, listening: lightning_calls.Listeners, *args: Any) -> Any:
     """A training-loop hook, in Lightning's order (callbacks, module, strategy; at an epoch's end the callbacks that
     monitor a metric after the module), where something overrides it."""
-    response = None
-    monitoring = True if hook == "on_train_epoch_end" else None
+    response, epoch_end = None, hook == "on_train_epoch_end"
     if hook in listening.callbacks:
-        call._call_callback_hooks(trainer, hook, *args, monitoring_callbacks=None if monitoring is None else False)
+        call._call_callback_hooks(trainer, hook, *args, monitoring_callbacks=False if epoch_end else None)
     if hook in listening.module:
         response = _call_module_hook(trainer, hook, *args)
-    if monitoring and hook in listening.callbacks:
+    if epoch_end and hook in listening.callbacks:
         call._call_callback_hooks(trainer, hook, *args, monitoring_callbacks=True)
     if hook in listening.strategy:
         call._call_strategy_hook(trainer, hook, *args)
@@ -277,28 +276,30 @@ class EnvStepLoggerConnector(_LoggerConnector):
 
     # lit_sb3's algorithms log through SB3's logger at the end of a rollout or log interval, never with ``self.log`` in
     # a training step: with nothing logged there is nothing to gather after each step.
-    def on_batch_end(self) -> None:
+    def _nothing_logged(self) -> bool:
         results = self.trainer._results
-        if results is not None and not results:
-            results.batch = None
-            results.batch_size = None
+        return results is not None and not results
+
+    def on_batch_end(self) -> None:
+        if self._nothing_logged():
+            self.trainer._results.batch = None
+            self.trainer._results.batch_size = None
             return
         super().on_batch_end()
 
     def update_train_step_metrics(self) -> None:
-        results = self.trainer._results
-        if results is not None and not results:
+        if self._nothing_logged():
             return
         super().update_train_step_metrics()
 
     def on_epoch_end(self) -> None:
-        if self.trainer._results is not None and not self.trainer._results:
+        if self._nothing_logged():
             self._current_fx = None
             return
         super().on_epoch_end()
 
     def update_train_epoch_metrics(self) -> None:
-        if self.trainer._results is not None and not self.trainer._results:
+        if self._nothing_logged():
             self.reset_results()  # nothing to log or reset in an empty collection, only the connector's state
             return
         super().update_train_epoch_metrics()

@@ -13,7 +13,13 @@ from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, RolloutReturn, TrainFreq, TrainFrequencyUnit
+from stable_baselines3.common.type_aliases import (
+    GymEnv,
+    ReplayBufferSamples,
+    RolloutReturn,
+    TrainFreq,
+    TrainFrequencyUnit,
+)
 from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
@@ -213,6 +219,11 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """``gradient_steps`` updates on samples of ``batch_size`` transitions (SB3's ``train``)."""
         raise NotImplementedError
+
+    def _replay_batch(self, batch_size: int) -> tuple[ReplayBufferSamples, torch.Tensor | float]:
+        """A replay sample and its discounts (an n-step buffer stores one per transition; otherwise ``gamma``)."""
+        data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+        return data, data.discounts if data.discounts is not None else self.gamma
 
     def _update_learning_rate(self) -> None:
         lr = self.lr_schedule(self._current_progress_remaining)

@@ -148,8 +148,7 @@ class CrossQ(OffPolicyAlgorithm):
         actor, critic = self.policy.actor, self.policy.critic
         for _ in range(gradient_steps):
             self._n_updates += 1
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
-            discounts = data.discounts if data.discounts is not None else self.gamma
+            data, discounts = self._replay_batch(batch_size)
             if self.use_sde:
                 actor.reset_noise()
             ent_coef = self.temperature.value()

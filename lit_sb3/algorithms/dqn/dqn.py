@@ -125,8 +125,7 @@ class DQN(OffPolicyAlgorithm):
         (optimizer,) = self._lightning_optimizers()
         q_net, q_net_target = self.policy.q_net, self.policy.q_net_target
         for _ in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
-            discounts = data.discounts if data.discounts is not None else self.gamma
+            data, discounts = self._replay_batch(batch_size)
             with torch.no_grad():
                 target_q = losses.dqn_target(data.rewards, data.dones, discounts, q_net_target(data.next_observations))
             loss = losses.q_huber_loss(q_net(data.observations), data.actions, target_q)

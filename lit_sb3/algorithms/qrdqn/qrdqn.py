@@ -139,8 +139,7 @@ class QRDQN(OffPolicyAlgorithm):
         (optimizer,) = self._lightning_optimizers()
         quantile_net, quantile_net_target = self.policy.quantile_net, self.policy.quantile_net_target
         for _ in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
-            discounts = data.discounts if data.discounts is not None else self.gamma
+            data, discounts = self._replay_batch(batch_size)
             with torch.no_grad():
                 next_quantiles = quantile_net_target(data.next_observations)
                 target = quantile.qrdqn_target(data.rewards, data.dones, discounts, next_quantiles)

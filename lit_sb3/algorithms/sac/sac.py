@@ -130,8 +130,7 @@ class SAC(OffPolicyAlgorithm):
         actor_opt, critic_opt = self._lightning_optimizers()[:2]
         actor, critic, critic_target = self.policy.actor, self.policy.critic, self.policy.critic_target
         for step in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
-            discounts = data.discounts if data.discounts is not None else self.gamma
+            data, discounts = self._replay_batch(batch_size)
             actions_pi, log_prob = policy_sample(actor, data.observations, fresh_noise=self.use_sde)
             ent_coef = self.temperature.step(log_prob, self._metrics)
 

@@ -135,8 +135,7 @@ class TD3(OffPolicyAlgorithm):
         smoothing = self.target_policy_noise > 0 and self.target_noise_clip > 0
         for _ in range(gradient_steps):
             self._n_updates += 1
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
-            discounts = data.discounts if data.discounts is not None else self.gamma
+            data, discounts = self._replay_batch(batch_size)
             with torch.no_grad():
                 next_actions = actor_target(data.next_observations)
                 if smoothing:  # DDPG (no smoothing) skips drawing noise that would be clipped to zero
