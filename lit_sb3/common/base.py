@@ -29,6 +29,7 @@ from lit_sb3.common.parts import Part, parts_of
 from lit_sb3.common.persistence import Persistence
 from lit_sb3.common.sb3_bridge import SB3AlgorithmView, as_callback, make_sb3_logger, record_rollout_stats
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
+from lit_sb3.common.training_mode import TrainingModeSwitch
 from lit_sb3.common.utils import resolve_policy_class
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
@@ -112,6 +113,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         self.log_interval = self.default_log_interval
         self._metrics = MetricTracker()
         self._parts: list[Part] = []  # the algorithm's parts (lit_sb3.common.parts), found when it is built
+        self._mode_switch: TrainingModeSwitch | None = None  # the policy's train/eval switch, made at first use
         self.sb3_logger = make_sb3_logger(self, verbose)
         if env is not None:
             self._env = to_vec_env(env)
@@ -159,6 +161,13 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
             self.hparams.update(part.build(action_space))
         if self._trainer is None:
             self.to(get_device(self.requested_device))
+
+    def _set_training_mode(self, mode: bool) -> None:
+        """``self.policy.set_training_mode(mode)``, as flag writes (see :class:`TrainingModeSwitch`)."""
+        switch = self._mode_switch
+        if switch is None or switch.policy is not self.policy:
+            switch = self._mode_switch = TrainingModeSwitch(self.policy)
+        switch(mode)
 
     def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> BasePolicy:
         """Hook: the policy for these spaces (ARS's policies take no learning-rate schedule)."""

@@ -210,8 +210,8 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         if self.num_timesteps > 0 and self.num_timesteps > self.learning_starts:
             steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
             if steps > 0:
-                if not self.policy.training:  # a recursive mode switch costs ~0.3 ms; skip it when nothing changes
-                    self.policy.set_training_mode(True)
+                if not self.policy.training:
+                    self._set_training_mode(True)
                 self._update_learning_rate()
                 self.gradient_updates(steps, self.batch_size)
         return True
@@ -261,7 +261,7 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
     ) -> RolloutReturn:
         """Step every env until ``train_freq`` is met, storing the transitions in ``replay_buffer``."""
         if self.policy.training:
-            self.policy.set_training_mode(False)
+            self._set_training_mode(False)
         n_steps = n_episodes = 0
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)

@@ -176,7 +176,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             return
         loop.iteration += 1
         update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
-        self.policy.set_training_mode(True)
+        self._set_training_mode(True)
 
     def _collect_kwargs(self) -> dict[str, Any]:
         """Hook: extra ``collect_rollouts`` arguments of a variant (MaskablePPO's ``use_masking``)."""
@@ -186,7 +186,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         self, env: VecEnv, callback: BaseCallback | None, rollout_buffer: RolloutBuffer, n_rollout_steps: int
     ) -> bool:
         """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps of every env; False when a callback stops training."""
-        self.policy.set_training_mode(False)
+        self._set_training_mode(False)
         rollout_buffer.reset()
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
@@ -271,7 +271,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         if self.rollout_buffer is None or not self.rollout_buffer.full:
             raise RuntimeError("update_on_rollout: no gathered rollout; call collect_rollouts (or learn) first")
         self._loop.stop_updates, self._loop.collected, self._loop.untrained = False, True, False
-        self.policy.set_training_mode(True)
+        self._set_training_mode(True)
         for batch_idx, batch in enumerate(RolloutMinibatches(self)):
             self.training_step(batch, batch_idx)
 

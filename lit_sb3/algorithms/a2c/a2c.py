@@ -14,6 +14,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
+from lit_sb3.common.optimizers import with_fused_default
 from lit_sb3.common.utils import unchecked_distributions
 
 SelfA2C = TypeVar("SelfA2C", bound="A2C")
@@ -108,7 +109,9 @@ class A2C(OnPolicyAlgorithm):
         kwargs = super()._policy_kwargs()
         if self.use_rms_prop and "optimizer_class" not in kwargs:
             kwargs["optimizer_class"] = torch.optim.RMSprop
-            kwargs["optimizer_kwargs"] = {"alpha": 0.99, "eps": self.rms_prop_eps, "weight_decay": 0}
+            # SB3's settings replace any optimizer_kwargs given; the step runs multi-tensor (same parameters)
+            settings = {"alpha": 0.99, "eps": self.rms_prop_eps, "weight_decay": 0}
+            kwargs["optimizer_kwargs"] = with_fused_default(torch.optim.RMSprop, settings)
         return kwargs
 
     def compute_loss(self, batch: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -87,3 +87,21 @@ def test_a2c_uses_sb3_rmsprop_settings():
     ours_group, their_group = ours.policy.optimizer.param_groups[0], theirs.policy.optimizer.param_groups[0]
     for key in ("lr", "alpha", "eps", "weight_decay"):
         assert ours_group[key] == their_group[key], key
+    # the step runs multi-tensor (torch's CPU default loops in Python); the whole-run parity tests hold it bit-identical
+    assert ours_group["foreach"] is True and not their_group["foreach"]
+
+
+@pytest.mark.parametrize("settings", [{}, {"momentum": 0.9, "centered": True, "weight_decay": 1e-3}])
+def test_multi_tensor_rmsprop_steps_are_the_single_tensor_steps(settings):
+    torch.manual_seed(0)
+    params = [[torch.randn(shape, requires_grad=True) for shape in ((64, 4), (64,), (2, 64), (2,))]]
+    params.append([p.detach().clone().requires_grad_() for p in params[0]])
+    optimizers = [torch.optim.RMSprop(group, lr=7e-4, alpha=0.99, eps=1e-5, foreach=foreach, **settings)
+                  for group, foreach in zip(params, (False, True))]
+    for step in range(50):
+        grads = [torch.randn_like(p) for p in params[0]]
+        for group, optimizer in zip(params, optimizers):
+            for p, g in zip(group, grads):
+                p.grad = g.clone()
+            optimizer.step()
+    assert all(torch.equal(a, b) for a, b in zip(*params))
