@@ -15,23 +15,21 @@ from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 class TargetNetworks(Part):
     """The target copies of an algorithm's networks: parameters Polyak-averaged, normalization statistics copied.
 
-    The actor-critics call :meth:`update` in their gradient steps; with ``every_env_steps`` (DQN, QR-DQN) the
-    networks update themselves every that many env steps of the collection (counted over all envs, SB3's
-    ``_n_calls``, kept in checkpoints).
+    The actor-critics call :meth:`update` in their gradient steps; with ``settings_of`` (DQN, QR-DQN) the networks
+    update themselves during the collection, every ``target_update_interval`` env steps (counted over all envs, SB3's
+    ``_n_calls``, kept in checkpoints) with coefficient ``tau``.
 
     :param pairs: (online, target) modules of the same architecture
-    :param every_env_steps: update after every this many env steps (None: only when :meth:`update` is called)
-    :param tau: the Polyak coefficient of those updates
+    :param settings_of: the algorithm whose ``target_update_interval`` and ``tau`` are read at every env step, as
+        SB3 reads them (a change after construction applies at once); None: only :meth:`update` updates
     """
 
-    def __init__(
-        self, *pairs: tuple[torch.nn.Module, torch.nn.Module], every_env_steps: int | None = None, tau: float = 1.0
-    ) -> None:
+    def __init__(self, *pairs: tuple[torch.nn.Module, torch.nn.Module], settings_of: Any = None) -> None:
         self.online_params = [p for online, _ in pairs for p in online.parameters()]
         self.target_params = [p for _, target in pairs for p in target.parameters()]
         self.online_stats = [s for online, _ in pairs for s in get_parameters_by_name(online, ["running_"])]
         self.target_stats = [s for _, target in pairs for s in get_parameters_by_name(target, ["running_"])]
-        self.every_env_steps, self.tau = every_env_steps, tau
+        self.settings_of = settings_of
         self.n_calls = 0  # vector env steps seen
 
     def update(self, tau: float) -> None:
@@ -40,15 +38,16 @@ class TargetNetworks(Part):
         soft_update(self.online_stats, self.target_stats, 1.0)
 
     def on_step(self, progress_remaining: float, n_envs: int) -> None:
-        if self.every_env_steps is None:
+        algorithm = self.settings_of
+        if algorithm is None:
             return
         self.n_calls += 1
-        if self.n_calls % max(self.every_env_steps // n_envs, 1) == 0:
-            self.update(self.tau)
+        if self.n_calls % max(algorithm.target_update_interval // n_envs, 1) == 0:
+            self.update(algorithm.tau)
 
     def state(self, fmt: StateFormat) -> dict[str, Any]:
-        return {"n_calls": self.n_calls} if fmt == CHECKPOINT and self.every_env_steps is not None else {}
+        return {"n_calls": self.n_calls} if fmt == CHECKPOINT and self.settings_of is not None else {}
 
     def load_state(self, state: dict[str, Any], fmt: StateFormat) -> None:
-        if fmt == CHECKPOINT and self.every_env_steps is not None:
+        if fmt == CHECKPOINT and self.settings_of is not None:
             self.n_calls = int(state.get("n_calls", 0))

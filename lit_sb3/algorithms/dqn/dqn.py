@@ -117,7 +117,7 @@ class DQN(OffPolicyAlgorithm):
 
     def _build_extra(self) -> None:
         pair = self.policy.q_net, self.policy.q_net_target
-        self.target_networks = TargetNetworks(pair, every_env_steps=self.target_update_interval, tau=self.tau)
+        self.target_networks = TargetNetworks(pair, settings_of=self)
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Huber loss of the taken actions' Q-values towards the target network's one-step targets, gradients

@@ -125,7 +125,7 @@ class QRDQN(OffPolicyAlgorithm):
 
     def _build_extra(self) -> None:
         pair = self.policy.quantile_net, self.policy.quantile_net_target
-        self.target_networks = TargetNetworks(pair, every_env_steps=self.target_update_interval, tau=self.tau)
+        self.target_networks = TargetNetworks(pair, settings_of=self)
         # the quantile fractions of the loss, built once (a buffer: they move with the module between devices)
         self.register_buffer("_taus", quantile.quantile_midpoints(self.n_quantiles, self.device), persistent=False)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
 
+import lit_sb3
 from lit_sb3.common.entropy import EntropyTemperature
 from lit_sb3.common.epsilon_greedy import EpsilonGreedy
 from lit_sb3.common.targets import TargetNetworks
@@ -63,16 +66,36 @@ def test_epsilon_follows_the_linear_schedule_and_draws_once():
 
 def test_target_networks_refresh_every_n_env_steps_and_keep_the_count():
     online, target = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
-    targets = TargetNetworks((online, target), every_env_steps=6, tau=1.0)
+    algorithm = types.SimpleNamespace(target_update_interval=6, tau=1.0)
+    targets = TargetNetworks((online, target), settings_of=algorithm)
     for _ in range(2):  # 2 vector steps of 3 envs = 6 env steps: the second one refreshes
         assert not torch.equal(target.weight, online.weight)
         targets.on_step(1.0, n_envs=3)
     assert torch.equal(target.weight, online.weight)
     assert targets.state("checkpoint") == {"n_calls": 2} and targets.state("zip") == {}
-    restored = TargetNetworks((online, target), every_env_steps=6)
+    # the algorithm's settings are read at every step (as SB3 does): a change after construction applies at once
+    algorithm.target_update_interval, algorithm.tau = 3, 0.5
+    online.weight.data.add_(1.0)
+    expected = 0.5 * target.weight + 0.5 * online.weight
+    targets.on_step(1.0, n_envs=3)
+    assert torch.allclose(target.weight, expected)
+    restored = TargetNetworks((online, target), settings_of=algorithm)
     restored.load_state({"n_calls": 2, "other": 0}, "checkpoint")
     assert restored.n_calls == 2
     assert TargetNetworks((online, target)).state("checkpoint") == {}  # updated by the algorithm: nothing to keep
+
+
+@pytest.mark.parametrize("algo, networks", [("DQN", "q_net"), ("QRDQN", "quantile_net")])
+def test_target_refresh_settings_changed_after_construction_apply(algo, networks):
+    model = getattr(lit_sb3, algo)("MlpPolicy", env="CartPole-v1", seed=0, learning_starts=100,
+                                   target_update_interval=10**9)
+    online, target = getattr(model.policy, networks), getattr(model.policy, f"{networks}_target")
+    with torch.no_grad():
+        for parameter in online.parameters():
+            parameter.add_(1.0)
+    model.target_update_interval, model.tau = 2, 1.0  # SB3 reads both at every step
+    model.learn(4)
+    assert all(torch.equal(a, b) for a, b in zip(online.parameters(), target.parameters()))
 
 
 def test_sb3_attribute_names_read_and_write_the_part():
