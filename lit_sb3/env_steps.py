@@ -114,7 +114,14 @@ class EnvStepEpochLoop(_TrainingEpochLoop):
 
     @_batches_that_stepped.setter
     def _batches_that_stepped(self, value: int) -> None:
-        self.stepped_batches = value  # Lightning's own count of training steps, kept for the logging frequency
+        """Lightning counts its training steps with ``+= 1`` (and ``-= 1`` / ``+= 1`` around the epoch-end metrics)
+        on what the getter returns, the env step: its own count (``log_every_n_steps``) takes the change."""
+        steps = _env_steps(self.trainer)
+        self.stepped_batches = value if steps is None else self.stepped_batches + value - steps
+
+    def load_state_dict(self, state_dict: dict, prefix: str = "") -> None:
+        super().load_state_dict(state_dict, prefix)
+        self.stepped_batches = state_dict.get("_batches_that_stepped", 0)  # the count, not a change of it
 
     def state_dict(self, destination: dict | None = None, prefix: str = "") -> dict:
         state = super().state_dict(destination, prefix)

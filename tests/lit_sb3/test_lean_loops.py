@@ -6,6 +6,7 @@ from typing import Any
 from unittest import mock
 
 import lightning as L
+import pytest
 import torch
 from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.loggers import Logger
@@ -171,6 +172,17 @@ def test_lean_path_logs_what_modules_log_with_self_log_as_lightning_does(monkeyp
     assert len([row for row, _ in rows if "step_loss" in row]) == 6  # one training step per rollout
     assert [row["epoch_steps"] for row, _ in rows if "epoch_steps" in row] == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
     assert callback_metrics["epoch_steps"] == 60.0
+
+
+@pytest.mark.parametrize("path", ["lean", "lightning"])
+def test_log_every_n_steps_counts_training_steps(monkeypatch, path):
+    """Lightning's meaning: every n training steps (here one per 10-step rollout), logged at the env step."""
+    if path == "lightning":
+        monkeypatch.setattr(lightning_calls, "lean_fit", lambda trainer: None)
+    logger = _RecordingLogger()
+    trainer = _fit(_LoggingA2C("MlpPolicy", seed=0), [], logger=logger, log_every_n_steps=2)
+    assert [step for row, step in logger.rows if "step_loss" in row] == [20, 40, 60]
+    assert trainer.fit_loop.epoch_loop.state_dict()["_batches_that_stepped"] == 6
 
 
 def test_lean_path_is_not_taken_with_a_profiler_or_several_processes(monkeypatch):
