@@ -13,9 +13,13 @@ backend, env, config), never by seed number alone; damaged run files are named o
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +31,15 @@ from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
 from lit_bench.analysis.load import load_tables
 from lit_bench.analysis.reference import reference_curve, reference_score
-from lit_bench.analysis.summarize import GROUP, comparison_table, curve_bands, group_key, run_table, summary_table
+from lit_bench.analysis.summarize import (
+    GROUP,
+    Returns,
+    comparison_table,
+    curve_bands,
+    group_key,
+    run_table,
+    summary_table,
+)
 from lit_bench.rundir import RunDir, atomic_write, atomic_write_text
 
 FLAG = "‡"
@@ -175,27 +187,57 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
     return paths
 
 
-def figures(evals: pd.DataFrame, summary: pd.DataFrame, out: Path, *, comparison: pd.DataFrame | None = None,
-            seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf")) -> list[Path]:
-    """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences."""
+def figures(returns: Returns, summary: pd.DataFrame, out: Path, *, comparison: pd.DataFrame | None = None,
+            seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"), workers: int = 1) -> list[Path]:
+    """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences.
+
+    ``returns``: ``Returns.of(evals)``, the runs' evaluation returns. ``workers`` > 1 draws the figures in that many
+    forked processes (each figure whole in one of them, the same files as drawn here); a figure that fails, or a
+    worker that dies, ends the report with an error.
+    """
     several = summary.sweep.nunique() > 1
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour_of: dict[tuple, str] = {}
     for r in summary.itertuples():  # one colour per algorithm (and config); the backend sets the line style
         colour_of.setdefault((r.sweep, r.algo, r.variant), palette[len(colour_of) % len(palette)])
-    bands = curve_bands(evals, summary, seed=seed)
-    written: list[Path] = []
-    for env, rows in summary.groupby("env", sort=True):
-        written += _save(_curves(env, rows, bands, colour_of, several), out, suffixes)
     labelled = summary.assign(label=[label(r, several) for r in summary.itertuples()])
-    written += _save(_final_scores(labelled), out, suffixes)
-    written += _save(_throughput(labelled, comparison, colour_of), out, suffixes)
-    return written + _save(_comparison(comparison, several), out, suffixes)
+    curves: list[Drawing] = [
+        partial(_curves, env, rows, partial(curve_bands, None, rows, seed=seed, returns=returns), colour_of, several)
+        for env, rows in summary.groupby("env", sort=True)]
+    per_config: list[Drawing] = [partial(_final_scores, labelled),
+                                 partial(_throughput, labelled, comparison, colour_of),
+                                 partial(_comparison, comparison, several)]
+    drawings = curves + per_config
+    workers = min(workers, len(drawings)) if "fork" in mp.get_all_start_methods() else 1
+    if workers <= 1:
+        return [path for draw in drawings for path in _save(draw(), out, suffixes)]
+    order = [*range(len(curves), len(drawings)), *range(len(curves))]  # the largest (a row per config) first
+    try:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_receive,
+                                 initargs=(drawings,)) as pool:
+            futures = {i: pool.submit(_draw, i, out, tuple(suffixes)) for i in order}
+            return [path for i in range(len(drawings)) for path in futures[i].result()]
+    except BrokenProcessPool as error:
+        raise SystemExit(f"report: a process drawing the figures died ({error}); the figures are incomplete") from None
 
 
-def _curves(env: str, rows: pd.DataFrame, bands: dict[Any, pd.DataFrame], colour_of: dict[tuple, str],
-            several: bool) -> tuple[plt.Axes, str] | None:
+Drawing = Callable[[], "tuple[plt.Axes, str] | None"]  # a figure and its file name (None: no data to draw)
+_drawings: list[Drawing] = []  # in a figure worker: the report's drawings (set by the pool, inherited when forked)
+
+
+def _receive(drawings: list[Drawing]) -> None:
+    _drawings[:] = drawings
+
+
+def _draw(index: int, out: Path, suffixes: Sequence[str]) -> list[Path]:
+    """In a figure worker: draw and save one figure."""
+    return _save(_drawings[index](), out, suffixes)
+
+
+def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.DataFrame]],
+            colour_of: dict[tuple, str], several: bool) -> tuple[plt.Axes, str] | None:
     """One env's learning curves (a band per config, SB3's reference curve once per algorithm and config)."""
+    bands = bands_of()  # (computed here: in the figure's worker when drawn in parallel)
     named, styles, references = {}, {}, {}
     for r in rows.itertuples():
         if r.Index not in bands:
@@ -277,10 +319,16 @@ def warn_damaged(runs: pd.DataFrame) -> None:
 FORMATS = ("png", "pdf")
 
 
-def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0,
-                 formats: Sequence[str] = FORMATS) -> pd.DataFrame:
-    """Everything the CLI writes (figures in ``formats``); returns the summary table."""
-    return _write(paths, out, seed=seed, formats=formats)[0]
+def usable_cpus() -> int:
+    """The CPUs this process may run on (the default number of figure workers)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
+                 workers: int | None = None) -> pd.DataFrame:
+    """Everything the CLI writes (figures in ``formats``, drawn by ``workers`` processes, default
+    ``usable_cpus()``); returns the summary table."""
+    return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus())[0]
 
 
 def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -316,15 +364,18 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(videos=[videos(row) for _, row in summary.iterrows()] if len(summary) else [])
 
 
-def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0,
-           formats: Sequence[str] = FORMATS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
+           workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     evals, summary, comparison = tables(paths, seed=seed)
+    returns = Returns.of(evals)
+    del evals  # (~150 MB at 10,000 runs the figures do not need: not held while they are drawn)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
-    figures(evals, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats])
+    figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
+            workers=workers)
     return summary, comparison
 
 
@@ -335,11 +386,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS),
                         help="file formats of the figures (png alone: ~30%% less time drawing)")
+    parser.add_argument("--workers", type=_positive, default=usable_cpus(),
+                        help="processes drawing the figures (default: the usable CPUs; 1: all in this process)")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats)
+    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers)
     print(markdown(summary, comparison))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number >= 1 (processes)")
+    return int(text)
 
 
 if __name__ == "__main__":

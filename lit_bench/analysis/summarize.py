@@ -180,11 +180,11 @@ def comparison_table(runs: pd.DataFrame, evals: pd.DataFrame, *, seed: int = 0,
     return pd.DataFrame(rows)
 
 
-def curve_bands(evals: pd.DataFrame, summary: pd.DataFrame, *, seed: int = 0, n_points: int = 50,
+def curve_bands(evals: pd.DataFrame | None, summary: pd.DataFrame, *, seed: int = 0, n_points: int = 50,
                 n_boot: int = 300, returns: Returns | None = None) -> dict[Any, pd.DataFrame]:
     """Per summary row (by its index): the IQM [95% CI] band of its runs' evaluation returns on an even grid up to
     its shortest run (damaged runs left out); a row without evaluations has none. ``returns``: ``Returns.of(evals)``
-    when the caller has it already."""
+    when the caller has it already (``evals`` is then not read)."""
     returns = returns if returns is not None else Returns.of(evals)
     usable = returns.info[returns.info.status != "damaged"]
     runs_of = {group_key(key): group.index.to_numpy() for key, group in usable.groupby(GROUP, sort=False, dropna=False)}
