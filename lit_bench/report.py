@@ -13,12 +13,14 @@ backend, env, config), never by seed number alone; damaged run files are named o
 from __future__ import annotations
 
 import argparse
+import gc
 import multiprocessing as mp
 import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -192,8 +194,8 @@ def figures(returns: Returns, summary: pd.DataFrame, out: Path, *, comparison: p
     """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences.
 
     ``returns``: ``Returns.of(evals)``, the runs' evaluation returns. ``workers`` > 1 draws the figures in that many
-    forked processes (each figure whole in one of them, the same files as drawn here); a figure that fails, or a
-    worker that dies, ends the report with an error.
+    processes, this one and ``workers - 1`` forked ones (each figure whole in one of them: the same files as drawn
+    here alone); a figure that fails, or a worker that dies, ends the report with an error.
     """
     several = summary.sweep.nunique() > 1
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -211,27 +213,67 @@ def figures(returns: Returns, summary: pd.DataFrame, out: Path, *, comparison: p
     workers = min(workers, len(drawings)) if "fork" in mp.get_all_start_methods() else 1
     if workers <= 1:
         return [path for draw in drawings for path in _save(draw(), out, suffixes)]
+    fork = mp.get_context("fork")
     order = [*range(len(curves), len(drawings)), *range(len(curves))]  # the largest (a row per config) first
+    queue = _Queue(drawings, order, fork.Value("i"), out, tuple(suffixes))
+    gc.freeze()  # (what the workers share with this process stays out of their garbage collection: less copied)
     try:
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_receive,
-                                 initargs=(drawings,)) as pool:
-            futures = {i: pool.submit(_draw, i, out, tuple(suffixes)) for i in order}
-            return [path for i in range(len(drawings)) for path in futures[i].result()]
+        with ProcessPoolExecutor(workers - 1, mp_context=fork, initializer=_receive, initargs=(queue,)) as pool:
+            others = [pool.submit(_drain) for _ in range(workers - 1)]
+            try:
+                written = queue.drain()  # this process draws too
+            finally:
+                queue.close()  # (after an error here: the workers stop after their current figure)
+            for future in others:
+                written.update(future.result())
     except BrokenProcessPool as error:
         raise SystemExit(f"report: a process drawing the figures died ({error}); the figures are incomplete") from None
+    finally:
+        gc.unfreeze()
+    return [path for i in range(len(drawings)) for path in written[i]]
 
 
 Drawing = Callable[[], "tuple[plt.Axes, str] | None"]  # a figure and its file name (None: no data to draw)
-_drawings: list[Drawing] = []  # in a figure worker: the report's drawings (set by the pool, inherited when forked)
 
 
-def _receive(drawings: list[Drawing]) -> None:
-    _drawings[:] = drawings
+@dataclass
+class _Queue:
+    """The report's figures, drawn one at a time by whichever process (this one or a forked worker) takes the next:
+    ``taken`` counts the figures taken, in ``order``, across processes."""
+
+    drawings: list[Drawing]
+    order: list[int]
+    taken: Any  # a multiprocessing Value("i")
+    out: Path
+    suffixes: tuple[str, ...]
+
+    def drain(self) -> dict[int, list[Path]]:
+        """Draw and save figures until none is left: their files by position in ``drawings``."""
+        written = {}
+        while True:
+            with self.taken.get_lock():
+                k, self.taken.value = self.taken.value, self.taken.value + 1
+            if k >= len(self.order):
+                return written
+            i = self.order[k]
+            written[i] = _save(self.drawings[i](), self.out, self.suffixes)
+
+    def close(self) -> None:
+        """No more figures for anyone."""
+        with self.taken.get_lock():
+            self.taken.value = len(self.order)
 
 
-def _draw(index: int, out: Path, suffixes: Sequence[str]) -> list[Path]:
-    """In a figure worker: draw and save one figure."""
-    return _save(_drawings[index](), out, suffixes)
+_queue: list[_Queue] = []  # in a figure worker: the report's queue (set by the pool's initializer, inherited by fork)
+
+
+def _receive(queue: _Queue) -> None:
+    _queue[:] = [queue]
+
+
+def _drain() -> dict[int, list[Path]]:
+    """In a figure worker: draw figures from the queue until none is left."""
+    return _queue[0].drain()
 
 
 def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.DataFrame]],

@@ -98,19 +98,23 @@ def test_figures_drawn_by_workers_are_the_ones_drawn_in_process(tmp_path, capsys
             assert (serial / name).read_bytes() == (parallel / name).read_bytes(), name
 
 
-def _dies(*args, **kwargs):
+def _fails():  # (report._drain: what the forked workers run, and only they)
+    raise ZeroDivisionError("in a figure worker")
+
+
+def _dies():
     os._exit(3)  # as a worker killed mid-figure (out of memory, a signal)
 
 
 @needs_fork
 def test_a_failing_figure_worker_fails_the_report(tmp_path, monkeypatch, capsys):
     sweep = _two_env_sweep(tmp_path)
-    monkeypatch.setattr(report, "_throughput", lambda *a, **k: 1 / 0)  # (forked workers inherit the patch)
-    with pytest.raises(ZeroDivisionError):  # a figure's error is raised here, with the worker's traceback
-        report.main([str(sweep), "--out", str(tmp_path / "a"), "--workers", "2"])
-    monkeypatch.setattr(report, "_throughput", _dies)
+    monkeypatch.setattr(report, "_drain", _fails)  # (the workers fork from this process: they inherit the patch)
+    with pytest.raises(ZeroDivisionError, match="in a figure worker"):  # raised here, with the worker's traceback
+        report.main([str(sweep), "--out", str(tmp_path / "a"), "--workers", "2", "--formats", "png"])
+    monkeypatch.setattr(report, "_drain", _dies)
     with pytest.raises(SystemExit, match=r"report: a process drawing the figures died .*the figures are incomplete"):
-        report.main([str(sweep), "--out", str(tmp_path / "b"), "--workers", "2"])
+        report.main([str(sweep), "--out", str(tmp_path / "b"), "--workers", "2", "--formats", "png"])
     with pytest.raises(SystemExit):
         report.main([str(sweep), "--workers", "0"])
     assert "argument --workers: '0': a whole number >= 1" in capsys.readouterr().err
