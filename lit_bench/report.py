@@ -191,13 +191,14 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
     return paths
 
 
-def figures(returns: Returns, summary: pd.DataFrame, out: Path, *, comparison: pd.DataFrame | None = None,
-            seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"), workers: int = 1) -> list[Path]:
+def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
+            comparison: pd.DataFrame | None = None, seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"),
+            workers: int = 1) -> list[Path]:
     """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences.
 
-    ``returns``: ``Returns.of(evals)``, the runs' evaluation returns. ``workers`` > 1 draws the figures in that many
-    processes, this one and ``workers - 1`` forked ones (each figure whole in one of them: the same files as drawn
-    here alone); a figure that fails, or a worker that dies, ends the report with an error.
+    ``evals``: the long table, or its ``Returns.of(evals)`` (all the figures read of it). ``workers`` > 1 draws the
+    figures in that many processes, this one and ``workers - 1`` forked ones (each figure whole in one of them: the
+    same files as drawn here alone); a figure that fails, or a worker that dies, ends the report with an error.
     """
     several = summary.sweep.nunique() > 1
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -205,6 +206,7 @@ def figures(returns: Returns, summary: pd.DataFrame, out: Path, *, comparison: p
     for r in summary.itertuples():  # one colour per algorithm (and config); the backend sets the line style
         colour_of.setdefault((r.sweep, r.algo, r.variant), palette[len(colour_of) % len(palette)])
     labelled = summary.assign(label=[label(r, several) for r in summary.itertuples()])
+    returns = evals if isinstance(evals, Returns) else Returns.of(evals)
     curves: list[Drawing] = [
         partial(_curves, env, rows, partial(curve_bands, None, rows, seed=seed, returns=returns), colour_of, several)
         for env, rows in summary.groupby("env", sort=True)]
