@@ -377,14 +377,16 @@ def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0, forma
     return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus())[0]
 
 
-def tables(paths: Sequence[str | Path], *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``(evals, summary, comparison)`` of the runs under ``paths``; damaged runs named on stderr and left out.
+def tables(paths: Sequence[str | Path], *, seed: int = 0,
+           workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(evals, summary, comparison)`` of the runs under ``paths``; damaged runs named on stderr and left out (run
+    files not cached are parsed by ``workers`` processes).
 
     Exits with one line when a path is missing, there are no runs, or none of them completed.
     """
     where = ", ".join(map(str, paths))
-    try:
-        runs, evals = load_tables(paths, metrics=["mean_return"])  # one pass; the report uses the returns only
+    try:  # one pass; the report uses the returns only
+        runs, evals = load_tables(paths, metrics=["mean_return"], workers=workers)
     except FileNotFoundError as error:
         raise SystemExit(f"report: {error}") from None
     if runs.empty:
@@ -412,7 +414,7 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
            workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
-    evals, summary, comparison = tables(paths, seed=seed)
+    evals, summary, comparison = tables(paths, seed=seed, workers=workers)
     returns = Returns.of(evals)
     del evals  # (~150 MB at 10,000 runs the figures do not need: not held while they are drawn)
     out.mkdir(parents=True, exist_ok=True)
