@@ -118,7 +118,8 @@ def steps_to_threshold(
     hit = np.asarray(values, dtype=float)[order] >= threshold
     if hit.size < window:
         return float("nan")
-    held = np.lib.stride_tricks.sliding_window_view(hit, window).all(axis=1)
+    reached = np.concatenate([[0], np.cumsum(hit)])
+    held = reached[window:] - reached[:-window] == window  # hit at i .. i + window - 1 (a window view is ~3x slower)
     first = np.flatnonzero(held)
     return float(t[first[0]]) if first.size else float("nan")
 
