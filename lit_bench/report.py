@@ -31,7 +31,8 @@ import pandas as pd
 
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
-from lit_bench.analysis.load import load_tables
+from lit_bench.analysis.cache import Parsed
+from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import (
     GROUP,
@@ -384,20 +385,29 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0,
 
     Exits with one line when a path is missing, there are no runs, or none of them completed.
     """
+    parsed, runs, _, summary, comparison = _tables(paths, seed=seed, workers=workers)
+    return evaluations_table(parsed, runs, ["mean_return"]), summary, comparison  # (the report uses the returns only)
+
+
+def _tables(paths: Sequence[str | Path], *, seed: int = 0,
+            workers: int = 1) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame]:
+    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison)``."""
     where = ", ".join(map(str, paths))
-    try:  # one pass; the report uses the returns only
-        runs, evals = load_tables(paths, metrics=["mean_return"], workers=workers)
+    try:
+        parsed = read_runs(paths, workers=workers)  # one pass over the files
     except FileNotFoundError as error:
         raise SystemExit(f"report: {error}") from None
+    runs = runs_table(parsed)
     if runs.empty:
         raise SystemExit(f"report: no run directories under {where}")
     warn_damaged(runs)
     if not (runs.status == "completed").any():
         counts = ", ".join(f"{n} {status}" for status, n in runs.status.value_counts().sort_index().items())
         raise SystemExit(f"report: none of the {len(runs)} runs under {where} completed ({counts}); nothing to report")
-    per_run = run_table(runs, evals)  # once for both tables
-    summary = summary_table(runs, evals, seed=seed, per_run=per_run)
-    return evals, with_videos(summary, runs), comparison_table(runs, evals, seed=seed, per_run=per_run)
+    returns = Returns.of_parsed(parsed, runs)
+    per_run = run_table(runs, None, returns=returns)  # once for both tables
+    summary = summary_table(runs, None, seed=seed, per_run=per_run)
+    return parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run)
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -414,9 +424,7 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
            workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
-    evals, summary, comparison = tables(paths, seed=seed, workers=workers)
-    returns = Returns.of(evals)
-    del evals  # (~150 MB at 10,000 runs the figures do not need: not held while they are drawn)
+    _, _, returns, summary, comparison = _tables(paths, seed=seed, workers=workers)  # (all the figures need)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
