@@ -1,12 +1,17 @@
 """Wall time, CPU time and peak memory of ``python -m lit_bench.report`` on synthetic sweeps of N runs.
 
     python benchmarks/report_scale.py --runs 1000 10000 [--configs 60] [--root /tmp/lit_bench_scale] [--reps 1]
+        [--workers N] [--code DIR]
 
 Writes the runs with ``benchmarks/synthetic_runs.py`` under ``--root/<N>`` (once; kept for later calls, outside the
 repository), then times the report on them: ``cold`` without the analysis cache (as a first report), ``warm`` with
-the cache the cold report left (as a second report). Peak memory is the report process's maximum resident set size.
-The figures cost per config (one curve, bar and label each), the rest per run: vary ``--configs`` to see both.
-The machine is shared: compare CPU seconds and ratios rather than wall seconds.
+the cache the cold report left (as a second report). CPU seconds include the report's figure workers. Peak memory:
+``largest`` is the largest resident set of one process (the report or a worker), ``all`` the peak of the memory of
+all of them together, sampled every 50 ms (proportional set sizes: pages forked workers share with the report
+counted once). The figures cost per config (one curve, bar and label each), the rest per run: vary ``--configs`` to
+see both. ``--workers`` is passed to the report (its default: the usable CPUs); ``--code`` times another checkout's
+``lit_bench`` (e.g. ``git archive main | tar -x -C /tmp/main``) with the same data, for before/after tables. The
+machine is shared: alternate, and compare CPU seconds and ratios rather than wall seconds.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,19 +32,42 @@ sys.path.insert(0, str(ROOT))
 from lit_bench.analysis.cache import CACHE_FILE  # noqa: E402
 
 
-def timed(command: list[str]) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS MB) of one child process; raises when it fails."""
+def tree_pss_mb(pid: int) -> float:
+    """Proportional set size of a process and its descendants, MB (0 for a process that is gone)."""
+    total = 0.0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:")) / 1024
+        children = [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                    for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+    except (OSError, StopIteration, ValueError):
+        return total
+    return total + sum(tree_pss_mb(c) for c in children)
+
+
+def timed(command: list[str], code: Path) -> tuple[float, float, float, float]:
+    """(wall s, CPU s, largest RSS MB, peak PSS MB of all processes) of one child process; raises when it fails."""
     start = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {**os.environ, "PYTHONPATH": str(code), "OMP_NUM_THREADS": "1"}
+    child = subprocess.Popen(command, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert child.stderr is not None
+    peak = [0.0]
+
+    def sample() -> None:  # until the child is waited for (its /proc entry then disappears)
+        while os.path.exists(f"/proc/{child.pid}"):
+            peak[0] = max(peak[0], tree_pss_mb(child.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     errors = child.stderr.read()
     _, status, usage = os.wait4(child.pid, 0)
+    sampler.join()
     child.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({child.returncode}):\n{errors.decode()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, peak[0]
 
 
 def drop_caches(root: Path) -> None:
@@ -52,8 +81,11 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path("/tmp/lit_bench_scale"))
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--configs", type=int, default=60, help="configs per synthetic sweep (the runs: their seeds)")
+    parser.add_argument("--workers", type=int, default=None, help="the report's --workers (default: its own)")
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose lit_bench is timed")
     args = parser.parse_args()
-    print("| runs | report | wall s | CPU s | peak MB |\n|---:|---|---:|---:|---:|")
+    print("| runs | report | wall s | CPU s | peak MB, largest process | peak MB, all processes |\n"
+          "|---:|---|---:|---:|---:|---:|")
     for n in args.runs:
         runs = args.root / (str(n) if args.configs == 60 else f"{n}_c{args.configs}")
         if not (runs / ".complete").is_file():
@@ -62,11 +94,12 @@ def main() -> None:
             generate(runs, n, n_configs=args.configs)
             (runs / ".complete").write_text(f"{n}\n")
         command = [sys.executable, "-m", "lit_bench.report", str(runs), "--out", str(args.root / f"report_{runs.name}")]
+        command += [] if args.workers is None else ["--workers", str(args.workers)]
         for _ in range(args.reps):
             drop_caches(runs)
             for kind in ("cold", "warm"):
-                wall, cpu, peak = timed(command)
-                print(f"| {n:,} | {kind} | {wall:.1f} | {cpu:.1f} | {peak:.0f} |", flush=True)
+                wall, cpu, largest, everything = timed(command, args.code.resolve())
+                print(f"| {n:,} | {kind} | {wall:.1f} | {cpu:.1f} | {largest:.0f} | {everything:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ def steps_to_threshold(
     hit = np.asarray(values, dtype=float)[order] >= threshold
     if hit.size < window:
         return float("nan")
-    held = np.lib.stride_tricks.sliding_window_view(hit, window).all(axis=1)
+    reached = np.concatenate([[0], np.cumsum(hit)])
+    held = reached[window:] - reached[:-window] == window  # hit at i .. i + window - 1 (a window view is ~3x slower)
     first = np.flatnonzero(held)
     return float(t[first[0]]) if first.size else float("nan")
 
@@ -150,7 +151,7 @@ def stratified_bootstrap_ci(
     rng = np.random.default_rng(seed)
     n_runs = x.shape[0]
     idx = rng.integers(0, n_runs, size=(n_boot, n_runs, x.shape[1]))
-    resampled = np.take_along_axis(x[None, :, :].repeat(n_boot, axis=0), idx, axis=1)
+    resampled = x[idx, np.arange(x.shape[1])]  # [boot, run, task] = x[idx[boot, run, task], task]
     stats = _per_sample(statistic, resampled.reshape(n_boot, -1))
     alpha = (1.0 - confidence) / 2.0
     low, high = np.nanquantile(stats, [alpha, 1.0 - alpha])
@@ -270,7 +271,7 @@ def paired_bootstrap_ci(
         raise ValueError(f"paired scores need the same shape, got {a.shape} and {b.shape}")
     point = float(statistic(a.ravel()) - statistic(b.ravel()))
     idx = np.random.default_rng(seed).integers(0, a.shape[0], size=(n_boot, *a.shape))
-    resampled = [np.take_along_axis(m[None].repeat(n_boot, axis=0), idx, axis=1).reshape(n_boot, -1) for m in (a, b)]
+    resampled = [m[idx, np.arange(m.shape[1])].reshape(n_boot, -1) for m in (a, b)]  # (as stratified_bootstrap_ci)
     diffs = _per_sample(statistic, resampled[0]) - _per_sample(statistic, resampled[1])
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(diffs, [alpha, 1.0 - alpha])

@@ -3,8 +3,13 @@ runs grouped by sweep and config, and the paired lit-vs-SB3 comparison."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+
+import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 from lit_bench import report
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
@@ -66,6 +71,53 @@ def test_report_figures_in_the_formats_asked(tmp_path, capsys):
     with pytest.raises(SystemExit):
         report.main([str(tmp_path / "fixture_sweep"), "--formats", "svg"])
     assert "argument --formats: invalid choice: 'svg'" in capsys.readouterr().err
+
+
+needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="figure workers fork")
+
+
+def _two_env_sweep(root):
+    sweep = make_sweep(root) / "fixture_sweep"
+    for seed in range(2):
+        write_run(sweep, "sac", "Pendulum", seed, "lit", [-900.0, -400.0 + seed], env_id="Pendulum-v1")
+    return sweep
+
+
+@needs_fork
+def test_figures_drawn_by_workers_are_the_ones_drawn_in_process(tmp_path, capsys):
+    sweep = _two_env_sweep(tmp_path)
+    for workers in (1, 3):
+        report.main([str(sweep), "--out", str(tmp_path / f"w{workers}"), "--workers", str(workers)])
+    serial, parallel = tmp_path / "w1", tmp_path / "w3"
+    names = sorted(p.name for p in serial.iterdir())
+    assert names == sorted(p.name for p in parallel.iterdir()) and "curves_Pendulum.png" in names
+    for name in names:
+        if name.endswith(".png"):  # the same pixels
+            assert np.array_equal(np.asarray(Image.open(serial / name)), np.asarray(Image.open(parallel / name))), name
+        elif not name.endswith(".pdf"):  # (a PDF holds its creation time)
+            assert (serial / name).read_bytes() == (parallel / name).read_bytes(), name
+
+
+def _fails():  # (report._drain: what the forked workers run, and only they)
+    raise ZeroDivisionError("in a figure worker")
+
+
+def _dies():
+    os._exit(3)  # as a worker killed mid-figure (out of memory, a signal)
+
+
+@needs_fork
+def test_a_failing_figure_worker_fails_the_report(tmp_path, monkeypatch, capsys):
+    sweep = _two_env_sweep(tmp_path)
+    monkeypatch.setattr(report, "_drain", _fails)  # (the workers fork from this process: they inherit the patch)
+    with pytest.raises(ZeroDivisionError, match="in a figure worker"):  # raised here, with the worker's traceback
+        report.main([str(sweep), "--out", str(tmp_path / "a"), "--workers", "2", "--formats", "png"])
+    monkeypatch.setattr(report, "_drain", _dies)
+    with pytest.raises(SystemExit, match=r"report: a process drawing the figures died .*the figures are incomplete"):
+        report.main([str(sweep), "--out", str(tmp_path / "b"), "--workers", "2", "--formats", "png"])
+    with pytest.raises(SystemExit):
+        report.main([str(sweep), "--workers", "0"])
+    assert "argument --workers: '0': a whole number >= 1" in capsys.readouterr().err
 
 
 def _equal_budget_sweep(root, n_seeds, *, budget=20_000, **identity):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import multiprocessing
 import os
 import shutil
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lit_bench.analysis import cache
+from lit_bench.analysis import cache, load
 from lit_bench.analysis.load import load_tables
 from lit_bench.rundir import atomic_write_text
 
@@ -129,6 +130,17 @@ def test_a_failed_cache_write_leaves_the_old_cache(tmp_path, monkeypatch):
     _assert_same(sweep)  # still right, without a cache it could write
     assert (sweep / cache.CACHE_FILE).read_bytes() == old
     assert [p.name for p in sweep.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="parsing workers fork")
+def test_runs_parsed_by_several_processes_are_the_ones_parsed_in_one(tmp_path, monkeypatch):
+    sweep = _sweep(tmp_path)  # (damaged runs of every kind among them)
+    monkeypatch.setattr(load, "SPLIT_FROM", 2)  # split even these few runs: 3 parts
+    one = load_tables([sweep], use_cache=False)
+    for use_cache in (False, True, True):  # files, then the cache written from the parts, then the cache read
+        for got, want in zip(load_tables([sweep], use_cache=use_cache, workers=3), one):
+            pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert (sweep / cache.CACHE_FILE).is_file() and len(one[0]) > 3
 
 
 def test_synthetic_runs_load_like_harness_runs(tmp_path):

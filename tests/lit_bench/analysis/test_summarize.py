@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from lit_bench.analysis import summarize
-from lit_bench.analysis.load import load_tables
+from lit_bench.analysis.load import evaluations_table, load_tables, read_runs, runs_table
 
 from ..helpers import make_sweep, write_run
 
@@ -30,3 +30,20 @@ def test_tables_and_bands_of_a_shuffled_long_table_are_the_same(tmp_path):
     lit = summary.index[(summary.algo == "ppo") & (summary.backend == "lit")][0]
     band = bands[lit]  # the grid's points from the first evaluation (1000) to the shortest run's last (2000)
     assert (band.n_runs == 6).all() and band.timesteps.min() >= 1000 and np.isclose(band.timesteps.max(), 2000.0)
+
+
+def test_returns_of_the_parsed_runs_are_those_of_the_long_table(tmp_path):
+    sweep = make_sweep(tmp_path) / "fixture_sweep"
+    write_run(sweep, "dqn", "CartPole", 0, "lit", [])  # completed without evaluations: damaged
+    cut = write_run(sweep, "dqn", "CartPole", 1, "lit", [1.0, 2.0])
+    (cut / "eval.csv").write_text((cut / "eval.csv").read_text()[:-3])  # damaged: its rows are never used
+    gap = write_run(sweep, "sac", "Pendulum", 0, "lit", [-900.0, -500.0, -300.0], env_id="Pendulum-v1", status=None)
+    (gap / "eval.csv").write_text((gap / "eval.csv").read_text().replace(",-500.0,", ",,"))  # no number: damaged
+    parsed = read_runs([sweep])
+    runs = runs_table(parsed)
+    want = summarize.Returns.of(evaluations_table(parsed, runs, ["mean_return"]))
+    got = summarize.Returns.of_parsed(parsed, runs)
+    pd.testing.assert_frame_equal(got.info, want.info)
+    for field in ("run_dirs", "order", "bounds", "timesteps", "values"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert len(got.run_dirs) == 7 and got.bounds[-1] == 3 * 6 + 2  # ppo x 6 and a2c's killed run
