@@ -11,12 +11,14 @@ a rank exits early), never a hang or an exit 0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -129,3 +131,42 @@ def rank_exit_code(summary: dict[str, Any]) -> int:
     if summary["status"] == "interrupted":
         return 128 + int(summary["signal"])
     return 1
+
+
+@contextlib.contextmanager
+def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[None]:
+    """Rank 0, around ``fit``: a further rank that exits with an error ends the run as a failure (exit code 1).
+
+    Lightning's launcher watches the processes it starts and SIGKILLs rank 0 when one of them exits with an error:
+    rank 0 may be waiting for it where it cannot notice (e.g. in the rendezvous, when the rank failed before joining
+    it), and the run would end with exit code 137 and a summary that still says running. Inside this context the
+    watcher calls ``on_failure(error)`` (record the failed run) and ends this process with exit code 1 instead.
+    Once the context is left, this process records its own end and a failing rank's watcher leaves it alone.
+    """
+    from lightning.fabric.strategies.launchers.subprocess_script import _ChildProcessObserver
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    active, lock = [True], threading.Lock()
+
+    class Watcher(_ChildProcessObserver):
+        def _terminate_all(self) -> None:
+            failed = [f"rank {i + 1} exited with code {child.returncode}"
+                      for i, child in enumerate(self._child_processes) if child.returncode]
+            for child in self._child_processes:
+                child.send_signal(self._termination_signal)
+            with lock:
+                if active[0]:
+                    on_failure(f"{', '.join(failed)} (its error is printed above); the run stopped")
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(1)  # from this thread: the main thread may be blocked in a collective
+
+    launch = subprocess_script._launch_process_observer
+    subprocess_script._launch_process_observer = (
+        lambda children: Watcher(main_pid=os.getpid(), child_processes=children).start())
+    try:
+        yield
+    finally:
+        subprocess_script._launch_process_observer = launch
+        with lock:
+            active[0] = False

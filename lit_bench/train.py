@@ -8,6 +8,7 @@ sweep's other runs carry on) and returned.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -42,7 +43,14 @@ from lit_bench.identity import RunIdentity, config_hash, config_id, identify, re
 from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
 from lit_bench.provenance import hydra_output_dir, provenance, task_overrides
-from lit_bench.ranks import check_processes, hand_plan, process_rank, requested_devices, run_rank
+from lit_bench.ranks import (
+    check_processes,
+    failing_ranks_end_the_run,
+    hand_plan,
+    process_rank,
+    requested_devices,
+    run_rank,
+)
 from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.signals import Interrupted
 from lit_bench.sweep import INVOCATION_ENV
@@ -150,7 +158,14 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     _open(run_dir, config, start)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
     run_dir.write_summary(summary)
-    return _recorded(run_dir, summary, lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started))
+
+    def rank_failed(error: str) -> None:
+        ended = {**summary, **failed({}, error), "finished_at": _now()}
+        run_dir.write_summary(ended)
+        print(describe(ended), flush=True)
+
+    return _recorded(run_dir, summary,
+                     lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
 
 
 def _record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -179,8 +194,9 @@ def _open(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
 
 
 def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start: Start,
-                     started: float) -> dict[str, Any]:
-    """Train to the budget (evaluating and checkpointing on the way), evaluate at the end; the summary's results."""
+                     started: float, on_rank_failure: Callable[[str], None]) -> dict[str, Any]:
+    """Train to the budget (evaluating and checkpointing on the way), evaluate at the end; the summary's results
+    (``on_rank_failure``: records the run as failed when a further process of a multi-process run fails)."""
     from lit_bench.backends import BACKENDS, Job
 
     resume = start.action == "resume"
@@ -196,9 +212,11 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
                                  on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)])
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
-        if requested_devices(cfg) > 1:  # ranks 1.. inherit this process's environment when fit starts them
+        processes = requested_devices(cfg)
+        if processes > 1:  # ranks 1.. inherit this process's environment when fit starts them
             hand_plan({"run_dir": str(run_dir.root), "resume": resume, "checkpoint_every": job.checkpoint_every})
-        model = BACKENDS[str(cfg.backend)](job)
+        with failing_ranks_end_the_run(on_rank_failure) if processes > 1 else contextlib.nullcontext():
+            model = BACKENDS[str(cfg.backend)](job)
         run_dir.merge_metrics()
         last = evaluator.last_row
         if last is None or int(last["timesteps"]) < model.num_timesteps:
@@ -239,9 +257,13 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
         raise
     finally:
         finish_loggers()
-        summary["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        summary["finished_at"] = _now()
         run_dir.write_summary(summary)
     return summary
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 def describe(summary: dict[str, Any]) -> str:

@@ -34,3 +34,15 @@ class CrashOnSeed(gym.Wrapper):
         if self.armed and self.steps > CRASH_AFTER:
             raise RuntimeError("injected failure (test)")
         return super().step(action)
+
+
+CRASH_RANK_ENV = "LIT_BENCH_TEST_CRASH_RANK"
+
+
+class CrashOnRank(gym.Wrapper):
+    """Raise RuntimeError when built in the process of the rank named by the env var (before that rank's fit)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        if os.environ.get(CRASH_RANK_ENV) == os.environ.get("LOCAL_RANK", "0"):
+            raise RuntimeError("injected failure before fit (test)")
+        super().__init__(env)

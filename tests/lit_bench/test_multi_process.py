@@ -89,6 +89,19 @@ def test_a_failing_rank_fails_the_run(crash_seed: int, tmp_path: Path) -> None:
     assert not _processes_of(tmp_path)
 
 
+def test_a_rank_failing_before_fit_fails_the_run(tmp_path: Path) -> None:
+    """Rank 1 fails building its env while rank 0 waits for it in the rendezvous: the run is recorded as failed and
+    exits 1 (Lightning's launcher would SIGKILL rank 0: exit 137, the summary still saying running)."""
+    result = run_py("algo=ppo", "env=CartPole", *DDP, "budget=4096", f"out_dir={tmp_path}",
+                    "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnRank,_partial_:true}]",
+                    env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_RANK": "1"}, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "injected failure before fit (test)" in result.stderr  # rank 1's own error
+    summary = json.loads((find_run(tmp_path / "default", 0) / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["error"].startswith("rank 1 exited with code 1"), summary
+    assert "FAILED: rank 1 exited with code 1" in result.stdout and not _processes_of(tmp_path)
+
+
 def test_a_further_rank_without_rank0s_plan_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lit_bench.ranks import PLAN_ENV, rank_exit_code
 
