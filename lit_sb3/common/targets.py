@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from stable_baselines3.common.utils import get_parameters_by_name
@@ -10,6 +10,13 @@ from stable_baselines3.common.utils import get_parameters_by_name
 from lit_sb3.common.optim import soft_update
 from lit_sb3.common.parts import Part
 from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+
+
+class RefreshSettings(Protocol):
+    """Where the collection-time refresh reads its settings (DQN, QR-DQN: the algorithm itself)."""
+
+    target_update_interval: int  #: env steps between refreshes, over all envs
+    tau: float  #: the Polyak coefficient of a refresh
 
 
 class TargetNetworks(Part):
@@ -24,7 +31,9 @@ class TargetNetworks(Part):
         SB3 reads them (a change after construction applies at once); None: only :meth:`update` updates
     """
 
-    def __init__(self, *pairs: tuple[torch.nn.Module, torch.nn.Module], settings_of: Any = None) -> None:
+    def __init__(
+        self, *pairs: tuple[torch.nn.Module, torch.nn.Module], settings_of: RefreshSettings | None = None
+    ) -> None:
         self.online_params = [p for online, _ in pairs for p in online.parameters()]
         self.target_params = [p for _, target in pairs for p in target.parameters()]
         self.online_stats = [s for online, _ in pairs for s in get_parameters_by_name(online, ["running_"])]
