@@ -146,7 +146,7 @@ def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[Non
     from lightning.fabric.strategies.launchers.subprocess_script import _ChildProcessObserver
     from lightning.pytorch.strategies.launchers import subprocess_script
 
-    active, lock = [True], threading.Lock()
+    active, lock = True, threading.Lock()
 
     class Watcher(_ChildProcessObserver):
         def _terminate_all(self) -> None:
@@ -155,7 +155,7 @@ def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[Non
             for child in self._child_processes:
                 child.send_signal(self._termination_signal)
             with lock:
-                if active[0]:
+                if active:
                     on_failure(f"{', '.join(failed)} (its error is printed above); the run stopped")
                     sys.stdout.flush()
                     sys.stderr.flush()
@@ -169,4 +169,4 @@ def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[Non
     finally:
         subprocess_script._launch_process_observer = launch
         with lock:
-            active[0] = False
+            active = False
