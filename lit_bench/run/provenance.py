@@ -55,7 +55,7 @@ def scheduler_job() -> dict[str, Any] | None:
 
         job = submitit.JobEnvironment()
         return {"scheduler": "slurm", "job_id": job.job_id, "node": job.hostname,
-                "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0)),
+                "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0)), "pid": os.getpid(),
                 "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr)}
     if "SLURM_JOB_ID" in os.environ:  # a job of sbatch / srun that is not submitit's
         return {"scheduler": "slurm", "job_id": os.environ["SLURM_JOB_ID"],
@@ -66,7 +66,7 @@ def scheduler_job() -> dict[str, Any] | None:
         if ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE:
             context = ray.get_runtime_context()
             return {"scheduler": "ray", "job_id": context.get_job_id(), "node": context.get_node_id(),
-                    "task_id": context.get_task_id(), "logs": _ray_log_dir()}
+                    "task_id": context.get_task_id(), "pid": os.getpid(), "logs": _ray_log_dir()}
     return None
 
 
