@@ -181,3 +181,17 @@ def test_killed_ray_worker_fails_its_job_and_a_rerun_resumes_it(ray_head: dict[s
     assert all(s["status"] == "completed" for s in summaries.values())
     assert [s["resumed_from"] is not None for s in sorted(summaries.values(), key=lambda s: s["seed"])].count(True) == 1
 
+
+
+def test_a_reference_suite_end_to_end_on_slurm_scaled_down(slurm: dict[str, str], tmp_path: Path) -> None:
+    """``regress --suite zoo_classic --launcher slurm --scale``: the suite's multiruns go through sbatch, the report
+    against SB3's reference scores is written; budgets scaled to 0.2% (a2c 500k -> 1000, ppo 100k -> 256)."""
+    command = [sys.executable, "-m", "lit_bench.regress", "--suite", "zoo_classic", "--launcher", "slurm",
+               "--scale", "0.002", "--only", "a2c:CartPole", "ppo:CartPole", "--out-dir", str(tmp_path)]
+    done = subprocess.run(command, cwd=REPO, env=slurm, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hydra/launcher=slurm" in done.stdout and "budget=1000" in done.stdout
+    assert "0 failed or missing" in done.stdout
+    summaries = [json.loads(p.read_text()) for p in tmp_path.rglob("seed_*/summary.json")]
+    assert len(summaries) == 10 and {s["cluster"]["scheduler"] for s in summaries} == {"slurm"}
+    assert (tmp_path / "regress_zoo_classic_lit" / "report" / "summary.md").is_file()
