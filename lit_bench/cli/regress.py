@@ -76,7 +76,8 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str 
         command = [
             sys.executable, str(ROOT / "run.py"), "-m", f"algo={algo}", f"env={','.join(envs)}",
             f"seed={seeds}", *([f"budget={budget}"] if budget is not None else []), f"backend={backend}",
-            f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}", "force=true",
+            f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}",
+            *([] if suite.get("resume") else ["force=true"]),
             *([f"hydra/launcher={launcher}"] if launcher else []), *switch, *overrides,
         ]
         print(f"[regress] {' '.join(command[2:])}", flush=True)
@@ -279,14 +280,24 @@ def main(argv: list[str] | None = None) -> int:
                         "estimated core-hours (results/reference/suite_cost.csv); run nothing")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every budget by this factor (at least "
                         f"{suite_plan.MIN_SCALED_BUDGET} steps), e.g. 0.001 to test the suite machinery end to end")
+    continuing = parser.add_mutually_exclusive_group()
+    continuing.add_argument("--resume", dest="resume", action="store_true", default=None,
+                            help="keep completed runs, resume interrupted and failed ones from their checkpoints "
+                            "(default for reference suites: zoo_*)")
+    continuing.add_argument("--fresh", dest="resume", action="store_false",
+                            help="train every run again (force=true; default for threshold suites: ci, nightly)")
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
+    suite["resume"] = bool(suite.get("reference")) if args.resume is None else args.resume
     if args.only is not None:
         only(suite, args.only)
     if args.scale != 1:
         scale(suite, args.scale)
     if args.dry_run:
         return dry_run(suite, args.launcher)
+    mode = ("resuming: completed runs are kept (--fresh trains all again)" if suite["resume"] else
+            "fresh: every run trains again (--resume keeps completed runs)")
+    print(f"[regress] {mode}", flush=True)
     baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
     if args.record:
         return record(suite, baseline_file, args.out_dir, args.launcher, keep_others=args.only is not None)

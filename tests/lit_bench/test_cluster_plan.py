@@ -106,3 +106,18 @@ def test_dry_run_runs_nothing_and_names_the_launchers_resources(capsys: pytest.C
     assert "975 runs" in out  # 199 rows, 4 skipped, 5 seeds
     with pytest.raises(SystemExit, match=r"--launcher: unknown launcher .slurmm.; available: .*slurm"):
         regress.main(["--suite", "ci", "--launcher", "slurmm", "--dry-run"])
+
+
+@pytest.mark.parametrize(("suite_name", "flags", "forced"), [
+    ("zoo_classic", [], False),          # a reference suite (hours of cluster time) resumes by default
+    ("zoo_classic", ["--fresh"], True),
+    ("ci", [], True),                    # a threshold suite measures the code as it is now
+    ("ci", ["--resume"], False),
+])
+def test_reference_suites_resume_and_threshold_suites_train_afresh(
+        suite_name: str, flags: list[str], forced: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    commands: list[list[str]] = []
+    monkeypatch.setattr(regress.subprocess, "run", lambda command, **kwargs: commands.append(command))
+    monkeypatch.setattr(regress, "check", lambda suite, *args: regress.run_suite(suite, "lit", tmp_path) and 0)
+    regress.main(["--suite", suite_name, *flags, "--out-dir", str(tmp_path)])
+    assert commands and all(("force=true" in c) == forced for c in commands)
