@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -49,21 +50,22 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def ray_head() -> Iterator[dict[str, str]]:
     """A running Ray cluster (``ray start --head``): the environment whose RAY_ADDRESS joins it; stopped afterwards."""
     pytest.importorskip("hydra_plugins.hydra_ray_launcher")
     ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
     assert ray is not None, "the ray extra installs the `ray` command"
     port = _free_port()
-    temp = tmp_path_factory.mktemp("ray")
+    # the cluster's own token (Ray's token authentication): not ~/.ray/auth_token, which any other local Ray
+    # instance on this machine may rewrite
+    env = {**CHILD_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     started = subprocess.run([ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                              "--disable-usage-stats", f"--temp-dir={temp}"], env=CHILD_ENV, capture_output=True,
-                             text=True, timeout=300)
+                              "--disable-usage-stats"], env=env, capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
-        yield {**CHILD_ENV, "RAY_ADDRESS": f"127.0.0.1:{port}"}
+        yield {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
     finally:
-        subprocess.run([ray, "stop", "--force"], env=CHILD_ENV, capture_output=True, timeout=120)
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
 
 
 def _sweep(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
