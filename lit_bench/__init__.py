@@ -1,8 +1,9 @@
 """Hydra benchmarking harness for lit_sb3 (and SB3 as a reference backend).
 
-Layers, bottom up: ``store`` (the run directory on disk), ``config`` (what a run is), ``control`` (sweeps, signals,
-processes), ``run`` (one run, start to finish), ``analysis`` (run directories -> tables and figures), ``cli`` (the
-command-line tools).
+Layers, bottom up (``tests/lit_bench/test_layers.py`` checks the imports): ``store`` (the run directory on disk),
+``config`` (what a run is), ``control`` (sweeps, signals, processes), ``run`` (one run, start to finish),
+``analysis`` (run directories -> tables and figures; imports store and config only), ``cli`` (the command-line
+tools; nothing imports them).
 """
 
 import importlib

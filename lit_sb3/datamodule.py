@@ -227,7 +227,7 @@ class RLEnvDataModule(L.LightningDataModule):
         **kwargs: Any,
     ) -> RLEnvDataModule:
         """Load the datamodule and then restore env specs through :meth:`load_state_dict`."""
-        from lightning.fabric.utilities.cloud_io import _load as pl_load
+        from lit_sb3.lightning_compat import load_checkpoint_file as pl_load
 
         datamodule = cls(**kwargs)
         checkpoint = pl_load(checkpoint_path, map_location=map_location, weights_only=weights_only)
