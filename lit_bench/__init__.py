@@ -36,8 +36,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if fullname not in _ALIASES:
             return None
-        real = importlib.util.find_spec(_ALIASES[fullname])
-        return importlib.util.spec_from_loader(fullname, self, origin=real and real.origin)  # origin: sys.argv[0]
+        real = importlib.util.find_spec(_ALIASES[fullname])  # its origin becomes sys.argv[0] under python -m
+        return importlib.util.spec_from_loader(fullname, self, origin=real.origin if real else None)
 
     def create_module(self, spec: ModuleSpec) -> None:
         return None

@@ -29,7 +29,7 @@ __all__ = ["EVAL_FIELDS", "FINAL_VIDEO", "RunDir", "atomic_write", "atomic_write
            "csv_text", "read_csv", "read_evaluations_npz"]
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Call ``write(tmp)`` for a temporary sibling of ``path``, then move it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -196,7 +196,8 @@ class RunDir:
     def write_evaluations(self, history: dict[str, list[Any]]) -> None:
         def write(tmp: Path) -> None:
             with tmp.open("wb") as file:  # a file object: np.savez would append ".npz" to a temporary name
-                np.savez(file, **{key: np.asarray(values) for key, values in history.items()})
+                arrays: dict[str, Any] = {key: np.asarray(values) for key, values in history.items()}
+                np.savez(file, **arrays)
 
         atomic_write(self.evaluations_npz, write)
 
