@@ -2,9 +2,10 @@
 
 Lightning counts optimizer steps and calls every hook on every step; an RL run counts env steps, and a PPO update of
 256 minibatches pays for each hook call. Lightning offers no public way to change either, so these patches reach into
-its loops. Each is written against Lightning 2.4-2.6 (tested: 2.4.0 and 2.6.6 by ``make test-compat``; the
-dependency pin ``lightning>=2.4,<2.7`` says the same). A new Lightning release is checked by running
-``make test-compat`` with it; a changed private name fails there, not in a user's run.
+its loops. Each is written against Lightning 2.6 (``make test-compat`` runs the Lightning-facing tests on 2.6.0 and
+2.6.6; the pin ``lightning>=2.6,<2.7`` says the same; 2.4 and 2.5 fail earlier, ``Trainer.fit`` has no
+``weights_only``). A new Lightning release is checked by adding it to ``make test-compat``: a changed private name
+fails there, not in a user's run.
 
 1. ``loops.EnvStepFitLoop`` (``_FitLoop``): lean epochs, the module's own iterable without a new iterator per epoch.
 2. ``loops.EnvStepEpochLoop`` (``_TrainingEpochLoop``): ``global_step`` and the logging step are ``env_steps``.

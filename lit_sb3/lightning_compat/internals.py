@@ -19,7 +19,7 @@ def attached_trainer(module: L.LightningModule) -> L.Trainer | None:
     """The trainer ``module`` is attached to, or None (patch 7).
 
     Replaces reading ``module.trainer``, which raises when no trainer is attached; ``_trainer`` is the attribute
-    behind it (``LightningModule`` 2.0-2.6)."""
+    behind it (``LightningModule``, Lightning 2.6)."""
     return module._trainer
 
 
@@ -27,7 +27,7 @@ def load_checkpoint_file(path: Any, map_location: Any = None, weights_only: bool
     """A checkpoint file read as Lightning reads it (local paths and fsspec URLs; patch 8).
 
     ``lightning.fabric.utilities.cloud_io._load`` is what ``LightningModule.load_from_checkpoint`` calls; the public
-    ``lightning.fabric.utilities.cloud_io`` has no loader of its own. ``weights_only`` is passed since 2.4."""
+    ``lightning.fabric.utilities.cloud_io`` has no loader of its own. ``weights_only`` is passed through."""
     return _load(path, map_location=map_location, weights_only=weights_only)
 
 
@@ -35,7 +35,7 @@ def spawns_processes(strategy: Strategy) -> bool:
     """Whether ``strategy`` starts its processes with ``multiprocessing`` (``ddp_spawn``, ``ddp_notebook``; patch 9).
 
     Lightning exposes the launcher (``strategy.launcher``) but not its kind; ``_MultiProcessingLauncher`` is the
-    class of those launchers in 2.0-2.6."""
+    class of those launchers (Lightning 2.6)."""
     return isinstance(getattr(strategy, "launcher", None), _MultiProcessingLauncher)
 
 
@@ -58,7 +58,7 @@ def step_between_counters(optimizer: LightningOptimizer) -> None:
 
     Replaces ``LightningOptimizer.step``, which also goes through the precision plugin and the strategy (nothing to
     do in one process without a scaler). ``_on_before_step`` / ``_on_after_step`` are the progress hooks that
-    ``LightningOptimizer.step`` calls around the step (2.0-2.6)."""
+    ``LightningOptimizer.step`` calls around the step (Lightning 2.6)."""
     optimizer._on_before_step()
     optimizer.optimizer.step()
     optimizer._on_after_step()

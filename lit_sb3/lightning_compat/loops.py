@@ -12,7 +12,7 @@
   strategy would only forward to it.
 
 Why private: Lightning has no public hook for "the step is not the optimizer step" nor for skipping hook calls. What
-each method replaces is Lightning's method of the same name (2.4-2.6 share them; see the package's version notes).
+each method replaces is Lightning's method of the same name (Lightning 2.6.0-2.6.6; see the package's version notes).
 """
 
 from __future__ import annotations
