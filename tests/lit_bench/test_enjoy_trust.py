@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from lit_bench import enjoy
-from lit_bench.trust import harness_names
+from lit_bench.cli import enjoy
+from lit_bench.config.trust import UntrustedConfig, check_run_config, harness_names
 from lit_sb3.common import safe_load
 from tests.lit_bench.helpers import compose_run
 
@@ -28,7 +28,7 @@ TINY = ("algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.bat
 
 @pytest.fixture(scope="module")
 def genuine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from lit_bench.train import run
+    from lit_bench.run.train import run
 
     out = tmp_path_factory.mktemp("trust_runs")
     summary = run(compose_run(*TINY, "backend=lit", f"out_dir={out}", "sweep=trust"))
@@ -83,7 +83,7 @@ def write_text_node(marker: Path) -> dict:
 CRAFTED = {
     "env.wrappers[0]._target_": lambda c, m: c["env"].__setitem__("wrappers", [write_text_node(m)]),
     "env.wrappers[0].skip._target_": lambda c, m: c["env"].__setitem__("wrappers", [
-        {"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "skip": write_text_node(m)}]),
+        {"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": write_text_node(m)}]),
     "env.make._args_[0]._target_": lambda c, m: c["env"].__setitem__("make", {
         "_target_": "stable_baselines3.common.envs.BitFlippingEnv", "_args_": [write_text_node(m)]}),
     "env.vec_wrappers[0]._target_": lambda c, m: c["env"].__setitem__("vec_wrappers", [
@@ -130,8 +130,20 @@ def test_trust_and_allow_open_exactly_what_they_say(genuine: Path, planted: Path
 def test_the_harness_config_groups_are_what_a_genuine_run_names(genuine: Path, capsys: pytest.CaptureFixture) -> None:
     names = harness_names()
     assert "lit_sb3.PPO" in names["target"] and "minigrid" in names["package"]
-    assert "lit_bench.noise.normal" in names["target"] and "torch.nn.ReLU" in names["target"]
+    assert "lit_bench.config.noise.normal" in names["target"] and "torch.nn.ReLU" in names["target"]
     assert enjoy.main([str(genuine), "--episodes", "1"]) == 0
+
+
+def test_old_run_directories_name_the_old_module_paths() -> None:
+    """Runs recorded before lit_bench's modules moved name lit_bench.noise.* / lit_bench.wrappers.*: exactly those
+    names load (old module + the same qualified name), nothing else under the old module."""
+    old = {"algo": {"_target_": "lit_sb3.TD3", "action_noise": {"_target_": "lit_bench.noise.normal", "std": 0.1}},
+           "env": {"package": "lit_bench.wrappers", "wrappers": [
+               {"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "skip": 2}]}}
+    check_run_config(old, "config.yaml")
+    old["env"]["wrappers"].append({"_target_": "lit_bench.wrappers.gym.make", "_args_": ["x"]})
+    with pytest.raises(UntrustedConfig, match=r"^config.yaml: env.wrappers\[1\]._target_=lit_bench.wrappers.gym.make "):
+        check_run_config(old, "config.yaml")
 
 
 # ------------------------------------------------------------------ the pickles and checkpoints of a run
@@ -176,8 +188,8 @@ def _planted_checkpoint(path: Path, marker: Path) -> None:
 
 def test_crafted_checkpoint_runs_nothing_in_enjoy_or_resume(genuine: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture) -> None:
-    from lit_bench.checkpointing import resume_point
-    from lit_bench.rundir import RunDir
+    from lit_bench.run.checkpointing import resume_point
+    from lit_bench.store.rundir import RunDir
 
     run_dir = crafted_copy(genuine, tmp_path, lambda c: None)
     marker = tmp_path / "ran"

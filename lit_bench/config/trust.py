@@ -4,7 +4,7 @@ A run's config names code in three ways: ``_target_`` nodes (and the ``path`` of
 ``get_method`` / ``get_object`` node, including every node inside ``_args_`` lists), ``env.package`` (a module
 imported to register env ids) and, through ``algo._target_``, the algorithm class. Each name must be one the
 harness's own config groups (``conf/``: algo, env, algo_env, ...) use, one of the old paths runs recorded before
-lit_bench's modules moved (:data:`MOVED`), or an object on lit_sb3's allow-list (:mod:`lit_sb3.safe_load`, which
+lit_bench's modules moved (``lit_bench.store.format.MOVED``: the old module + the same qualified name), or an object on lit_sb3's allow-list (:mod:`lit_sb3.safe_load`, which
 the user extends with ``allow``); anything else is refused in one line naming the node and ``--trust``. An
 interpolation (``${...}``) is refused too: a recorded config is resolved, and resolvers run code.
 """
@@ -18,13 +18,12 @@ from typing import Any
 
 import yaml
 
-from lit_bench.identity import CONF_DIR
+from lit_bench.config.identity import CONF_DIR
+from lit_bench.store.format import MOVED
 from lit_sb3.common.safe_load import allowed_module, allowed_name
 
 #: Hydra's getters: the node names its ``path``, not the getter, as what runs
 GETTERS = ("hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object")
-#: config-visible paths of lit_bench objects that old run directories recorded before a module moved (old -> new)
-MOVED: dict[str, str] = {}
 
 
 class UntrustedConfig(ValueError):
@@ -66,9 +65,18 @@ def harness_names(conf_dir: Path = CONF_DIR) -> dict[str, frozenset[str]]:
     return {kind: frozenset(names) for kind, names in found.items()}
 
 
+def current_spelling(name: str) -> str:
+    """``name`` with a module that moved (``MOVED``: old module -> new module) spelled as it is now."""
+    for old, new in MOVED.items():
+        if name == old or name.startswith((f"{old}.", f"{old}:")):
+            return new + name[len(old):]
+    return name
+
+
 def trusted_name(kind: str, name: str) -> bool:
     """Whether ``name`` (of ``kind``, see :func:`code_names`) may be loaded from a run's config without --trust."""
-    if name in harness_names()[kind] or name in MOVED:
+    name = current_spelling(name)
+    if name in harness_names()[kind]:
         return True
     if kind == "package":
         return allowed_module(name)
