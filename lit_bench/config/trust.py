@@ -3,14 +3,17 @@
 A run's config names code in three ways: ``_target_`` nodes (and the ``path`` of a ``hydra.utils.get_class`` /
 ``get_method`` / ``get_object`` node, including every node inside ``_args_`` lists), ``env.package`` (a module
 imported to register env ids) and, through ``algo._target_``, the algorithm class. Each name must be one the
-harness's own config groups (``conf/``: algo, env, algo_env, ...) use, one of the old paths runs recorded before
-lit_bench's modules moved (``lit_bench.store.format.MOVED``: the old module + the same qualified name), or an object on lit_sb3's allow-list (:mod:`lit_sb3.safe_load`, which
-the user extends with ``allow``); anything else is refused in one line naming the node and ``--trust``. An
-interpolation (``${...}``) is refused too: a recorded config is resolved, and resolvers run code.
+harness's own config groups (``conf/``: algo, env, algo_env, ...) or the user's config directories in
+``LIT_BENCH_CONFIG_PATH`` use, an old path runs recorded before lit_bench's modules moved
+(``lit_bench.store.format.MOVED``: the old module + the same qualified name), or an object on lit_sb3's allow-list
+(:mod:`lit_sb3.safe_load`, which the user extends with ``allow`` / ``LIT_SB3_ALLOW``); anything else is refused in
+one line naming the node and ``--trust``. An interpolation (``${...}``) is refused too: a recorded config is
+resolved, and resolvers run code.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -51,11 +54,17 @@ def code_names(tree: Any, where: str = "") -> Iterator[tuple[str, str, str]]:
             yield from code_names(value, f"{where}[{i}]")
 
 
-@lru_cache(maxsize=1)
-def harness_names(conf_dir: Path = CONF_DIR) -> dict[str, frozenset[str]]:
-    """The targets and packages the harness's own config groups name (they ship with the harness: trusted)."""
+def harness_names() -> dict[str, frozenset[str]]:
+    """The targets and packages the harness's own config groups name (they ship with the harness: trusted), and
+    those of the user's own config directories named by ``LIT_BENCH_CONFIG_PATH`` (the user's word)."""
+    extra = tuple(Path(p) for p in os.environ.get("LIT_BENCH_CONFIG_PATH", "").split(os.pathsep) if p)
+    return _names_in((CONF_DIR, *extra))
+
+
+@lru_cache(maxsize=8)
+def _names_in(conf_dirs: tuple[Path, ...]) -> dict[str, frozenset[str]]:
     found: dict[str, set[str]] = {"target": set(), "package": set()}
-    for path in sorted(conf_dir.rglob("*.yaml")):
+    for path in sorted(p for conf_dir in conf_dirs for p in conf_dir.rglob("*.yaml")):
         try:
             tree = yaml.safe_load(path.read_text())
         except (OSError, yaml.YAMLError):

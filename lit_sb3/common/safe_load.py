@@ -31,6 +31,8 @@ from typing import Any
 import torch
 
 TRUST_ENV = "LIT_SB3_TRUST"
+#: comma-separated allow() entries from the environment, for tools a user cannot add a line to (RL Zoo scripts, enjoy)
+ALLOW_ENV = "LIT_SB3_ALLOW"
 #: how a refusal tells the user to go on (every refusal names these)
 ALLOW_HINT = "lit_sb3.safe_load.allow({entry}) registers it once per process"
 TRUST_HINT = "trust the file: {trusted}, LIT_SB3_TRUST=1, or `with lit_sb3.safe_load.trusted():`"
@@ -96,15 +98,10 @@ def _defined_name(obj: Any) -> str | None:
 
 
 def _import_defined(entry: str) -> Any:
-    """The object ``entry`` (``module:qualname``) names, checked to be defined there; None when absent."""
-    module, _, qualname = entry.partition(":")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        return None
-    return obj if _defined_name(obj) == entry else None
+    """The object ``entry`` (``module:qualname``, a name from lit_sb3's list or the user) names, checked to be
+    defined there; None when absent or defined elsewhere (a re-export)."""
+    obj = _import_anywhere(entry)
+    return obj if obj is not None and _defined_name(obj) == entry else None
 
 
 def _policies() -> dict[str, Any]:
@@ -129,6 +126,7 @@ class _Registry:
     trusted_depth: int = 0  # open `trusted()` blocks
 
     def entries(self) -> dict[str, Any]:
+        self.read_environment()
         if self.builtin is None:
             import numpy as np
 
@@ -139,6 +137,16 @@ class _Registry:
             found.update(_policies())
             self.builtin = found
         return {**self.builtin, **{k: v for k, v in self.user.items() if v is not None}}
+
+
+    def read_environment(self) -> None:
+        """Register the ``LIT_SB3_ALLOW`` entries not registered yet (once each; a bad one is one line)."""
+        for item in filter(None, (part.strip() for part in os.environ.get(ALLOW_ENV, "").split(","))):
+            if item not in self.user:
+                try:
+                    allow(item)
+                except Refused as error:
+                    raise Refused(f"{ALLOW_ENV}: {error}") from None
 
 
 _REGISTRY = _Registry()
@@ -180,6 +188,7 @@ def _is_module(name: str) -> bool:
 
 
 def _import_anywhere(entry: str) -> Any:
+    """The object ``entry`` names, wherever it is defined; None when absent."""
     module, _, qualname = entry.partition(":")
     try:
         obj: Any = importlib.import_module(module)
@@ -203,6 +212,7 @@ def allowed_name(name: str) -> Any:
 
 def allowed_module(name: str) -> bool:
     """Whether the user allowed importing module ``name`` (an env package) with :func:`allow`."""
+    _REGISTRY.read_environment()
     return name in _REGISTRY.user and _REGISTRY.user[name] is None
 
 

@@ -202,3 +202,15 @@ def test_crafted_checkpoint_runs_nothing_in_enjoy_or_resume(genuine: Path, tmp_p
     warning = capsys.readouterr().err
     assert not marker.exists()
     assert "lit_sb3.trainer.RLTrainer" in warning and "LIT_SB3_TRUST=1" in warning
+
+
+def test_the_users_own_config_directories_are_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LIT_BENCH_CONFIG_PATH names the user's config groups: what they name loads back without --trust."""
+    mine = tmp_path / "my_conf" / "algo"
+    mine.mkdir(parents=True)
+    (mine / "myppo.yaml").write_text("_target_: planted_code.MyPPO\nbase: ppo\n")
+    recorded = {"algo": {"_target_": "planted_code.MyPPO"}}
+    with pytest.raises(UntrustedConfig, match=r"algo._target_=planted_code.MyPPO names code"):
+        check_run_config(recorded, "config.yaml")
+    monkeypatch.setenv("LIT_BENCH_CONFIG_PATH", str(tmp_path / "my_conf"))
+    check_run_config(recorded, "config.yaml")

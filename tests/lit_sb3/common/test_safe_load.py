@@ -40,6 +40,7 @@ class HalfSchedule:
 def _fresh_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts from the built-in allow-list, with the trust switch off."""
     monkeypatch.delenv(safe_load.TRUST_ENV, raising=False)
+    monkeypatch.delenv(safe_load.ALLOW_ENV, raising=False)
     monkeypatch.setattr(allow_list._REGISTRY, "user", {})
 
 
@@ -243,6 +244,19 @@ def test_user_schedule_class_loads_once_allowed(tmp_path: Path) -> None:
     safe_load.allow(f"{__name__}:HalfSchedule")
     back = PPO.load(tmp_path / "mine.zip")
     assert isinstance(back.learning_rate, HalfSchedule) and back.learning_rate(0.0) == 5e-4
+
+
+def test_allow_list_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """For tools a user cannot add a line to (the RL Zoo's scripts): LIT_SB3_ALLOW=module:qualname,..."""
+    PPO("MlpPolicy", env="CartPole-v1", n_steps=32, batch_size=32, learning_rate=HalfSchedule(1e-3),
+        policy_kwargs=NET, seed=0).save(tmp_path / "mine.zip")
+    monkeypatch.setenv(safe_load.ALLOW_ENV, f"{__name__}:HalfSchedule, gymnasium")
+    assert PPO.load(tmp_path / "mine.zip").learning_rate(1.0) == 1e-3
+    assert allow_list.allowed_module("gymnasium")
+    monkeypatch.setenv(safe_load.ALLOW_ENV, "lit_sb3.common.sb3_bridge:HumanOutputFormat")
+    with pytest.raises(safe_load.Refused, match=r"^LIT_SB3_ALLOW: allow: 'lit_sb3.common.sb3_bridge:"
+                                                r"HumanOutputFormat' is not defined where it is named"):
+        PPO.load(tmp_path / "mine.zip")
 
 
 def test_trust_switch_loads_pickled_code_where_trusted_cannot_be_passed(monkeypatch: pytest.MonkeyPatch,
