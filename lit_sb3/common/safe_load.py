@@ -138,7 +138,6 @@ class _Registry:
             self.builtin = found
         return {**self.builtin, **{k: v for k, v in self.user.items() if v is not None}}
 
-
     def read_environment(self) -> None:
         """Register the ``LIT_SB3_ALLOW`` entries not registered yet (once each; a bad one is one line)."""
         for item in filter(None, (part.strip() for part in os.environ.get(ALLOW_ENV, "").split(","))):
@@ -155,7 +154,7 @@ _REGISTRY = _Registry()
 def allow(*objects: Any) -> None:
     """Let files read back in this process name ``objects``: classes or functions (or ``"module:qualname"``
     strings, imported now and checked to be defined there), or modules / ``"module"`` strings (env packages a
-    run's ``env.package`` or a ``"module:EnvId"`` env id may import). Raises :class:`Refused` for a name that is
+    run's ``env.package`` may import). Raises :class:`Refused` for a name that is
     not where its object is defined (a re-export) or has no importable name (a lambda, a local class)."""
     for item in objects:
         if isinstance(item, types.ModuleType):
@@ -169,6 +168,8 @@ def allow(*objects: Any) -> None:
             obj = _import_defined(item)
             if obj is None:
                 found = _import_anywhere(item)
+                if found is None:
+                    raise Refused(f"allow: {item!r}: no such module or name (is its package installed?)")
                 where = f": it is {_defined_name(found)}, imported there" if _defined_name(found) else ""
                 raise Refused(f"allow: {item!r} is not defined where it is named{where}; name it where it is defined")
             _REGISTRY.user[item] = obj
@@ -225,14 +226,18 @@ _CODE_MODULES = ("cloudpickle", "dill", "builtins", "copyreg", "types", "marshal
                  "subprocess:", "importlib", "pathlib:", "shutil:", "io:", "runpy:", "pickle:", "_pickle:")
 
 
+def _is_code(name: str) -> bool:
+    return _as_entry(name).startswith(_CODE_MODULES)
+
+
 def refusal(found: list[tuple[str, str]], trusted: str = "load(..., trusted=True)", prefix: str = "") -> Refused:
     """The one-line refusal of ``found``: (what holds it, the name it gives), e.g. ("load: a.zip: learning_rate",
     "rl_zoo3.utils:SimpleLinearSchedule"); it names the names and the settings that let them load."""
-    said = "; ".join(f"{what} names {name}" for what, name in found)
-    listable = sorted({_as_entry(n) for _, n in found if not _as_entry(n).startswith(_CODE_MODULES)})
+    said = "; ".join(f"{what} holds code ({name})" if _is_code(name) else f"{what} names {name}"
+                     for what, name in found)
+    listable = sorted({_as_entry(n) for _, n in found if not _is_code(n)})
     allow_hint = f"{ALLOW_HINT.format(entry=', '.join(map(repr, listable)))} if you trust it, or " if listable else ""
-    verb = "is" if len(found) == 1 else "are"
-    return Refused(f"{prefix}{said}, which {verb} not on lit_sb3's allow-list (it would run code); {allow_hint}"
+    return Refused(f"{prefix}{said}: not on lit_sb3's allow-list (loading it would run code); {allow_hint}"
                    f"{TRUST_HINT.format(trusted=trusted)}")
 
 
@@ -315,7 +320,7 @@ def checkpoint_globals(path: str | Path) -> list[Any]:
         else:
             allowed.append((obj, name))  # torch matches the name the file uses, which is this exact entry
     if refused:
-        raise CheckpointError(str(refusal([(f"checkpoint: {path}", ", ".join(refused))],
+        raise CheckpointError(str(refusal([(f"checkpoint: {path}", name) for name in refused],
                                           "load_from_checkpoint(..., weights_only=False)")))
     if allowed:  # numpy builds its dtype objects (allow-listed) while unpickling arrays without naming them
         import numpy as np

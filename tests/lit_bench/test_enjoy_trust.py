@@ -167,7 +167,7 @@ def test_crafted_vecnormalize_pickle_runs_nothing(payload: Any, genuine: Path, t
     (run_dir / "vecnormalize.pkl").write_bytes(payload(marker))
     err = refused([str(run_dir)], capsys)
     assert not marker.exists()
-    assert "vecnormalize: " in err and "names " in err and "--trust" in err
+    assert "vecnormalize: " in err and "not on lit_sb3's allow-list" in err and "--trust" in err
 
 
 def _planted_checkpoint(path: Path, marker: Path) -> None:
@@ -214,3 +214,32 @@ def test_the_users_own_config_directories_are_trusted(tmp_path: Path, monkeypatc
         check_run_config(recorded, "config.yaml")
     monkeypatch.setenv("LIT_BENCH_CONFIG_PATH", str(tmp_path / "my_conf"))
     check_run_config(recorded, "config.yaml")
+
+
+def test_sb3_run_zip_pickles_are_never_unpickled(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    """backend=sb3 runs load from SB3's zip: every pickled entry is rebuilt from the (checked) config instead."""
+    import base64
+    import json
+    import zipfile
+
+    from lit_bench.run.train import run
+
+    summary = run(compose_run(*TINY, "backend=sb3", f"out_dir={tmp_path_factory.mktemp('sb3')}", "sweep=trust"))
+    run_dir = Path(summary["run_dir"])
+    marker = tmp_path / "ran"
+    code = base64.b64encode(f"cos\nsystem\n(Vtouch {marker}\ntR.".encode()).decode()
+    last = run_dir / "checkpoints" / "last.zip"
+    planted = tmp_path / "planted.zip"
+    with zipfile.ZipFile(last) as archive, zipfile.ZipFile(planted, "w") as out:
+        for item in archive.infolist():
+            content = archive.read(item)
+            if item.filename == "data":
+                data = json.loads(content)
+                data = {k: {":type:": "x", ":serialized:": code} if isinstance(v, dict) and ":serialized:" in v
+                        else v for k, v in data.items()}
+                content = json.dumps({**data, "extra": {":type:": "x", ":serialized:": code}}).encode()
+            out.writestr(item, content)
+    planted.replace(last)
+    assert enjoy.main([str(run_dir), "--episodes", "1"]) == 0
+    assert not marker.exists()

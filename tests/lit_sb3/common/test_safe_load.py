@@ -118,7 +118,8 @@ def test_crafted_pickles_run_nothing(route: str, tmp_path: Path) -> None:
         safe_load.loads(CRAFTED[route](marker), "statistics")
     assert not marker.exists()
     message = one_line(error)
-    assert message.startswith("statistics names ") and "LIT_SB3_TRUST=1" in message
+    assert message.startswith("statistics ") and "not on lit_sb3's allow-list" in message
+    assert "LIT_SB3_TRUST=1" in message
     assert ("lit_sb3.safe_load.allow(" in message) == (route in ("GLOBAL re-export", "STACK_GLOBAL dotted"))
 
 
@@ -219,7 +220,7 @@ def test_pickled_zip_entries_run_nothing(route: str, ours: Path, tmp_path: Path)
         PPO.load(rewrite_data(ours, tmp_path / "planted.zip", plant))
     assert not marker.exists()
     message = one_line(error)
-    assert message.startswith(f"load: {tmp_path / 'planted.zip'}: observation_space names ")
+    assert message.startswith(f"load: {tmp_path / 'planted.zip'}: observation_space ")
     assert "LIT_SB3_TRUST=1" in message and "trusted=True" in message
 
 
@@ -321,6 +322,16 @@ def test_checkpoint_globals_outside_the_allow_list_are_refused(module: str, name
     assert not marker.exists()
     message = one_line(error)
     assert f"{module}.{name}" in message and "weights_only=False" in message and "LIT_SB3_TRUST=1" in message
+
+
+def test_datamodule_checkpoint_is_read_through_the_allow_list(tmp_path: Path) -> None:
+    path = checkpoint_of(PPO("MlpPolicy", n_steps=32, batch_size=32, policy_kwargs=NET, seed=0), tmp_path)
+    assert RLEnvDataModule.load_from_checkpoint(path).get_env("fit") is not None
+    marker = tmp_path / "ran"
+    planted = with_pickle(path, binary_global("builtins", "open", str(marker)), tmp_path / "planted.ckpt")
+    with pytest.raises(CheckpointError) as error:
+        RLEnvDataModule.load_from_checkpoint(planted)
+    assert not marker.exists() and "builtins.open" in one_line(error)
 
 
 def test_checkpoint_of_lambda_schedules_is_never_defaulted(tmp_path: Path) -> None:
