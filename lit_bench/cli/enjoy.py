@@ -40,7 +40,7 @@ from lit_bench.run.best import checkpoint_files
 from lit_bench.run.evaluation import evaluate_episodes
 from lit_bench.run.video import check_renderable, check_video_deps, recording
 from lit_bench.store.rundir import RunDir
-from lit_sb3.common.safe_load import Refused, loads
+from lit_sb3.common.safe_load import Refused, is_trusted, loads
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -160,7 +160,12 @@ def play(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, episodes: int, determ
 
 def enjoy(run_dir: str | Path, episodes: int = 3, deterministic: bool | None = None, video: str | Path | None = None,
           checkpoint: str = "last", render: str | None = None, trust: bool = False) -> list[Episode]:
-    """Play ``episodes`` episodes of a run's checkpoint on its evaluation env; write ``video`` when given."""
+    """Play ``episodes`` episodes of a run's checkpoint on its evaluation env; write ``video`` when given.
+    ``trust`` (``--trust``, or ``LIT_SB3_TRUST=1`` in the environment) loads whatever the run's files name."""
+    try:
+        trust = trust or is_trusted()
+    except Refused as error:  # a malformed LIT_SB3_TRUST
+        raise EnjoyError(str(error)) from None
     if checkpoint not in CHECKPOINTS:
         raise EnjoyError(f"--checkpoint={checkpoint}: choose one of {', '.join(CHECKPOINTS)}")
     if render is not None and render not in RENDER_MODES:

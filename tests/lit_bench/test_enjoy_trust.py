@@ -115,7 +115,7 @@ def test_interpolations_in_a_recorded_config_are_refused(genuine: Path, tmp_path
 
 
 def test_trust_and_allow_open_exactly_what_they_say(genuine: Path, planted: Path, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture) -> None:
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir = crafted_copy(genuine, tmp_path, lambda c: c["env"].__setitem__("package", "planted_code"))
     safe_load.allow("planted_code")  # the user's own env package, registered once
     assert enjoy.main([str(run_dir), "--episodes", "1"]) == 0
@@ -124,6 +124,11 @@ def test_trust_and_allow_open_exactly_what_they_say(genuine: Path, planted: Path
     sys.modules.pop("planted_code")
     safe_load._REGISTRY.user.clear()
     assert enjoy.main([str(run_dir), "--episodes", "1", "--trust"]) == 0
+    assert planted.exists()
+    planted.unlink()
+    sys.modules.pop("planted_code")
+    monkeypatch.setenv(safe_load.TRUST_ENV, "1")  # the process-wide switch means --trust too
+    assert enjoy.main([str(run_dir), "--episodes", "1"]) == 0
     assert planted.exists()
 
 
@@ -243,3 +248,21 @@ def test_sb3_run_zip_pickles_are_never_unpickled(tmp_path_factory: pytest.TempPa
     planted.replace(last)
     assert enjoy.main([str(run_dir), "--episodes", "1"]) == 0
     assert not marker.exists()
+
+
+def test_every_class_the_config_groups_hand_an_algorithm_loads_back() -> None:
+    """A preset's ``hydra.utils.get_class`` paths (activations, optimizers, buffers) end up in checkpoints and zips:
+    each must be on lit_sb3's allow-list where it is defined, or resuming that preset would be refused."""
+    from hydra.utils import get_class
+
+    from lit_bench.config.identity import CONF_DIR
+    from lit_bench.config.trust import GETTERS, code_names
+
+    paths = set()
+    for path in CONF_DIR.rglob("*.yaml"):
+        tree = yaml.safe_load(path.read_text())
+        paths |= {name for where, _, name in code_names(tree) if where.endswith(".path")}
+    assert paths and not paths & set(GETTERS)
+    for name in sorted(paths):
+        cls = get_class(name)
+        assert safe_load.allowed_name(f"{cls.__module__}:{cls.__qualname__}") is cls, name

@@ -274,6 +274,15 @@ def test_trust_switch_loads_pickled_code_where_trusted_cannot_be_passed(monkeypa
     assert PPO.load(tmp_path / "old.zip").learning_rate(0.3) == 1e-3
 
 
+def test_the_zoos_enjoy_call_loads_an_sb3_zip_with_lambda_schedules(tmp_path: Path) -> None:
+    """The RL Zoo's enjoy replaces the schedules by custom_objects: the rest of an SB3 zip is allow-listed data."""
+    sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=64, learning_rate=lambda _: 1e-3, clip_range=lambda _: 0.1,
+            seed=0).save(tmp_path / "zoo.zip")
+    zoo_objects = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    loaded = PPO.load(tmp_path / "zoo.zip", custom_objects=zoo_objects, device="cpu")
+    assert loaded.learning_rate == 0.0 and loaded.n_steps == 64
+
+
 def test_lambda_schedules_are_warned_at_save_and_never_defaulted_at_load(tmp_path: Path) -> None:
     model = PPO("MlpPolicy", env="CartPole-v1", n_steps=32, batch_size=32, policy_kwargs=NET, seed=0,
                 learning_rate=lambda _: 1e-3, clip_range=lambda _: 0.3)
