@@ -114,6 +114,6 @@ def check_run_config(tree: Any, source: str) -> None:
             what = "an env package" if kind == "package" else "code"
             raise UntrustedConfig(
                 f"{source}: {where}={name} names {what} that is neither in the harness's config groups nor on "
-                f"lit_sb3's allow-list; rerun with --trust if you trust this run (or register it once with "
-                f"lit_sb3.safe_load.allow('module:qualname'))"
+                f"lit_sb3's allow-list; rerun with --trust if you trust this run (or allow it: "
+                f"LIT_SB3_ALLOW={'module' if kind == 'package' else 'module:qualname'})"
             )
