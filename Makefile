@@ -50,11 +50,12 @@ COMPAT_TESTS := tests/lit_sb3/test_lean_loops.py tests/lit_sb3/test_lightning_fe
                 tests/lit_sb3/algorithms/test_whole_run_parity.py
 
 test-compat: ## Lightning-facing and whole-run parity tests on both ends of the supported versions (.venv-compat/)
-	@set -e; for entry in $(COMPAT); do \
+	@failed=""; for entry in $(COMPAT); do \
 	  name=$${entry%%:*}; pins=$$(echo $${entry#*:} | tr ',' ' '); venv=.venv-compat/$$name; \
 	  if [ ! -f $$venv/.installed ] || [ "$$(cat $$venv/.installed)" != "$$pins" ]; then \
-	    $(PY) -m venv $$venv; $$venv/bin/pip install -q torch==2.13.0; \
-	    $$venv/bin/pip install -q -e . "pytest>=8" $$pins "torch==2.13.0"; echo "$$pins" > $$venv/.installed; fi; \
+	    $(PY) -m venv $$venv && $$venv/bin/pip install -q torch==2.13.0 && \
+	    $$venv/bin/pip install -q -e . "pytest>=8" $$pins "torch==2.13.0" && echo "$$pins" > $$venv/.installed \
+	    || exit 1; fi; \
 	  echo "== $$name: $$pins"; \
-	  OMP_NUM_THREADS=1 $$venv/bin/pytest -q -m "not slow and not learning" $(COMPAT_TESTS); \
-	done
+	  OMP_NUM_THREADS=1 $$venv/bin/pytest -q -m "not slow and not learning" $(COMPAT_TESTS) || failed="$$failed $$name"; \
+	done; if [ -n "$$failed" ]; then echo "test-compat failed on:$$failed"; exit 1; fi

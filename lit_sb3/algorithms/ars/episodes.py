@@ -45,7 +45,7 @@ class EpisodeTally:
         self.current_lengths += 1
         if not dones.any():
             return
-        for i in np.flatnonzero(dones):
+        for i in map(int, np.flatnonzero(dones)):
             if self.counts[i] >= self.targets[i]:
                 continue
             episode = infos[i].get("episode") if self.monitored else None
