@@ -133,8 +133,8 @@ class _Registry:
             found: dict[str, Any] = {
                 f"{module}:{name}": None for module, names in _MODULES_OF.items() for name in names}
             found = {entry: obj for entry in found if (obj := _import_defined(entry)) is not None}
-            found.update({_defined_name(cls): cls for cls in vars(np.dtypes).values()
-                          if isinstance(cls, type) and issubclass(cls, np.dtype) and _defined_name(cls)})
+            found.update({name: cls for cls in vars(np.dtypes).values()
+                          if isinstance(cls, type) and issubclass(cls, np.dtype) and (name := _defined_name(cls))})
             found.update(_policies())
             self.builtin = found
         return {**self.builtin, **{k: v for k, v in self.user.items() if v is not None}}
