@@ -151,11 +151,11 @@ def test_long_whole_run_is_bit_identical_to_sb3(algo, monkeypatch):
     _check(algo, dataclasses.replace(case, steps=8 * case.steps), monkeypatch)
 
 
-ON_POLICY = ("MaskablePPO", "PPO", "RecurrentPPO", "TRPO")  # A2C shares PPO's loop and value
+ON_POLICY = ("MaskablePPO", "PPO", "RecurrentPPO", "TRPO")  # A2C bootstraps in the same loop as PPO
 
 
 def _truncated_every(steps: int, case: Case) -> Case:
-    """``case`` on its env cut by a time limit every ``steps`` steps."""
+    """``case`` with its env (a Gymnasium id, or MaskablePPO's masked identity env) cut every ``steps`` steps."""
     if isinstance(case.env, str):
         return dataclasses.replace(case, env=lambda: gym.make(case.env, max_episode_steps=steps))
     return dataclasses.replace(case, env=lambda: InvalidActionEnvDiscrete(dim=8, n_invalid_actions=3, ep_length=steps))
