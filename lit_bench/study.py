@@ -9,6 +9,7 @@ config names data, never code. Pruners count steps in env steps: a trial reports
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,12 +31,16 @@ AGGREGATES = ("mean", "iqm")
 
 def _named(kind: str, spec: Mapping[str, Any] | None, names: dict[str, str], module: Any) -> Any:
     """The Optuna object ``spec`` names (``{name: tpe, seed: 0, ...}``: the rest are its keyword arguments)."""
+    from optuna.exceptions import ExperimentalWarning
+
     options = dict(spec or {})
     name = str(options.pop("name", "none" if kind == "pruner" else "tpe"))
     if name not in names:
         raise ConfigError(f"hydra.sweeper.{kind}.name={name}: choose one of {', '.join(names)}")
     try:
-        return getattr(module, names[name])(**options)
+        with warnings.catch_warnings():  # QMC / GP / PED-ANOVA are "experimental" in Optuna's words, and work
+            warnings.simplefilter("ignore", category=ExperimentalWarning)
+            return getattr(module, names[name])(**options)
     except (TypeError, ValueError, ImportError) as error:
         raise ConfigError(f"hydra.sweeper.{kind} ({name}): {error}") from None
 
@@ -113,7 +118,8 @@ def _plain(choice: Any) -> Any:
 def search_space(params: Mapping[str, Any] | None, arguments: list[str]) -> tuple[dict[str, BaseDistribution],
                                                                                     list[str]]:
     """(distributions by key, the fixed overrides): ``params`` from the sweeper's config, then the command line's
-    sweep overrides (which win); the command line's other overrides are passed to every trial unchanged."""
+    sweep overrides (which win); the command line's other overrides are passed to every trial unchanged, and one
+    that sets a key of ``params`` takes it out of the search (``algo.gamma=0.99`` fixes it)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
@@ -135,6 +141,7 @@ def search_space(params: Mapping[str, Any] | None, arguments: list[str]) -> tupl
             space[override.get_key_element()] = distribution_from_sweep(override.input_line, override.value())
         else:
             fixed.append(override.input_line)
+            space.pop(override.get_key_element(), None)
     if not space:
         raise ConfigError("the search space is empty: give it in hydra.sweeper.params or on the command line, e.g. "
                           "'algo.learning_rate=tag(log, interval(1e-5, 1e-2))'")

@@ -81,7 +81,7 @@ def record_job(cfg: DictConfig, summary: dict[str, Any]) -> None:
         record(sweep_path(cfg), invocation, summary)
 
 
-def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float:
+def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
     """What run.py's task function returns: the run's objective. A failed run exits 1 (single run), is a failed
     trial (raises ``RunFailed``) for a sweeper that uses return values, and NaN for Hydra's basic sweeper, which
     ignores them (its multirun then reports the failure and exits 1). A pruned trial raises ``RunPruned``."""
@@ -90,7 +90,7 @@ def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float:
     if hydra_cfg.mode == RunMode.RUN:
         if failed:
             sys.exit(1)
-        return float(summary["objective"])
+        return None if summary["status"] == "pruned" else float(summary["objective"])  # pruned: no score
     record_job(cfg, summary)
     if summary["status"] == "pruned":
         raise RunPruned(summary["run_dir"], summary.get("pruned_at"))

@@ -108,11 +108,13 @@ def plot_study(rows: Sequence[dict[str, Any]], found: dict[str, float], directio
     return paths
 
 
-def plot_sweep(sweep_dir: Path, out: Path, direction: str = "maximize") -> list[Path]:
+def plot_sweep(sweep_dir: Path, out: Path) -> list[Path]:
     """Redraw a sweep's study figures from its ``trials.csv`` / ``param_importances.csv`` (none if it has none)."""
     trials = sweep_dir / "trials.csv"
     if not trials.is_file():
         return []
+    best = sweep_dir / "best_trial.yaml"
+    direction = "minimize" if best.is_file() and "\ndirection: minimize\n" in best.read_text() else "maximize"
     found = {r["param"]: float(r["importance"]) for r in read_csv(sweep_dir / "param_importances.csv")} \
         if (sweep_dir / "param_importances.csv").is_file() else {}
     return plot_study(read_csv(trials), found, direction, out)

@@ -27,8 +27,8 @@ def algorithms():
     return sorted({m.split(".")[2] for m in sys.modules if m.startswith("lit_sb3.algorithms.") and m.count(".") >= 2})
 HEAVY = ["torch", "lightning", "stable_baselines3", "sb3_contrib", "gymnasium", "pandas", "matplotlib", "optuna",
          "lit_sb3", "lit_bench.train"]
-UNUSED = ["optuna", "hydra_plugins.hydra_optuna_sweeper", "lit_bench.report", "lit_bench.analysis.plot", "pandas",
-          "lit_bench.regress", "imageio", "moviepy", "wandb", "mujoco", "ale_py"]
+UNUSED = ["optuna", "lit_bench.study", "lit_bench.hpo_results", "lit_bench.report", "lit_bench.analysis.plot",
+          "pandas", "lit_bench.regress", "imageio", "moviepy", "wandb", "mujoco", "ale_py"]
 import run, lit_bench.guard  # the sweep's parent: run.py's module level and the Hydra callbacks of conf/config.yaml
 parent = loaded(HEAVY)
 import lit_bench.train
