@@ -3,7 +3,7 @@ study how they ended.
 
 Imported by Hydra in every process it starts (plugin discovery), so Optuna and lit_bench's study code are imported
 only when a sweep runs. A trial is one job per seed (``hpo.seeds``); each job reports its evaluations to the study
-itself (``lit_bench.trial``), so a pruner stops trials while they run, whichever launcher runs them.
+itself (``lit_bench.run.trial``), so a pruner stops trials while they run, whichever launcher runs them.
 """
 
 import fcntl
@@ -62,7 +62,7 @@ class LitOptunaSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
-        from lit_bench.checks import ConfigError
+        from lit_bench.config.checks import ConfigError
 
         try:
             return self._sweep(arguments)
@@ -73,10 +73,11 @@ class LitOptunaSweeper(Sweeper):
     def _sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
         import optuna
 
-        from lit_bench import study as studies
-        from lit_bench.checks import ConfigError
-        from lit_bench.hpo_results import write_results
-        from lit_bench.identity import sweep_path
+        from lit_bench.analysis.hpo import plot_study
+        from lit_bench.config.checks import ConfigError
+        from lit_bench.config.identity import sweep_path
+        from lit_bench.control import study as studies
+        from lit_bench.control.hpo_results import write_results
 
         if self.direction not in studies.DIRECTIONS:
             raise ConfigError(f"hydra.sweeper.direction={self.direction}: choose one of "
@@ -103,12 +104,13 @@ class LitOptunaSweeper(Sweeper):
                                       sampler=studies.make_sampler(self.sampler, offset=len(study.trials)),
                                       pruner=studies.make_pruner(self.pruner))
             returns = self._run(study, space, fixed, seed_list, how, url)
-            write_results(study, sweep_dir, url=url, metric=str(self.config.objective.metric), how=how)
+            rows, found = write_results(study, sweep_dir, url=url, metric=str(self.config.objective.metric), how=how)
+            plot_study(rows, found, self.direction, sweep_dir / "report")
         return returns
 
     def _default_study_name(self) -> str:
         """``<sweep>/<algo dir>/<env>`` (the layout's names; Hydra's resolvers are not set up in the sweeper)."""
-        from lit_bench.identity import algo_dir
+        from lit_bench.config.identity import algo_dir
 
         choices = self.config.hydra.runtime.choices
         algo = algo_dir(str(choices.get("algo")), str(self.config.backend), bool(self.config.parity))
@@ -118,7 +120,7 @@ class LitOptunaSweeper(Sweeper):
              how: str, url: str) -> List[Sequence[JobReturn]]:  # noqa: UP006
         from optuna.trial import TrialState
 
-        from lit_bench import signals
+        from lit_bench.control import signals
 
         resumed = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))  # a killed sweep's trials
         done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
@@ -153,7 +155,7 @@ class LitOptunaSweeper(Sweeper):
     @staticmethod
     def _overrides(fixed: List[str], trial: Any, seed: int, seeded: bool, study: str,  # noqa: UP006
                    url: str) -> List[str]:  # noqa: UP006
-        from lit_bench.study import override_value
+        from lit_bench.control.study import override_value
 
         keys = {*trial.params, "seed", "hpo.study", "hpo.storage", "hpo.trial"} if seeded else \
             {*trial.params, "hpo.study", "hpo.storage", "hpo.trial"}
@@ -173,8 +175,8 @@ def _tell(study: Any, trial: Any, returns: Sequence[JobReturn], how: str) -> int
     """Tell the study how the trial's jobs ended; 1 when told, 0 when a job was interrupted (left running)."""
     from optuna.trial import TrialState
 
-    from lit_bench.study import aggregate
-    from lit_bench.sweep import RunPruned
+    from lit_bench.control.study import aggregate
+    from lit_bench.control.sweep import RunPruned
 
     storage = study._storage
     storage.set_trial_user_attr(trial._trial_id, "run_dirs", [_run_dir(r) for r in returns])
@@ -215,7 +217,7 @@ class _study_lock:
         self.name = name
 
     def __enter__(self) -> None:
-        from lit_bench.checks import ConfigError
+        from lit_bench.config.checks import ConfigError
 
         self.handle = self.path.open("a")
         try:

@@ -1,4 +1,4 @@
-"""Figures of an Optuna study, from its ``trials.csv`` rows (lit_bench.hpo_results): optimization history,
+"""Figures of an Optuna study, from its ``trials.csv`` rows (lit_bench.control.hpo_results): optimization history,
 parameter importances, intermediate values with the pruned trials visible. Data only: no Optuna needed to redraw."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from lit_bench.rundir import atomic_write, read_csv
+from lit_bench.store.rundir import atomic_write, read_csv
 
 STYLE = {"completed": ("tab:blue", "o", "-"), "pruned": ("tab:gray", "x", "--"), "failed": ("tab:red", "s", ":"),
          "running": ("tab:orange", ".", ":")}

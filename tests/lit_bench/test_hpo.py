@@ -19,19 +19,20 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from lit_bench import train
-from lit_bench.checks import ConfigError
-from lit_bench.rundir import RunDir
-from lit_bench.sweep import RunPruned, job_result
-from lit_bench.train import decide
+from lit_bench.config.checks import ConfigError
+from lit_bench.control.sweep import RunPruned, job_result
+from lit_bench.run import train
+from lit_bench.run.train import decide
+from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import CHILD_ENV, CONF, REPO, TINY, compose_run, read_csv, run_py
 
 optuna = pytest.importorskip("optuna", minversion="4.0", reason="needs `pip install -e .[hpo]` (current Optuna)")
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution  # noqa: E402
 from optuna.trial import TrialState, create_trial  # noqa: E402
 
-from lit_bench import study as studies  # noqa: E402
-from lit_bench.hpo_results import write_results  # noqa: E402
+from lit_bench.analysis.hpo import plot_study, plot_sweep  # noqa: E402
+from lit_bench.control import study as studies  # noqa: E402
+from lit_bench.control.hpo_results import write_results  # noqa: E402
 
 pytestmark = pytest.mark.harness
 PRESETS = sorted(p.stem for p in (CONF / "hydra" / "sweeper").glob("*.yaml"))
@@ -147,15 +148,17 @@ def test_the_study_files_list_every_state(tmp_path: Path) -> None:
     config = {"algo_name": "ppo", "env_name": "CartPole", "budget": 1024, "seed": 0, "algo": {"gamma": 0.99}}
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     for number, (state, value, lr) in enumerate([(TrialState.COMPLETE, 90.0, 1e-3), (TrialState.PRUNED, 10.0, 5e-3),
-                                                 (TrialState.FAIL, None, 2e-3), (TrialState.COMPLETE, 120.0, 2e-4)]):
+                                                 (TrialState.FAIL, None, 2e-3), (TrialState.COMPLETE, 120.0, 2e-4),
+                                                 (TrialState.COMPLETE, 60.0, 5e-4)]):
         study.add_trial(create_trial(
             state=state, value=value, params={"algo.learning_rate": lr, "algo.gamma": 0.99 if number % 2 else 0.9},
             distributions=dist, intermediate_values={256: (value or 0.0) / 2, 512: value or 0.0}
             if state != TrialState.PRUNED else {256: 10.0},
             user_attrs={"run_dirs": [str(run)], "seeds": [0], **({"pruned_at": 256} if number == 1 else {})}))
-    written = write_results(study, tmp_path, url="mem", metric="final", how="mean")
+    rows, found = write_results(study, tmp_path, url="mem", metric="final", how="mean")
+    assert set(found) == {"algo.learning_rate", "algo.gamma"}
     rows = read_csv(tmp_path / "trials.csv")
-    assert [r["state"] for r in rows] == ["completed", "pruned", "failed", "completed"]
+    assert [r["state"] for r in rows] == ["completed", "pruned", "failed", "completed", "completed"]
     assert rows[1]["pruned_at"] == "256" and json.loads(rows[1]["intermediate_values"]) == {"256": 10.0}
     assert rows[3]["value"] == "120.0" and rows[3]["params_algo.learning_rate"] == "0.0002"
     best = yaml.safe_load((tmp_path / "best_trial.yaml").read_text())
@@ -166,7 +169,9 @@ def test_the_study_files_list_every_state(tmp_path: Path) -> None:
     # the tuned algo_env file the trial ran on (conf/algo_env/ppo_CartPole.yaml) with the trial's values on top
     assert content["algo"]["learning_rate"] == 2e-4 and content["algo"]["n_steps"] == 32
     assert content["env"] == {"n_envs": 8} and content["budget"] == 1024
-    assert {p.name for p in written} >= {"hpo_history.png", "hpo_intermediate.png", "trials.csv"}
+    figures = plot_study(rows, found, "maximize", tmp_path / "report")
+    assert [p.name for p in figures] == ["hpo_history.png", "hpo_importances.png", "hpo_intermediate.png"]
+    assert plot_sweep(tmp_path, tmp_path / "again") == [tmp_path / "again" / p.name for p in figures]
 
 
 # ------------------------------------------------------------------------------------------ whole sweeps

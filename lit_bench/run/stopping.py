@@ -1,7 +1,7 @@
-"""The run's side of lit_bench.signals: callbacks that stop a training at a checkpoint boundary after a signal, or
-after an Optuna pruner said stop (lit_bench.trial).
+"""The run's side of lit_bench.control.signals: callbacks that stop a training at a checkpoint boundary after a
+signal, or after an Optuna pruner said stop (lit_bench.run.trial).
 
-Apart from lit_bench.signals, so that the processes that only start or report a sweep (a joblib parent) import
+Apart from lit_bench.control.signals, so that the processes that only start or report a sweep (a joblib parent) import
 neither Lightning nor SB3.
 """
 
@@ -12,8 +12,9 @@ from typing import Any
 import lightning as L
 from stable_baselines3.common.callbacks import BaseCallback
 
-from lit_bench import signals, trial
-from lit_bench.signals import Interrupted
+from lit_bench.control import signals
+from lit_bench.control.signals import Interrupted
+from lit_bench.run import trial
 
 
 class LitStopOnSignal(L.Callback):

@@ -1,7 +1,7 @@
 """An Optuna study of a sweep: its search space, sampler, pruner and storage, read from the sweeper's config.
 
 Used by the project's Hydra sweeper (``hydra_plugins.lit_optuna_sweeper``) and by each trial's job
-(``lit_bench.trial``). Samplers and pruners are named (``tpe``, ``random``, ``cmaes``, ``gp``, ``qmc``; ``none``,
+(``lit_bench.run.trial``). Samplers and pruners are named (``tpe``, ``random``, ``cmaes``, ``gp``, ``qmc``; ``none``,
 ``median``, ``percentile``, ``halving``, ``hyperband``, ``threshold``) and mapped to Optuna's classes here, so a
 config names data, never code. Pruners count steps in env steps: a trial reports each evaluation at its env step.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lit_bench.checks import ConfigError
+from lit_bench.config.checks import ConfigError
 
 if TYPE_CHECKING:
     import optuna

@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from lit_bench.rundir import RunDir
+from lit_bench.store.rundir import RunDir
 
 _requested: int | None = None  # env step of the evaluation after which the pruner stopped this run
 
@@ -64,8 +64,8 @@ class TrialReporter:
         import optuna
         from hydra.core.hydra_config import HydraConfig
 
-        from lit_bench import study as studies
-        from lit_bench.identity import resolved, run_path
+        from lit_bench.config.identity import resolved, run_path
+        from lit_bench.control import study as studies
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.run_dir = run_dir
@@ -84,7 +84,7 @@ class TrialReporter:
     def __call__(self, model: Any, row: dict[str, Any]) -> None:
         from optuna.trial import TrialState
 
-        from lit_bench.study import aggregate
+        from lit_bench.control.study import aggregate
 
         global _requested
         step = int(row["timesteps"])

@@ -6,7 +6,8 @@ this command's trials):
     param_importances.csv   PED-ANOVA importance of each parameter (completed trials; needs 3 or more)
     best_trial.yaml         the best completed trial: value, params, run dirs, study, storage, config of its run
     best_<algo>_<env>.yaml  its parameters as an ``algo_env`` file (conf/algo_env/<algo>_<env>.yaml), with provenance
-    report/hpo_*.png        optimization history, parameter importances, intermediate values (lit_bench.analysis.hpo)
+
+and the sweeper draws the figures from the same rows (lit_bench.analysis.hpo: ``report/hpo_*.png``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from lit_bench.identity import CONF_DIR
-from lit_bench.rundir import RunDir, atomic_write_text, csv_text
+from lit_bench.config.identity import CONF_DIR
+from lit_bench.store.rundir import RunDir, atomic_write_text, csv_text
 
 if TYPE_CHECKING:
     import optuna
@@ -91,11 +92,11 @@ def algo_env_yaml(best: optuna.trial.FrozenTrial, config: dict[str, Any], proven
     return "\n".join(header) + "\n" + yaml.safe_dump(content, sort_keys=False)
 
 
-def write_results(study: optuna.Study, sweep_dir: Path, *, url: str, metric: str, how: str) -> list[Path]:
-    """Write the study's files into ``sweep_dir`` (see the module docstring); returns their paths."""
+def write_results(study: optuna.Study, sweep_dir: Path, *, url: str, metric: str,
+                  how: str) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Write the study's files into ``sweep_dir`` (see the module docstring, figures apart); returns the trials'
+    rows and the importances (what the figures show)."""
     from optuna.trial import TrialState
-
-    from lit_bench.analysis.hpo import plot_study
 
     rows = trial_rows(study)
     fields = list(dict.fromkeys(key for row in rows for key in row))
@@ -114,9 +115,8 @@ def write_results(study: optuna.Study, sweep_dir: Path, *, url: str, metric: str
         print("pruned trials (trial: after the evaluation at env step): "
               + ", ".join(f"{r['number']}: {r['pruned_at']}" for r in pruned), flush=True)
     if study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        written += _write_best(study, sweep_dir, url=url, metric=metric, how=how)
-    written += plot_study(rows, found, study.direction.name.lower(), sweep_dir / "report")
-    return written
+        _write_best(study, sweep_dir, url=url, metric=metric, how=how)
+    return rows, found
 
 
 def _write_best(study: optuna.Study, sweep_dir: Path, *, url: str, metric: str, how: str) -> list[Path]:
