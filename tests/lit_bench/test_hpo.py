@@ -269,3 +269,27 @@ def test_a_trial_over_seeds_reports_their_aggregate(tmp_path: Path) -> None:
     assert json.loads(row["intermediate_values"]) == pytest.approx(expected)
     best = yaml.safe_load((tmp_path / "hpo" / "best_trial.yaml").read_text())
     assert best["seeds"] == [0, 1] and best["aggregate"] == "mean" and best["seed_values"] == objectives
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", [("slurm_local", "hydra_plugins.hydra_submitit_launcher"),
+                                      ("ray_local", "hydra_plugins.hydra_ray_launcher")], ids=lambda x: x[0])
+def test_trials_in_parallel_workers_report_prune_and_resume(tmp_path: Path, launcher: tuple[str, str]) -> None:
+    """submitit (its local executor) and Ray: 4 trials, 2 at a time, each reporting from its worker process and
+    pruned there (after the evaluation at 768 env steps); the same command again finds the study finished."""
+    name, module = launcher
+    pytest.importorskip(module, reason="needs `pip install -e .[cluster]`")
+    args = ["hydra/sweeper=tpe", LR, "budget=1024", "hydra.sweeper.n_trials=4", "hydra.sweeper.n_jobs=2",
+            "hydra/sweeper/pruner=threshold", "hydra.sweeper.pruner.lower=1e9",
+            "hydra.sweeper.pruner.n_warmup_steps=700",
+            *(["hydra.launcher.ray.init.address=local"] if name == "ray_local" else [])]  # never a cluster found
+    result = sweep(tmp_path, *args, launcher=name)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 pruned (4 runs)" in result.stdout
+    rows = trials(tmp_path)
+    assert [r["state"] for r in rows] == ["pruned"] * 4 and {r["pruned_at"] for r in rows} == {"768"}
+    for row in rows:
+        assert list(json.loads(row["intermediate_values"])) == ["256", "512", "768"]
+        assert summary_of(row["run_dirs"])["status"] == "pruned"
+    again = sweep(tmp_path, *args, launcher=name)
+    assert "4 trials finished, 0 to resume from their checkpoints, 0 new" in again.stdout, again.stdout
