@@ -9,6 +9,8 @@ itself (``lit_bench.run.trial``), so a pruner stops trials while they run, which
 import fcntl
 import re
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence  # noqa: UP035  (OmegaConf reads these annotations)
@@ -118,6 +120,8 @@ class LitOptunaSweeper(Sweeper):
 
     def _run(self, study: Any, space: Dict[str, Any], fixed: List[str], seeds: List[int],  # noqa: UP006
              how: str, url: str) -> List[Sequence[JobReturn]]:  # noqa: UP006
+        """Keep ``n_jobs`` trials running: a new one starts as soon as one ends (a pruned trial frees its worker at
+        once). The basic launcher runs jobs in this process, one batch of ``n_jobs`` trials after the other."""
         from optuna.trial import TrialState
 
         from lit_bench.control import signals
@@ -125,31 +129,63 @@ class LitOptunaSweeper(Sweeper):
         resumed = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))  # a killed sweep's trials
         done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
                                                              TrialState.FAIL)))
-        new = max(self.n_trials - done - len(resumed), 0)
         print(f"study {study.study_name} ({url}): {done} trials finished, {len(resumed)} to resume from their "
-              f"checkpoints, {new} new", flush=True)
-        returns = []
-        while done < self.n_trials and signals.pending() is None:
-            size = min(self.n_jobs, self.n_trials - done)
-            batch = [resumed.pop(0) for _ in range(min(size, len(resumed)))]
-            while len(batch) < size:
-                trial = study.ask(space)
-                study._storage.set_trial_user_attr(trial._trial_id, "seeds", seeds)
-                batch.append(study._storage.get_trial(trial._trial_id))
+              f"checkpoints, {max(self.n_trials - done - len(resumed), 0)} new", flush=True)
+        lock = threading.Lock()
+        state = {"started": done, "stopped": False}
+        returns: List[Sequence[JobReturn]] = []  # noqa: UP006
+
+        def take() -> Any:
+            """The next trial to run (a resumed one first), or None when the study has all it needs."""
+            if state["stopped"] or signals.pending() is not None or state["started"] >= self.n_trials:
+                return None
+            state["started"] += 1
+            if resumed:
+                return resumed.pop(0)
+            trial = study.ask(space)
+            study._storage.set_trial_user_attr(trial._trial_id, "seeds", seeds)
+            return study._storage.get_trial(trial._trial_id)
+
+        def launch(batch: List[Any]) -> None:  # noqa: UP006
             overrides = [self._overrides(fixed, trial, seed, len(seeds) > 1, study.study_name, url)
                          for trial in batch for seed in trial.user_attrs.get("seeds", seeds)]
-            if self.job_idx == 0:
-                self.validate_batch_is_legal(overrides)
-            launched = self.launcher.launch(overrides, initial_job_idx=self.job_idx)
-            self.job_idx += len(launched)
-            returns.append(launched)
-            at = 0
-            for trial in batch:
-                count = len(trial.user_attrs.get("seeds", seeds))
-                done += _tell(study, trial, launched[at:at + count], how)
-                at += count
-            if any(study._storage.get_trial(t._trial_id).state == TrialState.RUNNING for t in batch):
-                break  # interrupted: its trials resume from their checkpoints when the command is run again
+            with lock:
+                if self.job_idx == 0:
+                    self.validate_batch_is_legal(overrides)
+                first, self.job_idx = self.job_idx, self.job_idx + len(overrides)
+            launched = self.launcher.launch(overrides, initial_job_idx=first)
+            with lock:
+                returns.append(launched)
+                at = 0
+                for trial in batch:
+                    count = len(trial.user_attrs.get("seeds", seeds))
+                    if not _tell(study, trial, launched[at:at + count], how):
+                        state["stopped"] = True  # interrupted: it resumes from its checkpoint next time
+                    at += count
+
+        if type(self.launcher).__name__ == "BasicLauncher":
+            while batch := [t for t in (take() for _ in range(self.n_jobs)) if t is not None]:
+                launch(batch)
+            return returns
+        if hasattr(self.launcher, "ray_cfg"):  # Ray starts once, before the threads that launch on it
+            from hydra_plugins.hydra_ray_launcher._launcher_util import start_ray
+
+            start_ray(self.launcher.ray_cfg.init)
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    trial = take()
+                if trial is None:
+                    return
+                launch([trial])
+
+        with ThreadPoolExecutor(max_workers=self.n_jobs) as pool:
+            futures = [pool.submit(worker) for _ in range(self.n_jobs)]
+            while wait(futures, timeout=0.5).not_done:  # (a timeout: signal handlers run in this thread)
+                pass
+            for future in futures:
+                future.result()
         return returns
 
     @staticmethod
