@@ -254,9 +254,10 @@ def test_a_killed_study_resumes_its_running_trial_and_trains_nothing_twice(tmp_p
 
 
 def test_a_trial_over_seeds_reports_their_aggregate(tmp_path: Path) -> None:
-    """hpo.seeds=2: one trial, two runs (seeds 0 and 1); its value and its intermediate values are the mean."""
+    """hpo.seeds=2: one trial, two runs (seeds 0 and 1) in parallel (joblib); its value and its intermediate values
+    are the mean."""
     result = sweep(tmp_path, "hydra/sweeper=tpe", LR, "hydra.sweeper.n_trials=1", "hydra.sweeper.n_jobs=1",
-                   "hpo.seeds=2")
+                   "hpo.seeds=2", launcher="joblib")
     assert result.returncode == 0, result.stdout + result.stderr
     (row,) = trials(tmp_path)
     run_dirs = row["run_dirs"].split(";")
@@ -293,3 +294,18 @@ def test_trials_in_parallel_workers_report_prune_and_resume(tmp_path: Path, laun
         assert summary_of(row["run_dirs"])["status"] == "pruned"
     again = sweep(tmp_path, *args, launcher=name)
     assert "4 trials finished, 0 to resume from their checkpoints, 0 new" in again.stdout, again.stdout
+
+
+def test_a_trial_whose_config_already_ran_is_told_from_that_run(tmp_path: Path) -> None:
+    """A trial that repeats a config with a completed run is told that run's result, without training it again."""
+    plain = run_py(*TINY, "algo.learning_rate=0.001", f"out_dir={tmp_path}", "sweep=hpo")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    (run_dir,) = (tmp_path / "hpo").glob("ppo/CartPole/*/seed_0")
+    trained = (run_dir / "eval.csv").stat().st_mtime_ns
+    result = sweep(tmp_path, "hydra/sweeper=tpe", "algo.learning_rate=choice(0.001)", "hydra.sweeper.n_trials=1",
+                   "hydra.sweeper.n_jobs=1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "already completed, skipped" in result.stdout
+    (row,) = trials(tmp_path)
+    assert row["state"] == "completed" and float(row["value"]) == summary_of(run_dir)["objective"]
+    assert row["run_dirs"] == str(run_dir) and (run_dir / "eval.csv").stat().st_mtime_ns == trained
