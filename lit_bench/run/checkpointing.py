@@ -28,16 +28,14 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
+from lit_bench.store.format import LAST_FILES, SB3_REPLAY_BUFFER, SB3_VECNORMALIZE
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
 
-LIT_CHECKPOINT = "last.ckpt"
-SB3_CHECKPOINT = "last.zip"
-SB3_REPLAY_BUFFER = "replay_buffer.pt"  # the sb3 backend's replay buffer (filled part, tensors)
-SB3_VECNORMALIZE = "vecnormalize.pt"  # the sb3 backend's VecNormalize statistics (tensors)
-CHECKPOINT_FILES = {"lit": LIT_CHECKPOINT, "sb3": SB3_CHECKPOINT}
+CHECKPOINT_FILES = LAST_FILES
+LIT_CHECKPOINT, SB3_CHECKPOINT = LAST_FILES["lit"], LAST_FILES["sb3"]
 
 
 def previous_name(name: str) -> str:
@@ -136,10 +134,11 @@ def checkpoint_timesteps(path: Path) -> int:
     if path.suffix == ".zip":  # SB3's zip: "data" is JSON; num_timesteps is a plain number in it
         with zipfile.ZipFile(path) as archive:
             return int(json.loads(archive.read("data"))["num_timesteps"])
-    from lit_sb3.common.safe_load import trusted_checkpoint
+    from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
 
-    with trusted_checkpoint(path):
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    trust = is_trusted()  # LIT_SB3_TRUST=1: the user trusts every file read back
+    with trusted_checkpoint(None if trust else path):
+        checkpoint = torch.load(path, map_location="cpu", weights_only=not trust)
     return int(checkpoint["lit_sb3"]["num_timesteps"])
 
 
