@@ -69,7 +69,7 @@ def record(sweep_dir: Path, invocation: str, summary: dict[str, Any]) -> None:
 def read_records(sweep_dir: Path, invocation: str = "*") -> list[dict[str, Any]]:
     """The job records of one multirun (``invocation`` may be a glob, e.g. ``<tag>-*``), one per job: a job that ran
     more than once (requeued by SLURM after a time limit or a preemption) is its last attempt."""
-    found = []
+    found: list[dict[str, Any]] = []
     for path in sorted(records_dir(sweep_dir).glob(f"{invocation}.jsonl")):
         attempts: dict[Any, dict[str, Any]] = {}
         for n, line in enumerate(path.read_text().splitlines()):
@@ -109,7 +109,7 @@ def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
     raise RunFailed(f"{summary['run_dir']}: {summary.get('error')}")
 
 
-def basic_sweeper(hydra_cfg: DictConfig) -> bool:
+def basic_sweeper(hydra_cfg: Any) -> bool:
     """Whether the multirun's sweeper (``hydra_cfg``: the ``hydra`` node) is Hydra's basic one: it ignores return
     values and re-raises a failed job's error."""
     return str(hydra_cfg.sweeper.get("_target_", "")).endswith(".BasicSweeper")
