@@ -121,3 +121,13 @@ def test_reference_suites_resume_and_threshold_suites_train_afresh(
     monkeypatch.setattr(regress, "check", lambda suite, *args: regress.run_suite(suite, "lit", tmp_path) and 0)
     regress.main(["--suite", suite_name, *flags, "--out-dir", str(tmp_path)])
     assert commands and all(("force=true" in c) == forced for c in commands)
+
+
+def test_parity_entries_follow_the_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact-parity sub-sweeps of a suite run on the suite's --launcher (they ran locally before)."""
+    launchers: list[str | None] = []
+    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out, launcher=None, kind="entries":
+                        launchers.append(launcher) or [])
+    suite = regress.load_suite("ci")
+    regress.check_parity(suite, tmp_path, "slurm")
+    assert launchers == ["slurm", "slurm"]  # lit and SB3
