@@ -9,6 +9,7 @@ sweep's other runs carry on) and returned.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import sys
@@ -39,7 +40,7 @@ from lit_bench.checks import (
 )
 from lit_bench.envs import EVAL_SEED_OFFSET, make_envs, require_package
 from lit_bench.evaluation import PeriodicEval
-from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
+from lit_bench.identity import RunIdentity, config_hash, config_id, identify, observation, resolved, run_path
 from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
 from lit_bench.provenance import hydra_output_dir, provenance, task_overrides
@@ -68,9 +69,9 @@ class Start:
 
 
 def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any] | None, *, backend: str,
-           budget: int, force: bool) -> Start:
+           budget: int | None, force: bool) -> Start:
     """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
-    already known to be this run's)."""
+    already known to be this run's; ``budget`` None: only whether to skip is known, never ``resume``)."""
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
     if damage:
         return Start("fresh", damage=damage)
@@ -78,8 +79,8 @@ def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any
         return Start("fresh")
     if previous["status"] == "completed":
         return Start("skip")
-    step = resume_point(run_dir, backend)
-    return Start("resume", step) if step is not None and step < budget else Start("fresh")
+    step = resume_point(run_dir, backend) if budget is not None else None
+    return Start("resume", step) if step is not None and budget is not None and step < budget else Start("fresh")
 
 
 def failed(base: dict[str, Any], error: str, traceback: str | None = None) -> dict[str, Any]:
@@ -110,7 +111,7 @@ def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, r
         "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
         "sweep": str(cfg.sweep), "variant": identity.variant, "config_id": identity.config_id,
         "config_hash": identity.config_hash, "overrides": identity.overrides,
-        "invocation": os.environ.get(INVOCATION_ENV),
+        "observation": observation(config), "invocation": os.environ.get(INVOCATION_ENV),
     }
 
 
@@ -146,15 +147,19 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         return failed(base, f"{run_dir.root} holds a {(previous or {}).get('status', 'started')} run of another "
                             f"config (config_id {config_id(held)}, this one {base['config_id']}); nothing was "
                             f"changed: use another sweep= or move it")
-    try:
-        algo_cls, budget = _prepare(cfg)
-    except ConfigError as error:
-        return _record_config_error(run_dir, failed(base, str(error)), previous)
-    torch.set_num_threads(int(cfg.threads))
-    start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
+    # a completed run is skipped before the checks: a logger it would need only to train again is not required
+    start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=None, force=bool(cfg.force))
+    if start.action != "skip":
+        try:
+            algo_cls, budget = _prepare(cfg)
+        except ConfigError as error:
+            return _record_config_error(run_dir, failed(base, str(error)), previous)
+        start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
     if start.action == "skip":
         assert previous is not None
-        return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
+        return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective),
+                "note": not_retrained(held or {}, config, run_dir)}
+    torch.set_num_threads(int(cfg.threads))
     _open(run_dir, config, start)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
     run_dir.write_summary(summary)
@@ -166,6 +171,22 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
 
     return _recorded(run_dir, summary,
                      lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
+
+
+def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir) -> str | None:
+    """What a skipped run does instead of training again for observation settings its completed run did not have
+    (None: it had the same)."""
+    ours, theirs = observation(config), observation(held)
+    changed = [key for key in ours if ours[key] != theirs.get(key)]
+    if not changed:
+        return None
+    shown = ", ".join(f"{key}={json.dumps(ours[key], default=str, separators=(',', ':'))}" for key in changed)
+    instead = [f"its metrics are in {run_dir.metrics_csv}"]
+    if config.get("eval", {}).get("video") and not held.get("eval", {}).get("video"):
+        instead.append(f"a video of its final model: python -m lit_bench.enjoy {run_dir.root} --video "
+                       f"{run_dir.final_video}")
+    return (f"not trained again for {shown} (how a run is watched, not what it computes); "
+            f"{'; '.join(instead)}; force=true retrains it into the same directory")
 
 
 def _record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -284,5 +305,6 @@ def describe(summary: dict[str, Any]) -> str:
         else:
             solved = f"; below {threshold:g}"
     done = "already completed, skipped" if summary["status"] == "skipped" else summary["status"]
+    note = f"; {summary['note']}" if summary.get("note") else ""
     return (f"{name}: {done}; final evaluation {score} after {summary['timesteps']} env steps{solved}; "
-            f"results in {summary['run_dir']}")
+            f"results in {summary['run_dir']}{note}")
