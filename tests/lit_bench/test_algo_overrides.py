@@ -1,5 +1,5 @@
 """``algo.<key>=<value>`` in a sweep over algorithms: applied to every swept algorithm that has the key, refused in
-one line naming the one that has not (lit_bench.algo_overrides)."""
+one line naming the one that has not (lit_bench.config.algo_overrides)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lit_bench.algo_overrides import OverrideError, rewrite
+from lit_bench.config.algo_overrides import OverrideError, rewrite
 from tests.lit_bench.helpers import run_py
 
 pytestmark = pytest.mark.harness

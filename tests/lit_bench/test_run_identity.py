@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from lit_bench.analysis.load import load_runs
-from lit_bench.identity import identify, slug
-from lit_bench.rundir import RunDir
-from lit_bench.sweep import RunFailed, job_result
+from lit_bench.config.identity import identify, slug
+from lit_bench.control.sweep import RunFailed, job_result
+from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
@@ -72,7 +72,7 @@ def test_slug_is_path_safe_and_bounded() -> None:
 
 
 def test_changed_config_never_deletes_a_completed_run(tmp_path: Path) -> None:
-    from lit_bench.train import run
+    from lit_bench.run.train import run
 
     common = (*TINY, f"out_dir={tmp_path}", "sweep=change")
     first = run(compose_run(*common))
@@ -221,7 +221,8 @@ OBSERVED = ("logger=tensorboard", "trainer.enable_progress_bar=true", "trainer.l
 
 
 def test_observation_settings_never_change_the_directory() -> None:
-    from lit_bench.identity import _digest, resolved
+    from lit_bench.config.identity import _digest, resolved
+    from lit_bench.store.format import legacy_spelling
 
     default = identify(compose_run("algo=ppo", "env=CartPole"))
     observed = identify(compose_run("algo=ppo", "env=CartPole", *OBSERVED))
@@ -231,7 +232,7 @@ def test_observation_settings_never_change_the_directory() -> None:
     # the directories of runs made before observation settings left the identity keep their names
     config = resolved(compose_run("algo=ppo", "env=CartPole", "algo.learning_rate=1e-3"))
     before = {k: v for k, v in config.items() if k not in ("force", "objective", "out_dir", "sweep", "seed", "hydra")}
-    assert lr.config_id == _digest(before, 10)
+    assert lr.config_id == _digest(legacy_spelling(before), 10)
     # what changes the numbers still does
     for override in ("eval.episodes=3", "eval.every=1000", "trainer.precision=bf16-mixed",
                      "checkpoint.replay_buffer=false", "parity=true"):
@@ -239,7 +240,7 @@ def test_observation_settings_never_change_the_directory() -> None:
 
 
 def test_a_completed_run_is_not_retrained_for_observation_settings(tmp_path: Path) -> None:
-    from lit_bench.train import describe, run
+    from lit_bench.run.train import describe, run
 
     common = (*TINY, f"out_dir={tmp_path}")
     first = run(compose_run(*common))

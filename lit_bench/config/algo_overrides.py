@@ -16,7 +16,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Glob, Override
 from omegaconf import OmegaConf
 
-from lit_bench.identity import CONF_DIR
+from lit_bench.config.identity import CONF_DIR
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
 _MISSING = object()
