@@ -208,6 +208,7 @@ def _open(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
         assert start.step is not None
         run_dir.truncate_eval(start.step)
         run_dir.stash_metrics(start.step)
+        run_dir.truncate_monitor(start.step, int(config["env"]["n_envs"]))
     else:
         run_dir.wipe()
     atomic_write_text(run_dir.config, yaml.safe_dump(config, sort_keys=False))
@@ -224,7 +225,8 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
     every = int(cfg.eval.every or max(budget // 10, 1))
     video = eval_video(cfg.eval, run_dir.video, budget, every)
     train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
-                                    render_mode="rgb_array" if video else None)
+                                    render_mode="rgb_array" if video else None, monitor_dir=str(run_dir.monitor),
+                                    append_monitor=resume)
     try:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),

@@ -80,6 +80,7 @@ class RunDir:
         self.metrics_csv = self.train_dir / "metrics.csv"
         self.checkpoints = self.root / "checkpoints"
         self.video = self.root / "video"
+        self.monitor = self.root / "monitor"  # SB3 Monitor files of the training envs: <i>.monitor.csv (the Zoo's)
         self.final_video = self.video / FINAL_VIDEO
         self.checkpoint_state = self.checkpoints / "state.json"
         self._metrics_before_resume = self.root / ".metrics.before_resume.csv"
@@ -173,6 +174,24 @@ class RunDir:
         """Drop evaluations past ``upto`` env steps (they happened after the checkpoint a resumed run starts from)."""
         rows = [r for r in self.eval_rows() if _step_of(r, "timesteps") <= upto]
         atomic_write_text(self.eval_csv, csv_text(EVAL_FIELDS, rows))
+
+    def monitor_files(self) -> list[Path]:
+        return sorted(self.monitor.glob("*.monitor.csv"))
+
+    def truncate_monitor(self, upto: int, n_envs: int) -> None:
+        """Drop the episodes the training envs ended after ``upto`` env steps (``upto / n_envs`` steps of each env):
+        the resumed run's Monitors append theirs."""
+        per_env = upto // max(n_envs, 1)
+        for path in self.monitor_files():
+            header, *lines = path.read_text().splitlines(keepends=True)
+            rows = list(csv.DictReader(lines))
+            kept, steps = 0, 0
+            for row in rows:
+                steps += int(float(row["l"]))
+                if steps > per_env:
+                    break
+                kept += 1
+            atomic_write_text(path, header + "".join(lines[:kept + 1]))
 
     # ------------------------------------------------------------------ train/metrics.csv
 
