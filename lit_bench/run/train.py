@@ -42,6 +42,7 @@ from lit_bench.control.signals import Interrupted
 from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import resume_point
+from lit_bench.run.console import ConsoleProgress, choose_mode
 from lit_bench.run.evaluation import PeriodicEval
 from lit_bench.run.loggers import check_loggers, finish_loggers
 from lit_bench.run.objective import check_objective, score
@@ -99,9 +100,27 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
     check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
     check_objective(cfg.objective)
+    console_mode(cfg)
     check_processes(cfg, algo_cls)
     check_precision(cfg)
     return algo_cls, budget
+
+
+def console_mode(cfg: DictConfig) -> str:
+    """``console.progress`` resolved for this process (``auto``: a bar on a terminal, lines in logs and sweeps)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    try:
+        multirun = HydraConfig.get().mode == RunMode.MULTIRUN
+    except ValueError:  # run(cfg) called from Python
+        multirun = False
+    console = cfg.get("console") or {}
+    try:
+        return choose_mode(str(console.get("progress", "auto")), terminal=sys.stderr.isatty(), multirun=multirun,
+                           lightning_bar=str(cfg.backend) == "lit" and bool(cfg.trainer.get("enable_progress_bar")))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
@@ -229,10 +248,13 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
                                     append_monitor=resume)
     try:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
+        progress = ConsoleProgress(f"{cfg.algo_name} {cfg.env_name} seed {cfg.seed}", budget, every,
+                                   console_mode(cfg), float((cfg.get("console") or {}).get("heartbeat_s", 60)))
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
                                  wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
                                  seed=int(cfg.seed) + EVAL_SEED_OFFSET, video=video,
-                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)])
+                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)],
+                                 progress=progress)
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         processes = requested_devices(cfg)
@@ -246,6 +268,8 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
             sync_envs_normalization(train_env, eval_env)  # a lit model has let go of its training env by now
             last = evaluator.evaluate(model)  # the final score is always measured at the end of the budget
     finally:
+        if "progress" in locals():
+            progress.close()
         train_env.close()
         eval_env.close()
     rows = run_dir.eval_rows()

@@ -367,3 +367,14 @@ def test_sb3_loads_a_model_saved_by_lit_sb3(tmp_path):
     theirs = sb3.PPO.load(tmp_path / "ours.zip", device="cpu")
     obs = _obs("CartPole-v1")
     np.testing.assert_array_equal(theirs.predict(obs, deterministic=True)[0], ours.predict(obs, deterministic=True)[0])
+
+
+def test_progress_bar_shows_evaluation_returns(capsys):
+    import gymnasium as gym
+    from stable_baselines3.common.callbacks import EvalCallback
+
+    model = PPO("MlpPolicy", n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    evaluation = EvalCallback(gym.make("CartPole-v1"), eval_freq=64, n_eval_episodes=2, verbose=0)
+    RLTrainer(max_steps=256, logger=False, rl_callback=evaluation).fit(
+        model, datamodule=RLEnvDataModule("CartPole-v1"))
+    assert f"eval={evaluation.last_mean_reward:.1f}" in capsys.readouterr().err
