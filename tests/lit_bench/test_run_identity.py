@@ -217,7 +217,7 @@ def test_optuna_sweep_three_trials(tmp_path: Path) -> None:
 
 
 OBSERVED = ("logger=tensorboard", "trainer.enable_progress_bar=true", "trainer.log_every_n_steps=5", "eval.video=true",
-            "eval.video_every=2", "log_interval=3", "checkpoint.every=128", "threads=2")
+            "eval.video_every=2", "log_interval=3", "checkpoint.every=128", "console.progress=off")
 
 
 def test_observation_settings_never_change_the_directory() -> None:
@@ -235,7 +235,7 @@ def test_observation_settings_never_change_the_directory() -> None:
     assert lr.config_id == _digest(legacy_spelling(before), 10)
     # what changes the numbers still does
     for override in ("eval.episodes=3", "eval.every=1000", "trainer.precision=bf16-mixed",
-                     "checkpoint.replay_buffer=false", "parity=true"):
+                     "checkpoint.replay_buffer=false", "parity=true", "threads=2"):
         assert identify(compose_run("algo=ppo", "env=CartPole", override)).subdir != default.subdir, override
 
 
