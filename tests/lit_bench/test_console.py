@@ -33,8 +33,10 @@ def test_auto_is_a_bar_for_one_run_on_a_terminal_and_lines_elsewhere():
         choose_mode("loud", terminal=True, multirun=False, lightning_bar=False)
 
 
-def test_a_run_prints_one_status_line_per_evaluation(capsys):
+def test_a_run_prints_one_status_line_per_evaluation(capsys, monkeypatch):
     from lit_bench.run.train import run
+
+    monkeypatch.setenv("LIT_BENCH_CONSOLE", "auto")  # the default outside the tests
 
     summary = run(compose_run(*TINY, "out_dir=runs"))  # stderr is no terminal here: lines
     assert summary["status"] == "completed"
@@ -73,7 +75,7 @@ def test_jobs_sharing_a_terminal_print_lines_not_bars(tmp_path: Path):
     try:
         process = subprocess.Popen(
             [sys.executable, "run.py", "-m", *TINY, "seed=0,1", "hydra.launcher.n_jobs=2", f"out_dir={tmp_path}"],
-            cwd=REPO, env=CHILD_ENV, stdout=subprocess.DEVNULL, stderr=terminal)
+            cwd=REPO, env={**CHILD_ENV, "LIT_BENCH_CONSOLE": "auto"}, stdout=subprocess.DEVNULL, stderr=terminal)
         os.close(terminal)
         chunks = []
         while True:
