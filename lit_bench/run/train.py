@@ -196,7 +196,7 @@ def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir)
     """What a skipped run does instead of training again for observation settings its completed run did not have
     (None: it had the same)."""
     ours, theirs = observation(config), observation(held)
-    changed = [key for key in ours if ours[key] != theirs.get(key)]
+    changed = [key for key in ours if key != "console" and ours[key] != theirs.get(key)]  # (the console: no note)
     if not changed:
         return None
     shown = ", ".join(f"{key}={json.dumps(ours[key], default=str, separators=(',', ':'))}" for key in changed)
