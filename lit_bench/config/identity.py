@@ -48,7 +48,7 @@ from lit_bench.store.format import legacy_spelling
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
-NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "console")
+NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console")
 # How a run is observed: recorded, never part of the directory; hashed at these values (the shipped defaults)
 OBSERVATION: dict[str, Any] = {
     "logger": {"extra": {}}, "trainer.enable_progress_bar": False, "trainer.log_every_n_steps": 1,
