@@ -44,4 +44,10 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
+    from lit_bench.config.algo_overrides import OverrideError, rewrite
+
+    try:
+        sys.argv[1:] = rewrite(sys.argv[1:])  # algo.<key>=... in an algorithm sweep: for each algorithm that has it
+    except OverrideError as error:
+        sys.exit(str(error))
     main()

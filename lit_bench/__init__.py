@@ -25,7 +25,8 @@ OmegaConf.register_new_resolver("run_path", lambda _root_: str(run_path(_root_))
 OmegaConf.register_new_resolver("sweep_path", lambda _root_: str(sweep_path(_root_)), replace=True)
 OmegaConf.register_new_resolver("run_subdir", run_subdir, replace=True)
 
-TOOLS = ("report", "regress", "enjoy", "coverage", "quickstart")  # python -m lit_bench.<tool> runs lit_bench.cli.<tool>
+# python -m lit_bench.<tool> runs lit_bench.cli.<tool>
+TOOLS = ("report", "regress", "enjoy", "coverage", "quickstart", "export")
 _ALIASES = {**MOVED, **{f"lit_bench.{tool}": f"lit_bench.cli.{tool}" for tool in TOOLS}}
 
 

@@ -10,7 +10,8 @@ from tqdm.auto import tqdm
 
 
 class EnvStepProgressBar(ProgressBar):
-    """Shows ``num_timesteps / budget`` (env steps), env steps per second and the latest mean episode return."""
+    """Shows ``num_timesteps / budget`` (env steps), env steps per second, the latest mean episode return and the
+    latest evaluation's mean return (``eval/mean_reward``, from the ``rl_callback``'s or an ``EvalCallback``'s log)."""
 
     def __init__(self, refresh_seconds: float = 0.5) -> None:
         super().__init__()
@@ -49,9 +50,11 @@ class EnvStepProgressBar(ProgressBar):
             return
         delta = pl_module.num_timesteps - self._bar.n
         if delta > 0:
-            reward = trainer.callback_metrics.get("rollout/ep_rew_mean")
-            if reward is not None:
-                self._bar.set_postfix(ep_rew_mean=f"{float(reward):.1f}", refresh=False)
+            shown = {"ep_rew_mean": "rollout/ep_rew_mean", "eval": "eval/mean_reward"}
+            postfix = {name: f"{float(trainer.callback_metrics[key]):.1f}" for name, key in shown.items()
+                       if key in trainer.callback_metrics}
+            if postfix:
+                self._bar.set_postfix(postfix, refresh=False)
             self._bar.update(delta)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:

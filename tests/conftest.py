@@ -7,6 +7,10 @@ import os
 import pytest
 import torch
 
+# The harness's live console (lit_bench.run.console) is off in tests, which read their runs' stderr line by line;
+# tests/lit_bench/test_console.py turns it on. (Set before the helpers copy the environment for run.py children.)
+os.environ.setdefault("LIT_BENCH_CONSOLE", "off")
+
 
 @pytest.fixture(autouse=True)
 def _isolated_cwd(tmp_path, monkeypatch):

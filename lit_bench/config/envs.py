@@ -79,7 +79,8 @@ def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any]
 
 
 def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None,
-              render_mode: str | None = None) -> tuple[VecEnv, VecEnv]:
+              render_mode: str | None = None, monitor_dir: str | None = None,
+              append_monitor: bool = False) -> tuple[VecEnv, VecEnv]:
     """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
 
     Both have the same wrappers; SB3's ``Monitor`` sits innermost (``make_vec_env``), so evaluation scores are
@@ -87,11 +88,14 @@ def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None
     Zoo. The evaluation env normalizes observations with the training statistics (synced before each evaluation).
     VecNormalize is the outermost wrapper (the RL Zoo puts it below the frame stack; with ``norm_obs: false``, as
     its image envs use, the order makes no difference). ``render_mode`` (e.g. "rgb_array" for videos) applies to the
-    evaluation env only.
+    evaluation env only. ``monitor_dir``: the training envs' Monitors write SB3's ``<i>.monitor.csv`` there
+    (``append_monitor``: to the end of the files a resumed run kept).
     """
     source = env_source(env_cfg, env_name)
     common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": _wrapper_class(env_cfg)}
-    train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common), env_cfg)
+    monitor = {"monitor_dir": monitor_dir, "monitor_kwargs": {"override_existing": not append_monitor}} \
+        if monitor_dir else {}
+    train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common, **monitor), env_cfg)
     if render_mode is not None:
         common["env_kwargs"] = {**common["env_kwargs"], "render_mode": render_mode}
     evaluation = wrap_vec_env(make_vec_env(source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, **common), env_cfg)

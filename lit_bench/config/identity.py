@@ -11,10 +11,30 @@ The defaults are what ``algo=<algo> env=<env> backend=<backend>`` composes (tune
 ``variant`` is a readable slug of the keys that differ from them (``algo.learning_rate=0.001,budget=3000``);
 ``config_id`` hashes the whole resolved config except the seed and the keys in ``NOT_IDENTITY``, so every seed of a
 config shares it, and two configs never share a directory.
+
+A run's identity is what changes the numbers it produces:
+
+- ``algo.*``: the algorithm (``_target_``) and every hyperparameter;
+- ``env.*``: env id, kwargs, ``n_envs``, wrappers, normalization, frame stacking;
+- ``budget`` (env steps) and ``seed`` (``seed_<n>``: every seed of a config shares the ``config_id``);
+- ``backend`` and ``parity``: whose implementation and which optimizer settings;
+- ``eval.every``, ``eval.episodes``, ``eval.deterministic``: the evaluation protocol (what the scores are);
+- ``trainer.*`` but the two below (precision, accelerator, devices, strategy change the arithmetic);
+- ``checkpoint.replay_buffer``: what a resumed run continues from (without it a resume is no longer exact);
+- ``threads``: torch's intra-op threads change the order of its float sums (PPO on CartPole, 2,048 steps: parameters
+  differ by up to 2e-5 between 1 and 2 threads), so runs with other thread counts are other runs.
+
+``OBSERVATION`` keys say how a run is watched, not what it computes, so they never change its directory: they are
+recorded in ``summary.json`` (``observation``) and hashed at their shipped defaults (so a directory made before they
+became observation settings keeps its name). Each was checked to leave the results bit for bit unchanged (README,
+"Run identity"): the loggers, the progress bar and Lightning's logging interval, ``log_interval``, evaluation videos,
+the checkpoint interval (exact resume: a checkpoint only reads the state) and the live console (``console.*``).
+``NOT_IDENTITY`` keys say how a run is launched, scored or placed.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -28,7 +48,14 @@ from lit_bench.store.format import legacy_spelling
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
-NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo")
+NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console")
+# How a run is observed: recorded, never part of the directory; hashed at these values (the shipped defaults)
+OBSERVATION: dict[str, Any] = {
+    "logger": {"extra": {}}, "trainer.enable_progress_bar": False, "trainer.log_every_n_steps": 1,
+    "eval.video": False, "eval.video_every": None, "log_interval": None, "checkpoint.every": None,
+}
+OBSERVATION_KEYS = (*OBSERVATION, "console")
+_ABSENT = object()
 ID_CHARS = 10
 SLUG_MAX = 80  # characters of the readable part of a directory name; the config_id keeps longer ones distinct
 _VARIANT_DIR = re.compile(rf"-[0-9a-f]{{{ID_CHARS}}}$")
@@ -57,8 +84,29 @@ def _digest(data: Any, chars: int) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:chars]
 
 
+def _lookup(config: dict[str, Any], dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
 def _identity(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in config.items() if k not in (*NOT_IDENTITY, "seed", "hydra")}
+    kept = copy.deepcopy({k: v for k, v in config.items() if k not in (*NOT_IDENTITY, "seed", "hydra")})
+    for dotted, value in OBSERVATION.items():
+        *parents, leaf = dotted.split(".")
+        node = _lookup(kept, ".".join(parents)) if parents else kept
+        if isinstance(node, dict) and leaf in node:
+            node[leaf] = copy.deepcopy(value)
+    return kept
+
+
+def observation(config: dict[str, Any]) -> dict[str, Any]:
+    """The run's observation settings (``OBSERVATION_KEYS`` it has), as ``summary.json`` records them."""
+    found = {key: _lookup(config, key) for key in OBSERVATION_KEYS}
+    return {key: value for key, value in found.items() if value is not _ABSENT}
 
 
 def config_id(config: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
+from lit_bench.run.console import ConsoleProgress
 from lit_bench.run.video import EvalVideo, recording
 from lit_bench.store.rundir import RunDir
 
@@ -50,11 +51,13 @@ class PeriodicEval(BaseCallback):
         the same episodes whatever ran before it (a resumed run scores exactly like an uninterrupted one)
     :param video: which evaluations record their first episode (None: none)
     :param on_evaluated: called with ``(model, row)`` after each evaluation (e.g. the best-model checkpoint)
+    :param progress: the run's live console (told every env step and every evaluation)
     """
 
     def __init__(self, eval_env: VecEnv, run: RunDir, every: int, episodes: int, deterministic: bool,
                  wall_time_offset: float = 0.0, seed: int | None = None, video: EvalVideo | None = None,
-                 on_evaluated: Sequence[Callable[[Any, dict[str, Any]], None]] = ()) -> None:
+                 on_evaluated: Sequence[Callable[[Any, dict[str, Any]], None]] = (),
+                 progress: ConsoleProgress | None = None) -> None:
         super().__init__(verbose=0)
         self.eval_env = eval_env
         self.run = run
@@ -71,6 +74,7 @@ class PeriodicEval(BaseCallback):
         self.last_row: dict[str, Any] | None = None
         self.video = video
         self.on_evaluated = list(on_evaluated)
+        self.progress = progress
         # per-episode history, continued on resume for the evaluations eval.csv still holds (it was cut at the
         # checkpoint before this callback was made)
         kept = {float(r["timesteps"]) for r in run.eval_rows()}
@@ -81,10 +85,14 @@ class PeriodicEval(BaseCallback):
     def _init_callback(self) -> None:
         self.steps_at_start = self.model.num_timesteps
         self.next_eval = (self.model.num_timesteps // self.every + 1) * self.every
+        if self.progress is not None:
+            self.progress.start(self.model.num_timesteps)
 
     def _on_step(self) -> bool:
         if self.first_step_at is None:
             self.first_step_at = time.perf_counter()
+        if self.progress is not None:
+            self.progress.step(self.num_timesteps)
         if self.num_timesteps >= self.next_eval:
             self.evaluate(self.model)
             self.next_eval = (self.num_timesteps // self.every + 1) * self.every
@@ -132,6 +140,8 @@ class PeriodicEval(BaseCallback):
         self._append_history(timesteps, returns, lengths, successes)
         self._log(row, successes)
         self.last_row = row
+        if self.progress is not None:
+            self.progress.evaluated(row)
         for hook in self.on_evaluated:
             hook(model, row)
         return row

@@ -24,6 +24,9 @@ from lit_bench.config.identity import sweep_path
 from lit_bench.store.rundir import RunDir
 
 EXTRA = "pip install -e '.[loggers]'"
+# W&B's x-axis of every metric, in both backends: the env step (Lightning's WandbLogger logs it under this name with
+# every dump; the sb3 backend logs it too), so that lit and sb3 runs overlay in one workspace
+ENV_STEP_AXIS = "trainer/global_step"
 _PACKAGE_OF = {"TensorBoardLogger": "tensorboard", "WandbLogger": "wandb"}  # Lightning logger -> what it imports
 
 
@@ -64,10 +67,19 @@ def lightning_loggers(cfg: DictConfig, run: RunDir) -> list[Any]:
 
     loggers: list[Any] = [CSVLogger(save_dir=str(run.root), name="train", version="")]
     for node in logger_nodes(cfg).values():
-        extra = wandb_identity(cfg, run) if _kind(node) == "WandbLogger" else {}
+        wandb = _kind(node) == "WandbLogger"
+        extra = wandb_identity(cfg, run) if wandb else {}
         # a partial, because "config" would clash with instantiate's own argument (and must not be instantiated)
         loggers.append(instantiate(node, _partial_=True, save_dir=str(run.root))(**extra))
+        if wandb:
+            define_env_step_axis(loggers[-1].experiment)  # (Lightning defines the same: not left to its version)
     return loggers
+
+
+def define_env_step_axis(run: Any) -> None:
+    """Every metric of the W&B ``run`` plotted against ``ENV_STEP_AXIS`` (the env step)."""
+    run.define_metric(ENV_STEP_AXIS)
+    run.define_metric("*", step_metric=ENV_STEP_AXIS, step_sync=True)
 
 
 class WandbOutputFormat(KVWriter):
@@ -77,12 +89,13 @@ class WandbOutputFormat(KVWriter):
         import wandb
 
         self.run = wandb.init(**init_kwargs)
+        define_env_step_axis(self.run)
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         metrics = {k: float(v) for k, v in key_values.items()
                    if "wandb" not in key_excluded.get(k, ()) and scalar(v)}
-        if metrics:
-            self.run.log(metrics, step=int(step))
+        if metrics:  # _step is the env step too, as SB3's own W&B runs have it
+            self.run.log({**metrics, ENV_STEP_AXIS: int(step)}, step=int(step))
 
     def close(self) -> None:
         self.run.finish()

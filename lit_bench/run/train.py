@@ -9,6 +9,7 @@ sweep's other runs carry on) and returned.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import sys
@@ -35,11 +36,12 @@ from lit_bench.config.checks import (
     check_spaces,
 )
 from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs, require_package
-from lit_bench.config.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
+from lit_bench.config.identity import RunIdentity, config_hash, config_id, identify, observation, resolved, run_path
 from lit_bench.control.signals import Interrupted
 from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import resume_point
+from lit_bench.run.console import ConsoleProgress, choose_mode
 from lit_bench.run.evaluation import PeriodicEval
 from lit_bench.run.loggers import check_loggers, finish_loggers
 from lit_bench.run.objective import check_objective, score
@@ -71,9 +73,9 @@ class Start:
 
 
 def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any] | None, *, backend: str,
-           budget: int, force: bool) -> Start:
+           budget: int | None, force: bool) -> Start:
     """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
-    already known to be this run's)."""
+    already known to be this run's; ``budget`` None: only whether to skip is known, never ``resume``)."""
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
     if damage:
         return Start("fresh", damage=damage)
@@ -82,8 +84,8 @@ def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any
         return Start("fresh")
     if previous["status"] == "completed" or (pruned and not force):
         return Start("skip")  # force=true continues a pruned run from its checkpoint
-    step = resume_point(run_dir, backend)
-    return Start("resume", step) if step is not None and step < budget else Start("fresh")
+    step = resume_point(run_dir, backend) if budget is not None else None
+    return Start("resume", step) if step is not None and budget is not None and step < budget else Start("fresh")
 
 
 def failed(base: dict[str, Any], error: str, traceback: str | None = None) -> dict[str, Any]:
@@ -102,9 +104,27 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
     check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
     check_objective(cfg.objective)
+    console_mode(cfg)
     check_processes(cfg, algo_cls)
     check_precision(cfg)
     return algo_cls, budget
+
+
+def console_mode(cfg: DictConfig) -> str:
+    """``console.progress`` resolved for this process (``auto``: a bar on a terminal, lines in logs and sweeps)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    try:
+        multirun = HydraConfig.get().mode == RunMode.MULTIRUN
+    except ValueError:  # run(cfg) called from Python
+        multirun = False
+    console = cfg.get("console") or {}
+    try:
+        return choose_mode(str(console.get("progress", "auto")), terminal=sys.stderr.isatty(), multirun=multirun,
+                           lightning_bar=str(cfg.backend) == "lit" and bool(cfg.trainer.get("enable_progress_bar")))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
@@ -114,7 +134,7 @@ def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, r
         "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
         "sweep": str(cfg.sweep), "variant": identity.variant, "config_id": identity.config_id,
         "config_hash": identity.config_hash, "overrides": identity.overrides,
-        "invocation": os.environ.get(INVOCATION_ENV),
+        "observation": observation(config), "invocation": os.environ.get(INVOCATION_ENV),
     }
 
 
@@ -153,17 +173,21 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         return failed(base, f"{run_dir.root} holds a {(previous or {}).get('status', 'started')} run of another "
                             f"config (config_id {config_id(held)}, this one {base['config_id']}); nothing was "
                             f"changed: use another sweep= or move it")
-    try:
-        algo_cls, budget = _prepare(cfg)
-    except ConfigError as error:
-        return _record_config_error(run_dir, failed(base, str(error)), previous)
-    torch.set_num_threads(int(cfg.threads))
-    start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
+    # a completed run is skipped before the checks: a logger it would need only to train again is not required
+    start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=None, force=bool(cfg.force))
+    if start.action != "skip":
+        try:
+            algo_cls, budget = _prepare(cfg)
+        except ConfigError as error:
+            return _record_config_error(run_dir, failed(base, str(error)), previous)
+        start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
     if start.action == "skip":
         assert previous is not None
         if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
             return {**base, **previous}
-        return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
+        return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective),
+                "note": not_retrained(held or {}, config, run_dir)}
+    torch.set_num_threads(int(cfg.threads))
     _open(run_dir, config, start)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
     run_dir.write_summary(summary)
@@ -175,6 +199,22 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
 
     return _recorded(run_dir, summary,
                      lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
+
+
+def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir) -> str | None:
+    """What a skipped run does instead of training again for observation settings its completed run did not have
+    (None: it had the same)."""
+    ours, theirs = observation(config), observation(held)
+    changed = [key for key in ours if key != "console" and ours[key] != theirs.get(key)]  # (the console: no note)
+    if not changed:
+        return None
+    shown = ", ".join(f"{key}={json.dumps(ours[key], default=str, separators=(',', ':'))}" for key in changed)
+    instead = [f"its metrics are in {run_dir.metrics_csv}"]
+    if config.get("eval", {}).get("video") and not held.get("eval", {}).get("video"):
+        instead.append(f"a video of its final model: python -m lit_bench.enjoy {run_dir.root} --video "
+                       f"{run_dir.final_video}")
+    return (f"not trained again for {shown} (how a run is watched, not what it computes); "
+            f"{'; '.join(instead)}; force=true retrains it into the same directory")
 
 
 def _record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -196,6 +236,7 @@ def _open(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
         assert start.step is not None
         run_dir.truncate_eval(start.step)
         run_dir.stash_metrics(start.step)
+        run_dir.truncate_monitor(start.step, int(config["env"]["n_envs"]))
     else:
         run_dir.wipe()
     atomic_write_text(run_dir.config, yaml.safe_dump(config, sort_keys=False))
@@ -212,14 +253,18 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
     every = int(cfg.eval.every or max(budget // 10, 1))
     video = eval_video(cfg.eval, run_dir.video, budget, every)
     train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
-                                    render_mode="rgb_array" if video else None)
+                                    render_mode="rgb_array" if video else None, monitor_dir=str(run_dir.monitor),
+                                    append_monitor=resume)
     try:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
+        progress = ConsoleProgress(f"{cfg.algo_name} {cfg.env_name} seed {cfg.seed}", budget, every,
+                                   console_mode(cfg), float((cfg.get("console") or {}).get("heartbeat_s", 60)))
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
                                  wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
                                  seed=int(cfg.seed) + EVAL_SEED_OFFSET, video=video,
                                  on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env),
-                                               *trial_hooks(cfg, run_dir)])
+                                               *trial_hooks(cfg, run_dir)],
+                                 progress=progress)
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         processes = requested_devices(cfg)
@@ -233,6 +278,8 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
             sync_envs_normalization(train_env, eval_env)  # a lit model has let go of its training env by now
             last = evaluator.evaluate(model)  # the final score is always measured at the end of the budget
     finally:
+        if "progress" in locals():
+            progress.close()
         train_env.close()
         eval_env.close()
     rows = run_dir.eval_rows()
@@ -303,5 +350,6 @@ def describe(summary: dict[str, Any]) -> str:
         else:
             solved = f"; below {threshold:g}"
     done = "already completed, skipped" if summary["status"] == "skipped" else summary["status"]
+    note = f"; {summary['note']}" if summary.get("note") else ""
     return (f"{name}: {done}; final evaluation {score} after {summary['timesteps']} env steps{solved}; "
-            f"results in {summary['run_dir']}")
+            f"results in {summary['run_dir']}{note}")

@@ -36,6 +36,7 @@ BEST_FILES = {"lit": "best.ckpt", "sb3": "best.zip"}  # in checkpoints/
 BEST_VECNORMALIZE = "best_vecnormalize.pkl"  # in checkpoints/
 BEST_STATE = "best.json"  # in checkpoints/, written last: {"timesteps", "mean_return"} of the kept best model
 VIDEO = "video"
+MONITOR = "monitor"  # SB3 Monitor files of the training envs (the RL Zoo's plot scripts read them)
 FINAL_VIDEO = "final.mp4"  # the final evaluation's first episode, in <run>/video/
 LOCK = ".lock"  # the writer's flock (pid and host inside)
 METRICS_BEFORE_RESUME = ".metrics.before_resume.csv"  # a resumed run's earlier metrics, until training ends
@@ -64,6 +65,7 @@ FILES: dict[str, str] = {
     VECNORMALIZE: "VecNormalize statistics in SB3's format (when the env normalizes)",
     f"{VIDEO}/{FINAL_VIDEO}": "the final evaluation's first episode (eval.video=true)",
     f"{VIDEO}/eval_<steps>.mp4": "an evaluation's first episode (eval.video_every=k)",
+    f"{MONITOR}/<i>.monitor.csv": "SB3 Monitor's episodes of training env i (r, l, t), both backends",
 }
 
 # What summary.json holds. A run writes it when it starts (status running), and again when it ends.
@@ -89,6 +91,9 @@ SUMMARY_FIELDS: dict[str, str] = {
     "startup_s": "seconds from the start to the first env step", "objective": "the score a sweeper gets",
     "error": "what went wrong (failed, interrupted)", "traceback": "the traceback of an unexpected error",
     "signal": "the signal that stopped an interrupted run",
+    "observation": "how the run was watched (loggers, progress bar, videos, log intervals, checkpoint frequency, "
+                   "console): recorded, never part of its identity",
+    "note": "what a skipped run's command asked for that did not train it again (another observation setting)",
 }
 
 # Files a sweep directory (<out_dir>/<sweep>) holds next to its runs.

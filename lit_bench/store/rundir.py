@@ -93,6 +93,7 @@ class RunDir:
         self.train_dir = self.metrics_csv.parent
         self.checkpoints = self.root / fmt.CHECKPOINTS
         self.video = self.root / fmt.VIDEO
+        self.monitor = self.root / fmt.MONITOR  # SB3 Monitor files of the training envs: <i>.monitor.csv
         self.final_video = self.video / FINAL_VIDEO
         self.checkpoint_state = self.checkpoints / fmt.CHECKPOINT_STATE
         self._metrics_before_resume = self.root / fmt.METRICS_BEFORE_RESUME
@@ -200,6 +201,24 @@ class RunDir:
                 np.savez(file, **arrays)
 
         atomic_write(self.evaluations_npz, write)
+
+    def monitor_files(self) -> list[Path]:
+        return sorted(self.monitor.glob("*.monitor.csv"))
+
+    def truncate_monitor(self, upto: int, n_envs: int) -> None:
+        """Drop the episodes the training envs ended after ``upto`` env steps (``upto / n_envs`` steps of each env):
+        the resumed run's Monitors append theirs."""
+        per_env = upto // max(n_envs, 1)
+        for path in self.monitor_files():
+            header, *lines = path.read_text().splitlines(keepends=True)
+            rows = list(csv.DictReader(lines))
+            kept, steps = 0, 0
+            for row in rows:
+                steps += int(float(row["l"]))
+                if steps > per_env:
+                    break
+                kept += 1
+            atomic_write_text(path, header + "".join(lines[:kept + 1]))
 
     # ------------------------------------------------------------------ train/metrics.csv
 

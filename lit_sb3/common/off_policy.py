@@ -98,6 +98,7 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         self.use_sde = use_sde
         self.sde_sample_freq = sde_sample_freq
         self.use_sde_at_warmup = use_sde_at_warmup
+        self._dumped_at = (0, 0)  # (env steps, updates) at the last dump
         self.replay_buffer: ReplayBuffer | None = None
         self._vec_normalize_env: VecNormalize | None = None
         self._last_original_obs: Any = None
@@ -213,6 +214,7 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
                 if not self.policy.training:
                     self._set_training_mode(True)
                 self._update_learning_rate()
+                self._metrics.start_over()  # SB3 logs each statistic's mean over its latest train() call
                 self.gradient_updates(steps, self.batch_size)
         return True
 
@@ -336,12 +338,17 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         record("time/episodes", self._episode_num, exclude="tensorboard")
         for key, value in self._metrics.means().items():
             record(f"train/{key}", value)
-        if self._n_updates:
+        # SB3 records these when they change (n_updates in train(), the parts' values at each env step), so a second
+        # dump at the same step (two envs ending an episode together) has neither
+        steps, updates = self._dumped_at
+        if self._n_updates and self._n_updates != updates:
             record("train/n_updates", self._n_updates, exclude="tensorboard")
         if self.use_sde and hasattr(self.policy, "actor"):
             record("train/std", self.policy.actor.get_std().mean().item())
-        for part in self._parts:
-            part.record(record)
+        if self.num_timesteps != steps:
+            for part in self._parts:
+                part.record(record)
+        self._dumped_at = (self.num_timesteps, self._n_updates)
         super().dump_logs()
 
     # ------------------------------------------------------------------ replay buffer persistence

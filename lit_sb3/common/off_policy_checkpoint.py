@@ -31,6 +31,7 @@ class OffPolicyCheckpoint:
             state["env"]["last_original_obs"] = resume.to_tree(self._last_original_obs)
         state["action_noise"] = resume.noise_state(self.action_noise)
         state["stat_sums"] = self._metrics.state()
+        state["dumped_at"] = list(self._dumped_at)
         return state
 
     def _resume_training_state(self: OffPolicyAlgorithm, env: VecEnv, state: dict[str, Any]) -> None:
@@ -38,6 +39,8 @@ class OffPolicyCheckpoint:
         self._last_original_obs = resume.from_tree(state["env"]["last_original_obs"])
         resume.set_noise_state(self.action_noise, state.get("action_noise"))
         self._metrics.load_state(state.get("stat_sums", {}))
+        steps, updates = state.get("dumped_at", (0, 0))
+        self._dumped_at = (int(steps), int(updates))
 
     def _load_extra_state(self: OffPolicyAlgorithm, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
         super()._load_extra_state(state, fmt)

@@ -175,6 +175,10 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             self._stop_training()
             return
         loop.iteration += 1
+        if self.log_interval and loop.iteration % self.log_interval == 0:
+            # as SB3 does: the dump comes between the rollout and its update, so train/* are the previous update's
+            self.sb3_logger.record("time/iterations", loop.iteration, exclude="tensorboard")
+            self.dump_logs()
         update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
         self._set_training_mode(True)
 
@@ -296,10 +300,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         loop = self._loop
         loop.untrained = False
         if loop.collected:
-            self._record_update_stats()
-            if self.log_interval and loop.iteration % self.log_interval == 0:
-                self.sb3_logger.record("time/iterations", loop.iteration, exclude="tensorboard")
-                self.dump_logs()
+            self._record_update_stats()  # dumped after the next rollout, as SB3 dumps them
         self._stop_if_budget_reached()
 
     def _mean_over_ranks(self, value: torch.Tensor) -> torch.Tensor:
@@ -324,9 +325,25 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         state = super()._extra_state(fmt)
         if fmt == CHECKPOINT:
             state["iteration"] = self._loop.iteration
+            # the last update's train/* values, recorded but dumped only after the next rollout (as SB3 does)
+            logger = self.sb3_logger
+            state["pending_logs"] = {key: (float(value), _exclusion(logger.name_to_excluded.get(key)))
+                                     for key, value in logger.name_to_value.items() if _is_number(value)}
         return state
 
     def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
         super()._load_extra_state(state, fmt)
         if fmt == CHECKPOINT:
             self._loop.iteration = int(state.get("iteration", 0))
+            for key, (value, excluded) in state.get("pending_logs", {}).items():
+                self.sb3_logger.record(key, value, exclude=excluded or None)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+
+
+def _exclusion(excluded: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    if excluded is None:
+        return ()
+    return (excluded,) if isinstance(excluded, str) else tuple(excluded)

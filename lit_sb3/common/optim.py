@@ -62,11 +62,21 @@ def optimizer_step(
 
 
 class MetricTracker:
-    """Running sums of update statistics as tensors: no host sync per update; averaged (and reset) when logged."""
+    """Running sums of update statistics as tensors: no host sync per update; averaged (and reset) when logged.
+
+    ``start_over`` makes a statistic's next value begin a new mean, which is how SB3's logger aggregates: each
+    ``train()`` call records the means of its own updates and overwrites what an earlier call recorded, while a
+    statistic a call does not record (TD3's actor loss between policy updates) keeps its earlier value.
+    """
 
     def __init__(self) -> None:
         self.sums: dict[str, torch.Tensor] = {}
         self.counts: dict[str, int] = {}
+        self._stale: set[str] = set()
+
+    def start_over(self, *keys: str) -> None:
+        """The next value of each of ``keys`` (of every statistic when none is named) replaces its running mean."""
+        self._stale.update(keys or self.sums)
 
     def __bool__(self) -> bool:
         return bool(self.sums)
@@ -74,12 +84,13 @@ class MetricTracker:
     def add(self, **values: torch.Tensor) -> None:
         for key, value in values.items():
             value = value.detach().float()  # bf16 running sums would lose the small terms
-            if key in self.sums:
+            if key in self.sums and key not in self._stale:
                 self.sums[key] = self.sums[key] + value  # out of place: the first value is the caller's tensor
                 self.counts[key] += 1
             else:
                 self.sums[key] = value
                 self.counts[key] = 1
+                self._stale.discard(key)
 
     def means(self) -> dict[str, float]:
         """The mean of each statistic since the last call, in one host transfer; then starts over."""
@@ -95,6 +106,7 @@ class MetricTracker:
     def clear(self) -> None:
         self.sums.clear()
         self.counts.clear()
+        self._stale.clear()
 
     def state(self) -> dict[str, tuple[torch.Tensor, int]]:
         return {k: (v, self.counts[k]) for k, v in self.sums.items()}

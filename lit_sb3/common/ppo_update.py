@@ -32,6 +32,7 @@ class ClippedSurrogateUpdate:
         self._clip = self.clip_range(1.0)
         self._clip_vf = self.clip_range_vf(1.0) if self.clip_range_vf is not None else None
         self._last_loss: torch.Tensor | None = None
+        self._kl_epoch = -1  # the epoch whose approx_kl values the tracker holds
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -85,6 +86,9 @@ class ClippedSurrogateUpdate:
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         """Compute the clipped-surrogate loss for one mini-batch and take an optimizer step on it."""
         loss, terms = self.compute_loss(batch)
+        if self._loop.epoch != self._kl_epoch:  # SB3 logs the last epoch's mean KL (the other terms: all epochs')
+            self._metrics.start_over("approx_kl")
+            self._kl_epoch = self._loop.epoch
         self._track(**terms)
         # every rank of a multi-process run stops at the same minibatch (its gradient steps are collective)
         if self.target_kl is not None and self._mean_over_ranks(terms["approx_kl"]).item() > 1.5 * self.target_kl:

@@ -214,3 +214,52 @@ def test_optuna_sweep_three_trials(tmp_path: Path) -> None:
     trials = read_csv(tmp_path / "hpo" / "trials.csv")
     assert max(float(t["value"]) for t in trials) == best["value"]
     assert os.path.basename(best["run_dirs"][0]) == "seed_0"
+
+
+OBSERVED = ("logger=tensorboard", "trainer.enable_progress_bar=true", "trainer.log_every_n_steps=5", "eval.video=true",
+            "eval.video_every=2", "log_interval=3", "checkpoint.every=128", "console.progress=off")
+
+
+def test_observation_settings_never_change_the_directory() -> None:
+    from lit_bench.config.identity import _digest, resolved
+    from lit_bench.store.format import legacy_spelling
+
+    default = identify(compose_run("algo=ppo", "env=CartPole"))
+    observed = identify(compose_run("algo=ppo", "env=CartPole", *OBSERVED))
+    assert observed == default
+    lr = identify(compose_run("algo=ppo", "env=CartPole", "algo.learning_rate=1e-3"))
+    assert identify(compose_run("algo=ppo", "env=CartPole", "algo.learning_rate=1e-3", *OBSERVED)) == lr
+    # the directories of runs made before observation settings left the identity keep their names
+    config = resolved(compose_run("algo=ppo", "env=CartPole", "algo.learning_rate=1e-3"))
+    new_nodes = ("console", "hpo")  # not in the configs of those runs
+    before = {k: v for k, v in config.items()
+              if k not in ("force", "objective", "out_dir", "sweep", "seed", "hydra", *new_nodes)}
+    assert lr.config_id == _digest(legacy_spelling(before), 10)
+    # what changes the numbers still does
+    for override in ("eval.episodes=3", "eval.every=1000", "trainer.precision=bf16-mixed",
+                     "checkpoint.replay_buffer=false", "parity=true", "threads=2"):
+        assert identify(compose_run("algo=ppo", "env=CartPole", override)).subdir != default.subdir, override
+
+
+def test_a_completed_run_is_not_retrained_for_observation_settings(tmp_path: Path) -> None:
+    from lit_bench.run.train import describe, run
+
+    common = (*TINY, f"out_dir={tmp_path}")
+    first = run(compose_run(*common))
+    assert first["status"] == "completed" and first["observation"]["eval.video"] is False
+    eval_csv = (Path(first["run_dir"]) / "eval.csv").read_text()
+    # TensorBoard is not even installed here: a run that does not train does not need it
+    again = run(compose_run(*common, "logger=tensorboard", "eval.video=true", "trainer.enable_progress_bar=true"))
+    assert again["status"] == "skipped" and again["run_dir"] == first["run_dir"]
+    line = describe(again)
+    assert "\n" not in line and "already completed, skipped" in line
+    assert "not trained again for logger=" in line and "eval.video=true" in line
+    assert "python -m lit_bench.enjoy" in line and "force=true retrains it into the same directory" in line
+    assert (Path(first["run_dir"]) / "eval.csv").read_text() == eval_csv
+    assert run(compose_run(*common))["note"] is None  # the same settings: nothing to say
+
+    forced = run(compose_run(*common, "trainer.enable_progress_bar=true", "force=true"))
+    assert forced["status"] == "completed" and forced["run_dir"] == first["run_dir"]
+    assert summary_of(Path(first["run_dir"]))["observation"]["trainer.enable_progress_bar"] is True
+    returns = [r["mean_return"] for r in read_csv(Path(first["run_dir"]) / "eval.csv")]
+    assert returns == [line.split(",")[2] for line in eval_csv.splitlines()[1:]]  # the same numbers, trained again
