@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[test,hpo,video]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
 	touch $(STAMP)
 
-run: setup ## Main job: Hydra multirun (PPO, A2C on CartPole-v1 x 3 seeds), then the report with SB3 references
-	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo,a2c env=CartPole seed=0,1,2 budget=20000 sweep=make_run
+run: setup ## Main job: PPO on CartPole-v1, lit_sb3 and SB3 side by side x 5 seeds (paired), then the report
+	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo env=CartPole backend=lit,sb3 seed=0,1,2,3,4 budget=20000 sweep=make_run
 	$(BIN)/python -m lit_bench.report results/runs/make_run --out results/runs/make_run/report
 
 test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)

@@ -83,7 +83,7 @@ def main() -> None:
         start = time.perf_counter()
         try:
             returns = random_returns(env_id, kwargs, args.episodes, args.seed)
-        except Exception as error:  # noqa: BLE001 - a missing package or env: named, the others still measured
+        except Exception as error:  # a missing package or env: named, the others still measured
             print(f"skipped {env} ({env_id}): {type(error).__name__}: {error}", file=sys.stderr)
             continue
         rows[env] = {"env": env, "env_id": env_id, "group": group, "episodes": args.episodes,

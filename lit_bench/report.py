@@ -31,9 +31,10 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from lit_bench.analysis import aggregate as agg
-from lit_bench.analysis import plot, style
+from lit_bench.analysis import plot, style, suite, suite_page
 from lit_bench.analysis.cache import Parsed
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
+from lit_bench.analysis.normalize import normalization_table
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import (
     GROUP,
@@ -184,7 +185,7 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
     if named is None:
         return []
     ax, name = named
-    figure = ax.figure
+    figure = ax.get_figure(root=True)  # (the whole figure when ax is in a subfigure)
     figure.set_dpi(DPI)
     if (engine := figure.get_layout_engine()) is not None:
         engine.execute(figure)
@@ -339,7 +340,7 @@ def _final_scores(labelled: pd.DataFrame, look: style.Look) -> tuple[plt.Axes, s
         return None
     envs = sorted(finite.env.unique())
     sizes = [int((finite.env == env).sum()) for env in envs]
-    figure, axes = plt.subplots(len(envs), 1, squeeze=False, layout="constrained", height_ratios=sizes,
+    _, axes = plt.subplots(len(envs), 1, squeeze=False, layout="constrained", height_ratios=sizes,
                                 figsize=(style.current().width, plot.rows_height(sum(sizes)) + 0.5 * (len(envs) - 1)))
     for ax, env in zip(axes[:, 0], envs):
         rows = finite[finite.env == env]
@@ -380,6 +381,10 @@ def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axe
               + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
               for r in comparison.itertuples()])
     return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
+
+
+def _suite_page(found: suite_page.Suite, seed: int) -> tuple[plt.Axes, str]:
+    return suite_page.draw(found, seed=seed), "suite"
 
 
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
@@ -424,13 +429,13 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0,
 
     Exits with one line when a path is missing, there are no runs, or none of them completed.
     """
-    parsed, runs, _, summary, comparison = _tables(paths, seed=seed, workers=workers)
+    parsed, runs, _, summary, comparison, _ = _tables(paths, seed=seed, workers=workers)
     return evaluations_table(parsed, runs, ["mean_return"]), summary, comparison  # (the report uses the returns only)
 
 
 def _tables(paths: Sequence[str | Path], *, seed: int = 0,
-            workers: int = 1) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame]:
-    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison)``."""
+            workers: int = 1) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison, per run)``."""
     where = ", ".join(map(str, paths))
     try:
         parsed = read_runs(paths, workers=workers)  # one pass over the files
@@ -446,7 +451,8 @@ def _tables(paths: Sequence[str | Path], *, seed: int = 0,
     returns = Returns.of_parsed(parsed, runs)
     per_run = run_table(runs, None, returns=returns)  # once for both tables
     summary = summary_table(runs, None, seed=seed, per_run=per_run)
-    return parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run)
+    return (parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run),
+            per_run)
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -463,8 +469,9 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
            workers: int = 1, x: str = "timesteps", look: str = "screen") -> tuple[pd.DataFrame, pd.DataFrame]:
-    parsed, runs, returns, summary, comparison = _tables(paths, seed=seed, workers=workers)  # (all figures need)
+    parsed, runs, returns, summary, comparison, per_run = _tables(paths, seed=seed, workers=workers)
     style.use(look)
+    found = suite_page.suite_of(per_run, style.Look.of(summary))
     if x != "timesteps":  # the curves against another column of eval.csv (the tables stay per env step)
         returns = Returns.of_parsed(parsed, runs, x=x)
     out.mkdir(parents=True, exist_ok=True)
@@ -472,8 +479,13 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
     atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
+    extra = []
+    if found is not None:  # normalized scores over several envs: the suite's tables and page
+        atomic_write_text(out / "suite.csv", suite.aggregate_table(found.scores, seed=seed).to_csv(index=False))
+        atomic_write_text(out / "normalization.csv", normalization_table(found.tasks).to_csv(index=False))
+        extra.append(partial(_suite_page, found, seed))
     figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
-            workers=workers, x=x)
+            workers=workers, x=x, extra=extra)
     return summary, comparison
 
 

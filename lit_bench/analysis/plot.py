@@ -154,7 +154,7 @@ def learning_curves(
 def place_legend(ax: Axes, entries: Sequence[Artist], notes: Sequence[str] = (), *, where: str = "below") -> None:
     """The legend of ``ax``'s figure under the plots (columns as the width allows) or beside them, with ``notes``
     (what was not drawn) as its heading: the plots keep the figure's width (below) or most of it (beside)."""
-    figure = ax.figure
+    figure = ax.get_figure(root=True)
     title = "\n".join(notes) or None
     if where == "below":
         ncols = style.legend_columns(len(entries), figure.get_figwidth())
@@ -193,7 +193,7 @@ def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", x
     if "reference" in rows and np.isfinite(rows["reference"].to_numpy(float)).any():
         ax.scatter(rows["reference"], y, marker="*", s=90, color=style.REFERENCE_COLOR, edgecolors="k", zorder=3,
                    label=rows.attrs.get("reference_label", "published reference at the same budget"))
-        if not ax.figure.legends:  # (one legend for a figure of several panels)
+        if not ax.get_figure(root=True).legends:  # (one legend for a figure of several panels)
             place_legend(ax, [ax.collections[-1]])
     ax.set_yticks(y, rows["label"])
     ax.set_ylim(-0.6, len(rows) - 0.4)
