@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from lit_bench.analysis import aggregate as agg
-from lit_bench.analysis import plot, style, suite, suite_page
+from lit_bench.analysis import plot, style, suite, suite_page, training
 from lit_bench.analysis.cache import Parsed
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
 from lit_bench.analysis.normalize import normalization_table
@@ -383,6 +383,38 @@ def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axe
     return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
 
 
+def _training(env: str, runs: pd.DataFrame, look: style.Look,
+              wanted: Sequence[str]) -> tuple[plt.Axes, str] | None:
+    """One env's training metrics (``train/metrics.csv``) against env steps: a panel per metric, a band per config
+    and backend in the curves' styles, one legend; None when no run of the env has the file."""
+    if not any(os.path.isfile(os.path.join(d, "train", "metrics.csv")) for d in runs.run_dir):
+        return None  # (one stat per run: cheap at 10,000 runs without them)
+    long = training.load_metrics(runs)
+    metrics = training.chosen_metrics(long, list(wanted))
+    if not metrics:
+        return None
+    configs = list(dict.fromkeys(zip(long.sweep, long.algo, long.variant)))
+    short = dict(zip(configs, style.short_labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
+    current = style.current()
+    _, axes = plt.subplots(1, len(metrics), squeeze=False, layout="constrained",
+                           figsize=(current.wide, current.height))
+    handles = {}
+    for ax, metric in zip(axes[0], metrics):
+        bands, lines = {}, {}
+        for (sweep, algo, variant, backend), group in long.groupby(["sweep", "algo", "variant", "backend"]):
+            name = f"{short[(sweep, algo, variant)]} / {backend}"
+            band = training.metric_band(group, metric)
+            if not band.empty:
+                bands[name], lines[name] = band, look.line(sweep, algo, variant, backend)
+                handles[name] = Line2D([], [], color=lines[name].color, ls=lines[name].linestyle,
+                                       label=f"{name} (n={int(band.n_runs.max())})")
+        training.draw_metric(ax, bands, lines, metric)
+    axes[0, 0].set_ylabel("IQM over seeds (95% CI)")
+    plot.place_legend(axes[0, 0], list(handles.values()))
+    axes[0, 0].get_figure(root=True).suptitle(f"{env}: training metrics (train/metrics.csv)")
+    return axes[0, 0], f"training_{env}"
+
+
 def _suite_page(found: suite_page.Suite, seed: int) -> tuple[plt.Axes, str]:
     return suite_page.draw(found, seed=seed), "suite"
 
@@ -468,10 +500,12 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-           workers: int = 1, x: str = "timesteps", look: str = "screen") -> tuple[pd.DataFrame, pd.DataFrame]:
+           workers: int = 1, x: str = "timesteps", look: str = "screen",
+           train_metrics: Sequence[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
     parsed, runs, returns, summary, comparison, per_run = _tables(paths, seed=seed, workers=workers)
     style.use(look)
-    found = suite_page.suite_of(per_run, style.Look.of(summary))
+    look_of = style.Look.of(summary)
+    found = suite_page.suite_of(per_run, look_of)
     if x != "timesteps":  # the curves against another column of eval.csv (the tables stay per env step)
         returns = Returns.of_parsed(parsed, runs, x=x)
     out.mkdir(parents=True, exist_ok=True)
@@ -480,6 +514,8 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
     extra = []
+    extra += [partial(_training, env, rows, look_of, train_metrics) for env, rows in runs.groupby("env", sort=True)
+              if train_metrics != ["none"]]
     if found is not None:  # normalized scores over several envs: the suite's tables and page
         atomic_write_text(out / "suite.csv", suite.aggregate_table(found.scores, seed=seed).to_csv(index=False))
         atomic_write_text(out / "normalization.csv", normalization_table(found.tasks).to_csv(index=False))
@@ -502,10 +538,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="figure sizes and fonts: screen, or paper (one column of a two-column paper)")
     parser.add_argument("--x", choices=list(X_AXES), default="steps",
                         help="x-axis of the learning curves: env steps, or wall-clock seconds of training")
+    parser.add_argument("--train-metrics", nargs="+", default=[], metavar="METRIC",
+                        help="train/metrics.csv columns drawn in training_<env> (default: the rollout return and "
+                             "the main losses present; none: no training figures)")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
     summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers,
-                                 x=X_AXES[args.x], look=args.style)
+                                 x=X_AXES[args.x], look=args.style, train_metrics=args.train_metrics)
     print(markdown(summary, comparison))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 
