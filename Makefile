@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 
 run: setup ## Main job: PPO on CartPole-v1, lit_sb3 and SB3 side by side x 5 seeds (paired), then the report
 	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo env=CartPole backend=lit,sb3 seed=0,1,2,3,4 budget=20000 sweep=make_run
-	$(BIN)/python -m lit_bench.report results/runs/make_run --out results/runs/make_run/report
+	$(BIN)/python -m lit_bench.cli.report results/runs/make_run --out results/runs/make_run/report
 
 test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)
 	$(BIN)/pytest -m "not slow"

@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import style
 from lit_bench.analysis.load import RUN_COLUMNS
-from lit_bench.rundir import RunDir
+from lit_bench.store.rundir import RunDir
 
 STEP_COLUMNS = ("time/total_timesteps", "step")  # env steps of a metrics row (the first present)
 PREFERRED = ("rollout/ep_rew_mean", "train/loss", "train/value_loss", "train/critic_loss", "train/actor_loss",
