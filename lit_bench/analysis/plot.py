@@ -236,7 +236,8 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame) -> Axes:
         color = "tab:orange" if r.ci_flagged else "tab:blue"
         xerr = [[r.iqm_difference - r.ci_low], [r.ci_high - r.iqm_difference]] if len(r.differences) > 1 else None
         ax.errorbar([r.iqm_difference], [i], xerr=xerr, fmt="D", color=color, capsize=5)
-        ax.annotate(r.note, (1.02, i), xycoords=("axes fraction", "data"), va="center", fontsize="small")
+        ax.annotate(r.note, (0.01, i - 0.22), xycoords=("axes fraction", "data"), va="bottom", fontsize="small",
+                    color="0.3")  # (above its row, inside the plot: the plot keeps the figure's width)
     ax.axvline(0.0, color="k", lw=1)
     handles = [Line2D([], [], marker="o", ls="none", color="0.45", label="one seed: lit - SB3"),
                Line2D([], [], marker="D", color="tab:blue", label="IQM(lit) - IQM(SB3), 95% CI")]
@@ -244,7 +245,7 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame) -> Axes:
         handles.append(Line2D([], [], marker="D", color="tab:orange", label="... under 5 seeds: CI unreliable"))
     ax.legend(handles=handles, fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=3)
     ax.set_yticks(range(len(rows)), rows["label"])
-    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_ylim(-0.7, len(rows) - 0.4)
     ax.invert_yaxis()
     ax.set_xlabel("final return: lit - SB3 (paired by seed; > 0: lit better)")
     ax.grid(axis="x", alpha=0.3)

@@ -51,7 +51,8 @@ def suite_of(per_run: pd.DataFrame, look: style.Look) -> Suite | None:
     configs = list(dict.fromkeys((s, a, v) for s, a, v, _ in entries))
     short = dict(zip(configs, style.short_labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
     result = Suite(tasks, {}, {}, [normalizer(t).kind for t in tasks])  # type: ignore[union-attr]
-    left_out = sorted({f"{a}/{b}" for (_, a, _, b), e in envs_of.items() if not tasks_set <= e})
+    left_out = sorted({f"{a}{f'[{v}]' if v else ''} / {b} ({s})" for (s, a, v, b), e in envs_of.items()
+                       if not tasks_set <= e})
     if left_out:
         result.notes.append(f"not on every env of the suite, left out: {', '.join(left_out)}")
     for key in entries:

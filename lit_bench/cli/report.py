@@ -217,7 +217,7 @@ def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
     """
     several = summary.sweep.nunique() > 1
     look = style.Look.of(summary)  # one colour per algorithm (shades per config), decided once for every figure
-    labelled = summary.assign(label=[label(r, several) for r in summary.itertuples()])
+    labelled = summary.assign(label=short_labels(summary))
     returns = evals if isinstance(evals, Returns) else Returns.of(evals)
     curves: list[Drawing] = [
         partial(_curves, env, rows, partial(curve_bands, None, rows, seed=seed, returns=returns), look, several, x)
@@ -327,6 +327,16 @@ def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.Da
     return ax, f"curves_{env}"
 
 
+def short_labels(rows: pd.DataFrame, *, backend: bool = True) -> list[str]:
+    """Figure labels of summary or comparison rows: the algorithm and the overrides that differ among them
+    (``style.short_labels``), the backend, and the env when there are several (full strings: the tables)."""
+    configs = list(zip(rows.sweep, rows.algo, rows.variant.fillna("")))
+    names = style.short_labels(configs, with_sweep=rows.sweep.nunique() > 1)
+    several_envs = rows.env.nunique() > 1
+    return [name + (f" / {r.backend}" if backend else "") + (f" · {r.env}" if several_envs else "")
+            for name, r in zip(names, rows.itertuples())]
+
+
 def _seeds_note(seeds: dict[str, int]) -> str:
     """``n=5`` for one backend, ``n=5 lit, 5 SB3`` for both."""
     if len(seeds) == 1:
@@ -378,11 +388,13 @@ def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axe
     if comparison is None or comparison.empty:
         return None
     rows = comparison.assign(
-        label=[f"{label(r, several, backend=False)} / {r.env}" for r in comparison.itertuples()],
+        label=[f"{name} / {r.env}" for name, r in zip(style.short_labels(list(zip(
+            comparison.sweep, comparison.algo, comparison.variant.fillna(""))), with_sweep=several),
+            comparison.itertuples())],
         note=[f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
               + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
               for r in comparison.itertuples()])
-    return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
+    return plot.paired_differences(plot.new_axes(height=plot.rows_height(2 * len(rows)) + 0.4), rows), "comparison"
 
 
 def _training(env: str, runs: pd.DataFrame, look: style.Look,
