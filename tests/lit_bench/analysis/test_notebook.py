@@ -19,7 +19,8 @@ def test_analysis_notebook_executes(tmp_path, monkeypatch, folder):
     make_mixed_sweeps(tmp_path)
     monkeypatch.setenv("LIT_BENCH_RUNS", str(tmp_path / "fixture_*"))
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    where = {"metadata": {"path": str(folder)}}
+    NotebookClient(notebook, timeout=180, kernel_name="python3", resources=where).execute()
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
