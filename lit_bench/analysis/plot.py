@@ -157,7 +157,9 @@ def place_legend(ax: Axes, entries: Sequence[Artist], notes: Sequence[str] = (),
     figure = ax.get_figure(root=True)
     title = "\n".join(notes) or None
     if where == "below":
-        ncols = style.legend_columns(len(entries), figure.get_figwidth())
+        ncols = style.legend_columns([str(e.get_label()) for e in entries], figure.get_figwidth())
+        lines = -(-len(entries) // ncols) + len(notes)  # the figure grows by the legend: the plots keep their size
+        figure.set_figheight(figure.get_figheight() + lines * style.legend_points() * 1.5 / 72)
         # matplotlib fills a legend's columns first: reordered, the entries read row by row, in the given order
         entries = [entries[i] for c in range(ncols) for i in range(c, len(entries), ncols)]
         box = figure.legend(handles=entries, loc="outside lower center", ncols=ncols, title=title,

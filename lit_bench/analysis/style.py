@@ -152,6 +152,13 @@ def short_labels(rows: Sequence[tuple[str, str, str]], *, with_sweep: bool = Fal
     return labels
 
 
-def legend_columns(n: int, width: float) -> int:
-    """Columns of a legend under a plot ``width`` inches wide holding ``n`` entries."""
-    return max(1, min(n, int(width // 1.7)))
+def legend_columns(labels: Sequence[str], width: float) -> int:
+    """Columns of a legend under a plot ``width`` inches wide holding ``labels``: as many as fit its longest label
+    (so the legend is never wider than the plot)."""
+    entry = 0.5 * legend_points() / 72 * max((len(t) for t in labels), default=1) + 0.6  # text, handle: inches
+    return max(1, min(len(labels), int(width // entry)))
+
+
+def legend_points() -> float:
+    """The legend's font size in points."""
+    return mpl.font_manager.FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()

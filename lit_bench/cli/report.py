@@ -314,14 +314,17 @@ def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.Da
             references[r.algo] = plot.ReferenceMark(ref.score, ref.budget, f"RL Zoo {r.algo}{version}",
                                                     reference_curve(r.algo, r.env_id), look.marker[r.algo])
     backends = sorted({str(b) for b in rows.backend})
+    notes = {c: _seeds_note(seeds[c]) for c in configs}
+    same = len(set(notes.values())) == 1  # then said once, in the title
     handles = [Line2D([], [], color=look.line(*c, "lit").color, marker=look.marker[c[1]], mfc="none",
-                      label=f"{short[c]} ({_seeds_note(seeds[c])})") for c in configs]
+                      label=short[c] + ("" if same else f" ({notes[c]})")) for c in configs]
     first = rows.iloc[0]
     ax = plot.learning_curves(
         plot.new_axes(), named, styles=styles, references=references,
         handles=handles + style.backend_handles(backends) * (len(backends) > 1 or "sb3" in backends),
         threshold=first.threshold if np.isfinite(first.threshold) else None,
-        title=f"{first.env_id or env}", xlabel="wall-clock seconds" if x == "wall_time_s" else "env steps",
+        title=f"{first.env_id or env}" + (f" ({next(iter(notes.values()))} seeds each)" if same else ""),
+        xlabel="wall-clock seconds" if x == "wall_time_s" else "env steps",
         ylabel="evaluation return\n(IQM over seeds, 95% CI)",
     )
     return ax, f"curves_{env}"
