@@ -4,7 +4,8 @@
         [--out results/reference/random_scores.csv]
 
 Each env of ``conf/env/`` (its group: its ``extra:``, else ``mujoco`` for MuJoCo ids, else ``classic``) is made with
-``gymnasium.make(id, **kwargs)`` as the harness makes it (no wrappers, its own time limit) and played for
+``gymnasium.make(id, **kwargs)`` as the harness makes it (its ``package:`` imported first; no wrappers, its own time
+limit) and played for
 ``--episodes`` episodes with actions drawn uniformly from its action space (seeded: the same file every time). Envs
 whose package is not installed are skipped and named on stderr. The rows are merged into ``--out`` (rows of envs not
 measured this time are kept), each with the command, the number of episodes and the package versions.
@@ -29,21 +30,28 @@ MUJOCO = ("Ant", "HalfCheetah", "Hopper", "Humanoid", "InvertedDoublePendulum", 
           "Swimmer", "Walker2d")
 
 
-def env_groups() -> dict[str, tuple[str, str, dict]]:
-    """env name -> (group, env id, make kwargs) of every ``conf/env`` file with a plain ``id``."""
+def env_groups() -> dict[str, tuple[str, str, dict, list[str]]]:
+    """env name -> (group, env id, make kwargs, packages to import first) of every ``conf/env`` file with a plain
+    ``id``."""
     found = {}
     for path in sorted((ROOT / "conf" / "env").glob("*.yaml")):
         cfg = yaml.safe_load(path.read_text())
         if not cfg.get("id") or cfg.get("make"):
             continue
         group = cfg.get("extra") or ("mujoco" if cfg["id"].split("-")[0] in MUJOCO else "classic")
-        found[path.stem] = (str(group), str(cfg["id"]), dict(cfg.get("kwargs") or {}))
+        packages = cfg.get("package") or []
+        found[path.stem] = (str(group), str(cfg["id"]), dict(cfg.get("kwargs") or {}),
+                            [packages] if isinstance(packages, str) else list(packages))
     return found
 
 
-def random_returns(env_id: str, kwargs: dict, episodes: int, seed: int) -> np.ndarray:
+def random_returns(env_id: str, kwargs: dict, episodes: int, seed: int, packages: list[str]) -> np.ndarray:
+    import importlib
+
     import gymnasium as gym
 
+    for package in packages:  # (as the harness does: the package registers the id)
+        importlib.import_module(package)
     if "NoFrameskip" in env_id:
         import ale_py
 
@@ -77,12 +85,12 @@ def main() -> None:
     versions = " ".join(f"{p}=={metadata.version(p)}" for p in ("gymnasium", "mujoco", "box2d", "ale-py")
                         if _installed(p))
     command = " ".join(["python", "benchmarks/random_scores.py", *sys.argv[1:]])
-    for env, (group, env_id, kwargs) in env_groups().items():
+    for env, (group, env_id, kwargs, packages) in env_groups().items():
         if group not in args.groups:
             continue
         start = time.perf_counter()
         try:
-            returns = random_returns(env_id, kwargs, args.episodes, args.seed)
+            returns = random_returns(env_id, kwargs, args.episodes, args.seed, packages)
         except Exception as error:  # a missing package or env: named, the others still measured
             print(f"skipped {env} ({env_id}): {type(error).__name__}: {error}", file=sys.stderr)
             continue

@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lit_bench.analysis.cache import CACHE_FILE  # noqa: E402
 
-
 REPORT = "lit_bench.cli.report"
 
 

@@ -135,10 +135,21 @@ def _improvements(ax: Axes, found: Suite, *, n_boot: int, seed: int) -> None:
         ax.errorbar([r.probability], [i], xerr=[[r.probability - r.ci_low], [r.ci_high - r.probability]], fmt="o",
                     color=color, capsize=3)
     ax.axvline(0.5, color="k", lw=0.8, ls=":")
-    ax.set_yticks(y, [f"P({r.x} > {r.y})" for r in table.itertuples()])
+    ax.set_yticks(y, [pair_label(r.x, r.y) for r in table.itertuples()])
     ax.set_ylim(-0.6, len(table) - 0.4)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("probability of improvement (95% CI)")
-    ax.set_title("P(X > Y) over the suite")
+    ax.set_xlabel("P(X > Y): probability of improvement (95% CI)")
+    ax.set_title("probability of improvement over the suite")
     ax.grid(axis="x", alpha=0.3)
+
+
+def pair_label(x: str, y: str) -> str:
+    """``ppo: lit > SB3`` for the two backends of a config, ``lr=0.001 > lr=0.01 (lit)`` for two configs on one
+    backend, else ``x > y`` (names ``<config> / <backend>``)."""
+    (xc, _, xb), (yc, _, yb) = x.rpartition(" / "), y.rpartition(" / ")
+    if xc == yc:
+        return f"{xc}: {'SB3' if xb == 'sb3' else xb} > {'SB3' if yb == 'sb3' else yb}"
+    if xb == yb:
+        return f"{xc} > {yc} ({xb})"
+    return f"{x} > {y}"

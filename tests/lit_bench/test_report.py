@@ -220,3 +220,20 @@ def test_ratio_without_sb3_runs_is_the_zoo_benchmark_at_its_own_budget_only(tmp_
     full, _, md = _tables(tmp_path / "full")
     assert full.ratio_to_reference.item() == pytest.approx(450.0 / 500.0) and full.ratio_n.item() == 1
     assert "| 0.90 (Zoo benchmark, n=1) |" in md
+
+
+def test_suite_and_training_pages_over_several_envs(tmp_path, capsys):
+    from tests.lit_bench.helpers import make_mixed_sweeps
+
+    make_mixed_sweeps(tmp_path)
+    out = tmp_path / "report"
+    report.main([str(tmp_path / "fixture_*"), "--out", str(out), "--formats", "png", "--style", "paper"])
+    for name in ("suite.png", "suite.csv", "normalization.csv", "training_CartPole.png", "training_Acrobot.png"):
+        assert (out / name).stat().st_size > 0, name
+    aggregates = pd.read_csv(out / "suite.csv")
+    # the two learning-rate configs ran on both envs (2 runs each on Acrobot): the suite; ppo of fixture_sweep did not
+    assert set(aggregates.name) == {"ppo learning_rate=0.001 / lit", "ppo learning_rate=0.0003 / lit"}
+    assert set(aggregates.tasks) == {2} and set(aggregates.runs) == {2}
+    assert set(pd.read_csv(out / "normalization.csv").env_id) == {"Acrobot-v1", "CartPole-v1"}
+    with Image.open(out / "suite.png") as image:
+        assert image.width > 1.5 * Image.open(out / "final_scores.png").width  # the page's width, not a column's

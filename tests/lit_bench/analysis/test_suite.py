@@ -79,3 +79,11 @@ def test_known_numbers_by_hand():
     assert list(suite.score_distribution(np.array([[0.0, 1.0], [1.0, 2.0]]), [1.0])[0]) == [0.25]  # strictly above
     with pytest.raises(ValueError, match="without NaN"):
         suite.aggregate_table({"x": np.array([[np.nan, 1.0]])})
+
+
+def test_pair_labels_say_only_what_differs():
+    from lit_bench.analysis.suite_page import pair_label
+
+    assert pair_label("ppo / lit", "ppo / sb3") == "ppo: lit > SB3"
+    assert pair_label("ppo gamma=0.9 / lit", "ppo gamma=0.99 / lit") == "ppo gamma=0.9 > ppo gamma=0.99 (lit)"
+    assert pair_label("ppo / lit", "a2c / sb3") == "ppo / lit > a2c / sb3"
