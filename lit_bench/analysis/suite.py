@@ -24,33 +24,53 @@ if TYPE_CHECKING:
 
 OPTIMALITY_GAMMA = 1.0  # a normalized score of 1 (human / best reference) counts as optimal
 
-
-def _per_row(samples: np.ndarray) -> np.ndarray:
-    """``[boot, runs, tasks]`` (or ``[runs, tasks]``: one sample) as ``[boot, runs, tasks]``."""
-    return samples[None] if samples.ndim == 2 else samples
-
-
-def iqm(samples: np.ndarray) -> np.ndarray:
-    """25% trimmed mean of all runs x tasks, per sample (``floor(n / 4)`` cut at each end, as scipy's trim_mean)."""
-    flat = np.sort(_per_row(samples).reshape(len(_per_row(samples)), -1), axis=1)
-    cut = flat.shape[1] // 4
-    return flat[:, cut:flat.shape[1] - cut].mean(axis=1)
+# Every statistic here is a function of the scores ``x`` ([runs, tasks]) and of how often each run is counted,
+# ``counts`` ([boot, runs, tasks]; all ones for the statistic itself). A bootstrap resample is such counts (each run's
+# multiplicity in its task's resample), so no resample is ever sorted or materialized: the trimmed mean reads the
+# once-sorted scores with weights, P(X > Y) the once-sorted Y with cumulative counts. The numbers are those of the
+# resampled values (the same multiset), at O(boot x runs x tasks).
 
 
-def mean(samples: np.ndarray) -> np.ndarray:
-    return _per_row(samples).mean(axis=1).mean(axis=1)
+def _ones(x: np.ndarray) -> np.ndarray:
+    return np.ones((1, *x.shape), dtype=np.int64)
 
 
-def median(samples: np.ndarray) -> np.ndarray:
-    return np.median(_per_row(samples).mean(axis=1), axis=1)
+def _counts_of(x: np.ndarray | None, counts: np.ndarray | None) -> np.ndarray:
+    return _ones(np.asarray(x)) if counts is None else counts
 
 
-def optimality_gap(samples: np.ndarray, gamma: float = OPTIMALITY_GAMMA) -> np.ndarray:
-    s = _per_row(samples)
-    return gamma - np.minimum(s, gamma).reshape(len(s), -1).mean(axis=1)
+def iqm(x: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    """25% trimmed mean of all runs x tasks (``floor(n / 4)`` cut at each end, as scipy's trim_mean), per sample."""
+    c = _counts_of(x, counts)
+    values = np.asarray(x, dtype=float).ravel()
+    order = np.argsort(values, kind="stable")
+    n = values.size
+    cut = n // 4
+    ends = np.cumsum(c.reshape(len(c), -1)[:, order], axis=1)  # where each sorted value's copies end
+    starts = ends - c.reshape(len(c), -1)[:, order]
+    kept = np.clip(np.minimum(ends, n - cut) - np.maximum(starts, cut), 0, None)  # copies inside [cut, n - cut)
+    return kept @ values[order] / (n - 2 * cut)
 
 
-AGGREGATES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+def _task_means(x: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return np.einsum("brt,rt->bt", c, np.asarray(x, dtype=float)) / x.shape[0]  # [boot, tasks] (a resample: runs)
+
+
+def mean(x: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    return _task_means(x, _counts_of(x, counts)).mean(axis=1)
+
+
+def median(x: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    return np.median(_task_means(x, _counts_of(x, counts)), axis=1)
+
+
+def optimality_gap(x: np.ndarray, counts: np.ndarray | None = None, gamma: float = OPTIMALITY_GAMMA) -> np.ndarray:
+    c = _counts_of(x, counts)
+    clipped = np.minimum(np.asarray(x, dtype=float), gamma)
+    return gamma - np.einsum("brt,rt->b", c, clipped) / c[0].size
+
+
+AGGREGATES: dict[str, Callable[[np.ndarray, np.ndarray | None], np.ndarray]] = {
     "IQM": iqm, "mean": mean, "median": median, "optimality gap": optimality_gap}
 
 
@@ -62,24 +82,32 @@ def _matrix(scores: np.ndarray) -> np.ndarray:
     return x
 
 
-def stratified_resamples(scores: np.ndarray, n_boot: int, rng: np.random.Generator,
-                         step: int | None = None) -> list[np.ndarray]:
-    """Bootstrap samples ``[boot, runs, tasks]`` of a score matrix, runs resampled within each task, ``step``
-    samples at a time (default: about 4M numbers per chunk; the same draws whatever the step: one index array)."""
-    x = _matrix(scores)
-    runs, tasks = x.shape
+def stratified_counts(shape: tuple[int, int], n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``[boot, runs, tasks]``: how often each run is drawn when ``runs`` runs are resampled with replacement within
+    each task (rliable's stratified bootstrap), ``n_boot`` times."""
+    runs, tasks = shape
     index = rng.integers(0, runs, size=(n_boot, runs, tasks))
-    step = step or max((1 << 22) // (runs * tasks), 1)
-    return [x[index[a:a + step], np.arange(tasks)] for a in range(0, n_boot, step)]
+    flat = (np.arange(n_boot)[:, None, None] * runs + index) * tasks + np.arange(tasks)
+    return np.bincount(flat.ravel(), minlength=n_boot * runs * tasks).reshape(n_boot, runs, tasks)
 
 
-def interval(statistic: Callable[[np.ndarray], np.ndarray], scores: np.ndarray, *, n_boot: int = 2000,
-             confidence: float = 0.95, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(point, low, high)`` of a (vector-valued) statistic of ``[runs, tasks]`` scores: its value and the
-    percentile interval of its stratified bootstrap."""
+CHUNK = 1 << 20  # resampled numbers per chunk of bootstrap samples (bounds the memory; the draws are fixed by it)
+
+
+def _chunks(n_boot: int, size: int) -> list[int]:
+    """Bootstrap samples per chunk (``CHUNK`` numbers at most, at least one sample)."""
+    step = max(CHUNK // max(size, 1), 1)
+    return [min(step, n_boot - a) for a in range(0, n_boot, step)]
+
+
+def interval(statistic: Callable[[np.ndarray, np.ndarray | None], np.ndarray], scores: np.ndarray, *,
+             n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(point, low, high)`` of a (vector-valued) statistic of ``[runs, tasks]`` scores (``statistic(x, counts)``):
+    its value and the percentile interval of its stratified bootstrap."""
     x = _matrix(scores)
-    point = statistic(x)[0]
-    stats = np.concatenate([statistic(s) for s in stratified_resamples(x, n_boot, np.random.default_rng(seed))])
+    point = statistic(x, None)[0]
+    rng = np.random.default_rng(seed)
+    stats = np.concatenate([statistic(x, stratified_counts(x.shape, k, rng)) for k in _chunks(n_boot, x.size)])
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(stats, [alpha, 1.0 - alpha], axis=0)
     return point, low, high
@@ -90,8 +118,10 @@ def aggregate_table(scores: Mapping[str, np.ndarray], *, n_boot: int = 2000, con
     """One row per name and aggregate: ``name, metric, value, ci_low, ci_high, runs, tasks``."""
     import pandas as pd
 
-    def all_four(samples: np.ndarray) -> np.ndarray:
-        return np.stack([f(samples) for f in AGGREGATES.values()], axis=1)
+    def all_four(x: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
+        means = _task_means(x, _counts_of(x, counts))  # (mean and median share them)
+        return np.stack([iqm(x, counts), means.mean(axis=1), np.median(means, axis=1), optimality_gap(x, counts)],
+                        axis=1)  # (AGGREGATES' order)
 
     rows = []
     for name, matrix in scores.items():
@@ -102,13 +132,12 @@ def aggregate_table(scores: Mapping[str, np.ndarray], *, n_boot: int = 2000, con
     return pd.DataFrame(rows, columns=["name", "metric", "value", "ci_low", "ci_high", "runs", "tasks"])
 
 
-def score_distribution(samples: np.ndarray, taus: Sequence[float] | np.ndarray) -> np.ndarray:
+def score_distribution(x: np.ndarray, taus: Sequence[float] | np.ndarray,
+                       counts: np.ndarray | None = None) -> np.ndarray:
     """Fraction of all runs x tasks with a score above each ``tau``, per sample: ``[boot, taus]``."""
-    s = _per_row(samples)
-    flat = np.sort(s.reshape(len(s), -1), axis=1)
-    t = np.asarray(taus, dtype=float)
-    at_or_below = np.stack([np.searchsorted(row, t, side="right") for row in flat])
-    return 1.0 - at_or_below / flat.shape[1]
+    c = _counts_of(x, counts)
+    above = (np.asarray(x, dtype=float).reshape(-1, 1) > np.asarray(taus, dtype=float)).astype(float)
+    return c.reshape(len(c), -1).astype(float) @ above / c[0].size  # (a float product: BLAS's)
 
 
 def performance_profile(scores: Mapping[str, np.ndarray], taus: Sequence[float] | np.ndarray, *,
@@ -119,25 +148,30 @@ def performance_profile(scores: Mapping[str, np.ndarray], taus: Sequence[float] 
     t = np.asarray(taus, dtype=float)
     frames = []
     for name, matrix in scores.items():
-        point, low, high = interval(lambda s: score_distribution(s, t), matrix, n_boot=n_boot,
+        point, low, high = interval(lambda x, c: score_distribution(x, t, c), matrix, n_boot=n_boot,
                                     confidence=confidence, seed=seed)
         frames.append(pd.DataFrame({"name": name, "tau": t, "fraction": point, "ci_low": low, "ci_high": high}))
     return pd.concat(frames, ignore_index=True)
 
 
-def improvement_probability(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """P(X > Y) + P(X = Y) / 2 per task, averaged over tasks; ``[boot, runs, tasks]`` samples give one per sample.
+def improvement_probability(x: np.ndarray, y: np.ndarray, x_counts: np.ndarray | None = None,
+                            y_counts: np.ndarray | None = None) -> np.ndarray:
+    """P(X > Y) + P(X = Y) / 2 per task, averaged over tasks, per sample (``[boot]``).
 
-    Computed from ranks (the Mann-Whitney U of X: the sum of its average ranks in the pooled sample, minus
-    ``m (m + 1) / 2``), which is the pairwise count without its ``m * n`` comparisons.
+    Per task, each X run counts the Y runs below it and half those equal to it: with Y sorted once, that is the
+    cumulative count of Y up to the X value's position (found once), so a resample costs O(runs), not O(m * n).
     """
-    from scipy.stats import rankdata
-
-    a, b = _per_row(np.asarray(x, dtype=float)), _per_row(np.asarray(y, dtype=float))
-    m, n = a.shape[1], b.shape[1]
-    ranks = rankdata(np.concatenate([a, b], axis=1), axis=1)  # average ranks over ties, per sample and task
-    u = ranks[:, :m].sum(axis=1) - m * (m + 1) / 2.0  # [boot, tasks]
-    return (u / (m * n)).mean(axis=1)
+    a, b = _matrix(x), _matrix(y)
+    ca, cb = _counts_of(a, x_counts), _counts_of(b, y_counts)
+    total = np.zeros(len(ca))
+    for task in range(a.shape[1]):
+        order = np.argsort(b[:, task], kind="stable")
+        ys = b[order, task]
+        below = np.concatenate([np.zeros((len(cb), 1)), np.cumsum(cb[:, order, task], axis=1)], axis=1)
+        lt, le = np.searchsorted(ys, a[:, task], "left"), np.searchsorted(ys, a[:, task], "right")
+        wins = 0.5 * (below[:, lt] + below[:, le])  # Y runs below each X run, ties half: [boot, m]
+        total += (ca[:, :, task] * wins).sum(axis=1) / (a.shape[0] * b.shape[0])
+    return total / a.shape[1]
 
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95,
@@ -148,9 +182,9 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, *, n_boot: int = 20
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"probability_of_improvement: X has {a.shape[1]} tasks, Y {b.shape[1]}")
     rng = np.random.default_rng(seed)
-    step = max((1 << 22) // ((len(a) + len(b)) * a.shape[1]), 1)  # (both in chunks of the same samples)
-    xs, ys = stratified_resamples(a, n_boot, rng, step), stratified_resamples(b, n_boot, rng, step)
-    stats = np.concatenate([improvement_probability(p, q) for p, q in zip(xs, ys)])
+    stats = np.concatenate([improvement_probability(a, b, stratified_counts(a.shape, k, rng),
+                                                    stratified_counts(b.shape, k, rng))
+                            for k in _chunks(n_boot, a.size + b.size)])
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(stats, [alpha, 1.0 - alpha])
     return float(improvement_probability(a, b)[0]), float(low), float(high)

@@ -73,14 +73,16 @@ def suite_of(per_run: pd.DataFrame, look: style.Look) -> Suite | None:
     return result
 
 
-def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0) -> Axes:
-    """The suite page: four aggregate panels over one row, the performance profile and P(improvement) below."""
+def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0, aggregates: pd.DataFrame | None = None) -> Axes:
+    """The suite page: four aggregate panels over one row, the performance profile and P(improvement) below
+    (``aggregates``: ``suite.aggregate_table(found.scores, n_boot=n_boot, seed=seed)`` when known)."""
     look = style.current()
     names = list(found.scores)
     height = 1.2 + (0.16 if look.name == "paper" else 0.3) * len(names)
     figure = plt.figure(figsize=(look.wide, height + (2.4 if look.name == "paper" else 4.0)), layout="constrained")
     top, bottom = figure.subfigures(2, 1, height_ratios=[height, 2.4 if look.name == "paper" else 4.0])
-    aggregates = suite.aggregate_table(found.scores, n_boot=n_boot, seed=seed)
+    if aggregates is None:
+        aggregates = suite.aggregate_table(found.scores, n_boot=n_boot, seed=seed)
     axes = top.subplots(1, len(suite.AGGREGATES), sharey=True)
     for ax, metric in zip(axes, suite.AGGREGATES):
         rows = aggregates[aggregates.metric == metric].set_index("name").loc[names]

@@ -432,8 +432,8 @@ def _training(env: str, runs: pd.DataFrame, look: style.Look,
     return axes[0, 0], f"training_{env}"
 
 
-def _suite_page(found: suite_page.Suite, seed: int) -> tuple[plt.Axes, str]:
-    return suite_page.draw(found, seed=seed), "suite"
+def _suite_page(found: suite_page.Suite, seed: int, aggregates: pd.DataFrame) -> tuple[plt.Axes, str]:
+    return suite_page.draw(found, seed=seed, aggregates=aggregates), "suite"
 
 
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
@@ -534,9 +534,10 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
     extra += [partial(_training, env, rows, look_of, train_metrics) for env, rows in runs.groupby("env", sort=True)
               if train_metrics != ["none"]]
     if found is not None:  # normalized scores over several envs: the suite's tables and page
-        atomic_write_text(out / "suite.csv", suite.aggregate_table(found.scores, seed=seed).to_csv(index=False))
+        aggregates = suite.aggregate_table(found.scores, seed=seed)
+        atomic_write_text(out / "suite.csv", aggregates.to_csv(index=False))
         atomic_write_text(out / "normalization.csv", normalization_table(found.tasks).to_csv(index=False))
-        extra.append(partial(_suite_page, found, seed))
+        extra.append(partial(_suite_page, found, seed, aggregates))
     figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
             workers=workers, x=x, extra=extra)
     return summary, comparison
