@@ -1,7 +1,7 @@
 """Wall time, CPU time and peak memory of ``python -m lit_bench.cli.report`` on synthetic sweeps of N runs.
 
-    python benchmarks/report_scale.py --runs 1000 10000 [--configs 60 20] [--root /tmp/lit_bench_scale] [--reps 1]
-        [--workers N] [--code DIR]
+    python benchmarks/report_scale.py --runs 1000 10000 [--configs 60 20] [--root /tmp/lit_bench_scale]
+        [--reps 1] [--workers N] [--code DIR]
 
 Writes the runs with ``benchmarks/synthetic_runs.py`` under ``--root/<N>`` (once; kept for later calls, outside the
 repository), then times the report on them: ``cold`` without the analysis cache (as a first report), ``warm`` with
