@@ -11,8 +11,8 @@ all of them together, sampled every 50 ms (proportional set sizes: pages forked 
 counted once). The figures cost per config (one curve, bar and label each), the rest per run: ``--configs`` takes
 several shapes, by default 60 configs (~167 seeds each at 10,000 runs) and the many-seeds shape of 20 configs (500
 seeds each), every one timed. ``--workers`` is passed to the report (its default: the usable CPUs); ``--code`` times
-another checkout's ``lit_bench`` (e.g. ``git archive main | tar -x -C /tmp/main``) with the same data, for before/after tables. The
-machine is shared: alternate, and compare CPU seconds and ratios rather than wall seconds.
+another checkout's ``lit_bench`` (e.g. ``git archive main | tar -x -C /tmp/main``) with the same data, for
+before/after tables. The machine is shared: alternate, and compare CPU seconds and ratios rather than wall seconds.
 """
 
 from __future__ import annotations
