@@ -180,18 +180,31 @@ def _coinciding(bands: Mapping[str, pd.DataFrame]) -> list[tuple[str, str]]:
             and np.allclose(bands[a]["iqm"], bands[b]["iqm"], equal_nan=True)]
 
 
+def intervals(ax: Axes, y: np.ndarray, value: np.ndarray, low: np.ndarray, high: np.ndarray, *,
+              colors: Sequence[str], markers: Sequence[str], filled: Sequence[bool]) -> None:
+    """Point estimates with their intervals, one row each, in a few artists whatever the rows: the intervals one
+    line collection (with caps), the points one scatter per marker (open markers: white inside)."""
+    y, value = np.asarray(y, dtype=float), np.asarray(value, dtype=float)
+    ax.hlines(y, low, high, colors=list(colors), lw=plt.rcParams["lines.linewidth"])
+    ax.scatter(np.r_[low, high], np.r_[y, y], marker="|", c=list(colors) * 2, s=40,
+               linewidths=plt.rcParams["lines.linewidth"])
+    for marker in dict.fromkeys(markers):
+        rows = np.flatnonzero(np.asarray(markers) == marker)
+        faces = [colors[i] if filled[i] else "white" for i in rows]
+        ax.scatter(value[rows], y[rows], marker=marker, c=faces, edgecolors=[colors[i] for i in rows], zorder=3,
+                   s=plt.rcParams["lines.markersize"] ** 2 * 1.6)
+
+
 def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", xlabel: str = "final return") -> Axes:
     """Interval plot: one row per label with its point estimate and 95% CI (``<value>``, ``ci_low``, ``ci_high``), in
     the row's ``color`` and ``marker`` (optional; filled for lit, open for SB3 when ``backend`` is given);
     ``reference`` (optional) is a published single agent's value at the same budget, a grey star."""
     rows = summary.reset_index(drop=True)
     y = np.arange(len(rows))
-    for i, r in rows.iterrows():
-        color = r.get("color", "C0")
-        open_marker = r.get("backend", "lit") == "sb3"
-        ax.errorbar([r[value]], [i], xerr=[[r[value] - r["ci_low"]], [r["ci_high"] - r[value]]],
-                    fmt=r.get("marker", "o"), color=color, mfc="white" if open_marker else color, capsize=3,
-                    ls=style.BACKEND_LINES.get(str(r.get("backend", "lit")), "-"))
+    intervals(ax, y, rows[value].to_numpy(float), rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float),
+              colors=list(rows["color"]) if "color" in rows else ["C0"] * len(rows),
+              markers=list(rows["marker"]) if "marker" in rows else ["o"] * len(rows),
+              filled=list(rows["backend"] != "sb3") if "backend" in rows else [True] * len(rows))
     if "reference" in rows and np.isfinite(rows["reference"].to_numpy(float)).any():
         ax.scatter(rows["reference"], y, marker="*", s=90, color=style.REFERENCE_COLOR, edgecolors="k", zorder=3,
                    label=rows.attrs.get("reference_label", "published reference at the same budget"))

@@ -86,11 +86,10 @@ def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0, aggregates: pd.Data
     axes = top.subplots(1, len(suite.AGGREGATES), sharey=True)
     for ax, metric in zip(axes, suite.AGGREGATES):
         rows = aggregates[aggregates.metric == metric].set_index("name").loc[names]
-        for i, (name, r) in enumerate(rows.iterrows()):
-            line = found.lines[name]
-            ax.errorbar([r.value], [i], xerr=[[r.value - r.ci_low], [r.ci_high - r.value]], fmt=line.marker,
-                        color=line.color, mfc="white" if line.linestyle == "--" else line.color, capsize=3,
-                        ls=line.linestyle)
+        lines = [found.lines[n] for n in names]
+        plot.intervals(ax, np.arange(len(names)), rows.value.to_numpy(), rows.ci_low.to_numpy(),
+                       rows.ci_high.to_numpy(), colors=[line.color for line in lines],
+                       markers=[line.marker for line in lines], filled=[line.linestyle != "--" for line in lines])
         ax.set_title(metric + (" (lower is better)" if metric == "optimality gap" else ""))
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(range(len(names)), names)
@@ -132,10 +131,9 @@ def _improvements(ax: Axes, found: Suite, *, n_boot: int, seed: int) -> None:
         return
     table = suite.improvement_table(found.scores, found.pairs, n_boot=n_boot, seed=seed)
     y = np.arange(len(table))
-    for i, r in table.iterrows():
-        color = found.lines[r.x].color
-        ax.errorbar([r.probability], [i], xerr=[[r.probability - r.ci_low], [r.ci_high - r.probability]], fmt="o",
-                    color=color, capsize=3)
+    plot.intervals(ax, y, table.probability.to_numpy(), table.ci_low.to_numpy(), table.ci_high.to_numpy(),
+                   colors=[found.lines[x].color for x in table.x], markers=["o"] * len(table),
+                   filled=[True] * len(table))
     ax.axvline(0.5, color="k", lw=0.8, ls=":")
     ax.set_yticks(y, [pair_label(r.x, r.y) for r in table.itertuples()])
     ax.set_ylim(-0.6, len(table) - 0.4)
