@@ -1,9 +1,13 @@
-"""Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's reference at equal budgets.
+"""Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's runs of the same configs.
 
-    python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
+    python -m lit_bench.cli.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
+        [--style screen|paper] [--x steps|wall] [--train-metrics METRIC ...]
 
 Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran) and the figures
-``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf, or ``--formats``). "Final" is the
+``curves_<env>``, ``training_<env>`` (from ``train/metrics.csv``), ``final_scores``, ``throughput``, ``comparison``
+and, over two or more envs, ``suite`` with ``suite.csv`` and ``normalization.csv`` (.png/.pdf, or ``--formats``), in
+one visual language (``analysis.style``). The ratio to SB3 is against the config's own ``backend=sb3`` runs (n
+seeds), else the RL Zoo benchmark at its own budget (``summarize.with_ratio``). "Final" is the
 last evaluation, at the end of the budget, as on the console and in the sweep table. Scores are deterministic
 evaluation returns; the point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so
 reports are reproducible), flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo,
@@ -207,13 +211,14 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
 def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
             comparison: pd.DataFrame | None = None, seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"),
             workers: int = 1, x: str = "timesteps", extra: Sequence[Drawing] | None = None) -> list[Path]:
-    """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences.
+    """Learning curves per env (with the RL Zoo's, labelled as one seed), final-score intervals per env, throughput,
+    lit-vs-SB3 differences, and ``extra``.
 
     ``evals``: the long table, or its ``Returns.of(evals)`` (all the figures read of it; its ``timesteps`` are
     seconds when ``x`` is ``wall_time_s``). ``extra``: more figures to draw (the suite page, training curves).
-    ``workers`` > 1 draws the
-    figures in that many processes, this one and ``workers - 1`` forked ones (each figure whole in one of them: the
-    same files as drawn here alone); a figure that fails, or a worker that dies, ends the report with an error.
+    ``workers`` > 1 draws the figures in that many processes, this one and ``workers - 1`` forked ones (each figure
+    whole in one of them: the same files as drawn here alone); a figure that fails, or a worker that dies, ends the
+    report with an error.
     """
     several = summary.sweep.nunique() > 1
     look = style.Look.of(summary)  # one colour per algorithm (shades per config), decided once for every figure
