@@ -121,13 +121,13 @@ def learning_curves(
             elif not shown.empty:
                 notes.append(f"not drawn: {ref.label} eval curve (1 seed), {shown['mean_reward'].min():g} to "
                              f"{shown['mean_reward'].max():g} (off the scale)")
-        where = f"{ref.label}: {ref.score:g} at {_steps(ref.budget)} steps (1 agent)"
+        where = f"{ref.label}: {ref.score:.4g} at {_steps(ref.budget)} steps (1 agent)"
         if ref.budget > x_max * 1.05:
             notes.append(f"not drawn: {where} (beyond these runs' budget)")
         elif scale.near(ref.score):
             scale.include(ref.score)
-            (star,) = ax.plot([ref.budget], [ref.score], marker="*", ms=11, color=style.REFERENCE_COLOR, mec="k",
-                              ls="none", label=where)
+            (star,) = ax.plot([ref.budget], [ref.score], marker=ref.marker or "*", ms=9, color=style.REFERENCE_COLOR,
+                              mec="k", ls="none", label=where)  # (filled: the agent's final score, not its curve)
             extra.append(star)
         else:
             notes.append(f"not drawn: {where} (off the scale)")

@@ -155,7 +155,7 @@ def short_labels(rows: Sequence[tuple[str, str, str]], *, with_sweep: bool = Fal
 def legend_columns(labels: Sequence[str], width: float) -> int:
     """Columns of a legend under a plot ``width`` inches wide holding ``labels``: as many as fit its longest label
     (so the legend is never wider than the plot)."""
-    entry = 0.5 * legend_points() / 72 * max((len(t) for t in labels), default=1) + 0.6  # text, handle: inches
+    entry = 0.45 * legend_points() / 72 * max((len(t) for t in labels), default=1) + 0.6  # text, handle: inches
     return max(1, min(len(labels), int(width // entry)))
 
 
