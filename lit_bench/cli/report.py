@@ -37,6 +37,7 @@ from matplotlib.lines import Line2D
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot, style, suite, suite_page, training
 from lit_bench.analysis.cache import Parsed
+from lit_bench.analysis.hpo import plot_sweep
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
 from lit_bench.analysis.normalize import normalization_table
 from lit_bench.analysis.reference import reference_curve, reference_score
@@ -545,6 +546,8 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
         extra.append(partial(_suite_page, found, seed, aggregates))
     figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
             workers=workers, x=x, extra=extra)
+    for path in paths:  # a sweep directory of an Optuna study: its figures too (lit_bench.analysis.hpo)
+        plot_sweep(Path(path), out)
     return summary, comparison
 
 
