@@ -278,6 +278,13 @@ def new_axes(width: float | None = None, height: float | None = None) -> Axes:
     return ax
 
 
+def rows_width(labels: Sequence[str]) -> float:
+    """The width of a figure with one row per label: the style's, widened (up to the page's) for long labels."""
+    look = style.current()
+    text = 0.5 * plt.rcParams["ytick.labelsize"] / 72 * max((len(str(t)) for t in labels), default=0)
+    return min(look.wide, max(look.width, text + 2.4))  # (2.4 in: the plot itself)
+
+
 def rows_height(n: int) -> float:
     """The height of a figure with one row per label (final scores, throughput), in the current style."""
     look = style.current()

@@ -362,7 +362,8 @@ def _final_scores(labelled: pd.DataFrame, look: style.Look) -> tuple[plt.Axes, s
     envs = sorted(finite.env.unique())
     sizes = [int((finite.env == env).sum()) for env in envs]
     _, axes = plt.subplots(len(envs), 1, squeeze=False, layout="constrained", height_ratios=sizes,
-                                figsize=(style.current().width, plot.rows_height(sum(sizes)) + 0.5 * (len(envs) - 1)))
+                           figsize=(plot.rows_width([f"{t} (n=000)" for t in finite.label]),
+                                    plot.rows_height(sum(sizes)) + 0.5 * (len(envs) - 1)))
     for ax, env in zip(axes[:, 0], envs):
         rows = finite[finite.env == env]
         zoo = rows.reference_at_budget.where(rows.sb3_reference_budget == rows.budget)  # a whole agent only
@@ -390,7 +391,8 @@ def _throughput(labelled: pd.DataFrame, comparison: pd.DataFrame | None,
     fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
                      color=[look.line(r.sweep, r.algo, r.variant, r.backend).color for r in fps.itertuples()],
                      hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
-    return plot.throughput(plot.new_axes(height=plot.rows_height(len(fps))), fps), "throughput"
+    ax = plot.new_axes(width=plot.rows_width(list(fps.label)), height=plot.rows_height(len(fps)))
+    return plot.throughput(ax, fps), "throughput"
 
 
 def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axes, str] | None:
