@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import matplotlib as mpl
 import numpy as np
@@ -55,7 +55,7 @@ def use(name: str) -> Style:
     if name not in STYLES:
         raise ValueError(f"style: unknown {name!r}; choose from {', '.join(STYLES)}")
     _current[0] = name
-    mpl.rcParams.update(STYLES[name].rc)
+    mpl.rcParams.update(cast(Any, STYLES[name].rc))  # (matplotlib types the keys as a Literal of every name)
     return STYLES[name]
 
 
@@ -80,7 +80,8 @@ def shade(color: str, k: int, n: int) -> str:
     rgb = np.array(mcolors.to_rgb(color))
     t = -0.45 + 0.9 * k / (n - 1)  # < 0: mixed with black, > 0: with white
     mixed = rgb * (1 + t) if t < 0 else rgb + (1 - rgb) * t
-    return mcolors.to_hex(np.clip(mixed, 0, 1))
+    red, green, blue = (float(v) for v in np.clip(mixed, 0, 1))
+    return mcolors.to_hex((red, green, blue))
 
 
 Config = tuple[str, str, str]  # (sweep, algo, variant): a config whatever its backend

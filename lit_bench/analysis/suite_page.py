@@ -80,7 +80,9 @@ def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0, aggregates: pd.Data
     names = list(found.scores)
     height = 1.2 + (0.16 if look.name == "paper" else 0.3) * len(names)
     figure = plt.figure(figsize=(look.wide, height + (2.4 if look.name == "paper" else 4.0)), layout="constrained")
-    top, bottom = figure.subfigures(2, 1, height_ratios=[height, 2.4 if look.name == "paper" else 4.0])
+    parts = figure.subfigures(2, 1, height_ratios=[height, 2.4 if look.name == "paper" else 4.0])
+    assert isinstance(parts, np.ndarray)  # (two subfigures: an array of them)
+    top, bottom = parts
     if aggregates is None:
         aggregates = suite.aggregate_table(found.scores, n_boot=n_boot, seed=seed)
     axes = top.subplots(1, len(suite.AGGREGATES), sharey=True)

@@ -65,7 +65,7 @@ def metric_band(long: pd.DataFrame, metric: str, *, n_points: int = 40, seed: in
     steps = rows.timesteps.to_numpy(float)
     last = np.full(len(dirs), -np.inf)
     np.fmax.at(last, codes, steps)
-    grid = agg.common_grid(last, n_points=n_points)
+    grid = agg.common_grid(last.tolist(), n_points=n_points)
     matrix = agg.runs_on_grid(codes, len(dirs), steps, rows.value.to_numpy(float), grid)
     return agg.iqm_band(matrix, grid, n_boot=300, seed=seed)
 
