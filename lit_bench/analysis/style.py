@@ -126,13 +126,16 @@ def backend_handles(backends: Iterable[str]) -> list[Line2D]:
 
 def split_variant(variant: str) -> dict[str, str]:
     """``key=value`` pairs of a variant slug (``lit_bench.identity.slug``); "" (the defaults) has none."""
-    pairs = {}
+    pairs: dict[str, str] = {}
+    last = None
     for part in str(variant or "").split(","):
         key, sep, value = part.partition("=")
         if sep:
-            pairs[key] = value
-        elif part:
+            pairs[key], last = value, key
+        elif part.startswith("+") and part[1:].isdigit():
             pairs[part] = ""  # "+3": the slug's count of differences left out
+        elif last is not None:
+            pairs[last] += "," + part  # a value with a comma in it (a list or a mapping)
     return pairs
 
 

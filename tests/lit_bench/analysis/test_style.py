@@ -35,6 +35,9 @@ def test_short_labels_keep_only_what_differs():
         "env.learning_rate=default (s)", "ppo algo.learning_rate=0.01 env.learning_rate=2 (t)"]
     assert style.short_labels([("s", "ppo", "algo.gamma=0.9"), ("s", "ppo", "")]) == ["ppo gamma=0.9",
                                                                                       "ppo gamma=default"]
+    # a value with commas in it (a mapping's slug) stays one value
+    assert style.split_variant("budget=2000,hpo=_seeds_1,_aggregate_,+2") == {
+        "budget": "2000", "hpo": "_seeds_1,_aggregate_", "+2": ""}
 
 
 def test_styles_set_sizes_and_fonts():
