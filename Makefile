@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup run test test-all lint typecheck bench spec test-compat
+.PHONY: help setup run test test-all test-cluster lint typecheck bench spec test-compat
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -26,10 +26,14 @@ run: setup ## Main job: PPO on CartPole-v1, lit_sb3 and SB3 side by side x 5 see
 	$(BIN)/python -m lit_bench.cli.report results/runs/make_run --out results/runs/make_run/report
 
 test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow and not cluster"
 
-test-all: setup ## Every test, including the slow learning runs
-	$(BIN)/pytest
+test-all: setup ## Every test, including the slow learning runs (not the cluster tests)
+	$(BIN)/pytest -m "not cluster"
+
+test-cluster: setup ## Real SLURM (one node, sbatch) and Ray (ray start --head) clusters: started, tested, stopped
+	$(BIN)/pip install -q -e ".[cluster]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	$(BIN)/pytest -m cluster -p no:cacheprovider; status=$$?; bash tools/slurm_test_cluster.sh stop >/dev/null 2>&1; exit $$status
 
 lint: setup ## ruff
 	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks

@@ -37,6 +37,7 @@ _QUIET_WARNINGS = (
     r".*LeafSpec.*is deprecated.*",
     r".*Your `val_dataloader`'s sampler has shuffling enabled.*",
     r".*configure_optimizers` returned `None`, this fit will run with no optimizer.*",  # ARS: no gradient
+    r".*The `srun` command is available on your system but is not used.*",  # any machine with SLURM installed
 )
 #: precisions whose update runs on float32 env data: full float32, or mixed precision (autocast) for the update only
 SUPPORTED_PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")

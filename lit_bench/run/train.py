@@ -43,7 +43,7 @@ from lit_bench.run.checkpointing import resume_point
 from lit_bench.run.evaluation import PeriodicEval
 from lit_bench.run.loggers import check_loggers, finish_loggers
 from lit_bench.run.objective import check_objective, score
-from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
+from lit_bench.run.provenance import hydra_output_dir, provenance, requeued_by_scheduler, task_overrides
 from lit_bench.run.ranks import (
     check_processes,
     failing_ranks_end_the_run,
@@ -259,8 +259,10 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
         step = run_dir.checkpoint_step()
         at = f"at {step} env steps" if step is not None else "before its first checkpoint"
+        then = ("submitit requeues the job, which resumes there" if requeued_by_scheduler(interrupt.name)
+                else "rerun the same command to resume")
         summary.update(status="interrupted", signal=interrupt.name, timesteps=step,
-                       error=f"stopped by {interrupt.name} {at}; rerun the same command to resume")
+                       error=f"stopped by {interrupt.name} {at}; {then}")
     except Pruned as pruned:
         summary.update(status="pruned", pruned_at=pruned.step, timesteps=run_dir.checkpoint_step(), objective=None,
                        error=None, wall_time_s=run_dir.checkpoint_wall_time())

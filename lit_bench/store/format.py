@@ -80,6 +80,8 @@ SUMMARY_FIELDS: dict[str, str] = {
     "started_at": "local time of the start", "finished_at": "local time of the end",
     "host": "host name", "python": "Python version", "versions": "versions of the packages that shape results",
     "git": "commit and dirty flag of the checkout",
+    "cluster": "the scheduler job that ran it (SLURM: job id, node, restarts, submitit's stdout / stderr files; Ray: "
+               "job, node, task, worker pid, log folder); absent outside a scheduler",
     "timesteps": "env steps trained", "final_mean_return": "mean return of the last evaluation, at the budget's end",
     "final_std_return": "its standard deviation", "final_success_rate": "its success rate (null without one)",
     "threshold": "the env's solved threshold", "steps_to_threshold": "first step from which the threshold held",
