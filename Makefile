@@ -21,9 +21,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip uninstall -q -y hydra-optuna-sweeper 2>/dev/null || true
 	touch $(STAMP)
 
-run: setup ## Main job: Hydra multirun (PPO, A2C on CartPole-v1 x 3 seeds), then the report with SB3 references
-	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo,a2c env=CartPole seed=0,1,2 budget=20000 sweep=make_run
-	$(BIN)/python -m lit_bench.report results/runs/make_run --out results/runs/make_run/report
+run: setup ## Main job: PPO on CartPole-v1, lit_sb3 and SB3 side by side x 5 seeds (paired), then the report
+	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo env=CartPole backend=lit,sb3 seed=0,1,2,3,4 budget=20000 sweep=make_run
+	$(BIN)/python -m lit_bench.cli.report results/runs/make_run --out results/runs/make_run/report
 
 test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)
 	$(BIN)/pytest -m "not slow and not cluster"

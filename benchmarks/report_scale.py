@@ -1,17 +1,18 @@
-"""Wall time, CPU time and peak memory of ``python -m lit_bench.report`` on synthetic sweeps of N runs.
+"""Wall time, CPU time and peak memory of ``python -m lit_bench.cli.report`` on synthetic sweeps of N runs.
 
-    python benchmarks/report_scale.py --runs 1000 10000 [--configs 60] [--root /tmp/lit_bench_scale] [--reps 1]
-        [--workers N] [--code DIR]
+    python benchmarks/report_scale.py --runs 1000 10000 [--configs 60 20] [--root /tmp/lit_bench_scale]
+        [--reps 1] [--workers N] [--code DIR]
 
 Writes the runs with ``benchmarks/synthetic_runs.py`` under ``--root/<N>`` (once; kept for later calls, outside the
 repository), then times the report on them: ``cold`` without the analysis cache (as a first report), ``warm`` with
 the cache the cold report left (as a second report). CPU seconds include the report's figure workers. Peak memory:
 ``largest`` is the largest resident set of one process (the report or a worker), ``all`` the peak of the memory of
 all of them together, sampled every 50 ms (proportional set sizes: pages forked workers share with the report
-counted once). The figures cost per config (one curve, bar and label each), the rest per run: vary ``--configs`` to
-see both. ``--workers`` is passed to the report (its default: the usable CPUs); ``--code`` times another checkout's
-``lit_bench`` (e.g. ``git archive main | tar -x -C /tmp/main``) with the same data, for before/after tables. The
-machine is shared: alternate, and compare CPU seconds and ratios rather than wall seconds.
+counted once). The figures cost per config (one curve, bar and label each), the rest per run: ``--configs`` takes
+several shapes, by default 60 configs (~167 seeds each at 10,000 runs) and the many-seeds shape of 20 configs (500
+seeds each), every one timed. ``--workers`` is passed to the report (its default: the usable CPUs); ``--code`` times
+another checkout's ``lit_bench`` (e.g. ``git archive main | tar -x -C /tmp/main``) with the same data, for
+before/after tables. The machine is shared: alternate, and compare CPU seconds and ratios rather than wall seconds.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from synthetic_runs import generate
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lit_bench.analysis.cache import CACHE_FILE  # noqa: E402
+
+REPORT = "lit_bench.cli.report"
 
 
 def tree_pss_mb(pid: int) -> float:
@@ -80,26 +83,29 @@ def main() -> None:
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--root", type=Path, default=Path("/tmp/lit_bench_scale"))
     parser.add_argument("--reps", type=int, default=1)
-    parser.add_argument("--configs", type=int, default=60, help="configs per synthetic sweep (the runs: their seeds)")
+    parser.add_argument("--configs", type=int, nargs="+", default=[60, 20],
+                        help="shapes: configs of each synthetic sweep (the runs: their seeds)")
     parser.add_argument("--workers", type=int, default=None, help="the report's --workers (default: its own)")
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose lit_bench is timed")
     args = parser.parse_args()
-    print("| runs | report | wall s | CPU s | peak MB, largest process | peak MB, all processes |\n"
-          "|---:|---|---:|---:|---:|---:|")
-    for n in args.runs:
-        runs = args.root / (str(n) if args.configs == 60 else f"{n}_c{args.configs}")
+    print("| runs | configs x seeds | report | wall s | CPU s | peak MB, largest process | peak MB, all processes |\n"
+          "|---:|---|---|---:|---:|---:|---:|")
+    for n, configs in ((n, c) for n in args.runs for c in args.configs):
+        runs = args.root / (str(n) if configs == 60 else f"{n}_c{configs}")
         if not (runs / ".complete").is_file():
             if runs.exists() and any(runs.iterdir()):
                 raise SystemExit(f"report_scale: {runs} holds something other than a finished synthetic sweep")
-            generate(runs, n, n_configs=args.configs)
+            generate(runs, n, n_configs=configs)
             (runs / ".complete").write_text(f"{n}\n")
-        command = [sys.executable, "-m", "lit_bench.report", str(runs), "--out", str(args.root / f"report_{runs.name}")]
+        shape = f"{min(configs, n)} x {-(-n // min(configs, n))}"
+        command = [sys.executable, "-m", REPORT, str(runs), "--out", str(args.root / f"report_{runs.name}")]
         command += [] if args.workers is None else ["--workers", str(args.workers)]
         for _ in range(args.reps):
             drop_caches(runs)
             for kind in ("cold", "warm"):
                 wall, cpu, largest, everything = timed(command, args.code.resolve())
-                print(f"| {n:,} | {kind} | {wall:.1f} | {cpu:.1f} | {largest:.0f} | {everything:.0f} |", flush=True)
+                print(f"| {n:,} | {shape} | {kind} | {wall:.1f} | {cpu:.1f} | {largest:.0f} | {everything:.0f} |",
+                      flush=True)
 
 
 if __name__ == "__main__":

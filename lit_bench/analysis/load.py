@@ -413,13 +413,20 @@ def load_tables(paths: Iterable[str | Path], *, metrics: Sequence[str] | None = 
     return runs, evaluations_table(parsed, runs, metrics)
 
 
-def load_runs(paths: Iterable[str | Path], *, use_cache: bool = True) -> pd.DataFrame:
-    """One row per run directory: identity, status and the summary's numbers (NaN where a run has none).
+def load_runs(paths: Iterable[str | Path], *, use_cache: bool = True, hyperparameters: bool = True) -> pd.DataFrame:
+    """One row per run directory: identity, status and the summary's numbers (NaN where a run has none), and
+    (``hyperparameters``) one column per hyperparameter whose value differs among these runs, parsed from their
+    ``config.yaml`` (``algo.learning_rate``, ``env.n_envs``, ...: ``training.hyperparameter_columns``).
 
     A run whose ``summary.json`` or ``eval.csv`` is damaged gets status ``damaged`` and the reason in ``problem``.
     Runs written before the run-identity keys existed get ``config_id`` and ``variant`` "" (one config per sweep).
     """
-    return runs_table(read_runs(paths, use_cache=use_cache))
+    runs = runs_table(read_runs(paths, use_cache=use_cache))
+    if not hyperparameters:
+        return runs
+    from lit_bench.analysis.training import hyperparameter_columns
+
+    return runs.join(hyperparameter_columns(runs))
 
 
 def load_evaluations(paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None,
@@ -435,7 +442,7 @@ def load_episode_returns(paths: Iterable[str | Path]) -> pd.DataFrame:
     import pandas as pd
 
     frames = []
-    for run in load_runs(paths).itertuples(index=False):
+    for run in load_runs(paths, hyperparameters=False).itertuples(index=False):
         data = read_evaluations_npz(Path(run.run_dir) / EVALUATIONS_NPZ) if run.status != "damaged" else {}
         if not data:
             continue

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter
+
+from lit_bench.analysis import style
+from lit_bench.analysis.style import LineStyle
 
 
 @dataclass(frozen=True)
@@ -19,25 +23,14 @@ class ReferenceMark:
 
     score: float
     budget: float
-    label: str = "SB3 reference"
+    label: str = "RL Zoo"
     curve: pd.DataFrame | None = None  # columns timesteps, mean_reward
-
-
-@dataclass(frozen=True)
-class LineStyle:
-    """How one learning curve is drawn: the algorithm's colour, the backend's line style and marker."""
-
-    color: str
-    linestyle: str = "-"
-    marker: str = "o"
-    linewidth: float = 2.0
+    marker: str | None = None  # its algorithm's (``style.Look.marker``)
 
 
 def backend_style(backend: str, color: str) -> LineStyle:
-    """lit: a thick solid line with circles; SB3: a thinner dashed line with squares, so equal curves both show."""
-    if backend == "sb3":
-        return LineStyle(color, "--", "s", 1.3)
-    return LineStyle(color, "-", "o", 2.4)
+    """lit: a solid line; SB3: a dashed one (``style.BACKEND_LINES``), both in the algorithm's ``color``."""
+    return LineStyle(color, style.BACKEND_LINES.get(backend, ":"), "o")
 
 
 class _Scale:
@@ -72,36 +65,49 @@ def learning_curves(
     references: Mapping[str, ReferenceMark] | None = None,
     threshold: float | None = None,
     title: str = "",
+    handles: Sequence[Artist] | None = None,
+    legend: str | None = "below",
+    xlabel: str = "env steps",
+    ylabel: str = "evaluation return (deterministic)",
 ) -> Axes:
-    """One line per label (IQM across seeds) with its 95% CI band, and SB3's reference in the same colour.
+    """One line per label (IQM across seeds) with its 95% CI band, and published references in dark grey.
 
     The y-axis is scaled to the runs' data: a reference or threshold far from it (more than half the data's span
-    away), or a reference budget beyond the plotted steps, is written as a note beside the plot instead of being
+    away), or a reference budget beyond the plotted steps, is written as a note under the legend instead of being
     drawn, and the legend lists only what is drawn.
 
-    :param bands: label -> frame with ``timesteps``, ``iqm``, ``ci_low``, ``ci_high``, ``n_runs``
-        (see ``aggregate.curve_band``)
-    :param styles: label -> line style (see ``backend_style``); matplotlib's colour cycle when absent
-    :param references: label -> SB3's reference for that line's algorithm: a star at its budget and its eval curve
-        (dotted, the part inside the plotted steps), in the line's colour
+    :param bands: label -> frame with ``timesteps`` (the x values: env steps, or seconds for a wall-clock axis),
+        ``iqm``, ``ci_low``, ``ci_high``, ``n_runs`` (see ``aggregate.curve_band``)
+    :param styles: label -> line style (``style.Look.line``); matplotlib's colour cycle when absent
+    :param references: name -> a published single-agent result (the RL Zoo's): its eval curve dotted in dark grey
+        with the marker of its algorithm, its benchmark score a star at its budget. Labelled as one seed: it is never
+        an estimate of SB3 across seeds (runs of ``backend=sb3`` are)
     :param threshold: the env's solved threshold, drawn as a dotted green line
+    :param handles: the legend's entries for the lines (e.g. one per config plus one per backend's line style);
+        default: one per label, ``<label> (n=...)``. References and the threshold are added to them
+    :param legend: ``below`` the plot (the plot keeps the figure's width), ``beside`` it, or None (the caller draws
+        one legend for a grid: the entries are in ``ax.legend_entries``)
     """
-    colors = {}
     x_max = 0.0
-    for i, (label, band) in enumerate(bands.items()):
-        style = (styles or {}).get(label)
-        kwargs = {} if style is None else {"color": style.color, "ls": style.linestyle, "marker": style.marker,
-                                           "lw": style.linewidth, "ms": 2 + 2 * style.linewidth}
-        every = max(len(band) // 10, 1)  # markers staggered between lines, so coinciding curves show both
-        (line,) = ax.plot(band["timesteps"], band["iqm"], label=f"{label} (IQM, n={int(band['n_runs'].max())})",
+    own: list[Artist] = []
+    for i, (name, band) in enumerate(bands.items()):
+        line_style = (styles or {}).get(name)
+        kwargs = {} if line_style is None else {"color": line_style.color, "ls": line_style.linestyle,
+                                                "marker": line_style.marker}
+        if line_style is not None and line_style.linewidth:
+            kwargs["lw"] = line_style.linewidth
+        every = max(len(band) // 8, 1)  # markers staggered between lines, so coinciding curves show both
+        (line,) = ax.plot(band["timesteps"], band["iqm"], label=f"{name} (n={int(band['n_runs'].max())})",
                           markevery=(i * max(every // 3, 1) % every, every), mfc="none", **kwargs)
-        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], color=line.get_color(), alpha=0.15)
-        colors[label] = line.get_color()
+        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], color=line.get_color(), alpha=0.15,
+                        lw=0)
+        own.append(line)
         x_max = max(x_max, float(band["timesteps"].max()))
     scale = _Scale(bands)
     notes = [f"{a} and {b}: the same curve (drawn on top of each other)" for a, b in _coinciding(bands)]
-    for label, ref in (references or {}).items():
-        color = colors.get(label, "k")
+    extra: list[Artist] = []
+    for ref in (references or {}).values():
+        marker = ref.marker or "x"
         if ref.curve is not None and not ref.curve.empty:
             shown = ref.curve[ref.curve["timesteps"] <= x_max * 1.05]  # our budget sets the x-range
             near = [y for y in shown["mean_reward"] if scale.near(y)]
@@ -109,36 +115,60 @@ def learning_curves(
                 for y in near:
                     scale.include(y)
                 clipped = " (partly off the scale)" if len(near) < len(shown) else ""
-                ax.plot(shown["timesteps"], shown["mean_reward"], ls=":", lw=1.2, color=color, marker="x", ms=6,
-                        label=f"{ref.label} eval curve (1 seed){clipped}")
+                (line,) = ax.plot(shown["timesteps"], shown["mean_reward"], ls=":", lw=1.0, color=style.REFERENCE_COLOR,
+                                  marker=marker, mfc="none", label=f"{ref.label} eval curve, 1 seed{clipped}")
+                extra.append(line)
             elif not shown.empty:
-                notes.append(f"not drawn: {ref.label} eval curve, {shown['mean_reward'].min():g} to "
+                notes.append(f"not drawn: {ref.label} eval curve (1 seed), {shown['mean_reward'].min():g} to "
                              f"{shown['mean_reward'].max():g} (off the scale)")
-        where = f"{ref.label}: {ref.score:g} at {_steps(ref.budget)} steps"
+        where = f"{ref.label}: {ref.score:.4g} at {_steps(ref.budget)} steps (1 agent)"
         if ref.budget > x_max * 1.05:
             notes.append(f"not drawn: {where} (beyond these runs' budget)")
         elif scale.near(ref.score):
             scale.include(ref.score)
-            ax.plot([ref.budget], [ref.score], marker="*", ms=14, color=color, mec="k", ls="none", label=where)
+            (star,) = ax.plot([ref.budget], [ref.score], marker=ref.marker or "*", ms=9, color=style.REFERENCE_COLOR,
+                              mec="k", ls="none", label=where)  # (filled: the agent's final score, not its curve)
+            extra.append(star)
         else:
             notes.append(f"not drawn: {where} (off the scale)")
     if threshold is not None:
         if scale.near(threshold):
             scale.include(threshold)
-            ax.axhline(threshold, color="tab:green", ls=":", lw=1, label=f"solved ({threshold:g})")
+            extra.append(ax.axhline(threshold, color="tab:green", ls=":", lw=1, label=f"solved ({threshold:g})"))
         else:
             notes.append(f"not drawn: solved threshold {threshold:g} (off the scale)")
     ax.set_ylim(*scale.limits())
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("evaluation return (deterministic)")
-    ax.xaxis.set_major_formatter(EngFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.xaxis.set_major_formatter(EngFormatter(sep=""))
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the plot, not on it
-    if notes:
-        ax.text(1.01, 0.0, "\n".join(notes), transform=ax.transAxes, fontsize="small",
-                va="bottom", ha="left")
+    entries = [*(own if handles is None else handles), *extra]
+    ax.legend_entries = entries  # type: ignore[attr-defined]  # (for a caller that draws a grid's one legend)
+    ax.notes = notes  # type: ignore[attr-defined]
+    if legend is not None:
+        place_legend(ax, entries, notes, where=legend)
     return ax
+
+
+def place_legend(ax: Axes, entries: Sequence[Artist], notes: Sequence[str] = (), *, where: str = "below") -> None:
+    """The legend of ``ax``'s figure under the plots (columns as the width allows) or beside them, with ``notes``
+    (what was not drawn) as its heading: the plots keep the figure's width (below) or most of it (beside)."""
+    figure = ax.get_figure(root=True)
+    title = "\n".join(notes) or None
+    if where == "below":
+        ncols = style.legend_columns([str(e.get_label()) for e in entries], figure.get_figwidth())
+        lines = -(-len(entries) // ncols) + len(notes)  # the figure grows by the legend: the plots keep their size
+        figure.set_figheight(figure.get_figheight() + lines * style.legend_points() * 1.5 / 72)
+        # matplotlib fills a legend's columns first: reordered, the entries read row by row, in the given order
+        entries = [entries[i] for c in range(ncols) for i in range(c, len(entries), ncols)]
+        box = figure.legend(handles=entries, loc="outside lower center", ncols=ncols, title=title,
+                            title_fontsize="small")
+    elif where == "beside":
+        box = figure.legend(handles=list(entries), loc="outside right upper", title=title, title_fontsize="small")
+    else:
+        raise ValueError(f"legend: unknown {where!r}; choose from below, beside")
+    box.get_title().set_color("0.3")
 
 
 def _coinciding(bands: Mapping[str, pd.DataFrame]) -> list[tuple[str, str]]:
@@ -150,17 +180,38 @@ def _coinciding(bands: Mapping[str, pd.DataFrame]) -> list[tuple[str, str]]:
             and np.allclose(bands[a]["iqm"], bands[b]["iqm"], equal_nan=True)]
 
 
+def intervals(ax: Axes, y: np.ndarray, value: np.ndarray, low: np.ndarray, high: np.ndarray, *,
+              colors: Sequence[str], markers: Sequence[str], filled: Sequence[bool]) -> None:
+    """Point estimates with their intervals, one row each, in a few artists whatever the rows: the intervals one
+    line collection (with caps), the points one scatter per marker (open markers: white inside)."""
+    y, value = np.asarray(y, dtype=float), np.asarray(value, dtype=float)
+    ax.hlines(y, low, high, colors=list(colors), lw=plt.rcParams["lines.linewidth"])
+    ax.scatter(np.r_[low, high], np.r_[y, y], marker="|", c=list(colors) * 2, s=40,
+               linewidths=plt.rcParams["lines.linewidth"])
+    for marker in dict.fromkeys(markers):
+        rows = np.flatnonzero(np.asarray(markers) == marker)
+        faces = [colors[i] if filled[i] else "white" for i in rows]
+        ax.scatter(value[rows], y[rows], marker=marker, c=faces, edgecolors=[colors[i] for i in rows], zorder=3,
+                   s=plt.rcParams["lines.markersize"] ** 2 * 1.6)
+
+
 def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", xlabel: str = "final return") -> Axes:
-    """Interval plot: one row per label with its point estimate and 95% CI (``<value>``, ``ci_low``, ``ci_high``);
-    ``reference`` (optional) is SB3's value at the same budget, a star (rows without one have none)."""
+    """Interval plot: one row per label with its point estimate and 95% CI (``<value>``, ``ci_low``, ``ci_high``), in
+    the row's ``color`` and ``marker`` (optional; filled for lit, open for SB3 when ``backend`` is given);
+    ``reference`` (optional) is a published single agent's value at the same budget, a grey star."""
     rows = summary.reset_index(drop=True)
     y = np.arange(len(rows))
-    ax.errorbar(rows[value], y, xerr=[rows[value] - rows["ci_low"], rows["ci_high"] - rows[value]],
-                fmt="o", capsize=4)
+    intervals(ax, y, rows[value].to_numpy(float), rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float),
+              colors=list(rows["color"]) if "color" in rows else ["C0"] * len(rows),
+              markers=list(rows["marker"]) if "marker" in rows else ["o"] * len(rows),
+              filled=list(rows["backend"] != "sb3") if "backend" in rows else [True] * len(rows))
     if "reference" in rows and np.isfinite(rows["reference"].to_numpy(float)).any():
-        ax.scatter(rows["reference"], y, marker="*", s=120, color="k", label="SB3 at the same budget", zorder=3)
-        ax.legend(fontsize="small", loc="best")
+        ax.scatter(rows["reference"], y, marker="*", s=90, color=style.REFERENCE_COLOR, edgecolors="k", zorder=3,
+                   label=rows.attrs.get("reference_label", "published reference at the same budget"))
+        if not ax.get_figure(root=True).legends:  # (one legend for a figure of several panels)
+            place_legend(ax, [ax.collections[-1]])
     ax.set_yticks(y, rows["label"])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.invert_yaxis()  # first row on top, as in the tables
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
@@ -200,7 +251,8 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame) -> Axes:
         color = "tab:orange" if r.ci_flagged else "tab:blue"
         xerr = [[r.iqm_difference - r.ci_low], [r.ci_high - r.iqm_difference]] if len(r.differences) > 1 else None
         ax.errorbar([r.iqm_difference], [i], xerr=xerr, fmt="D", color=color, capsize=5)
-        ax.annotate(r.note, (1.02, i), xycoords=("axes fraction", "data"), va="center", fontsize="small")
+        ax.annotate(r.note, (0.01, i - 0.22), xycoords=("axes fraction", "data"), va="bottom", fontsize="small",
+                    color="0.3")  # (above its row, inside the plot: the plot keeps the figure's width)
     ax.axvline(0.0, color="k", lw=1)
     handles = [Line2D([], [], marker="o", ls="none", color="0.45", label="one seed: lit - SB3"),
                Line2D([], [], marker="D", color="tab:blue", label="IQM(lit) - IQM(SB3), 95% CI")]
@@ -208,7 +260,7 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame) -> Axes:
         handles.append(Line2D([], [], marker="D", color="tab:orange", label="... under 5 seeds: CI unreliable"))
     ax.legend(handles=handles, fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=3)
     ax.set_yticks(range(len(rows)), rows["label"])
-    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_ylim(-0.7, len(rows) - 0.4)
     ax.invert_yaxis()
     ax.set_xlabel("final return: lit - SB3 (paired by seed; > 0: lit better)")
     ax.grid(axis="x", alpha=0.3)
@@ -219,7 +271,21 @@ def _steps(value: float) -> str:
     return EngFormatter(sep="")(value)
 
 
-def new_axes(width: float = 9.0, height: float = 4.5) -> Axes:
-    """A fresh figure with one axis (the caller owns and closes the figure)."""
-    _, ax = plt.subplots(figsize=(width, height), layout="constrained")
+def new_axes(width: float | None = None, height: float | None = None) -> Axes:
+    """A fresh figure with one axis, by default of the current style's size (the caller owns and closes it)."""
+    look = style.current()
+    _, ax = plt.subplots(figsize=(width or look.width, height or look.height), layout="constrained")
     return ax
+
+
+def rows_width(labels: Sequence[str]) -> float:
+    """The width of a figure with one row per label: the style's, widened (up to the page's) for long labels."""
+    look = style.current()
+    text = 0.5 * plt.rcParams["ytick.labelsize"] / 72 * max((len(str(t)) for t in labels), default=0)
+    return min(look.wide, max(look.width, text + 2.4))  # (2.4 in: the plot itself)
+
+
+def rows_height(n: int) -> float:
+    """The height of a figure with one row per label (final scores, throughput), in the current style."""
+    look = style.current()
+    return 0.9 + (0.17 if look.name == "paper" else 0.32) * n

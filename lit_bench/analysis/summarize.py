@@ -2,7 +2,8 @@
 
 Runs are grouped by (sweep, algo, backend, env, config), never by seed number alone. "Final" is ``aggregate.FINAL``;
 scores across seeds are IQMs with stratified-bootstrap 95% CIs (fixed ``seed``, so tables are reproducible), flagged
-under ``aggregate.MIN_SEEDS_FOR_CI`` seeds; SB3's reference is taken at the runs' own budget.
+under ``aggregate.MIN_SEEDS_FOR_CI`` seeds; the ratio to SB3 is against the config's own ``backend=sb3`` runs when
+there are any, else the RL Zoo's at the runs' own budget (``with_ratio``).
 """
 
 from __future__ import annotations
@@ -52,19 +53,22 @@ class Returns:
                    evals.timesteps.to_numpy(float)[rows], evals.value.to_numpy(float)[rows])
 
     @classmethod
-    def of_parsed(cls, parsed: cache.Parsed, runs: pd.DataFrame) -> Returns:
+    def of_parsed(cls, parsed: cache.Parsed, runs: pd.DataFrame, *, x: str = "timesteps") -> Returns:
         """``Returns.of(evals)`` without the long table: from the parsed runs and their ``load.runs_table`` (damaged
         runs left out, as ``load.evaluations_table`` does). The long table's string columns are most of a report's
-        memory and ~0.3 s at 10,000 runs."""
+        memory and ~0.3 s at 10,000 runs. ``x``: another eval.csv column in place of ``timesteps`` (e.g.
+        ``wall_time_s``, for curves against wall-clock time; points without it left out)."""
         column = METRICS.index("mean_return")
         value = parsed.values[:, column]
+        steps = parsed.timesteps if x == "timesteps" else parsed.values[:, METRICS.index(x)]
         usable = (runs.status != "damaged").to_numpy(bool)
-        rows = np.flatnonzero(parsed.present[parsed.eval_run, column] & usable[parsed.eval_run] & ~np.isnan(value))
+        rows = np.flatnonzero(parsed.present[parsed.eval_run, column] & usable[parsed.eval_run] & ~np.isnan(value)
+                              & ~np.isnan(steps))
         run = parsed.eval_run[rows]  # (in order: a run's rows are contiguous, in file order)
         starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if run.size else np.zeros(0, dtype=np.int64)
         info = pd.DataFrame({c: runs[c].to_numpy()[run[starts]] for c in RUN_COLUMNS})
         return cls(info.run_dir.to_numpy(object), info, np.arange(run.size), np.r_[starts, run.size],
-                   parsed.timesteps[rows], value[rows])
+                   steps[rows], value[rows])
 
     def of_runs(self, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, codes)`` of the points of ``runs`` (indices): code i for the points of ``runs[i]``."""
@@ -119,9 +123,40 @@ def summary_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int =
             **_status_counts(group_runs.status), "budget": budget, **scores,
             "threshold": number(group_runs.get("threshold")),
             **_threshold_columns(results.steps_to_threshold.to_numpy(float)), **_fps_columns(results.fps.dropna()),
-            **_reference_columns(str(identity["algo"]), env_id, budget, scores["final_iqm"]),
+            **_reference_columns(str(identity["algo"]), env_id, budget),
         })
-    return pd.DataFrame(rows)
+    return with_ratio(pd.DataFrame(rows))
+
+
+def with_ratio(summary: pd.DataFrame) -> pd.DataFrame:
+    """The ratio of each config's final IQM to SB3's, and what it is against (``ratio_against``, ``ratio_n``).
+
+    SB3 is the runs of ``backend=sb3`` of the same config (same sweep, algo, env, variant) when there are any: as
+    many seeds as they have. Otherwise the RL Zoo's benchmark when it was trained for exactly this budget (one agent:
+    n=1). The Zoo's single-seed eval curve at a budget below its own is shown beside, never taken as the
+    denominator: one seed part-way through training says little about SB3 at that budget.
+    """
+    if summary.empty:
+        return summary.assign(ratio_to_reference=[], ratio_against=[], ratio_n=[])
+    sb3 = summary[(summary.backend == "sb3") & (summary.seeds > 0)].set_index(PAIR)
+    sb3 = sb3[~sb3.index.duplicated()]
+    ratio, against, n = [], [], []
+    for r in summary.itertuples():
+        key = tuple(getattr(r, k) for k in PAIR)
+        if r.backend != "sb3" and key in sb3.index:
+            other = sb3.loc[key]
+            ratio.append(r.final_iqm / other.final_iqm if other.final_iqm else np.nan)
+            against.append("SB3 runs of this config")
+            n.append(int(other.seeds))
+        elif np.isfinite(r.sb3_reference) and r.sb3_reference_budget == r.budget and r.sb3_reference:
+            ratio.append(r.final_iqm / r.sb3_reference)
+            against.append("RL Zoo benchmark (1 agent)")
+            n.append(1)
+        else:
+            ratio.append(np.nan)
+            against.append(None)
+            n.append(0)
+    return summary.assign(ratio_to_reference=ratio, ratio_against=against, ratio_n=n)
 
 
 def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
@@ -152,8 +187,8 @@ def _fps_columns(fps: pd.Series) -> dict[str, float]:
     return {"fps_median": float(fps.median()), "fps_low": float(fps.min()), "fps_high": float(fps.max())}
 
 
-def _reference_columns(algo: str, env_id: str | None, budget: float, point: float) -> dict[str, Any]:
-    """SB3's benchmark score and its value at ``budget`` (when the reference curves have one), and the ratio."""
+def _reference_columns(algo: str, env_id: str | None, budget: float) -> dict[str, Any]:
+    """The RL Zoo's benchmark score and its single-seed value at ``budget`` (when its curve has one)."""
     ref = reference_score(algo, env_id) if env_id else None
     at_budget = reference_at_budget(algo, env_id, budget) if env_id and np.isfinite(budget) else None
     return {
@@ -164,7 +199,6 @@ def _reference_columns(algo: str, env_id: str | None, budget: float, point: floa
         "reference_at_budget": at_budget.score if at_budget else np.nan,
         "reference_at_budget_how": at_budget.how if at_budget else None,
         "reference_at_budget_source": at_budget.source if at_budget else None,
-        "ratio_to_reference": point / at_budget.score if at_budget and at_budget.score else np.nan,
     }
 
 

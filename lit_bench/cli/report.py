@@ -1,9 +1,13 @@
-"""Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's reference at equal budgets.
+"""Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's runs of the same configs.
 
-    python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
+    python -m lit_bench.cli.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
+        [--style screen|paper] [--x steps|wall] [--train-metrics METRIC ...]
 
 Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran) and the figures
-``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf, or ``--formats``). "Final" is the
+``curves_<env>``, ``training_<env>`` (from ``train/metrics.csv``), ``final_scores``, ``throughput``, ``comparison``
+and, over two or more envs, ``suite`` with ``suite.csv`` and ``normalization.csv`` (.png/.pdf, or ``--formats``), in
+one visual language (``analysis.style``). The ratio to SB3 is against the config's own ``backend=sb3`` runs (n
+seeds), else the RL Zoo benchmark at its own budget (``summarize.with_ratio``). "Final" is the
 last evaluation, at the end of the budget, as on the console and in the sweep table. Scores are deterministic
 evaluation returns; the point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so
 reports are reproducible), flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo,
@@ -28,12 +32,14 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from lit_bench.analysis import aggregate as agg
-from lit_bench.analysis import plot
+from lit_bench.analysis import plot, style, suite, suite_page, training
 from lit_bench.analysis.cache import Parsed
 from lit_bench.analysis.hpo import plot_sweep
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
+from lit_bench.analysis.normalize import normalization_table
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import (
     GROUP,
@@ -66,8 +72,9 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         f"Final = {agg.FINAL}; IQM across seeds [95% stratified bootstrap CI]; n = seeds with a final score; "
         f"{FLAG} = under {agg.MIN_SEEDS_FOR_CI} seeds, the CI is little more than the range of the scores.",
         "",
-        "| run | env | n (other runs) | final IQM [95% CI] | SB3 at this budget | ratio | SB3 benchmark | "
-        "steps to threshold (solved / runs) | env steps/s (min-max) |" + " video |" * video_column,
+        "| run | env | n (other runs) | final IQM [95% CI] | ratio to SB3 (against, n) | RL Zoo at this budget "
+        "(1 seed) | RL Zoo benchmark (1 agent) | steps to threshold (solved / runs) | env steps/s (min-max) |"
+        + " video |" * video_column,
         "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
     ]
     sources = {}
@@ -88,12 +95,15 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
             reached = _steps(r.steps_to_threshold_median) if np.isfinite(r.steps_to_threshold_median) else "never"
             to_threshold = f"{reached} ({r.solved_seeds}/{r.threshold_runs})"
         lines.append(
-            f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
-            f"{_fmt(r.ratio_to_reference, '.2f')} | {bench} | {to_threshold} | {_fps(r)} |"
+            f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {_ratio(r)} | {at_budget} | "
+            f"{bench} | {to_threshold} | {_fps(r)} |"
             + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
     lines.append("")
     lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
+    lines.append("Ratio: the final IQM over SB3's: the same config's backend=sb3 runs when there are any (n seeds), "
+                 "else the RL Zoo benchmark when trained for this budget (one agent); the Zoo's single-seed eval "
+                 "curve below its budget is shown, never a denominator.")
     lines.append(f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
                  "reach the env's threshold (median over runs that did).")
     if (summary.reference_same_version == False).any():  # noqa: E712 - None means no reference
@@ -136,6 +146,14 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
     return "\n".join(lines)
 
 
+def _ratio(r: tuple) -> str:
+    """The ratio to SB3 and what it is against (``summarize.with_ratio``)."""
+    if not np.isfinite(r.ratio_to_reference):
+        return "-"
+    against = "SB3 runs" if r.ratio_against == "SB3 runs of this config" else "Zoo benchmark"
+    return f"{r.ratio_to_reference:.2f} ({against}, n={r.ratio_n})"
+
+
 def _runs(r: tuple) -> str:
     others = [f"{getattr(r, k)} {k}" for k in ("failed", "incomplete", "damaged") if getattr(r, k)]
     return f"{r.seeds}" + (f" ({', '.join(others)})" if others else "")
@@ -156,10 +174,6 @@ def _fps(r: tuple) -> str:
         f"{r.fps_median:.0f}")
 
 
-def _fmt(value: float, spec: str) -> str:
-    return format(value, spec) if np.isfinite(value) else "-"
-
-
 def _steps(value: float) -> str:
     return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}k" if value >= 1e3 else f"{value:g}"
 
@@ -178,7 +192,7 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
     if named is None:
         return []
     ax, name = named
-    figure = ax.figure
+    figure = ax.get_figure(root=True)  # (the whole figure when ax is in a subfigure)
     figure.set_dpi(DPI)
     if (engine := figure.get_layout_engine()) is not None:
         engine.execute(figure)
@@ -197,26 +211,26 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
 
 def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
             comparison: pd.DataFrame | None = None, seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"),
-            workers: int = 1) -> list[Path]:
-    """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences.
+            workers: int = 1, x: str = "timesteps", extra: Sequence[Drawing] | None = None) -> list[Path]:
+    """Learning curves per env (with the RL Zoo's, labelled as one seed), final-score intervals per env, throughput,
+    lit-vs-SB3 differences, and ``extra``.
 
-    ``evals``: the long table, or its ``Returns.of(evals)`` (all the figures read of it). ``workers`` > 1 draws the
-    figures in that many processes, this one and ``workers - 1`` forked ones (each figure whole in one of them: the
-    same files as drawn here alone); a figure that fails, or a worker that dies, ends the report with an error.
+    ``evals``: the long table, or its ``Returns.of(evals)`` (all the figures read of it; its ``timesteps`` are
+    seconds when ``x`` is ``wall_time_s``). ``extra``: more figures to draw (the suite page, training curves).
+    ``workers`` > 1 draws the figures in that many processes, this one and ``workers - 1`` forked ones (each figure
+    whole in one of them: the same files as drawn here alone); a figure that fails, or a worker that dies, ends the
+    report with an error.
     """
     several = summary.sweep.nunique() > 1
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour_of: dict[tuple, str] = {}
-    for r in summary.itertuples():  # one colour per algorithm (and config); the backend sets the line style
-        colour_of.setdefault((r.sweep, r.algo, r.variant), palette[len(colour_of) % len(palette)])
-    labelled = summary.assign(label=[label(r, several) for r in summary.itertuples()])
+    look = style.Look.of(summary)  # one colour per algorithm (shades per config), decided once for every figure
+    labelled = summary.assign(label=short_labels(summary))
     returns = evals if isinstance(evals, Returns) else Returns.of(evals)
     curves: list[Drawing] = [
-        partial(_curves, env, rows, partial(curve_bands, None, rows, seed=seed, returns=returns), colour_of, several)
+        partial(_curves, env, rows, partial(curve_bands, None, rows, seed=seed, returns=returns), look, several, x)
         for env, rows in summary.groupby("env", sort=True)]
-    per_config: list[Drawing] = [partial(_final_scores, labelled),
-                                 partial(_throughput, labelled, comparison, colour_of),
-                                 partial(_comparison, comparison, several)]
+    per_config: list[Drawing] = [partial(_final_scores, labelled, look),
+                                 partial(_throughput, labelled, comparison, look),
+                                 partial(_comparison, comparison, several), *(extra or ())]
     drawings = curves + per_config
     workers = min(workers, len(drawings)) if "fork" in mp.get_all_start_methods() else 1
     if workers <= 1:
@@ -284,68 +298,150 @@ def _drain() -> dict[int, list[Path]]:
     return _queue[0].drain()
 
 
-def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.DataFrame]],
-            colour_of: dict[tuple, str], several: bool) -> tuple[plt.Axes, str] | None:
-    """One env's learning curves (a band per config, SB3's reference curve once per algorithm and config)."""
+def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.DataFrame]], look: style.Look,
+            several: bool, x: str = "timesteps") -> tuple[plt.Axes, str] | None:
+    """One env's learning curves: a band per config and backend (the config's colour, the backend's line style),
+    one legend entry per config, the RL Zoo's single-seed curve once per algorithm (steps axis only)."""
     bands = bands_of()  # (computed here: in the figure's worker when drawn in parallel)
-    named, styles, references = {}, {}, {}
-    for r in rows.itertuples():
-        if r.Index not in bands:
-            continue
-        name = label(r, several)
-        named[name] = bands[r.Index]
-        styles[name] = plot.backend_style(r.backend, colour_of[(r.sweep, r.algo, r.variant)])
-        ref = reference_score(r.algo, r.env_id) if isinstance(r.env_id, str) else None
-        if ref is not None and (r.sweep, r.algo, r.variant) not in {k for k, _ in references.values()}:
-            version = "" if ref.same_version else f", {ref.reference_env_id}"
-            references[name] = ((r.sweep, r.algo, r.variant), plot.ReferenceMark(
-                ref.score, ref.budget, f"SB3 zoo {r.algo}{version}", reference_curve(r.algo, r.env_id)))
-    if not named:
+    rows = rows[rows.index.isin(list(bands))]
+    if rows.empty:
         return None
+    configs = list(dict.fromkeys(zip(rows.sweep, rows.algo, rows.variant)))
+    short = dict(zip(configs, style.short_labels(configs, with_sweep=several)))
+    named, styles, seeds, references = {}, {}, {}, {}
+    for r in rows.itertuples():
+        config = (r.sweep, r.algo, r.variant)
+        name = f"{short[config]} / {r.backend}"
+        named[name], styles[name] = bands[r.Index], look.line(*config, r.backend)
+        seeds.setdefault(config, {})[r.backend] = int(bands[r.Index].n_runs.max())
+        ref = reference_score(r.algo, r.env_id) if isinstance(r.env_id, str) and x == "timesteps" else None
+        if ref is not None and r.algo not in references:
+            version = "" if ref.same_version else f" ({ref.reference_env_id})"
+            references[r.algo] = plot.ReferenceMark(ref.score, ref.budget, f"RL Zoo {r.algo}{version}",
+                                                    reference_curve(r.algo, r.env_id), look.marker[r.algo])
+    backends = sorted({str(b) for b in rows.backend})
+    notes = {c: _seeds_note(seeds[c]) for c in configs}
+    same = len(set(notes.values())) == 1  # then said once, in the title
+    handles = [Line2D([], [], color=look.line(*c, "lit").color, marker=look.marker[c[1]], mfc="none",
+                      label=short[c] + ("" if same else f" ({notes[c]})")) for c in configs]
     first = rows.iloc[0]
     ax = plot.learning_curves(
-        plot.new_axes(), named, styles=styles, references={k: m for k, (_, m) in references.items()},
+        plot.new_axes(), named, styles=styles, references=references,
+        handles=handles + style.backend_handles(backends) * (len(backends) > 1 or "sb3" in backends),
         threshold=first.threshold if np.isfinite(first.threshold) else None,
-        title=f"{env} ({first.env_id}): IQM across seeds, 95% CI",
+        title=f"{first.env_id or env}" + (f" ({next(iter(notes.values()))} seeds each)" if same else ""),
+        xlabel="wall-clock seconds" if x == "wall_time_s" else "env steps",
+        ylabel="evaluation return\n(IQM over seeds, 95% CI)",
     )
     return ax, f"curves_{env}"
 
 
-def _final_scores(labelled: pd.DataFrame) -> tuple[plt.Axes, str] | None:
+def short_labels(rows: pd.DataFrame, *, backend: bool = True) -> list[str]:
+    """Figure labels of summary or comparison rows: the algorithm and the overrides that differ among them
+    (``style.short_labels``), the backend, and the env when there are several (full strings: the tables)."""
+    configs = list(zip(rows.sweep, rows.algo, rows.variant.fillna("")))
+    names = style.short_labels(configs, with_sweep=rows.sweep.nunique() > 1)
+    several_envs = rows.env.nunique() > 1
+    return [name + (f" / {r.backend}" if backend else "") + (f" · {r.env}" if several_envs else "")
+            for name, r in zip(names, rows.itertuples())]
+
+
+def _seeds_note(seeds: dict[str, int]) -> str:
+    """``n=5`` for one backend, ``n=5 lit, 5 SB3`` for both."""
+    if len(seeds) == 1:
+        return f"n={next(iter(seeds.values()))}"
+    return "n=" + ", ".join(f"{n} {'SB3' if b == 'sb3' else b}" for b, n in sorted(seeds.items()))
+
+
+def _final_scores(labelled: pd.DataFrame, look: style.Look) -> tuple[plt.Axes, str] | None:
+    """Final IQM [95% CI] per config and backend: one panel per env (each on its own scale), rows in the configs'
+    colours and markers (open: SB3), a grey star where the RL Zoo's agent was trained for the same budget."""
     finite = labelled[np.isfinite(labelled.final_iqm)]
     if finite.empty:
         return None
-    with_ref = finite.assign(label=[f"{r.label} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
-                                    for r in finite.itertuples()], reference=finite.reference_at_budget,
-                             ci_low=finite.ci_low.fillna(finite.final_iqm),
-                             ci_high=finite.ci_high.fillna(finite.final_iqm))
-    ax = plot.final_scores(plot.new_axes(height=1.2 + 0.5 * len(finite)), with_ref,
-                           xlabel=f"final return ({agg.FINAL}): IQM across seeds, 95% bootstrap CI"
+    envs = sorted(finite.env.unique())
+    sizes = [int((finite.env == env).sum()) for env in envs]
+    _, axes = plt.subplots(len(envs), 1, squeeze=False, layout="constrained", height_ratios=sizes,
+                           figsize=(plot.rows_width([f"{t} (n=000)" for t in finite.label]),
+                                    plot.rows_height(sum(sizes)) + 0.5 * (len(envs) - 1)))
+    for ax, env in zip(axes[:, 0], envs):
+        rows = finite[finite.env == env]
+        zoo = rows.reference_at_budget.where(rows.sb3_reference_budget == rows.budget)  # a whole agent only
+        configs = list(zip(rows.sweep, rows.algo, rows.variant))
+        short = style.short_labels(configs, with_sweep=rows.sweep.nunique() > 1)
+        with_ref = rows.assign(
+            label=[f"{name} / {r.backend} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
+                   for name, r in zip(short, rows.itertuples())], reference=zoo,
+            ci_low=rows.ci_low.fillna(rows.final_iqm), ci_high=rows.ci_high.fillna(rows.final_iqm),
+            color=[look.line(*c, "lit").color for c in configs], marker=[look.marker[c[1]] for c in configs])
+        with_ref.attrs["reference_label"] = "RL Zoo benchmark at this budget (1 agent)"
+        plot.final_scores(ax, with_ref, xlabel="")
+        ax.set_title(str(rows.env_id.iloc[0] or env), loc="left")
+    axes[-1, 0].set_xlabel("final return (IQM over seeds, 95% CI)"
                            + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable"
                               if finite.ci_flagged.any() else ""))
-    return ax, "final_scores"
+    return axes[0, 0], "final_scores"
 
 
 def _throughput(labelled: pd.DataFrame, comparison: pd.DataFrame | None,
-                colour_of: dict[tuple, str]) -> tuple[plt.Axes, str] | None:
+                look: style.Look) -> tuple[plt.Axes, str] | None:
     fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
     if fps.empty:
         return None
     fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
-                     color=[colour_of[(r.sweep, r.algo, r.variant)] for r in fps.itertuples()],
+                     color=[look.line(r.sweep, r.algo, r.variant, r.backend).color for r in fps.itertuples()],
                      hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
-    return plot.throughput(plot.new_axes(height=1 + 0.5 * len(fps)), fps), "throughput"
+    ax = plot.new_axes(width=plot.rows_width(list(fps.label)), height=plot.rows_height(len(fps)))
+    return plot.throughput(ax, fps), "throughput"
 
 
 def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axes, str] | None:
     if comparison is None or comparison.empty:
         return None
     rows = comparison.assign(
-        label=[f"{label(r, several, backend=False)} / {r.env}" for r in comparison.itertuples()],
+        label=[f"{name} / {r.env}" for name, r in zip(style.short_labels(list(zip(
+            comparison.sweep, comparison.algo, comparison.variant.fillna(""))), with_sweep=several),
+            comparison.itertuples())],
         note=[f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
               + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
               for r in comparison.itertuples()])
-    return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows), "comparison"
+    return plot.paired_differences(plot.new_axes(height=plot.rows_height(2 * len(rows)) + 0.4), rows), "comparison"
+
+
+def _training(env: str, runs: pd.DataFrame, look: style.Look,
+              wanted: Sequence[str]) -> tuple[plt.Axes, str] | None:
+    """One env's training metrics (``train/metrics.csv``) against env steps: a panel per metric, a band per config
+    and backend in the curves' styles, one legend; None when no run of the env has the file."""
+    if not any(os.path.isfile(os.path.join(d, "train", "metrics.csv")) for d in runs.run_dir):
+        return None  # (one stat per run: cheap at 10,000 runs without them)
+    long = training.load_metrics(runs)
+    metrics = training.chosen_metrics(long, list(wanted))
+    if not metrics:
+        return None
+    configs = list(dict.fromkeys(zip(long.sweep, long.algo, long.variant)))
+    short = dict(zip(configs, style.short_labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
+    current = style.current()
+    _, axes = plt.subplots(1, len(metrics), squeeze=False, layout="constrained",
+                           figsize=(current.wide, current.height))
+    handles = {}
+    for ax, metric in zip(axes[0], metrics):
+        bands, lines = {}, {}
+        for (sweep, algo, variant, backend), group in long.groupby(["sweep", "algo", "variant", "backend"]):
+            name = f"{short[(sweep, algo, variant)]} / {backend}"
+            band = training.metric_band(group, metric)
+            if not band.empty:
+                bands[name], lines[name] = band, look.line(sweep, algo, variant, backend)
+                handles[name] = Line2D([], [], color=lines[name].color, ls=lines[name].linestyle,
+                                       label=f"{name} (n={int(band.n_runs.max())})")
+        training.draw_metric(ax, bands, lines, metric)
+    axes[0, 0].set_ylabel("IQM over seeds (95% CI)")
+    plot.place_legend(axes[0, 0], list(handles.values()))
+    axes[0, 0].get_figure(root=True).suptitle(f"{env}: training metrics (train/metrics.csv)")
+    return axes[0, 0], f"training_{env}"
+
+
+def _suite_page(found: suite_page.Suite, seed: int, aggregates: pd.DataFrame) -> tuple[plt.Axes, str]:
+    return suite_page.draw(found, seed=seed, aggregates=aggregates), "suite"
 
 
 def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
@@ -367,6 +463,7 @@ def warn_damaged(runs: pd.DataFrame) -> None:
 
 
 FORMATS = ("png", "pdf")
+X_AXES = {"steps": "timesteps", "wall": "wall_time_s"}  # --x: the eval.csv column on the curves' x-axis
 
 
 def usable_cpus() -> int:
@@ -375,10 +472,11 @@ def usable_cpus() -> int:
 
 
 def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-                 workers: int | None = None) -> pd.DataFrame:
+                 workers: int | None = None, x: str = "steps", look: str = "screen") -> pd.DataFrame:
     """Everything the CLI writes (figures in ``formats``, drawn by ``workers`` processes, default
-    ``usable_cpus()``); returns the summary table."""
-    return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus())[0]
+    ``usable_cpus()``; ``x`` and ``look``: the CLI's ``--x`` and ``--style``); returns the summary table."""
+    return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus(), x=X_AXES[x],
+                  look=look)[0]
 
 
 def tables(paths: Sequence[str | Path], *, seed: int = 0,
@@ -388,13 +486,13 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0,
 
     Exits with one line when a path is missing, there are no runs, or none of them completed.
     """
-    parsed, runs, _, summary, comparison = _tables(paths, seed=seed, workers=workers)
+    parsed, runs, _, summary, comparison, _ = _tables(paths, seed=seed, workers=workers)
     return evaluations_table(parsed, runs, ["mean_return"]), summary, comparison  # (the report uses the returns only)
 
 
 def _tables(paths: Sequence[str | Path], *, seed: int = 0,
-            workers: int = 1) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame]:
-    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison)``."""
+            workers: int = 1) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison, per run)``."""
     where = ", ".join(map(str, paths))
     try:
         parsed = read_runs(paths, workers=workers)  # one pass over the files
@@ -410,7 +508,8 @@ def _tables(paths: Sequence[str | Path], *, seed: int = 0,
     returns = Returns.of_parsed(parsed, runs)
     per_run = run_table(runs, None, returns=returns)  # once for both tables
     summary = summary_table(runs, None, seed=seed, per_run=per_run)
-    return parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run)
+    return (parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run),
+            per_run)
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -426,15 +525,29 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-           workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
-    _, _, returns, summary, comparison = _tables(paths, seed=seed, workers=workers)  # (all the figures need)
+           workers: int = 1, x: str = "timesteps", look: str = "screen",
+           train_metrics: Sequence[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    parsed, runs, returns, summary, comparison, per_run = _tables(paths, seed=seed, workers=workers)
+    style.use(look)
+    look_of = style.Look.of(summary)
+    found = suite_page.suite_of(per_run, look_of)
+    if x != "timesteps":  # the curves against another column of eval.csv (the tables stay per env step)
+        returns = Returns.of_parsed(parsed, runs, x=x)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
+    extra = []
+    extra += [partial(_training, env, rows, look_of, train_metrics) for env, rows in runs.groupby("env", sort=True)
+              if train_metrics != ["none"]]
+    if found is not None:  # normalized scores over several envs: the suite's tables and page
+        aggregates = suite.aggregate_table(found.scores, seed=seed)
+        atomic_write_text(out / "suite.csv", aggregates.to_csv(index=False))
+        atomic_write_text(out / "normalization.csv", normalization_table(found.tasks).to_csv(index=False))
+        extra.append(partial(_suite_page, found, seed, aggregates))
     figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
-            workers=workers)
+            workers=workers, x=x, extra=extra)
     for path in paths:  # a sweep directory of an Optuna study: its figures too (lit_bench.analysis.hpo)
         plot_sweep(Path(path), out)
     return summary, comparison
@@ -449,9 +562,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="file formats of the figures (png alone: ~30%% less time drawing)")
     parser.add_argument("--workers", type=_positive, default=usable_cpus(),
                         help="processes drawing the figures (default: the usable CPUs; 1: all in this process)")
+    parser.add_argument("--style", choices=list(style.STYLES), default="screen",
+                        help="figure sizes and fonts: screen, or paper (one column of a two-column paper)")
+    parser.add_argument("--x", choices=list(X_AXES), default="steps",
+                        help="x-axis of the learning curves: env steps, or wall-clock seconds of training")
+    parser.add_argument("--train-metrics", nargs="+", default=[], metavar="METRIC",
+                        help="train/metrics.csv columns drawn in training_<env> (default: the rollout return and "
+                             "the main losses present; none: no training figures)")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers)
+    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers,
+                                 x=X_AXES[args.x], look=args.style, train_metrics=args.train_metrics)
     print(markdown(summary, comparison))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 

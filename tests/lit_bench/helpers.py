@@ -126,3 +126,30 @@ def make_sweep(root: Path, *, sb3: bool = True) -> Path:
     write_run(sweep, "a2c", "CartPole", 0, "lit", [], status="failed")
     write_run(sweep, "a2c", "CartPole", 1, "lit", [50.0, 120.0], status=None)  # killed before any summary
     return root
+
+
+def write_config_and_metrics(run_dir: Path, config: dict[str, Any], rows: int = 5) -> None:
+    """A run's ``config.yaml`` (``config``, as a resolved config) and a ``train/metrics.csv`` of ``rows`` rows (the
+    schema both backends write: Lightning CSVLogger's, env steps in ``step``)."""
+    import yaml
+
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    (run_dir / "train").mkdir(exist_ok=True)
+    lines = ["rollout/ep_rew_mean,step,train/loss,train/value_loss"]
+    lines += [f"{20.0 + 10 * i},{256 * (i + 1)},{1.0 / (i + 1)},{2.0 / (i + 1)}" for i in range(rows)]
+    (run_dir / "train" / "metrics.csv").write_text("\n".join(lines) + "\n")
+
+
+def make_mixed_sweeps(root: Path) -> Path:
+    """``make_sweep``'s sweep, a learning-rate sweep on CartPole and Acrobot (configs and training metrics) with
+    unequal seeds per env: the mix a notebook meets."""
+    make_sweep(root)
+    for env, env_id, base in (("CartPole", "CartPole-v1", 100.0), ("Acrobot", "Acrobot-v1", -300.0)):
+        for k, lr in enumerate((0.001, 0.0003)):
+            for seed in range(3 if env == "CartPole" else 2):
+                run = write_run(root / "fixture_lr", "ppo", env, seed, "lit",
+                                [base, base + 50 * (k + 1) + seed], env_id=env_id, subdir=f"lr{k}",
+                                sweep="fixture_lr", config_id=f"{env}{k}", variant=f"algo.learning_rate={lr}")
+                write_config_and_metrics(run, {"seed": seed, "sweep": "fixture_lr", "env": {"id": env_id},
+                                               "algo": {"learning_rate": lr, "gamma": 0.99}})
+    return root

@@ -52,13 +52,17 @@ def test_report_cli_writes_every_file(tmp_path, capsys):
     assert ppo.final_iqm == pytest.approx(490.0) and ppo.ci_low <= 490.0 <= ppo.ci_high
     # 475 is reached only at the last evaluation, never held for three: not "solved"
     assert ppo.seeds == 3 and ppo.solved_seeds == 0 and pd.isna(ppo.steps_to_threshold_median)
-    # a 3k-step run has no SB3 value at its budget: the benchmark is shown with its budget, and no ratio
-    assert ppo.sb3_reference == pytest.approx(500.0) and pd.isna(ppo.ratio_to_reference)
+    # the ratio is against the same config's SB3 runs (n=3), not the Zoo's benchmark at another budget
+    assert ppo.sb3_reference == pytest.approx(500.0) and ppo.ratio_to_reference == pytest.approx(490.0 / 470.0)
+    assert ppo.ratio_against == "SB3 runs of this config" and ppo.ratio_n == 3
+    sb3 = summary.loc[("ppo", "sb3")]  # a 3k-step run: no Zoo value at its budget, no ratio
+    assert pd.isna(sb3.ratio_to_reference) and sb3.ratio_n == 0
     a2c = summary.loc[("a2c", "lit")]
     assert a2c.failed == 1 and a2c.incomplete == 1 and a2c.seeds == 0 and pd.isna(a2c.final_iqm)
     text = capsys.readouterr().out
     assert "Final = the last evaluation, at the end of the budget" in text
-    assert "| ppo / sb3 | CartPole | 3 | 470.0 [470.0, 470.0]‡ | none at 3k | - | 500.0 @ 100k |" in text
+    assert "| ppo / sb3 | CartPole | 3 | 470.0 [470.0, 470.0]‡ | - | none at 3k | 500.0 @ 100k |" in text
+    assert "| ppo / lit | CartPole | 3 | 490.0 [480.0, 500.0]‡ | 1.04 (SB3 runs, n=3) | none at 3k |" in text
     assert "| a2c / lit | CartPole | 0 (1 failed, 1 incomplete) |" in text
     assert "## lit vs SB3, paired by seed" in text and "report written to" in text
 
@@ -135,9 +139,11 @@ def _tables(*paths):
 
 def test_ratio_is_taken_at_the_runs_own_budget(tmp_path):
     summary, _, md = _tables(_equal_budget_sweep(tmp_path / "s", 5))
-    lit = summary.set_index("backend").loc["lit"]
+    lit, sb3 = summary.set_index("backend").loc["lit"], summary.set_index("backend").loc["sb3"]
     assert lit.budget == 20_000 and lit.reference_at_budget == pytest.approx(500.0)
-    assert lit.ratio_to_reference == pytest.approx(lit.final_iqm / 500.0)
+    # the Zoo's single seed at 20k (below its 100k budget) is shown, never the ratio's denominator: SB3's runs are
+    assert lit.ratio_to_reference == pytest.approx(lit.final_iqm / sb3.final_iqm) and lit.ratio_n == 5
+    assert pd.isna(sb3.ratio_to_reference)
     assert lit.reference_at_budget_how == "Zoo eval curve (1 seed) at 20k"
     assert "[1] SB3 ppo on CartPole-v1 at 20k: Zoo eval curve (1 seed) at 20k (DLR-RM/rl-trained-agents@" in md
     # both backends' rows cite the one reference they share, and only existing footnotes are cited
@@ -153,7 +159,7 @@ def test_small_samples_are_flagged_and_single_runs_have_no_interval(tmp_path):
     assert "]‡" not in md  # no interval flagged
     single, comparison, md = _tables(_equal_budget_sweep(tmp_path / "one", 1))
     assert single.ci_low.isna().all() and single.seeds.eq(1).all() and comparison.ci_low.isna().all()
-    assert "| 1 | 400.0 | 500.0 [1] |" in md and "| 0: +5.0 | +5.0 | 1.00 | n<5 |" in md
+    assert "| 1 | 400.0 | 1.01 (SB3 runs, n=1) | 500.0 [1] |" in md and "| 0: +5.0 | +5.0 | 1.00 | n<5 |" in md
 
 
 def test_paired_comparison_table(tmp_path):
@@ -200,3 +206,34 @@ def test_summary_md_links_videos_where_runs_have_one(tmp_path):
     ppo = next(line for line in lines if line.startswith("| ppo / lit |"))
     a2c = next(line for line in lines if line.startswith("| a2c / lit |"))
     assert ppo.endswith("| [1](../fixture_sweep/ppo/CartPole/seed_1/video/final.mp4) |") and a2c.endswith("| - |")
+
+
+def test_ratio_without_sb3_runs_is_the_zoo_benchmark_at_its_own_budget_only(tmp_path):
+    # lit alone at 20k: the Zoo's single-seed curve (500 at 20k) is shown but is no denominator
+    for seed in range(2):
+        write_run(tmp_path / "short", "ppo", "CartPole", seed, "lit", [100.0] * 9 + [400.0], every=2_000)
+        write_run(tmp_path / "full", "ppo", "CartPole", seed, "lit", [100.0] * 9 + [450.0], every=10_000)
+    short, _, md = _tables(tmp_path / "short")
+    assert short.reference_at_budget.item() == pytest.approx(500.0) and pd.isna(short.ratio_to_reference.item())
+    assert "| 400.0 [400.0, 400.0]‡ | - | 500.0 [1] |" in md
+    # at the Zoo's own 100k budget: its benchmark (one agent, n=1) is the denominator, and says so
+    full, _, md = _tables(tmp_path / "full")
+    assert full.ratio_to_reference.item() == pytest.approx(450.0 / 500.0) and full.ratio_n.item() == 1
+    assert "| 0.90 (Zoo benchmark, n=1) |" in md
+
+
+def test_suite_and_training_pages_over_several_envs(tmp_path, capsys):
+    from tests.lit_bench.helpers import make_mixed_sweeps
+
+    make_mixed_sweeps(tmp_path)
+    out = tmp_path / "report"
+    report.main([str(tmp_path / "fixture_*"), "--out", str(out), "--formats", "png", "--style", "paper"])
+    for name in ("suite.png", "suite.csv", "normalization.csv", "training_CartPole.png", "training_Acrobot.png"):
+        assert (out / name).stat().st_size > 0, name
+    aggregates = pd.read_csv(out / "suite.csv")
+    # the two learning-rate configs ran on both envs (2 runs each on Acrobot): the suite; ppo of fixture_sweep did not
+    assert set(aggregates.name) == {"ppo learning_rate=0.001 / lit", "ppo learning_rate=0.0003 / lit"}
+    assert set(aggregates.tasks) == {2} and set(aggregates.runs) == {2}
+    assert set(pd.read_csv(out / "normalization.csv").env_id) == {"Acrobot-v1", "CartPole-v1"}
+    with Image.open(out / "suite.png") as image:
+        assert image.width >= 0.95 * 7.0 * report.DPI  # the paper style's page width (7 in), not a column's

@@ -16,29 +16,36 @@ def _band(scale: float, n: int = 10) -> pd.DataFrame:
 
 
 def _texts(ax) -> str:
-    return "\n".join(t.get_text() for t in ax.texts)
+    """What the figure says besides its lines: the legend's heading (notes) and texts on the axes."""
+    figure = ax.get_figure(root=True)
+    return "\n".join([t.get_text() for t in ax.texts] + [lg.get_title().get_text() for lg in figure.legends])
+
+
+def _legend(ax) -> list[str]:
+    return [t.get_text() for lg in ax.get_figure(root=True).legends for t in lg.get_texts()]
 
 
 def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
     ax = plot.new_axes()
     ref_curve = pd.DataFrame({"timesteps": [2000, 8000, 50000], "mean_reward": [50.0, 90.0, 500.0]})
-    references = {"ppo / lit": plot.ReferenceMark(95.0, 10000, "SB3 ppo", ref_curve),
-                  "a2c / lit": plot.ReferenceMark(80.0, 500_000, "SB3 a2c")}
+    references = {"ppo": plot.ReferenceMark(95.0, 10000, "RL Zoo ppo", ref_curve),
+                  "a2c": plot.ReferenceMark(80.0, 500_000, "RL Zoo a2c")}
     styles = {"ppo / lit": plot.backend_style("lit", "tab:blue"), "ppo / sb3": plot.backend_style("sb3", "tab:blue")}
     plot.learning_curves(ax, {"ppo / lit": _band(1.0), "ppo / sb3": _band(0.9), "a2c / lit": _band(0.5)},
                          styles=styles, references=references, threshold=80.0, title="CartPole-v1")
     lines = {line.get_label(): line for line in ax.get_lines()}
-    assert {"ppo / lit (IQM, n=3)", "ppo / sb3 (IQM, n=3)", "SB3 ppo: 95 at 10k steps", "solved (80)",
-            "SB3 ppo eval curve (1 seed)"} <= set(lines)
-    # one colour per algorithm, the backend in the line style and marker
-    lit, sb3 = lines["ppo / lit (IQM, n=3)"], lines["ppo / sb3 (IQM, n=3)"]
+    # the Zoo's curve and score are labelled as what they are: one seed, one agent
+    assert {"ppo / lit (n=3)", "ppo / sb3 (n=3)", "RL Zoo ppo: 95 at 10k steps (1 agent)", "solved (80)",
+            "RL Zoo ppo eval curve, 1 seed"} <= set(lines)
+    # one colour per algorithm, the backend in the line style
+    lit, sb3 = lines["ppo / lit (n=3)"], lines["ppo / sb3 (n=3)"]
     assert lit.get_color() == sb3.get_color() and lit.get_linestyle() != sb3.get_linestyle()
-    assert lit.get_marker() != sb3.get_marker()
     # the reference budget beyond the runs' steps is a note, not a legend entry with nothing drawn
-    assert not [label for label in lines if "a2c" in label and "SB3" in label]
-    assert "SB3 a2c: 80 at 500k steps (beyond these runs' budget)" in _texts(ax)
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert all(label in lines for label in legend)
+    assert not [label for label in lines if "a2c" in label and "Zoo" in label]
+    assert "RL Zoo a2c: 80 at 500k steps (1 agent) (beyond these runs' budget)" in _texts(ax)
+    legend = _legend(ax)
+    assert legend and all(label in lines for label in legend)
+    assert not ax.get_legend()  # the figure's legend, under the plot: the plot keeps the figure's width
     assert len(ax.collections) >= 3  # the CI bands
     ax.figure.savefig(tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 10_000
@@ -47,12 +54,13 @@ def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
 
 def test_axis_fits_the_data_and_far_levels_become_notes():
     ax = plot.learning_curves(plot.new_axes(), {"ppo / lit": _band(0.1)},  # returns 1 to 10
-                              references={"ppo / lit": plot.ReferenceMark(500.0, 5000, "SB3 ppo")}, threshold=475.0)
+                              references={"ppo": plot.ReferenceMark(500.0, 5000, "RL Zoo ppo")}, threshold=475.0)
     low, high = ax.get_ylim()
     assert high < 50 and low > -10  # not 0-500 because of the reference
     notes = _texts(ax)
-    assert "SB3 ppo: 500 at 5k steps (off the scale)" in notes and "solved threshold 475 (off the scale)" in notes
-    assert [line.get_label() for line in ax.get_lines()] == ["ppo / lit (IQM, n=3)"]
+    assert "RL Zoo ppo: 500 at 5k steps (1 agent) (off the scale)" in notes
+    assert "solved threshold 475 (off the scale)" in notes
+    assert [line.get_label() for line in ax.get_lines()] == ["ppo / lit (n=3)"]
     plt.close(ax.figure)
 
 

@@ -1,0 +1,168 @@
+"""The report's visual language: one colour and marker per algorithm, one line style per backend, readable labels
+and sizes for a paper or a screen, the same in every figure of a report.
+
+``Look.of(summary)`` decides the colours once from every config of the report (so ``ppo`` is the same colour in the
+curves, the final scores and the throughput bars); figures ask it for a config's ``LineStyle`` and legend handles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib import colors as mcolors
+from matplotlib.lines import Line2D
+
+# Okabe & Ito's colour-blind safe palette (black left out: it is the references' colour), then tab10's others
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#8C564B", "#7F7F7F",
+           "#BCBD22", "#17BECF", "#9467BD"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
+BACKEND_LINES = {"lit": "-", "sb3": "--"}  # SB3 dashed: equal curves both show
+REFERENCE_COLOR = "0.25"  # the RL Zoo's single-seed curve and other published numbers: dark grey
+
+
+@dataclass(frozen=True)
+class Style:
+    """Figure sizes (inches) and matplotlib settings of one output medium."""
+
+    name: str
+    width: float  # a figure with one plot
+    height: float
+    wide: float  # a figure spanning the page (a grid of plots)
+    rc: dict[str, Any]
+
+
+STYLES = {
+    # a two-column paper: one column is ~3.3 in wide, the page ~7 in; 8 pt text as the body's footnotes
+    "paper": Style("paper", 3.4, 2.5, 7.0, {
+        "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
+        "legend.fontsize": 7, "figure.titlesize": 9, "lines.linewidth": 1.3, "lines.markersize": 3.5,
+        "axes.linewidth": 0.6, "grid.linewidth": 0.5, "legend.frameon": False, "font.family": "serif",
+        "axes.spines.top": False, "axes.spines.right": False, "savefig.pad_inches": 0.02, "pdf.fonttype": 42}),
+    "screen": Style("screen", 8.0, 4.5, 12.0, {
+        "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
+        "legend.fontsize": 9, "figure.titlesize": 12, "lines.linewidth": 1.8, "lines.markersize": 5,
+        "legend.frameon": False, "axes.spines.top": False, "axes.spines.right": False, "pdf.fonttype": 42}),
+}
+_current = ["screen"]
+
+
+def use(name: str) -> Style:
+    """Make ``name`` (``paper`` or ``screen``) the style of the figures drawn from now on in this process."""
+    if name not in STYLES:
+        raise ValueError(f"style: unknown {name!r}; choose from {', '.join(STYLES)}")
+    _current[0] = name
+    mpl.rcParams.update(cast(Any, STYLES[name].rc))  # (matplotlib types the keys as a Literal of every name)
+    return STYLES[name]
+
+
+def current() -> Style:
+    return STYLES[_current[0]]
+
+
+@dataclass(frozen=True)
+class LineStyle:
+    """How one config's line is drawn: the algorithm's colour and marker, the backend's line style."""
+
+    color: str
+    linestyle: str = "-"
+    marker: str = "o"
+    linewidth: float | None = None  # None: the style's
+
+
+def shade(color: str, k: int, n: int) -> str:
+    """The ``k``-th of ``n`` shades of ``color``, from darker to lighter (the colour itself in the middle)."""
+    if n <= 1:
+        return color
+    rgb = np.array(mcolors.to_rgb(color))
+    t = -0.45 + 0.9 * k / (n - 1)  # < 0: mixed with black, > 0: with white
+    mixed = rgb * (1 + t) if t < 0 else rgb + (1 - rgb) * t
+    red, green, blue = (float(v) for v in np.clip(mixed, 0, 1))
+    return mcolors.to_hex((red, green, blue))
+
+
+Config = tuple[str, str, str]  # (sweep, algo, variant): a config whatever its backend
+
+
+class Look:
+    """Colours and markers of every config of a report, decided once from all of them.
+
+    Each algorithm has a colour and a marker. The configs of one algorithm (its variants and sweeps) are shades of
+    its colour; with a single algorithm they get the palette's distinct colours instead (a hyperparameter sweep).
+    """
+
+    def __init__(self, configs: Iterable[Config]) -> None:
+        configs = sorted(set(configs))
+        algos = sorted({algo for _, algo, _ in configs})
+        self.marker = {algo: MARKERS[i % len(MARKERS)] for i, algo in enumerate(algos)}
+        self.algo_color = {algo: PALETTE[i % len(PALETTE)] for i, algo in enumerate(algos)}
+        self.color: dict[Config, str] = {}
+        for algo in algos:
+            own = [c for c in configs if c[1] == algo]
+            for k, config in enumerate(own):
+                self.color[config] = (PALETTE[k % len(PALETTE)] if len(algos) == 1
+                                      else shade(self.algo_color[algo], k, len(own)))
+
+    @classmethod
+    def of(cls, summary: Any) -> Look:
+        """The look of a summary table's configs (``sweep``, ``algo``, ``variant`` columns)."""
+        return cls(zip(summary.sweep.astype(str), summary.algo.astype(str), summary.variant.fillna("").astype(str)))
+
+    def line(self, sweep: str, algo: str, variant: str, backend: str) -> LineStyle:
+        config = (str(sweep), str(algo), str(variant or ""))
+        color = self.color.get(config, self.algo_color.get(str(algo), PALETTE[0]))
+        return LineStyle(color, BACKEND_LINES.get(str(backend), ":"), self.marker.get(str(algo), "o"))
+
+
+def backend_handles(backends: Iterable[str]) -> list[Line2D]:
+    """Legend entries saying which line style is which backend (only those present)."""
+    names = {"lit": "lit_sb3", "sb3": "SB3"}
+    return [Line2D([], [], color="0.3", ls=BACKEND_LINES.get(b, ":"), label=names.get(b, b))
+            for b in sorted(set(backends), key=lambda b: (b != "lit", b))]
+
+
+def split_variant(variant: str) -> dict[str, str]:
+    """``key=value`` pairs of a variant slug (``lit_bench.identity.slug``); "" (the defaults) has none."""
+    pairs: dict[str, str] = {}
+    last = None
+    for part in str(variant or "").split(","):
+        key, sep, value = part.partition("=")
+        if sep:
+            pairs[key], last = value, key
+        elif part.startswith("+") and part[1:].isdigit():
+            pairs[part] = ""  # "+3": the slug's count of differences left out
+        elif last is not None:
+            pairs[last] += "," + part  # a value with a comma in it (a list or a mapping)
+    return pairs
+
+
+def short_labels(rows: Sequence[tuple[str, str, str]], *, with_sweep: bool = False) -> list[str]:
+    """Readable labels of ``(sweep, algo, variant)`` rows shown together: the algorithm, then only the overrides
+    whose values differ among these rows (``key=default`` where a row keeps the composed default); the sweep when
+    ``with_sweep``. Keys are shortened to their last part unless two would then read the same."""
+    parsed = [split_variant(v) for _, _, v in rows]
+    keys = sorted({k for p in parsed for k in p})
+    differing = [k for k in keys if len({p.get(k) for p in parsed}) > 1]
+    ends = [k.rsplit(".", 1)[-1] for k in differing]
+    names = {k: (e if ends.count(e) == 1 else k) for k, e in zip(differing, ends)}
+    labels = []
+    for (sweep, algo, _), pairs in zip(rows, parsed):
+        parts = [f"{names[k]}={pairs.get(k, 'default')}" for k in differing]
+        text = " ".join([str(algo), *parts])
+        labels.append(f"{text} ({sweep})" if with_sweep else text)
+    return labels
+
+
+def legend_columns(labels: Sequence[str], width: float) -> int:
+    """Columns of a legend under a plot ``width`` inches wide holding ``labels``: as many as fit its longest label
+    (so the legend is never wider than the plot)."""
+    entry = 0.45 * legend_points() / 72 * max((len(t) for t in labels), default=1) + 0.6  # text, handle: inches
+    return max(1, min(len(labels), int(width // entry)))
+
+
+def legend_points() -> float:
+    """The legend's font size in points."""
+    return mpl.font_manager.FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
