@@ -27,7 +27,7 @@ from lit_bench.checkpointing import (
     LitCheckpoint,
     SB3Checkpoint,
 )
-from lit_bench.checks import ConfigError, sb3_equivalent
+from lit_bench.checks import VARIANT_BASE, ConfigError, sb3_equivalent
 from lit_bench.evaluation import PeriodicEval
 from lit_bench.loggers import lightning_loggers, sb3_output_formats, scalar
 from lit_bench.rundir import RunDir, atomic_write_text, csv_text
@@ -63,7 +63,7 @@ def algorithm_kwargs_for(algo_cfg: DictConfig, action_space: spaces.Space, backe
     """:func:`algorithm_kwargs` from the algo config node and the env's action space alone."""
     node = OmegaConf.to_container(algo_cfg, resolve=True)
     assert isinstance(node, dict)
-    node = {k: v for k, v in node.items() if not (k.startswith("_") and k.endswith("_"))}
+    node = {k: v for k, v in node.items() if not (k.startswith("_") and k.endswith("_")) and k != VARIANT_BASE}
     kwargs: dict[str, Any] = instantiate(node, _convert_="all")
     noise = kwargs.get("action_noise")
     if isinstance(noise, functools.partial):

@@ -24,7 +24,6 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
 NOT_IDENTITY = ("force", "objective", "out_dir", "sweep")
 ID_CHARS = 10
@@ -115,9 +114,13 @@ def _compose_defaults(config_name: str, overrides: list[str]) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    if GlobalHydra.instance().is_initialized():  # inside run.py: Hydra's own search path
+    from lit_bench.config_sources import install
+    from lit_bench.resources import conf_dir
+
+    if GlobalHydra.instance().is_initialized():  # inside lit-bench: Hydra's own search path
         return resolved(compose(config_name, overrides=overrides))
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # run(cfg) called from Python
+    install()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # run(cfg) called from Python
         return resolved(compose(config_name, overrides=overrides))
 
 
