@@ -33,6 +33,7 @@ from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
 from lit_bench.analysis.cache import Parsed
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
+from lit_bench.analysis.paired import CompareError, ablation_figure, ablation_markdown, ablation_table
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import (
     GROUP,
@@ -194,7 +195,7 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
 
 def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
             comparison: pd.DataFrame | None = None, seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"),
-            workers: int = 1) -> list[Path]:
+            workers: int = 1, ablations: pd.DataFrame | None = None) -> list[Path]:
     """Learning curves per env (with SB3's reference), final-score intervals, throughput, lit-vs-SB3 differences.
 
     ``evals``: the long table, or its ``Returns.of(evals)`` (all the figures read of it). ``workers`` > 1 draws the
@@ -213,7 +214,7 @@ def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
         for env, rows in summary.groupby("env", sort=True)]
     per_config: list[Drawing] = [partial(_final_scores, labelled),
                                  partial(_throughput, labelled, comparison, colour_of),
-                                 partial(_comparison, comparison, several)]
+                                 partial(_comparison, comparison, several), partial(ablation_figure, ablations)]
     drawings = curves + per_config
     workers = min(workers, len(drawings)) if "fork" in mp.get_all_start_methods() else 1
     if workers <= 1:
@@ -292,11 +293,13 @@ def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.Da
         name = label(r, several)
         named[name] = bands[r.Index]
         styles[name] = plot.backend_style(r.backend, colour_of[(r.sweep, r.algo, r.variant)])
-        ref = reference_score(r.algo, r.env_id) if isinstance(r.env_id, str) else None
-        if ref is not None and (r.sweep, r.algo, r.variant) not in {k for k, _ in references.values()}:
+        base = getattr(r, "base", None)
+        algo = base if isinstance(base, str) else r.algo  # a variant is drawn against its base's reference
+        ref = reference_score(algo, r.env_id) if isinstance(r.env_id, str) else None
+        if ref is not None and (r.sweep, algo, r.variant) not in {k for k, _ in references.values()}:
             version = "" if ref.same_version else f", {ref.reference_env_id}"
-            references[name] = ((r.sweep, r.algo, r.variant), plot.ReferenceMark(
-                ref.score, ref.budget, f"SB3 zoo {r.algo}{version}", reference_curve(r.algo, r.env_id)))
+            references[name] = ((r.sweep, algo, r.variant), plot.ReferenceMark(
+                ref.score, ref.budget, f"SB3 zoo {algo}{version}", reference_curve(algo, r.env_id)))
     if not named:
         return None
     first = rows.iloc[0]
@@ -372,10 +375,10 @@ def usable_cpus() -> int:
 
 
 def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-                 workers: int | None = None) -> pd.DataFrame:
+                 workers: int | None = None, compare: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
     """Everything the CLI writes (figures in ``formats``, drawn by ``workers`` processes, default
-    ``usable_cpus()``); returns the summary table."""
-    return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus())[0]
+    ``usable_cpus()``; ``compare``: pairs of config names, ``lit_bench.analysis.paired``); returns the summary."""
+    return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus(), compare=compare)[0]
 
 
 def tables(paths: Sequence[str | Path], *, seed: int = 0,
@@ -385,13 +388,15 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0,
 
     Exits with one line when a path is missing, there are no runs, or none of them completed.
     """
-    parsed, runs, _, summary, comparison = _tables(paths, seed=seed, workers=workers)
+    parsed, runs, _, summary, comparison, _ = _tables(paths, seed=seed, workers=workers)
     return evaluations_table(parsed, runs, ["mean_return"]), summary, comparison  # (the report uses the returns only)
 
 
-def _tables(paths: Sequence[str | Path], *, seed: int = 0,
-            workers: int = 1) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame]:
-    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison)``."""
+def _tables(paths: Sequence[str | Path], *, seed: int = 0, workers: int = 1,
+            compare: Sequence[tuple[str, str]] = ()) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame,
+                                                              pd.DataFrame, pd.DataFrame]:
+    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison, ablations)``
+    (ablations: ``lit_bench.analysis.paired``, variants vs their bases and the ``compare`` pairs)."""
     where = ", ".join(map(str, paths))
     try:
         parsed = read_runs(paths, workers=workers)  # one pass over the files
@@ -407,7 +412,12 @@ def _tables(paths: Sequence[str | Path], *, seed: int = 0,
     returns = Returns.of_parsed(parsed, runs)
     per_run = run_table(runs, None, returns=returns)  # once for both tables
     summary = summary_table(runs, None, seed=seed, per_run=per_run)
-    return parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run)
+    try:
+        ablations = ablation_table(runs, per_run, compare=list(compare), seed=seed)
+    except CompareError as error:
+        raise SystemExit(f"report: {error}") from None
+    return (parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run),
+            ablations)
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -423,16 +433,24 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-           workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
-    _, _, returns, summary, comparison = _tables(paths, seed=seed, workers=workers)  # (all the figures need)
+           workers: int = 1, compare: Sequence[tuple[str, str]] = ()) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                                               pd.DataFrame]:
+    """Write the report; returns the summary, the lit-vs-SB3 comparison and the other paired comparisons."""
+    _, _, returns, summary, comparison, ablations = _tables(paths, seed=seed, workers=workers, compare=compare)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
-    atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
+    atomic_write_text(out / "summary.md", markdown(summary, comparison, out) + _ablations_text(ablations))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
+    if not ablations.empty:
+        atomic_write_text(out / "ablations.csv", ablations.to_csv(index=False))
     figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
-            workers=workers)
-    return summary, comparison
+            workers=workers, ablations=ablations)
+    return summary, comparison, ablations
+
+
+def _ablations_text(ablations: pd.DataFrame) -> str:
+    return f"\n{ablation_markdown(ablations)}\n" if len(ablations) else ""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -444,10 +462,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="file formats of the figures (png alone: ~30%% less time drawing)")
     parser.add_argument("--workers", type=_positive, default=usable_cpus(),
                         help="processes drawing the figures (default: the usable CPUs; 1: all in this process)")
+    parser.add_argument("--compare", nargs=2, action="append", default=[], metavar=("A", "B"),
+                        help="pair two configs by seed, each named ALGO[@BACKEND][[VARIANT]] (e.g. my_ppo ppo, "
+                        "ppo ppo@sb3); repeatable. Variants (base: <algo>) are paired with their base without it")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers)
-    print(markdown(summary, comparison))
+    summary, comparison, ablations = _write(args.runs, out, seed=args.seed, formats=args.formats,
+                                            workers=args.workers, compare=args.compare)
+    print(markdown(summary, comparison) + _ablations_text(ablations))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 
 

@@ -27,6 +27,7 @@ from lit_bench.analysis import aggregate
 from lit_bench.best import BestCheckpoint
 from lit_bench.checkpointing import resume_point
 from lit_bench.checks import (
+    VARIANT_BASE,
     ConfigError,
     algorithm_class,
     check_budget,
@@ -106,7 +107,8 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
 def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
     """What every summary of this run says about it: names, seed, budget, directory and identity."""
     return {
-        "algo": str(cfg.algo_name), "env": str(cfg.env_name), "env_id": config["env"].get("id"),
+        "algo": str(cfg.algo_name), "base": cfg.algo.get(VARIANT_BASE), "env": str(cfg.env_name),
+        "env_id": config["env"].get("id"),
         "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
         "sweep": str(cfg.sweep), "variant": identity.variant, "config_id": identity.config_id,
         "config_hash": identity.config_hash, "overrides": identity.overrides,
