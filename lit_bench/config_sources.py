@@ -70,16 +70,18 @@ def _searchpath_entries(value: str) -> list[str]:
 
 
 def fold_command_line(argv: list[str]) -> None:
-    """Put the command line's ``--config-dir`` / ``-cd`` and ``hydra.searchpath=[...]`` directories, in their order,
-    in front of ``LIT_BENCH_CONFIG_PATH`` (the argv is left as it is: Hydra adds them once more, behind these)."""
-    found: list[str] = []
+    """Put the command line's ``--config-dir`` / ``-cd`` directory, then its ``hydra.searchpath=[...]`` ones (Hydra's
+    order), in front of ``LIT_BENCH_CONFIG_PATH`` (argv is left as it is: Hydra adds them once more, behind these)."""
+    config_dirs: list[str] = []
+    searchpath: list[str] = []
     for i, arg in enumerate(argv):
         if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
-            found.append(argv[i + 1])
+            config_dirs.append(argv[i + 1])
         elif arg.startswith("--config-dir="):
-            found.append(arg.split("=", 1)[1])
+            config_dirs.append(arg.split("=", 1)[1])
         elif arg.startswith("hydra.searchpath="):
-            found += _searchpath_entries(arg.split("=", 1)[1])
+            searchpath += _searchpath_entries(arg.split("=", 1)[1])
+    found = config_dirs + searchpath
     if found:
         os.environ[ENV_VAR] = os.pathsep.join([*found, *filter(None, os.environ.get(ENV_VAR, "").split(os.pathsep))])
 
@@ -149,8 +151,9 @@ class LayeredConfigSource(ConfigSource):
             return None
         base = own[BASE_KEY]
         where = f"algo/{algo}.yaml: {BASE_KEY}: {base}"
-        choices = ", ".join(n.removeprefix("algo/") for n in self.list("algo", ObjectType.CONFIG))
         if not isinstance(base, str) or base == algo or self._own(base) is None:
+            names = (n.removeprefix("algo/") for n in self.list("algo", ObjectType.CONFIG))
+            choices = ", ".join(n for n in names if BASE_KEY not in (self._own(n) or {}))  # (not variants)
             raise ConfigCompositionException(f"{where}: not an algo config; choose one of {choices}")
         if self.base_of(base) is not None:
             raise ConfigCompositionException(f"{where} is itself a variant (of {self.base_of(base)}); name the "
