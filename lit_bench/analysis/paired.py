@@ -174,6 +174,7 @@ def ablation_figure(table: pd.DataFrame | None) -> tuple[Any, str] | None:
     from lit_bench.analysis import plot
 
     rows = table.assign(
-        label=[f"{r.a}  vs  {r.b} / {r.env}" for r in table.itertuples()],
-        note=[f"n={r.n}, P(A>B)={r.probability_of_improvement:.2f}, verdict: {r.verdict}" for r in table.itertuples()])
-    return plot.paired_differences(plot.new_axes(height=1.6 + 0.6 * len(rows)), rows, names=("A", "B")), "ablations"
+        label=[f"A: {r.a}\nB: {r.b}\n{r.env}" for r in table.itertuples()],
+        note=[f"n={r.n}\nP(A>B)={r.probability_of_improvement:.2f}\n{r.verdict}" for r in table.itertuples()])
+    ax = plot.paired_differences(plot.new_axes(width=10.0, height=1.8 + 0.9 * len(rows)), rows, names=("A", "B"))
+    return ax, "ablations"
