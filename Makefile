@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup run test test-all lint bench spec
+.PHONY: help setup run test test-all test-wheel lint bench spec
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ test: setup ## Default test suite (unit, parity, API, behaviour, fast learning t
 
 test-all: setup ## Every test, including the slow learning runs
 	$(BIN)/pytest
+
+test-wheel: setup ## The installed harness: wheel -> fresh venv -> lit-bench and the report from an empty dir
+	OMP_NUM_THREADS=1 $(BIN)/pytest -m wheel
 
 lint: setup ## ruff
 	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks
