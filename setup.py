@@ -1,4 +1,4 @@
-"""The wheel carries the harness's configs and reference data inside ``lit_bench`` (``lit_bench.resources``).
+"""The wheel carries the harness's configs and reference data inside ``lit_bench`` (``lit_bench.config.resources``).
 
 The repository keeps them at its top, where they are edited (``conf/``, ``results/reference/``,
 ``results/baselines/``); this build step copies them into the built package. Everything else is in pyproject.toml.
@@ -9,7 +9,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-# the repository's folder -> its place inside the built package (lit_bench.resources.SHIPPED, read the other way)
+# the repository's folder -> its place inside the built package (lit_bench.config.resources.SHIPPED, read the other way)
 SHIPPED = {"conf": "lit_bench/conf", "results/reference": "lit_bench/data/reference",
            "results/baselines": "lit_bench/data/baselines"}
 

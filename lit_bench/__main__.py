@@ -1,5 +1,5 @@
 """``python -m lit_bench ...``: the ``lit-bench`` command."""
 
-from lit_bench.bench import main
+from lit_bench.cli.bench import main
 
 main()

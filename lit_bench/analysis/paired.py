@@ -4,7 +4,7 @@ One row per (A, B, env): the per-seed differences of the final scores, the IQM d
 bootstrap 95% CI, P(A > B) and a verdict withheld under ``aggregate.MIN_SEEDS_FOR_CI`` seeds (``aggregate``'s
 ``paired_comparison``, the same rule for every kind of pair).
 
-Pairs come from two places: every **variant** (an algo config with ``base: <algo>``, ``lit_bench.config_sources``)
+Pairs come from two places: every **variant** (an algo config with ``base: <algo>``, ``lit_bench.config.sources``)
 is paired with its base's config of the same sweep, env, backend and budget, automatically; and ``--compare A B``
 names two configs, each as ``ALGO[@BACKEND][[VARIANT]]``: ``my_ppo``, ``ppo@sb3``, ``ppo[algo.learning_rate=0.001]``
 (the variant as the report's run column shows it; without one, the algo must have one config per env).

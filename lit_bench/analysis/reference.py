@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lit_bench.resources import reference_dir
+from lit_bench.config.resources import reference_dir
 
 REFERENCE_DIR = reference_dir()
 

@@ -12,9 +12,14 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from lit_bench import config_sources
-from lit_bench.checks import ConfigError, check_hyperparameter_values, check_hyperparameters, constructor_parameters
-from lit_bench.resources import conf_dir, reference_dir, source_checkout
+from lit_bench.config import sources as config_sources
+from lit_bench.config.checks import (
+    ConfigError,
+    check_hyperparameter_values,
+    check_hyperparameters,
+    constructor_parameters,
+)
+from lit_bench.config.resources import conf_dir, reference_dir, source_checkout
 from lit_sb3 import PPO
 
 from .helpers import CONF, REPO

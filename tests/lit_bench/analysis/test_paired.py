@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lit_bench import report
 from lit_bench.analysis.paired import CompareError, ConfigName
+from lit_bench.cli import report
 
 from ..helpers import write_run
 

@@ -25,9 +25,9 @@ import gymnasium as gym
 import yaml
 from omegaconf import OmegaConf
 
-from lit_bench.checks import ConfigError
-from lit_bench.envs import require_package
-from lit_bench.resources import conf_dir, reference_dir
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.envs import require_package
+from lit_bench.config.resources import conf_dir, reference_dir
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from hydra.plugins.config_source import ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import DictConfig, OmegaConf
 
-from lit_bench.checks import VARIANT_BASE as BASE_KEY
-from lit_bench.resources import conf_dir
+from lit_bench.config.checks import VARIANT_BASE as BASE_KEY
+from lit_bench.config.resources import conf_dir
 
 ENV_VAR = "LIT_BENCH_CONFIG_PATH"
 SCHEME = "litbench"

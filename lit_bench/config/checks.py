@@ -79,7 +79,7 @@ def check_hyperparameters(cls: type, algo_cfg: DictConfig, algo_name: str) -> No
     for key in algo_cfg:
         key = str(key)
         if (key.startswith("_") and key.endswith("_")) or key == VARIANT_BASE:
-            continue  # _target_, _convert_, ...; base: what a variant derives from (lit_bench.config_sources)
+            continue  # _target_, _convert_, ...; base: what a variant derives from (lit_bench.config.sources)
         if key in HARNESS_ARGS:
             raise ConfigError(f"algo.{key}: set by the harness, not by the algo config ({cls.__name__})")
         if key not in accepted:

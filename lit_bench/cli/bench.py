@@ -2,21 +2,21 @@
 ``python -m lit_bench`` are the same command).
 
 Groups and options are the built-in ``conf/`` (shipped in the package) plus the user's config directories
-(``--config-dir``, ``hydra.searchpath``, ``LIT_BENCH_CONFIG_PATH``: ``lit_bench.config_sources``). Each run writes its
+(``--config-dir``, ``hydra.searchpath``, ``LIT_BENCH_CONFIG_PATH``: ``lit_bench.config.sources``). Each run writes its
 own directory under ``<out_dir>/<sweep>/`` (``out_dir`` default ``results/runs``, relative to the current directory;
-layout: lit_bench.identity) and returns its objective, so Hydra sweepers such as Optuna can use it.
+layout: lit_bench.config.identity) and returns its objective, so Hydra sweepers such as Optuna can use it.
 """
 
-import lit_bench.startup  # noqa: F401, I001  (first: a quiet Ctrl-C while the rest imports)
+import lit_bench.control.startup  # noqa: F401, I001  (first: a quiet Ctrl-C while the rest imports)
 
 import os
 import sys
 
 from omegaconf import DictConfig
 
-from lit_bench import signals
-from lit_bench.identity import sweep_path
-from lit_bench.sweep import INVOCATION_ENV, job_result, record_job, report
+from lit_bench.config.identity import sweep_path
+from lit_bench.control import signals
+from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
 
 
 def task(cfg: DictConfig) -> float | None:
@@ -29,11 +29,11 @@ def task(cfg: DictConfig) -> float | None:
     signals.install()
     # Imported here, not above: a joblib sweep's parent process only launches and reports, and never pays for
     # Lightning, SB3 and torch; its workers import them once each (loky reuses them for the following jobs).
-    from lit_bench.train import describe, run
+    from lit_bench.run.train import describe, run
 
     summary = run(cfg)
     if "rank" in summary:  # a further process of a multi-process run: rank 0 reports the run
-        from lit_bench.ranks import rank_exit_code
+        from lit_bench.run.ranks import rank_exit_code
 
         sys.exit(rank_exit_code(summary))
     print(describe(summary), flush=True)
@@ -50,8 +50,8 @@ def main() -> None:
     """The console entry point: Hydra's command line, with the built-in configs and the user's."""
     import hydra
 
-    from lit_bench.config_sources import UserConfigError, fold_command_line, install, user_config_dirs
-    from lit_bench.resources import conf_dir
+    from lit_bench.config.resources import conf_dir
+    from lit_bench.config.sources import UserConfigError, fold_command_line, install, user_config_dirs
 
     try:
         fold_command_line(sys.argv[1:])

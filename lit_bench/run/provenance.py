@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from lit_bench.resources import source_checkout
+from lit_bench.config.resources import source_checkout
 
 
 def versions() -> dict[str, str | None]:

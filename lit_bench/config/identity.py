@@ -24,6 +24,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.store.format import legacy_spelling
+
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
 NOT_IDENTITY = ("force", "objective", "out_dir", "sweep")
 ID_CHARS = 10
@@ -59,11 +61,11 @@ def _identity(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_id(config: dict[str, Any]) -> str:
-    return _digest(_identity(config), ID_CHARS)
+    return _digest(legacy_spelling(_identity(config)), ID_CHARS)  # module paths as before the move: ids unchanged
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    return _digest({**_identity(config), "seed": config.get("seed")}, 16)
+    return _digest(legacy_spelling({**_identity(config), "seed": config.get("seed")}), 16)
 
 
 def differences(config: Any, defaults: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -114,8 +116,8 @@ def _compose_defaults(config_name: str, overrides: list[str]) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from lit_bench.config_sources import install
-    from lit_bench.resources import conf_dir
+    from lit_bench.config.resources import conf_dir
+    from lit_bench.config.sources import install
 
     if GlobalHydra.instance().is_initialized():  # inside lit-bench: Hydra's own search path
         return resolved(compose(config_name, overrides=overrides))
