@@ -5,7 +5,7 @@
     python -m lit_bench.regress --suite nightly         # the longer suite (every algorithm at larger budgets)
     python -m lit_bench.regress --suite zoo_atari --launcher slurm   # a suite of SB3's reference table, on SLURM
 
-Entries with the same algo, budget and overrides run as one ``run.py -m`` multirun over their envs and the suite's
+Entries with the same algo, budget and overrides run as one ``lit-bench -m`` multirun over their envs and the suite's
 seeds (joblib launcher: one process per core; ``--launcher`` picks another, e.g. slurm or ray_local). An entry
 without ``budget`` runs the budget its algo_env file sets (the RL Zoo's). A suite with ``reference: true`` and no
 recorded thresholds is compared with SB3's reference scores in its report instead. The

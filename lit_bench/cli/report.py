@@ -1,9 +1,11 @@
 """Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's reference at equal budgets.
 
     python -m lit_bench.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
+                               [--compare A B ...]
 
-Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran) and the figures
-``curves_<env>``, ``final_scores``, ``throughput`` and ``comparison`` (.png/.pdf, or ``--formats``). "Final" is the
+Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran), ``ablations.csv`` (variants vs
+their base, ``--compare`` pairs: ``lit_bench.analysis.paired``) and the figures ``curves_<env>``, ``final_scores``,
+``throughput``, ``comparison`` and ``ablations`` (.png/.pdf, or ``--formats``). "Final" is the
 last evaluation, at the end of the budget, as on the console and in the sweep table. Scores are deterministic
 evaluation returns; the point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so
 reports are reproducible), flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo,
