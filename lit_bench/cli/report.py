@@ -80,7 +80,8 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
             bench = f"{r.sb3_reference:.1f} @ {_steps(r.sb3_reference_budget)}{flag}"
         at_budget = "-"
         if np.isfinite(r.reference_at_budget):
-            key = f"{r.algo} on {r.env_id} at {_steps(r.budget)}"  # one footnote per reference, shared by rows
+            algo = r.base if isinstance(getattr(r, "base", None), str) else r.algo  # a variant: its base's reference
+            key = f"{algo} on {r.env_id} at {_steps(r.budget)}"  # one footnote per reference, shared by rows
             sources.setdefault(key, (r.reference_at_budget_how, r.reference_at_budget_source))
             at_budget = f"{r.reference_at_budget:.1f} [{list(sources).index(key) + 1}]"
         elif np.isfinite(r.sb3_reference) and r.budget > 0:

@@ -36,6 +36,8 @@ def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
     assert row.ci_low > 0 and row.probability_of_improvement == pytest.approx(0.74)
     variant = summary.set_index("algo").loc["my_ppo"]
     assert variant.base == "ppo" and variant.reference_at_budget == pytest.approx(500.0)  # ppo's SB3 reference
+    text = report.markdown(summary)
+    assert "SB3 ppo on CartPole-v1 at 20k" in text and "my_ppo on" not in text  # one footnote, the base's
 
 
 def test_a_variant_at_another_budget_is_not_paired(tmp_path):
