@@ -7,8 +7,6 @@ own directory under ``<out_dir>/<sweep>/`` (``out_dir`` default ``results/runs``
 layout: lit_bench.config.identity) and returns its objective, so Hydra sweepers such as Optuna can use it.
 """
 
-import lit_bench.control.startup  # noqa: F401, I001  (first: a quiet Ctrl-C while the rest imports)
-
 import os
 import sys
 
@@ -48,8 +46,11 @@ def task(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     """The console entry point: Hydra's command line, with the built-in configs and the user's."""
+    # A quiet Ctrl-C while Hydra and the rest import; here, not at the top: a joblib worker imports this module for
+    # ``task`` and must keep the harness's own handler (lit_bench.control.signals), not this one.
     import hydra
 
+    import lit_bench.control.startup  # noqa: F401
     from lit_bench.config.resources import conf_dir
     from lit_bench.config.sources import UserConfigError, fold_command_line, install, user_config_dirs
 
