@@ -24,10 +24,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.config.resources import conf_dir
 from lit_bench.store.format import legacy_spelling
 
+CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
-NOT_IDENTITY = ("force", "objective", "out_dir", "sweep")
+NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo")
 ID_CHARS = 10
 SLUG_MAX = 80  # characters of the readable part of a directory name; the config_id keeps longer ones distinct
 _VARIANT_DIR = re.compile(rf"-[0-9a-f]{{{ID_CHARS}}}$")
@@ -116,13 +118,12 @@ def _compose_defaults(config_name: str, overrides: list[str]) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from lit_bench.config.resources import conf_dir
     from lit_bench.config.sources import install
 
     if GlobalHydra.instance().is_initialized():  # inside lit-bench: Hydra's own search path
         return resolved(compose(config_name, overrides=overrides))
     install()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # run(cfg) called from Python
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # run(cfg) called from Python
         return resolved(compose(config_name, overrides=overrides))
 
 
