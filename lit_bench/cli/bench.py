@@ -1,5 +1,5 @@
-"""``lit-bench [algo=ppo env=CartPole seed=0 budget=...]``, or ``-m`` to sweep: the harness's command (``run.py`` and
-``python -m lit_bench`` are the same command).
+"""``lit-bench [algo=ppo env=CartPole seed=0 budget=...]``, or ``-m`` to sweep: the harness's command (``run.py`` is
+the same command).
 
 Groups and options are the built-in ``conf/`` (shipped in the package) plus the user's config directories
 (``--config-dir``, ``hydra.searchpath``, ``LIT_BENCH_CONFIG_PATH``: ``lit_bench.config.sources``). Each run writes its

@@ -72,7 +72,7 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str 
             groups.setdefault(key, []).append(entry["env"])
     for (algo, budget, overrides), envs in groups.items():
         command = [
-            sys.executable, "-m", "lit_bench", "-m", f"algo={algo}", f"env={','.join(envs)}",
+            sys.executable, "-m", "lit_bench.cli.bench", "-m", f"algo={algo}", f"env={','.join(envs)}",
             f"seed={seeds}", *([f"budget={budget}"] if budget is not None else []), f"backend={backend}",
             f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}",
             *([] if suite.get("resume") else ["force=true"]),
