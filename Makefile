@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup run test test-all test-cluster lint typecheck bench spec test-compat
+.PHONY: help setup run test test-all test-wheel test-cluster lint typecheck bench spec test-compat
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ test-all: setup ## Every test, including the slow learning runs (not the cluster
 test-cluster: setup ## Real SLURM (one node, sbatch) and Ray (ray start --head) clusters: started, tested, stopped
 	$(BIN)/pip install -q -e ".[cluster]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
 	$(BIN)/pytest -m cluster -p no:cacheprovider; status=$$?; bash tools/slurm_test_cluster.sh stop >/dev/null 2>&1; exit $$status
+
+test-wheel: setup ## The installed harness: wheel -> fresh venv -> lit-bench and the report from an empty dir
+	OMP_NUM_THREADS=1 $(BIN)/pytest -m wheel
 
 lint: setup ## ruff
 	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks

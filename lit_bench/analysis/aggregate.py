@@ -212,17 +212,18 @@ def iqm_band(matrix: np.ndarray, steps: np.ndarray, *, x: str = "timesteps", n_b
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """lit vs SB3 on the same seeds: per-seed differences, CI of the IQM difference, P(lit > SB3), a verdict."""
+    """A vs B on the same seeds (lit vs SB3, a variant vs its base, ...): per-seed differences, CI of the IQM
+    difference, P(A > B), a verdict."""
 
     seeds: list[int]
-    differences: list[float]  # lit - sb3, per seed
-    lit_iqm: float
-    sb3_iqm: float
+    differences: list[float]  # a - b, per seed
+    a_iqm: float
+    b_iqm: float
     iqm_difference: float
     ci_low: float
     ci_high: float
     ci_flagged: bool  # fewer than MIN_SEEDS_FOR_CI seeds
-    probability_of_improvement: float  # P(lit > sb3)
+    probability_of_improvement: float  # P(a > b)
     verdict: str
 
 
@@ -248,33 +249,35 @@ def paired_bootstrap_ci(
     return point, float(low), float(high)
 
 
-def verdict(low: float, high: float, n: int, min_seeds: int = MIN_SEEDS_FOR_CI) -> str:
-    """One word on lit vs SB3 from the CI of the difference: withheld under ``min_seeds`` seeds."""
+def verdict(low: float, high: float, n: int, min_seeds: int = MIN_SEEDS_FOR_CI, name: str = "lit") -> str:
+    """A few words on ``name`` (the A side) vs B from the CI of the difference: withheld under ``min_seeds`` seeds."""
     if n < min_seeds:
         return f"n<{min_seeds}"
     if low > 0:
-        return "lit better"
+        return f"{name} better"
     if high < 0:
-        return "lit worse"
+        return f"{name} worse"
     return "indistinguishable"
 
 
 def paired_comparison(
-    lit: Mapping[int, float], sb3: Mapping[int, float], *, n_boot: int = 2000, seed: int = 0
+    a: Mapping[int, float], b: Mapping[int, float], *, n_boot: int = 2000, seed: int = 0, name: str = "lit"
 ) -> PairedComparison | None:
-    """Compare final scores by seed (only seeds both backends have); None when they share no seed."""
-    seeds = sorted(set(lit) & set(sb3))
+    """Compare final scores by seed (only seeds both sides have; ``name``: A's, for the verdict); None when they
+    share no seed."""
+    seeds = sorted(set(a) & set(b))
     if not seeds:
         return None
-    x = np.array([lit[s] for s in seeds], dtype=float)
-    y = np.array([sb3[s] for s in seeds], dtype=float)
+    x = np.array([a[s] for s in seeds], dtype=float)
+    y = np.array([b[s] for s in seeds], dtype=float)
     point, low, high = paired_bootstrap_ci(x, y, iqm, n_boot=n_boot, seed=seed)
     if len(seeds) < 2:
         low = high = float("nan")  # one pair has no interval
     return PairedComparison(
-        seeds=seeds, differences=[float(d) for d in x - y], lit_iqm=iqm(x), sb3_iqm=iqm(y), iqm_difference=point,
+        seeds=seeds, differences=[float(d) for d in x - y], a_iqm=iqm(x), b_iqm=iqm(y), iqm_difference=point,
         ci_low=low, ci_high=high, ci_flagged=len(seeds) < MIN_SEEDS_FOR_CI,
-        probability_of_improvement=probability_of_improvement(x, y), verdict=verdict(low, high, len(seeds)),
+        probability_of_improvement=probability_of_improvement(x, y),
+        verdict=verdict(low, high, len(seeds), name=name),
     )
 
 

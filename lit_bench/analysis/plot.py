@@ -241,10 +241,11 @@ def throughput(ax: Axes, summary: pd.DataFrame) -> Axes:
     return ax
 
 
-def paired_differences(ax: Axes, comparisons: pd.DataFrame) -> Axes:
-    """lit - SB3 per pair of runs: each seed's difference (dots), the IQM difference with its 95% CI (bar),
-    zero marked; ``label``, ``differences`` (list per row), ``iqm_difference``, ``ci_low``, ``ci_high``,
-    ``ci_flagged``, ``note`` (written beside each row)."""
+def paired_differences(ax: Axes, comparisons: pd.DataFrame, names: tuple[str, str] = ("lit", "SB3")) -> Axes:
+    """A - B per pair of runs (``names``: lit and SB3 by default): each seed's difference (dots), the IQM difference
+    with its 95% CI (bar), zero marked; ``label``, ``differences`` (list per row), ``iqm_difference``, ``ci_low``,
+    ``ci_high``, ``ci_flagged``, ``note`` (written beside each row)."""
+    a, b = names
     rows = comparisons.reset_index(drop=True)
     for i, r in enumerate(rows.itertuples()):
         ax.scatter(r.differences, np.full(len(r.differences), i + 0.18), s=18, color="0.45", zorder=3)
@@ -254,15 +255,15 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame) -> Axes:
         ax.annotate(r.note, (0.01, i - 0.22), xycoords=("axes fraction", "data"), va="bottom", fontsize="small",
                     color="0.3")  # (above its row, inside the plot: the plot keeps the figure's width)
     ax.axvline(0.0, color="k", lw=1)
-    handles = [Line2D([], [], marker="o", ls="none", color="0.45", label="one seed: lit - SB3"),
-               Line2D([], [], marker="D", color="tab:blue", label="IQM(lit) - IQM(SB3), 95% CI")]
+    handles = [Line2D([], [], marker="o", ls="none", color="0.45", label=f"one seed: {a} - {b}"),
+               Line2D([], [], marker="D", color="tab:blue", label=f"IQM({a}) - IQM({b}), 95% CI")]
     if rows["ci_flagged"].any():
         handles.append(Line2D([], [], marker="D", color="tab:orange", label="... under 5 seeds: CI unreliable"))
     ax.legend(handles=handles, fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=3)
     ax.set_yticks(range(len(rows)), rows["label"])
     ax.set_ylim(-0.7, len(rows) - 0.4)
     ax.invert_yaxis()
-    ax.set_xlabel("final return: lit - SB3 (paired by seed; > 0: lit better)")
+    ax.set_xlabel(f"final return: {a} - {b} (paired by seed; > 0: {a} better)")
     ax.grid(axis="x", alpha=0.3)
     return ax
 

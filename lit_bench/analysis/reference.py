@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
+from lit_bench.config.resources import reference_dir
+
+REFERENCE_DIR = reference_dir()
 
 
 @dataclass(frozen=True)

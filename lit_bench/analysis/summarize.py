@@ -18,6 +18,7 @@ import pandas as pd
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import cache
 from lit_bench.analysis.load import METRICS, RUN_COLUMNS
+from lit_bench.analysis.paired import one_run_per_seed, paired_columns
 from lit_bench.analysis.reference import reference_at_budget, reference_score
 
 GROUP = ["sweep", "algo", "backend", "env", "config_id"]  # one row per config: all its seeds, nothing else
@@ -104,8 +105,8 @@ def run_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, returns: Return
 def summary_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int = 0,
                   per_run: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (sweep, algo, backend, env, config): run counts, final IQM [95% CI], SB3's reference at the same
-    budget and the ratio to it, steps to threshold, env steps/s. ``per_run``: ``run_table(runs, evals)`` if known
-    (``evals`` is then not read)."""
+    budget (a variant's: its base's) and the ratio to it, steps to threshold, env steps/s. ``per_run``:
+    ``run_table(runs, evals)`` if known (``evals`` is then not read)."""
     per_run = run_table(runs, evals) if per_run is None else per_run
     results_of = {group_key(key): group for key, group in per_run.groupby(GROUP, sort=False, dropna=False)}
     rows = []
@@ -113,17 +114,19 @@ def summary_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int =
         identity = dict(zip(GROUP, key))
         results = results_of.get(group_key(key), per_run.iloc[:0])  # grouped once, not a merge per config
         env_id = next((e for e in group_runs.env_id if isinstance(e, str)), None)
+        base = next((b for b in group_runs.get("base", ()) if isinstance(b, str)), None)  # a variant's base algo
         budget = number(group_runs.get("budget"))
         if not np.isfinite(budget):
             budget = number(group_runs.get("timesteps"))
         finals = results.final.dropna().to_numpy()
         scores = _final_scores(finals, seed)
         rows.append({
-            **identity, "variant": str(group_runs.variant.iloc[0]), "env_id": env_id, "seeds": int(finals.size),
+            **identity, "variant": str(group_runs.variant.iloc[0]), "base": base, "env_id": env_id,
+            "seeds": int(finals.size),
             **_status_counts(group_runs.status), "budget": budget, **scores,
             "threshold": number(group_runs.get("threshold")),
             **_threshold_columns(results.steps_to_threshold.to_numpy(float)), **_fps_columns(results.fps.dropna()),
-            **_reference_columns(str(identity["algo"]), env_id, budget),
+            **_reference_columns(base or str(identity["algo"]), env_id, budget),  # a variant: its base's
         })
     return with_ratio(pd.DataFrame(rows))
 
@@ -210,25 +213,18 @@ def comparison_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: in
     per_run = per_run.assign(side=np.where(per_run.backend == "sb3", "sb3", "lit"))
     rows = []
     for key, pair in per_run.groupby(PAIR, sort=True):
-        sides = {side: runs_.set_index("seed") for side, runs_ in pair.groupby("side")}
+        sides = dict(tuple(pair.groupby("side")))
         if set(sides) != {"lit", "sb3"}:
             continue
-        if any(s.index.duplicated().any() or s.backend.nunique() > 1 for s in sides.values()):
+        if not all(one_run_per_seed(s) and s.backend.nunique() == 1 for s in sides.values()):
             print(f"warning: {dict(zip(PAIR, key))}: several runs per seed and backend; not compared",
                   file=sys.stderr)
             continue
-        result = agg.paired_comparison(sides["lit"].final.to_dict(), sides["sb3"].final.to_dict(), seed=seed)
-        if result is None:
-            continue
-        fps_ratio = agg.ratio_spread(sides["lit"].fps.to_dict(), sides["sb3"].fps.to_dict())
-        rows.append({
-            **dict(zip(PAIR, key)), "env_id": pair.env_id.iloc[0], "n": len(result.seeds), "seeds": result.seeds,
-            "lit_iqm": result.lit_iqm, "sb3_iqm": result.sb3_iqm, "differences": result.differences,
-            "iqm_difference": result.iqm_difference, "ci_low": result.ci_low, "ci_high": result.ci_high,
-            "ci_flagged": result.ci_flagged, "probability_of_improvement": result.probability_of_improvement,
-            "verdict": result.verdict, "fps_ratio_median": fps_ratio[0], "fps_ratio_min": fps_ratio[1],
-            "fps_ratio_max": fps_ratio[2],
-        })
+        columns = paired_columns(sides["lit"], sides["sb3"], seed=seed, name="lit")
+        if columns is not None:
+            rows.append({**dict(zip(PAIR, key)), "env_id": pair.env_id.iloc[0], "n": columns.pop("n"),
+                         "seeds": columns.pop("seeds"), "lit_iqm": columns.pop("a_iqm"),
+                         "sb3_iqm": columns.pop("b_iqm"), **columns})  # (the columns of comparison.csv, in order)
     return pd.DataFrame(rows)
 
 

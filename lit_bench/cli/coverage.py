@@ -27,8 +27,7 @@ from omegaconf import OmegaConf
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.envs import require_package
-
-ROOT = Path(__file__).resolve().parents[2]
+from lit_bench.config.resources import conf_dir, reference_dir
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,10 @@ class Row:
     reason: str
 
 
-def env_groups(root: Path = ROOT) -> dict[str, tuple[str, dict]]:
+def env_groups(conf: Path | None = None) -> dict[str, tuple[str, dict]]:
     """Env id -> (group name, its config) for every ``conf/env/*.yaml`` that pins an id."""
     groups: dict[str, tuple[str, dict]] = {}
-    for path in sorted((root / "conf" / "env").glob("*.yaml")):
+    for path in sorted(((conf or conf_dir()) / "env").glob("*.yaml")):
         config = yaml.safe_load(path.read_text())
         if config.get("id"):
             groups.setdefault(str(config["id"]), (path.stem, config))
@@ -78,14 +77,15 @@ def build_problem(env_id: str, package: str | tuple[str, ...] | None, extra: str
     return None
 
 
-def coverage(root: Path = ROOT, make: bool = True) -> list[Row]:
-    """One row per reference score."""
-    with (root / "results" / "reference" / "sb3_reference_scores.csv").open(newline="") as file:
+def coverage(conf: Path | None = None, reference: Path | None = None, make: bool = True) -> list[Row]:
+    """One row per reference score (``conf``, ``reference``: the built-in configs and reference data by default)."""
+    conf, reference = conf or conf_dir(), reference or reference_dir()
+    with (reference / "sb3_reference_scores.csv").open(newline="") as file:
         references = list(csv.DictReader(file))
-    with (root / "results" / "reference" / "env_version_map.csv").open(newline="") as file:
+    with (reference / "env_version_map.csv").open(newline="") as file:
         mapping = {r["reference_env_id"]: r for r in csv.DictReader(file)}
-    groups = env_groups(root)
-    algos = {p.stem for p in (root / "conf" / "algo").glob("*.yaml")}
+    groups = env_groups(conf)
+    algos = {p.stem for p in (conf / "algo").glob("*.yaml")}
     rows = []
     for ref in references:
         algo, ref_id = ref["algo"], ref["env_id"]
@@ -94,7 +94,7 @@ def coverage(root: Path = ROOT, make: bool = True) -> list[Row]:
         same = mapped is None or mapped["same_version"].strip().lower() == "true"
         name, config = groups.get(env_id, (None, {}))
         family = config.get("extra") or ("core" if name else None)
-        tuned = name is not None and (root / "conf" / "algo_env" / f"{algo}_{name}.yaml").is_file()
+        tuned = name is not None and (conf / "algo_env" / f"{algo}_{name}.yaml").is_file()
         if name is None:
             reason = f"no env group pins {env_id} (conf/env/*.yaml)"
         elif algo not in algos:

@@ -5,7 +5,7 @@
     python -m lit_bench.regress --suite nightly         # the longer suite (every algorithm at larger budgets)
     python -m lit_bench.regress --suite zoo_atari --launcher slurm   # a suite of SB3's reference table, on SLURM
 
-Entries with the same algo, budget and overrides run as one ``run.py -m`` multirun over their envs and the suite's
+Entries with the same algo, budget and overrides run as one ``lit-bench -m`` multirun over their envs and the suite's
 seeds (joblib launcher: one process per core; ``--launcher`` picks another, e.g. slurm or ray_local). An entry
 without ``budget`` runs the budget its algo_env file sets (the RL Zoo's). A suite with ``reference: true`` and no
 recorded thresholds is compared with SB3's reference scores in its report instead. The
@@ -35,21 +35,19 @@ import yaml
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.analysis.summarize import summary_table
 from lit_bench.cli.report import write_report
+from lit_bench.config.resources import baselines_dir, source_checkout
+from lit_bench.config.sources import find_config, group_options
 from lit_bench.control import suite_plan
 from lit_bench.control.sweep import TAG_ENV, read_records
 from lit_bench.store.rundir import atomic_write_text
 
-ROOT = Path(__file__).resolve().parents[2]
-SUITES = ROOT / "conf" / "suite"
-BASELINES = ROOT / "results" / "baselines"
 BACKENDS = {"lit": "lit", "sb3": "sb3"}
 
 
 def load_suite(name: str) -> dict[str, Any]:
-    path = SUITES / f"{name}.yaml"
-    if not path.is_file():
-        choices = ", ".join(sorted(p.stem for p in SUITES.glob("*.yaml")))
-        raise SystemExit(f"suite: unknown suite {name!r}; available: {choices}")
+    path = find_config("suite", name)  # a user's config directory may add suites (lit_bench.config.sources)
+    if path is None:
+        raise SystemExit(f"suite: unknown suite {name!r}; available: {', '.join(group_options('suite'))}")
     return yaml.safe_load(path.read_text())
 
 
@@ -74,7 +72,7 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str 
             groups.setdefault(key, []).append(entry["env"])
     for (algo, budget, overrides), envs in groups.items():
         command = [
-            sys.executable, str(ROOT / "run.py"), "-m", f"algo={algo}", f"env={','.join(envs)}",
+            sys.executable, "-m", "lit_bench.cli.bench", "-m", f"algo={algo}", f"env={','.join(envs)}",
             f"seed={seeds}", *([f"budget={budget}"] if budget is not None else []), f"backend={backend}",
             f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}",
             *([] if suite.get("resume") else ["force=true"]),
@@ -82,7 +80,7 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str 
         ]
         print(f"[regress] {' '.join(command[2:])}", flush=True)
         # failures are recorded per run and judged below
-        subprocess.run(command, cwd=ROOT, check=False, env={**os.environ, TAG_ENV: tag})
+        subprocess.run(command, check=False, env={**os.environ, TAG_ENV: tag})
     return sorted({Path(r["run_dir"]) for r in read_records(out_dir / sweep, f"{tag}-*")})
 
 
@@ -269,9 +267,11 @@ def dry_run(suite: dict[str, Any], launcher: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="ci")
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "results" / "runs")
+    parser.add_argument("--out-dir", type=Path, default=Path("results") / "runs")
     parser.add_argument("--record", action="store_true", help="measure both backends and rewrite the thresholds")
-    parser.add_argument("--baselines", type=Path, default=None, help="thresholds CSV (default results/baselines/)")
+    parser.add_argument("--baselines", type=Path, default=None,
+                        help="thresholds CSV (default: the shipped results/baselines/; --record from an installed "
+                        "wheel: ./results/baselines/)")
     parser.add_argument("--only", nargs="*", default=None, metavar="ALGO:ENV",
                         help="run only these entries (with --record: update only their thresholds)")
     parser.add_argument("--launcher", default=None, help="Hydra launcher for the runs (conf/hydra/launcher/: slurm, "
@@ -298,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     mode = ("resuming: completed runs are kept (--fresh trains all again)" if suite["resume"] else
             "fresh: every run trains again (--resume keeps completed runs)")
     print(f"[regress] {mode}", flush=True)
-    baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
+    baseline_file = args.baselines or baselines_dir() / f"{suite['name']}.csv"
+    if args.record and args.baselines is None and source_checkout() is None:
+        baseline_file = Path("results") / "baselines" / f"{suite['name']}.csv"  # (never into an installed package)
     if args.record:
         return record(suite, baseline_file, args.out_dir, args.launcher, keep_others=args.only is not None)
     return check(suite, baseline_file, args.out_dir, args.launcher)

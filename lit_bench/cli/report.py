@@ -1,13 +1,14 @@
 """Summary table, lit-vs-SB3 comparison and figures of one or more sweeps, against SB3's runs of the same configs.
 
     python -m lit_bench.cli.report results/runs/<sweep> [more runs or globs] [--out DIR] [--formats png pdf]
-        [--style screen|paper] [--x steps|wall] [--train-metrics METRIC ...]
+        [--style screen|paper] [--x steps|wall] [--train-metrics METRIC ...] [--compare A B ...]
 
-Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran) and the figures
-``curves_<env>``, ``training_<env>`` (from ``train/metrics.csv``), ``final_scores``, ``throughput``, ``comparison``
-and, over two or more envs, ``suite`` with ``suite.csv`` and ``normalization.csv`` (.png/.pdf, or ``--formats``), in
-one visual language (``analysis.style``). The ratio to SB3 is against the config's own ``backend=sb3`` runs (n
-seeds), else the RL Zoo benchmark at its own budget (``summarize.with_ratio``). "Final" is the
+Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran), ``ablations.csv`` (variants vs
+their base, ``--compare`` pairs: ``lit_bench.analysis.paired``) and the figures ``curves_<env>``, ``training_<env>``
+(from ``train/metrics.csv``), ``final_scores``, ``throughput``, ``comparison``, ``ablations`` and, over two or more
+envs, ``suite`` with ``suite.csv`` and ``normalization.csv`` (.png/.pdf, or ``--formats``), in one visual language
+(``analysis.style``). The ratio to SB3 is against the config's own ``backend=sb3`` runs (n seeds), else the RL Zoo
+benchmark at its own budget (``summarize.with_ratio``). "Final" is the
 last evaluation, at the end of the budget, as on the console and in the sweep table. Scores are deterministic
 evaluation returns; the point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so
 reports are reproducible), flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo,
@@ -40,6 +41,7 @@ from lit_bench.analysis.cache import Parsed
 from lit_bench.analysis.hpo import plot_sweep
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
 from lit_bench.analysis.normalize import normalization_table
+from lit_bench.analysis.paired import CompareError, ablation_figure, ablation_markdown, ablation_table
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import (
     GROUP,
@@ -85,7 +87,8 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
             bench = f"{r.sb3_reference:.1f} @ {_steps(r.sb3_reference_budget)}{flag}"
         at_budget = "-"
         if np.isfinite(r.reference_at_budget):
-            key = f"{r.algo} on {r.env_id} at {_steps(r.budget)}"  # one footnote per reference, shared by rows
+            algo = r.base if isinstance(getattr(r, "base", None), str) else r.algo  # a variant: its base's reference
+            key = f"{algo} on {r.env_id} at {_steps(r.budget)}"  # one footnote per reference, shared by rows
             sources.setdefault(key, (r.reference_at_budget_how, r.reference_at_budget_source))
             at_budget = f"{r.reference_at_budget:.1f} [{list(sources).index(key) + 1}]"
         elif np.isfinite(r.sb3_reference) and r.budget > 0:
@@ -211,9 +214,10 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
 
 def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
             comparison: pd.DataFrame | None = None, seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"),
-            workers: int = 1, x: str = "timesteps", extra: Sequence[Drawing] | None = None) -> list[Path]:
+            workers: int = 1, x: str = "timesteps", extra: Sequence[Drawing] | None = None,
+            ablations: pd.DataFrame | None = None) -> list[Path]:
     """Learning curves per env (with the RL Zoo's, labelled as one seed), final-score intervals per env, throughput,
-    lit-vs-SB3 differences, and ``extra``.
+    lit-vs-SB3 differences, paired ablations, and ``extra``.
 
     ``evals``: the long table, or its ``Returns.of(evals)`` (all the figures read of it; its ``timesteps`` are
     seconds when ``x`` is ``wall_time_s``). ``extra``: more figures to draw (the suite page, training curves).
@@ -230,7 +234,8 @@ def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
         for env, rows in summary.groupby("env", sort=True)]
     per_config: list[Drawing] = [partial(_final_scores, labelled, look),
                                  partial(_throughput, labelled, comparison, look),
-                                 partial(_comparison, comparison, several), *(extra or ())]
+                                 partial(_comparison, comparison, several), partial(ablation_figure, ablations),
+                                 *(extra or ())]
     drawings = curves + per_config
     workers = min(workers, len(drawings)) if "fork" in mp.get_all_start_methods() else 1
     if workers <= 1:
@@ -314,11 +319,13 @@ def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.Da
         name = f"{short[config]} / {r.backend}"
         named[name], styles[name] = bands[r.Index], look.line(*config, r.backend)
         seeds.setdefault(config, {})[r.backend] = int(bands[r.Index].n_runs.max())
-        ref = reference_score(r.algo, r.env_id) if isinstance(r.env_id, str) and x == "timesteps" else None
-        if ref is not None and r.algo not in references:
+        base = getattr(r, "base", None)
+        algo = base if isinstance(base, str) else r.algo  # a variant is drawn against its base's reference
+        ref = reference_score(algo, r.env_id) if isinstance(r.env_id, str) and x == "timesteps" else None
+        if ref is not None and algo not in references:
             version = "" if ref.same_version else f" ({ref.reference_env_id})"
-            references[r.algo] = plot.ReferenceMark(ref.score, ref.budget, f"RL Zoo {r.algo}{version}",
-                                                    reference_curve(r.algo, r.env_id), look.marker[r.algo])
+            references[algo] = plot.ReferenceMark(ref.score, ref.budget, f"RL Zoo {algo}{version}",
+                                                  reference_curve(algo, r.env_id), look.marker[r.algo])
     backends = sorted({str(b) for b in rows.backend})
     notes = {c: _seeds_note(seeds[c]) for c in configs}
     same = len(set(notes.values())) == 1  # then said once, in the title
@@ -472,11 +479,13 @@ def usable_cpus() -> int:
 
 
 def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-                 workers: int | None = None, x: str = "steps", look: str = "screen") -> pd.DataFrame:
+                 workers: int | None = None, x: str = "steps", look: str = "screen",
+                 compare: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
     """Everything the CLI writes (figures in ``formats``, drawn by ``workers`` processes, default
-    ``usable_cpus()``; ``x`` and ``look``: the CLI's ``--x`` and ``--style``); returns the summary table."""
+    ``usable_cpus()``; ``x`` and ``look``: the CLI's ``--x`` and ``--style``; ``compare``: pairs of config names,
+    ``lit_bench.analysis.paired``); returns the summary table."""
     return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus(), x=X_AXES[x],
-                  look=look)[0]
+                  look=look, compare=compare)[0]
 
 
 def tables(paths: Sequence[str | Path], *, seed: int = 0,
@@ -486,13 +495,15 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0,
 
     Exits with one line when a path is missing, there are no runs, or none of them completed.
     """
-    parsed, runs, _, summary, comparison, _ = _tables(paths, seed=seed, workers=workers)
+    parsed, runs, _, summary, comparison, _, _ = _tables(paths, seed=seed, workers=workers)
     return evaluations_table(parsed, runs, ["mean_return"]), summary, comparison  # (the report uses the returns only)
 
 
-def _tables(paths: Sequence[str | Path], *, seed: int = 0,
-            workers: int = 1) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison, per run)``."""
+def _tables(paths: Sequence[str | Path], *, seed: int = 0, workers: int = 1,
+            compare: Sequence[tuple[str, str]] = ()) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame,
+                                                              pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison, per run,
+    ablations)`` (ablations: ``lit_bench.analysis.paired``, variants vs their bases and the ``compare`` pairs)."""
     where = ", ".join(map(str, paths))
     try:
         parsed = read_runs(paths, workers=workers)  # one pass over the files
@@ -508,8 +519,12 @@ def _tables(paths: Sequence[str | Path], *, seed: int = 0,
     returns = Returns.of_parsed(parsed, runs)
     per_run = run_table(runs, None, returns=returns)  # once for both tables
     summary = summary_table(runs, None, seed=seed, per_run=per_run)
+    try:
+        ablations = ablation_table(runs, per_run, compare=list(compare), seed=seed)
+    except CompareError as error:
+        raise SystemExit(f"report: {error}") from None
     return (parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run),
-            per_run)
+            per_run, ablations)
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -525,9 +540,11 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-           workers: int = 1, x: str = "timesteps", look: str = "screen",
-           train_metrics: Sequence[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
-    parsed, runs, returns, summary, comparison, per_run = _tables(paths, seed=seed, workers=workers)
+           workers: int = 1, x: str = "timesteps", look: str = "screen", train_metrics: Sequence[str] = (),
+           compare: Sequence[tuple[str, str]] = ()) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Write the report; returns the summary, the lit-vs-SB3 comparison and the other paired comparisons."""
+    parsed, runs, returns, summary, comparison, per_run, ablations = _tables(paths, seed=seed, workers=workers,
+                                                                             compare=compare)
     style.use(look)
     look_of = style.Look.of(summary)
     found = suite_page.suite_of(per_run, look_of)
@@ -535,7 +552,7 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
         returns = Returns.of_parsed(parsed, runs, x=x)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
-    atomic_write_text(out / "summary.md", markdown(summary, comparison, out))
+    atomic_write_text(out / "summary.md", markdown(summary, comparison, out) + _ablations_text(ablations))
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
     extra = []
@@ -546,11 +563,17 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
         atomic_write_text(out / "suite.csv", aggregates.to_csv(index=False))
         atomic_write_text(out / "normalization.csv", normalization_table(found.tasks).to_csv(index=False))
         extra.append(partial(_suite_page, found, seed, aggregates))
+    if not ablations.empty:
+        atomic_write_text(out / "ablations.csv", ablations.to_csv(index=False))
     figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
-            workers=workers, x=x, extra=extra)
+            workers=workers, x=x, extra=extra, ablations=ablations)
     for path in paths:  # a sweep directory of an Optuna study: its figures too (lit_bench.analysis.hpo)
         plot_sweep(Path(path), out)
-    return summary, comparison
+    return summary, comparison, ablations
+
+
+def _ablations_text(ablations: pd.DataFrame) -> str:
+    return f"\n{ablation_markdown(ablations)}\n" if len(ablations) else ""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -569,11 +592,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--train-metrics", nargs="+", default=[], metavar="METRIC",
                         help="train/metrics.csv columns drawn in training_<env> (default: the rollout return and "
                              "the main losses present; none: no training figures)")
+    parser.add_argument("--compare", nargs=2, action="append", default=[], metavar=("A", "B"),
+                        help="pair two configs by seed, each named ALGO[@BACKEND][[VARIANT]] (e.g. my_ppo ppo, "
+                        "ppo ppo@sb3); repeatable. Variants (base: <algo>) are paired with their base without it")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers,
-                                 x=X_AXES[args.x], look=args.style, train_metrics=args.train_metrics)
-    print(markdown(summary, comparison))
+    summary, comparison, ablations = _write(args.runs, out, seed=args.seed, formats=args.formats,
+                                            workers=args.workers, x=X_AXES[args.x], look=args.style,
+                                            train_metrics=args.train_metrics, compare=args.compare)
+    print(markdown(summary, comparison) + _ablations_text(ablations))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 
 

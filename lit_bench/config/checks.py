@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 # Arguments the harness passes itself; a config must not set them.
 HARNESS_ARGS = ("env", "seed", "verbose", "_init_setup_model")
 BACKENDS = ("lit", "sb3")
+VARIANT_BASE = "base"  # an algo config's reserved key: the algorithm a variant derives from (never an argument)
 
 
 class ConfigError(ValueError):
@@ -55,14 +56,30 @@ def check_budget(budget: Any) -> int:
     return budget
 
 
+def constructor_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The named arguments the constructor accepts: its own, and, while it passes ``**kwargs`` on, those of the
+    classes after it in the MRO (``MyPPO(*args, vf_coef=1.0, **kwargs)`` accepts PPO's arguments too); the first
+    class naming an argument gives its default."""
+    found: dict[str, inspect.Parameter] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(klass.__init__).parameters  # type: ignore[misc]
+        for name, param in params.items():
+            if name != "self" and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+                found.setdefault(name, param)
+        if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            break
+    return found
+
+
 def check_hyperparameters(cls: type, algo_cfg: DictConfig, algo_name: str) -> None:
-    """Every key of the algo config must be an argument of the algorithm's constructor."""
-    params = inspect.signature(cls.__init__).parameters
-    accepted = [p for p in params if p not in ("self", *HARNESS_ARGS)]
+    """Every key of the algo config must be an argument of the algorithm's constructor (``base``: a variant's)."""
+    accepted = [p for p in constructor_parameters(cls) if p not in HARNESS_ARGS]
     for key in algo_cfg:
         key = str(key)
-        if key.startswith("_") and key.endswith("_"):
-            continue  # _target_, _convert_, ...
+        if (key.startswith("_") and key.endswith("_")) or key == VARIANT_BASE:
+            continue  # _target_, _convert_, ...; base: what a variant derives from (lit_bench.config.sources)
         if key in HARNESS_ARGS:
             raise ConfigError(f"algo.{key}: set by the harness, not by the algo config ({cls.__name__})")
         if key not in accepted:
@@ -155,7 +172,7 @@ _CLASS_NODE = "{_target_: hydra.utils.get_class, path: %s}"
 
 def check_hyperparameter_values(cls: type, algo_cfg: DictConfig) -> None:
     """A string where the constructor wants a number, a flag or a class: caught here, not after the envs exist."""
-    params = inspect.signature(cls.__init__).parameters
+    params = constructor_parameters(cls)
     for key, value in algo_cfg.items():
         key = str(key)
         if not isinstance(value, str) or key not in params:

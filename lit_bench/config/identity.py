@@ -44,9 +44,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.config.resources import conf_dir
 from lit_bench.store.format import legacy_spelling
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
 NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console")
 # How a run is observed: recorded, never part of the directory; hashed at these values (the shipped defaults)
@@ -165,8 +166,11 @@ def _compose_defaults(config_name: str, overrides: list[str]) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    if GlobalHydra.instance().is_initialized():  # inside run.py: Hydra's own search path
+    from lit_bench.config.sources import install
+
+    if GlobalHydra.instance().is_initialized():  # inside lit-bench: Hydra's own search path
         return resolved(compose(config_name, overrides=overrides))
+    install()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # run(cfg) called from Python
         return resolved(compose(config_name, overrides=overrides))
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from lit_bench.config.identity import CONF_DIR
+from lit_bench.config.resources import conf_dir
 from lit_bench.store.format import MOVED
 from lit_sb3.common.safe_load import allowed_module, allowed_name
 
@@ -58,13 +58,13 @@ def harness_names() -> dict[str, frozenset[str]]:
     """The targets and packages the harness's own config groups name (they ship with the harness: trusted), and
     those of the user's own config directories named by ``LIT_BENCH_CONFIG_PATH`` (the user's word)."""
     extra = tuple(Path(p) for p in os.environ.get("LIT_BENCH_CONFIG_PATH", "").split(os.pathsep) if p)
-    return _names_in((CONF_DIR, *extra))
+    return _names_in((conf_dir(), *extra))
 
 
 @lru_cache(maxsize=8)
 def _names_in(conf_dirs: tuple[Path, ...]) -> dict[str, frozenset[str]]:
     found: dict[str, set[str]] = {"target": set(), "package": set()}
-    for path in sorted(p for conf_dir in conf_dirs for p in conf_dir.rglob("*.yaml")):
+    for path in sorted(p for directory in conf_dirs for p in directory.rglob("*.yaml")):
         try:
             tree = yaml.safe_load(path.read_text())
         except (OSError, yaml.YAMLError):

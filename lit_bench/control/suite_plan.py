@@ -1,7 +1,7 @@
 """What a regression suite will cost before it runs: its multiruns, their resources, the CPU core-hours they need.
 
 ``python -m lit_bench.regress --suite zoo_all --launcher slurm --dry-run`` prints one line per multirun (the
-``run.py -m`` command, how many runs, the launcher's resources per run) and the totals. Core-hours come from
+``lit-bench -m`` command, how many runs, the launcher's resources per run) and the totals. Core-hours come from
 ``results/reference/suite_cost.csv`` (CPU seconds per env step of each algorithm and env family, measured by
 ``benchmarks/suite_cost.py``) times each entry's budget and seeds; entries of a family without a measurement are
 counted and named, never guessed. With a time limit per job (SLURM's ``timeout_min``), a run longer than it is
@@ -18,9 +18,10 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-COSTS = ROOT / "results" / "reference" / "suite_cost.csv"
-LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
+from lit_bench.config.resources import conf_dir, reference_dir
+
+COSTS = reference_dir() / "suite_cost.csv"
+LAUNCHERS = conf_dir() / "hydra" / "launcher"
 MIN_SCALED_BUDGET = 256  # a scaled-down entry still trains a few rollouts
 
 
@@ -60,7 +61,7 @@ def groups(entries: list[Entry]) -> dict[tuple[str, int | None, tuple[str, ...]]
 def family_of() -> dict[tuple[str, str], str]:
     """(algo, env) -> env family, from the per-family suites ``conf/suite/zoo_<family>.yaml``."""
     found = {}
-    for path in sorted((ROOT / "conf" / "suite").glob("zoo_*.yaml")):
+    for path in sorted((conf_dir() / "suite").glob("zoo_*.yaml")):
         suite = yaml.safe_load(path.read_text())
         if suite["name"] != "zoo_all":
             for entry in suite["entries"]:

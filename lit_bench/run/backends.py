@@ -19,7 +19,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_bench.config.checks import ConfigError, sb3_equivalent
+from lit_bench.config.checks import VARIANT_BASE, ConfigError, sb3_equivalent
 from lit_bench.run.checkpointing import (
     LIT_CHECKPOINT,
     SB3_CHECKPOINT,
@@ -63,7 +63,7 @@ def algorithm_kwargs_for(algo_cfg: DictConfig, action_space: spaces.Space, backe
     """:func:`algorithm_kwargs` from the algo config node and the env's action space alone."""
     node = OmegaConf.to_container(algo_cfg, resolve=True)
     assert isinstance(node, dict)
-    node = {k: v for k, v in node.items() if not (k.startswith("_") and k.endswith("_"))}
+    node = {k: v for k, v in node.items() if not (k.startswith("_") and k.endswith("_")) and k != VARIANT_BASE}
     kwargs: dict[str, Any] = instantiate(node, _convert_="all")
     noise = kwargs.get("action_noise")
     if isinstance(noise, functools.partial):

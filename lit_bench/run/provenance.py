@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-_REPO = Path(__file__).resolve().parents[2]
+from lit_bench.config.resources import source_checkout
 
 
 def versions() -> dict[str, str | None]:
@@ -30,8 +30,13 @@ def versions() -> dict[str, str | None]:
 
 
 def git_state() -> dict[str, Any]:
+    """The commit of the clone lit_bench runs from (None from an installed wheel: its version says it)."""
+    checkout = source_checkout()
+    if checkout is None:
+        return {"commit": None, "dirty": None}
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=_REPO, capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(["git", *args], cwd=checkout, capture_output=True, text=True, timeout=10).stdout.strip()
 
     try:
         return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "-uno"))}

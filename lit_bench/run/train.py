@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from lit_bench.config.checks import (
+    VARIANT_BASE,
     ConfigError,
     algorithm_class,
     check_budget,
@@ -130,7 +131,8 @@ def console_mode(cfg: DictConfig) -> str:
 def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
     """What every summary of this run says about it: names, seed, budget, directory and identity."""
     return {
-        "algo": str(cfg.algo_name), "env": str(cfg.env_name), "env_id": config["env"].get("id"),
+        "algo": str(cfg.algo_name), "base": cfg.algo.get(VARIANT_BASE), "env": str(cfg.env_name),
+        "env_id": config["env"].get("id"),
         "seed": int(cfg.seed), "backend": str(cfg.backend), "budget": cfg.budget, "run_dir": str(run_dir.root),
         "sweep": str(cfg.sweep), "variant": identity.variant, "config_id": identity.config_id,
         "config_hash": identity.config_hash, "overrides": identity.overrides,

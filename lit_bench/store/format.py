@@ -72,7 +72,8 @@ FILES: dict[str, str] = {
 SUMMARY_FIELDS: dict[str, str] = {
     "format": "the run-directory format (FORMAT); absent: 1",
     "status": "running, completed, failed or interrupted (readers add skipped, incomplete, damaged)",
-    "algo": "the algo config's name", "env": "the env config's name", "env_id": "the gymnasium id",
+    "algo": "the algo config's name", "base": "the algo a variant config derives from (base: <algo>); null: none",
+    "env": "the env config's name", "env_id": "the gymnasium id",
     "seed": "the seed", "backend": "lit or sb3", "budget": "env steps asked for", "run_dir": "this directory",
     "sweep": "the sweep's name", "variant": "readable differences from the composed defaults ('' for none)",
     "config_id": "hash of the config without its seed", "config_hash": "hash of the config with its seed",

@@ -3,11 +3,13 @@
 ``ClippedSurrogateUpdate`` is mixed into an :class:`~lit_sb3.common.on_policy.OnPolicyAlgorithm` subclass
 (``class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm)``): it is not an algorithm of its own, only the update
 half of PPO. The variants differ in how the policy evaluates a minibatch (action masks, recurrent states) and in
-which entries count (padding of recurrent sequences): the hooks ``_evaluate_actions`` and ``_loss_mask``.
+which entries count (padding of recurrent sequences): the hooks ``_evaluate_actions`` and ``_loss_mask``. A research
+variant of the objective overrides ``policy_loss`` (the clipped surrogate).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -81,7 +83,13 @@ class ClippedSurrogateUpdate:
             ent_coef=self.ent_coef,
             vf_coef=self.vf_coef,
             mask=self._loss_mask(batch),
+            policy_loss=self.policy_loss,
         )
+
+    def policy_loss(self, advantages: torch.Tensor, log_prob: torch.Tensor, old_log_prob: torch.Tensor,
+                    clip_range: float, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The policy-gradient part of the loss and the fraction of clipped ratios: PPO's clipped surrogate."""
+        return losses.clipped_surrogate_loss(advantages, log_prob, old_log_prob, clip_range, mask)
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         """Compute the clipped-surrogate loss for one mini-batch and take an optimizer step on it."""
@@ -127,15 +135,18 @@ def ppo_loss(
     ent_coef: float,
     vf_coef: float,
     mask: torch.Tensor | None = None,
+    policy_loss: Callable[..., tuple[torch.Tensor, torch.Tensor]] = losses.clipped_surrogate_loss,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO's total loss on one minibatch and its parts, named as SB3 logs them (``train/<name>``).
 
     ``mask`` selects the entries that count (RecurrentPPO pads its sequences); None counts all of them.
+    ``policy_loss(advantages, log_prob, old_log_prob, clip_range, mask)``: the policy-gradient part and the clip
+    fraction.
     """
     advantages = batch.advantages
     if normalize_advantage:
         advantages = losses.normalize_advantages(advantages, mask=mask)
-    pg_loss, clip_fraction = losses.clipped_surrogate_loss(advantages, log_prob, batch.old_log_prob, clip_range, mask)
+    pg_loss, clip_fraction = policy_loss(advantages, log_prob, batch.old_log_prob, clip_range, mask)
     v_loss = losses.value_loss(values, batch.returns, batch.old_values, clip_range_vf, mask)
     ent_loss = losses.entropy_loss(entropy, log_prob, mask)
     loss = pg_loss + ent_coef * ent_loss + vf_coef * v_loss

@@ -255,11 +255,11 @@ def test_every_class_the_config_groups_hand_an_algorithm_loads_back() -> None:
     each must be on lit_sb3's allow-list where it is defined, or resuming that preset would be refused."""
     from hydra.utils import get_class
 
-    from lit_bench.config.identity import CONF_DIR
+    from lit_bench.config.resources import conf_dir
     from lit_bench.config.trust import GETTERS, code_names
 
     paths = set()
-    for path in CONF_DIR.rglob("*.yaml"):
+    for path in conf_dir().rglob("*.yaml"):
         tree = yaml.safe_load(path.read_text())
         paths |= {name for where, _, name in code_names(tree) if where.endswith(".path")}
     assert paths and not paths & set(GETTERS)

@@ -137,9 +137,7 @@ class SAC(OffPolicyAlgorithm):
             with torch.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
                 next_q = torch.cat(critic_target(data.next_observations, next_actions), dim=1)
-                target_q = losses.clipped_double_q_target(
-                    data.rewards, data.dones, discounts, next_q, next_log_prob, ent_coef
-                )
+                target_q = self.critic_target_values(data, discounts, next_q, next_log_prob, ent_coef)
             critic_loss = 0.5 * losses.critics_mse_loss(critic(data.observations, data.actions), target_q)
             self._optimizer_step(critic_opt, critic_loss)
 
@@ -152,6 +150,12 @@ class SAC(OffPolicyAlgorithm):
                 self.target_networks.update(self.tau)
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
+
+    def critic_target_values(self, data: Any, discounts: torch.Tensor | float, next_q: torch.Tensor,
+                             next_log_prob: torch.Tensor, ent_coef: torch.Tensor) -> torch.Tensor:
+        """The critics' regression target from the target critics' next-state values ``[batch, n_critics]``: SAC's
+        clipped double-Q soft target (a research variant overrides this one step)."""
+        return losses.clipped_double_q_target(data.rewards, data.dones, discounts, next_q, next_log_prob, ent_coef)
 
     def learn(
         self: SelfSAC,

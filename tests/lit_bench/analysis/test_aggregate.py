@@ -83,7 +83,7 @@ def test_paired_comparison_on_known_numbers():
     lit = {s: float(v) for s, v in enumerate([1, 2, 3, 4, 5])}
     better = agg.paired_comparison(lit, {s: v - 1 for s, v in lit.items()}, n_boot=200)
     # IQM of 1..5 drops one value at each end: 3 vs 2; every paired resample differs by exactly 1
-    assert (better.lit_iqm, better.sb3_iqm, better.iqm_difference) == (3.0, 2.0, 1.0)
+    assert (better.a_iqm, better.b_iqm, better.iqm_difference) == (3.0, 2.0, 1.0)
     assert (better.ci_low, better.ci_high) == pytest.approx((1.0, 1.0))
     assert (better.verdict, better.ci_flagged) == ("lit better", False)
     # P(X > Y) + P(X = Y) / 2 over all 25 pairs: 15 greater, 4 ties

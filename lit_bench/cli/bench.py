@@ -1,0 +1,72 @@
+"""``lit-bench [algo=ppo env=CartPole seed=0 budget=...]``, or ``-m`` to sweep: the harness's command (``run.py`` is
+the same command).
+
+Groups and options are the built-in ``conf/`` (shipped in the package) plus the user's config directories
+(``--config-dir``, ``hydra.searchpath``, ``LIT_BENCH_CONFIG_PATH``: ``lit_bench.config.sources``). Each run writes its
+own directory under ``<out_dir>/<sweep>/`` (``out_dir`` default ``results/runs``, relative to the current directory;
+layout: lit_bench.config.identity) and returns its objective, so Hydra sweepers such as Optuna can use it.
+"""
+
+import os
+import sys
+
+from omegaconf import DictConfig
+
+from lit_bench.config.identity import sweep_path
+from lit_bench.control import signals
+from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
+
+
+def task(cfg: DictConfig) -> float | None:
+    """One job of the command: a run (or, in a sweep, one of its runs)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.get().mode == RunMode.MULTIRUN and signals.sweep_stopped():
+        return None  # a joblib worker after the sweep was interrupted: start no new run
+    signals.install()
+    # Imported here, not above: a joblib sweep's parent process only launches and reports, and never pays for
+    # Lightning, SB3 and torch; its workers import them once each (loky reuses them for the following jobs).
+    from lit_bench.run.train import describe, run
+
+    summary = run(cfg)
+    if "rank" in summary:  # a further process of a multi-process run: rank 0 reports the run
+        from lit_bench.run.ranks import rank_exit_code
+
+        sys.exit(rank_exit_code(summary))
+    print(describe(summary), flush=True)
+    if signals.pending() is None:
+        return job_result(cfg, summary)  # a failed run: exit 1 (single run) or a failed job/trial (multirun)
+    record_job(cfg, summary)  # interrupted: in the sweep table
+    if signals.in_sweep_process():
+        report(sweep_path(cfg), os.environ.get(INVOCATION_ENV))  # sequential sweep: stop
+    signals.finish()  # exits 130 / 143 (a joblib worker returns: its parent reports)
+    return None
+
+
+def main() -> None:
+    """The console entry point: Hydra's command line, with the built-in configs and the user's."""
+    # A quiet Ctrl-C while Hydra and the rest import; here, not at the top: a joblib worker imports this module for
+    # ``task`` and must keep the harness's own handler (lit_bench.control.signals), not this one.
+    import hydra
+
+    import lit_bench.control.startup  # noqa: F401
+    from lit_bench.config.algo_overrides import OverrideError, rewrite
+    from lit_bench.config.resources import conf_dir
+    from lit_bench.config.sources import UserConfigError, fold_command_line, install, user_config_dirs
+
+    try:
+        fold_command_line(sys.argv[1:])
+        user_config_dirs()  # checked here: one line, before Hydra starts
+    except UserConfigError as error:
+        sys.exit(f"lit-bench: {error}")
+    install()
+    try:
+        sys.argv[1:] = rewrite(sys.argv[1:])  # algo.<key>=... in an algorithm sweep: for each algorithm that has it
+    except OverrideError as error:
+        sys.exit(str(error))
+    hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(task)()
+
+
+if __name__ == "__main__":
+    main()
