@@ -28,7 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
-from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
+from lit_bench.rundir import RunDir, atomic_write, atomic_write_json, fresh_tmp
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
@@ -70,7 +70,7 @@ def install_checkpoint(run: RunDir, name: str, write: Callable[[Path], None], ti
     run goes on; the last good checkpoint stays)."""
     final = run.checkpoints / name
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{name}.{os.getpid()}.tmp")
+    tmp = fresh_tmp(final)
     try:
         write(tmp)
         problem = zip_problem(tmp)

@@ -177,6 +177,22 @@ def check_hyperparameter_values(cls: type, algo_cfg: DictConfig) -> None:
             )
 
 
+# Lightning Trainer options that change how much is trained (or for how long): the budget is budget= env steps.
+TRAINING_LENGTH_OPTIONS = (
+    "max_epochs", "min_epochs", "max_steps", "min_steps", "max_time", "fast_dev_run", "overfit_batches",
+    "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+)
+
+
+def check_trainer_options(cfg: DictConfig) -> None:
+    """No ``trainer.*`` option may shorten or stretch a run: a run is complete only when it trained its budget."""
+    for name in TRAINING_LENGTH_OPTIONS:
+        if name in cfg.trainer:
+            raise ConfigError(f"trainer.{name}={cfg.trainer[name]}: changes how many env steps are trained; the "
+                              f"harness trains exactly budget= env steps (set budget=, and eval.every= for "
+                              f"evaluations; remove trainer.{name})")
+
+
 _PRECISION_ALIASES = {"32": "32-true", "bf16": "bf16-mixed", "16": "16-mixed"}  # Lightning's short names
 
 

@@ -33,6 +33,11 @@ def evaluate_episodes(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, **kwargs
     return evaluate_policy(model, env, **kwargs)
 
 
+class Diverged(ArithmeticError):
+    """An evaluation with a non-finite mean return: the run fails (``failed``, its error starting ``diverged:``)
+    instead of completing with a score that every statistic would have to drop."""
+
+
 class PeriodicEval(BaseCallback):
     """Every ``every`` env steps, run ``episodes`` evaluation episodes and append a row to ``eval.csv``.
 
@@ -120,6 +125,9 @@ class PeriodicEval(BaseCallback):
                                                  deterministic=self.deterministic, return_episode_rewards=True,
                                                  callback=record_success)
         self.eval_seconds += time.perf_counter() - begin
+        if not np.isfinite(np.mean(returns)):  # not written: eval.csv holds scores only
+            raise Diverged(f"diverged: the evaluation at {timesteps} env steps has mean return {np.mean(returns)} "
+                           f"(non-finite rewards, or non-finite parameters); its last checkpoint is kept")
         row = {
             "timesteps": timesteps,
             "wall_time_s": round(self.wall_time(), 3),

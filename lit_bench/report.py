@@ -69,30 +69,37 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         "steps to threshold (solved / runs) | env steps/s (min-max) |" + " video |" * video_column,
         "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
     ]
-    sources = {}
+    sources, overshoots = {}, []
     for r in summary.itertuples():
+        trained = getattr(r, "trained", r.budget)
+        over = bool(np.isfinite(trained) and np.isfinite(r.budget) and trained != r.budget)
+        if over:
+            overshoots.append(f"‡ {label(r, several)} on {r.env}: {trained:.0f} env steps trained (budget="
+                              f"{r.budget:.0f}): the last rollout runs to its end, as in SB3; labelled and compared "
+                              f"with SB3 at {trained:.0f}.")
         bench = "-"
         if np.isfinite(r.sb3_reference):
             flag = "" if r.reference_same_version else f" ({r.sb3_reference_env}†)"
             bench = f"{r.sb3_reference:.1f} @ {_steps(r.sb3_reference_budget)}{flag}"
         at_budget = "-"
         if np.isfinite(r.reference_at_budget):
-            key = f"{r.algo} on {r.env_id} at {_steps(r.budget)}"  # one footnote per reference, shared by rows
+            key = f"{r.algo} on {r.env_id} at {_steps(trained)}"  # one footnote per reference, shared by rows
             sources.setdefault(key, (r.reference_at_budget_how, r.reference_at_budget_source))
             at_budget = f"{r.reference_at_budget:.1f} [{list(sources).index(key) + 1}]"
-        elif np.isfinite(r.sb3_reference) and r.budget > 0:
-            at_budget = "none at " + _steps(r.budget)
+        elif np.isfinite(r.sb3_reference) and trained > 0:
+            at_budget = "none at " + _steps(trained)
         to_threshold = "-"
         if np.isfinite(r.threshold):
             reached = _steps(r.steps_to_threshold_median) if np.isfinite(r.steps_to_threshold_median) else "never"
             to_threshold = f"{reached} ({r.solved_seeds}/{r.threshold_runs})"
         lines.append(
-            f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
+            f"| {label(r, several)}{' ‡' if over else ''} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
             f"{_fmt(r.ratio_to_reference, '.2f')} | {bench} | {to_threshold} | {_fps(r)} |"
             + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
     lines.append("")
     lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
+    lines += overshoots
     lines.append(f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
                  "reach the env's threshold (median over runs that did).")
     if (summary.reference_same_version == False).any():  # noqa: E712 - None means no reference

@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 
 from lit_bench import signals
 from lit_bench.identity import sweep_path
-from lit_bench.rundir import RunDir, atomic_write_text
+from lit_bench.rundir import RunDir, atomic_write_text, open_no_follow
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong to this multirun
 TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (lit_bench.regress finds its own records by it)
@@ -48,7 +48,7 @@ def record(sweep_dir: Path, invocation: str, summary: dict[str, Any]) -> None:
     path = records_dir(sweep_dir) / f"{invocation}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps({k: summary.get(k) for k in RECORD_KEYS}, default=str) + "\n"
-    with path.open("a") as file:
+    with os.fdopen(open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as file:
         fcntl.flock(file, fcntl.LOCK_EX)
         file.write(line)
         file.flush()

@@ -36,9 +36,10 @@ from lit_bench.checks import (
     check_precision,
     check_run_options,
     check_spaces,
+    check_trainer_options,
 )
 from lit_bench.envs import EVAL_SEED_OFFSET, make_envs, require_package
-from lit_bench.evaluation import PeriodicEval
+from lit_bench.evaluation import Diverged, PeriodicEval
 from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
 from lit_bench.loggers import check_loggers, finish_loggers
 from lit_bench.objective import check_objective, score
@@ -68,7 +69,7 @@ class Start:
 
 
 def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any] | None, *, backend: str,
-           budget: int, force: bool) -> Start:
+           force: bool) -> Start:
     """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
     already known to be this run's)."""
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
@@ -78,8 +79,8 @@ def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any
         return Start("fresh")
     if previous["status"] == "completed":
         return Start("skip")
-    step = resume_point(run_dir, backend)
-    return Start("resume", step) if step is not None and step < budget else Start("fresh")
+    step = resume_point(run_dir, backend)  # at the budget: killed in the final evaluation, which alone is redone
+    return Start("resume", step) if step is not None else Start("fresh")
 
 
 def failed(base: dict[str, Any], error: str, traceback: str | None = None) -> dict[str, Any]:
@@ -100,6 +101,7 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     check_objective(cfg.objective)
     check_processes(cfg, algo_cls)
     check_precision(cfg)
+    check_trainer_options(cfg)
     return algo_cls, budget
 
 
@@ -134,12 +136,20 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
         return failed(base, f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's "
                             f"{run_dir.root}; place runs with out_dir= and sweep= instead")
-    with run_dir.lock():
+    with contextlib.ExitStack() as locked:
+        try:
+            locked.enter_context(run_dir.lock())
+        except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
+            return failed(base, f"{run_dir.root}: cannot lock the run directory ({error.strerror or error})")
         return _run_locked(cfg, config, run_dir, base)
 
 
 def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
+    unproven = run_dir.unproven()
+    if unproven is not None:  # never deleted or rewritten: it may be a finished run, or not the harness's at all
+        return failed(base, f"{run_dir.root}: {unproven}, so it cannot be shown to be a run of this config; "
+                            f"nothing was changed: move it, or use another sweep=")
     previous, held = run_dir.read_summary(), run_dir.read_config()
     if held is not None and config_hash(held) != base["config_hash"]:
         # Only possible when the composed defaults changed since that run (or for runs of an older layout).
@@ -151,11 +161,12 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     except ConfigError as error:
         return _record_config_error(run_dir, failed(base, str(error)), previous)
     torch.set_num_threads(int(cfg.threads))
-    start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
+    start = decide(run_dir, previous, held, backend=str(cfg.backend), force=bool(cfg.force))
     if start.action == "skip":
         assert previous is not None
         return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
     _open(run_dir, config, start)
+    warn_overshoot(cfg, budget)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
     run_dir.write_summary(summary)
 
@@ -166,6 +177,21 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
 
     return _recorded(run_dir, summary,
                      lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
+
+
+def warn_overshoot(cfg: DictConfig, budget: int) -> None:
+    """One warning line when an on-policy budget is not a multiple of its rollout: the last rollout runs to its end
+    (SB3's ``learn`` does the same; cutting it short would change the algorithm), so more env steps are trained
+    than asked for. The summary's ``timesteps`` records them; the report labels and compares the run with them."""
+    n_steps = cfg.algo.get("n_steps")
+    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps <= 0:
+        return
+    rollout = n_steps * int(cfg.env.get("n_envs") or 1)
+    if budget % rollout:
+        trained = -(-budget // rollout) * rollout
+        print(f"warning: budget={budget} is not a multiple of the {rollout} env steps of one rollout "
+              f"({cfg.env.get('n_envs') or 1} envs x n_steps={n_steps}): {cfg.algo_name} trains {trained} env steps, "
+              f"as SB3's learn does; the summary and the report say {trained}", file=sys.stderr, flush=True)
 
 
 def _record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -225,6 +251,9 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
     finally:
         train_env.close()
         eval_env.close()
+    if model.num_timesteps < budget:  # e.g. a backend or an option that stopped training early: not a result
+        return dict(status="failed", timesteps=int(model.num_timesteps), traceback=None,
+                    error=f"trained {model.num_timesteps} of the budget's {budget} env steps; not a completed run")
     rows = run_dir.eval_rows()
     at = aggregate.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
                                       cfg.env.get("threshold"))
@@ -243,7 +272,7 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     runs carry on) or interrupted (its checkpoint left for the next run to resume from)."""
     try:
         summary.update(train())
-    except ConfigError as error:
+    except (ConfigError, Diverged) as error:
         summary.update(status="failed", error=str(error), traceback=None)
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
         step = run_dir.checkpoint_step()

@@ -46,3 +46,16 @@ class CrashOnRank(gym.Wrapper):
         if os.environ.get(CRASH_RANK_ENV) == os.environ.get("LOCAL_RANK", "0"):
             raise RuntimeError("injected failure before fit (test)")
         super().__init__(env)
+
+
+class NanReward(gym.Wrapper):
+    """Every reward is NaN (an env that diverged, or a reward function with a bug)."""
+
+    def step(self, action: Any) -> Any:
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, float("nan"), terminated, truncated, info
+
+
+def nan_reward_env(**kwargs: Any) -> gym.Env:
+    """CartPole whose rewards are NaN, as an ``env.make`` factory (inside SB3's Monitor: the scores see them)."""
+    return NanReward(gym.make("CartPole-v1", **kwargs))

@@ -28,21 +28,21 @@ def _run(tmp_path: Path, status: str) -> tuple[RunDir, dict]:
     ("running", 1000, False, Start("resume", 1000)),  # killed mid-run: from its checkpoint
     ("interrupted", 1000, True, Start("fresh")),
     ("running", None, False, Start("fresh")),  # no checkpoint that reads back
-    ("running", 2000, False, Start("fresh")),  # a checkpoint at the budget: nothing left to resume
+    ("running", 2000, False, Start("resume", 2000)),  # killed in the final evaluation: only it is redone
 ])
 def test_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, checkpoint: int | None, force: bool,
                   expected: Start) -> None:
     monkeypatch.setattr(train, "resume_point", lambda run, backend: checkpoint)
     run, summary = _run(tmp_path, status)
-    assert decide(run, summary, HELD, backend="lit", budget=2000, force=force) == expected
+    assert decide(run, summary, HELD, backend="lit", force=force) == expected
 
 
 def test_a_new_or_damaged_directory_starts_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(train, "resume_point", lambda run, backend: pytest.fail("nothing to resume from"))
-    assert decide(RunDir(tmp_path / "new"), None, None, backend="lit", budget=2000, force=False) == Start("fresh")
+    assert decide(RunDir(tmp_path / "new"), None, None, backend="lit", force=False) == Start("fresh")
     run, summary = _run(tmp_path, "completed")
     run.eval_csv.write_text(run.eval_csv.read_text()[:-3])  # the final evaluation's row cut short
-    assert decide(run, summary, HELD, backend="lit", budget=2000, force=False) == Start(
+    assert decide(run, summary, HELD, backend="lit", force=False) == Start(
         "fresh", damage="eval.csv is truncated (its last row is incomplete)")
-    assert decide(run, None, HELD, backend="lit", budget=2000, force=False) == Start(
+    assert decide(run, None, HELD, backend="lit", force=False) == Start(
         "fresh", damage="summary.json is unreadable")
