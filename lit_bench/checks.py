@@ -143,6 +143,11 @@ def check_run_options(cfg: DictConfig) -> None:
     _positive_int("eval.episodes", cfg.eval.episodes)
     for name in ("log_interval", "eval.every", "checkpoint.every"):
         _positive_int(name, OmegaConf.select(cfg, name), optional=True)
+    for name, optional in (("stop_timeout_s", False), ("step_timeout_s", True)):
+        value = cfg.get(name)
+        if not (optional and value is None) and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                                 or not value > 0):
+            raise ConfigError(f"{name}={value}: must be a positive number of seconds" + (" or null" * optional))
     for name in ("eval.deterministic", "checkpoint.replay_buffer", "force"):
         value = OmegaConf.select(cfg, name)
         if not isinstance(value, bool):

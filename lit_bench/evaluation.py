@@ -16,6 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
+from lit_bench import signals
 from lit_bench.analysis.load import EVALUATIONS_NPZ, read_evaluations_npz
 from lit_bench.rundir import RunDir, atomic_write
 from lit_bench.video import EvalVideo, recording
@@ -115,6 +116,7 @@ class PeriodicEval(BaseCallback):
         successes: list[float] = []
 
         def record_success(local: dict[str, Any], _globals: dict[str, Any]) -> None:
+            signals.stop_if_pending()  # a signal stops a long evaluation at its next step (the checkpoint stays)
             if local.get("done") and "is_success" in local.get("info", {}):
                 successes.append(float(local["info"]["is_success"]))
 

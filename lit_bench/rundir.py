@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,23 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 def _step_of(row: dict[str, Any], key: str) -> float:
     value = row.get(key)
     return float(value) if value not in (None, "") else -1.0
+
+
+LOCK_POLL_S = 0.2  # how often a process waiting for another's run lock looks again (and at a pending signal)
+
+
+def _wait_for_lock(handle: Any) -> None:
+    """Block until ``handle``'s lock is ours, polling, so that a signal stops the wait (``Interrupted``) instead of
+    being noted until the other process ends."""
+    from lit_bench import signals
+
+    while True:
+        signals.stop_if_pending()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(LOCK_POLL_S)
 
 
 class RunDir:
@@ -185,7 +203,7 @@ class RunDir:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 print(f"{self.root}: being written by {holder}; waiting for it to finish", flush=True)
-                fcntl.flock(handle, fcntl.LOCK_EX)
+                _wait_for_lock(handle)
             handle.seek(0)
             handle.truncate()
             handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")

@@ -23,6 +23,7 @@ import yaml
 from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
+from lit_bench import signals
 from lit_bench.analysis import aggregate
 from lit_bench.best import BestCheckpoint
 from lit_bench.checkpointing import resume_point
@@ -56,6 +57,7 @@ from lit_bench.rundir import RunDir, atomic_write_text
 from lit_bench.signals import Interrupted
 from lit_bench.sweep import INVOCATION_ENV
 from lit_bench.video import check_eval_video, eval_video
+from lit_bench.watchdog import EnvTimeout, StepWatchdog
 
 
 @dataclass(frozen=True)
@@ -136,11 +138,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
         return failed(base, f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's "
                             f"{run_dir.root}; place runs with out_dir= and sweep= instead")
+    signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
     with contextlib.ExitStack() as locked:
         try:
             locked.enter_context(run_dir.lock())
         except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
             return failed(base, f"{run_dir.root}: cannot lock the run directory ({error.strerror or error})")
+        except Interrupted as interrupt:  # while waiting for another process's run: nothing was changed
+            return {**base, "status": "interrupted", "signal": interrupt.name, "timesteps": None,
+                    "error": f"stopped by {interrupt.name} while waiting for the run's lock; nothing was changed"}
         return _run_locked(cfg, config, run_dir, base)
 
 
@@ -175,8 +181,22 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         run_dir.write_summary(ended)
         print(describe(ended), flush=True)
 
-    return _recorded(run_dir, summary,
-                     lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
+    with signals.on_hard_stop(_stopped_at_once(run_dir, summary)):
+        return _recorded(run_dir, summary,
+                         lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
+
+
+def _stopped_at_once(run_dir: RunDir, summary: dict[str, Any]) -> Callable[[str, str, str | None], None]:
+    """What a hard stop (a second signal, ``stop_timeout_s``, the env watchdog) records before the process exits:
+    the run's status and why, never ``running``; the last checkpoint stays the one to resume from."""
+    def record(status: str, why: str, signal_name: str | None) -> None:
+        step = run_dir.checkpoint_step()
+        kept = f"its checkpoint at {step} env steps is kept" if step is not None else "it had no checkpoint yet"
+        resume = "; rerun the same command to resume" if status == "interrupted" else ""
+        run_dir.write_summary({**summary, "status": status, "signal": signal_name, "timesteps": step,
+                               "error": f"{why}: stopped at once, {kept}{resume}", "traceback": None,
+                               "finished_at": _now()})
+    return record
 
 
 def warn_overshoot(cfg: DictConfig, budget: int) -> None:
@@ -223,13 +243,36 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
                      started: float, on_rank_failure: Callable[[str], None]) -> dict[str, Any]:
     """Train to the budget (evaluating and checkpointing on the way), evaluate at the end; the summary's results
     (``on_rank_failure``: records the run as failed when a further process of a multi-process run fails)."""
+    watchdog = StepWatchdog(float(cfg.step_timeout_s)) if cfg.get("step_timeout_s") else None
+    with watchdog or contextlib.nullcontext():
+        model, evaluator, last = _train(cfg, run_dir, algo_cls, budget, start, watchdog, on_rank_failure)
+    if model.num_timesteps < budget:  # e.g. a backend or an option that stopped training early: not a result
+        return dict(status="failed", timesteps=int(model.num_timesteps), traceback=None,
+                    error=f"trained {model.num_timesteps} of the budget's {budget} env steps; not a completed run")
+    rows = run_dir.eval_rows()
+    at = aggregate.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
+                                      cfg.env.get("threshold"))
+    return dict(
+        status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
+        final_std_return=last["std_return"], final_success_rate=last["success_rate"] or None,
+        threshold=cfg.env.get("threshold"), steps_to_threshold=None if math.isnan(at) else int(at),  # JSON: null
+        wall_time_s=round(evaluator.wall_time(), 3), fps=last["fps"],
+        startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
+        objective=score(rows, cfg.objective),
+    )
+
+
+def _train(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start: Start,
+           watchdog: StepWatchdog | None, on_rank_failure: Callable[[str], None]) -> tuple[Any, PeriodicEval,
+                                                                                   dict[str, Any]]:
+    """Build the envs, train, evaluate at the end: the model, its evaluator and the final evaluation's row."""
     from lit_bench.backends import BACKENDS, Job
 
     resume = start.action == "resume"
     every = int(cfg.eval.every or max(budget // 10, 1))
     video = eval_video(cfg.eval, run_dir.video, budget, every)
     train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
-                                    render_mode="rgb_array" if video else None)
+                                    render_mode="rgb_array" if video else None, watchdog=watchdog)
     try:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
@@ -251,20 +294,7 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
     finally:
         train_env.close()
         eval_env.close()
-    if model.num_timesteps < budget:  # e.g. a backend or an option that stopped training early: not a result
-        return dict(status="failed", timesteps=int(model.num_timesteps), traceback=None,
-                    error=f"trained {model.num_timesteps} of the budget's {budget} env steps; not a completed run")
-    rows = run_dir.eval_rows()
-    at = aggregate.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
-                                      cfg.env.get("threshold"))
-    return dict(
-        status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
-        final_std_return=last["std_return"], final_success_rate=last["success_rate"] or None,
-        threshold=cfg.env.get("threshold"), steps_to_threshold=None if math.isnan(at) else int(at),  # JSON: null
-        wall_time_s=round(evaluator.wall_time(), 3), fps=last["fps"],
-        startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
-        objective=score(rows, cfg.objective),
-    )
+    return model, evaluator, last
 
 
 def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -272,7 +302,7 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     runs carry on) or interrupted (its checkpoint left for the next run to resume from)."""
     try:
         summary.update(train())
-    except (ConfigError, Diverged) as error:
+    except (ConfigError, Diverged, EnvTimeout) as error:
         summary.update(status="failed", error=str(error), traceback=None)
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
         step = run_dir.checkpoint_step()

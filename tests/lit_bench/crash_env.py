@@ -7,6 +7,7 @@ command without it resumes the failed run instead of starting it afresh.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -59,3 +60,31 @@ class NanReward(gym.Wrapper):
 def nan_reward_env(**kwargs: Any) -> gym.Env:
     """CartPole whose rewards are NaN, as an ``env.make`` factory (inside SB3's Monitor: the scores see them)."""
     return NanReward(gym.make("CartPole-v1", **kwargs))
+
+
+HANG_AFTER_ENV = "LIT_BENCH_TEST_HANG_AFTER"  # env steps (per env copy) before step() hangs
+HANG_MARKER_ENV = "LIT_BENCH_TEST_HANG_MARKER"  # file created when it starts hanging
+
+
+class HangAfter(gym.Wrapper):
+    """``step`` never returns once this env copy has taken the number of steps the env var names."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        after = os.environ.get(HANG_AFTER_ENV)
+        if after is not None and self.steps > int(after):
+            marker = os.environ.get(HANG_MARKER_ENV)
+            if marker:
+                open(marker, "a").close()
+            while True:
+                time.sleep(3600)
+        return super().step(action)
+
+
+def hanging_env(**kwargs: Any) -> gym.Env:
+    """CartPole that hangs in ``step`` (see ``HangAfter``), as an ``env.make`` factory."""
+    return HangAfter(gym.make("CartPole-v1", **kwargs))
