@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench import train
-from lit_bench.rundir import RunDir, atomic_write_text
+from lit_bench.config.identity import identify, resolved, run_path
+from lit_bench.run import train
+from lit_bench.store.rundir import RunDir, atomic_write_text
 from tests.lit_bench.helpers import TINY, compose_run, read_csv
 
 pytestmark = pytest.mark.harness
@@ -107,7 +108,7 @@ def test_the_lock_and_written_files_never_follow_a_symlink(tmp_path: Path) -> No
 def test_a_symlinked_lock_is_one_line_from_run_py(tmp_path: Path) -> None:
     overrides = [*TINY, f"out_dir={tmp_path}"]
     cfg = compose_run(*overrides)
-    from lit_bench.identity import identify, resolved, run_path
+
 
     config = resolved(cfg)
     root = run_path(config, identify(config))

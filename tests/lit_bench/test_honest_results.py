@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench import backends, report, train
+from lit_bench.cli import report
+from lit_bench.run import backends, train
 from tests.lit_bench.helpers import TINY, compose_run, write_run
 
 pytestmark = pytest.mark.harness

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.identity import identify, resolved, run_path
+from lit_bench.config.identity import identify, resolved, run_path
 from tests.lit_bench.crash_env import HANG_AFTER_ENV, HANG_MARKER_ENV
 from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run
 

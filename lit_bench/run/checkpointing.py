@@ -28,7 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
-from lit_bench.rundir import RunDir, atomic_write, atomic_write_json, fresh_tmp
+from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json, fresh_tmp
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm

@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from lit_bench import signals
+from lit_bench.control import signals
 
 GRACE_S = 5.0  # after the timeout, how long the main thread has to unwind before the process exits
 

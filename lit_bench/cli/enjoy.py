@@ -31,12 +31,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_bench.best import checkpoint_files
-from lit_bench.checks import ConfigError, algorithm_class
-from lit_bench.envs import make_envs
-from lit_bench.evaluation import evaluate_episodes
-from lit_bench.rundir import RunDir
-from lit_bench.video import check_renderable, check_video_deps, recording
+from lit_bench.config.checks import ConfigError, algorithm_class
+from lit_bench.config.envs import make_envs
+from lit_bench.run.best import checkpoint_files
+from lit_bench.run.evaluation import evaluate_episodes
+from lit_bench.run.video import check_renderable, check_video_deps, recording
+from lit_bench.store.rundir import RunDir
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -132,7 +132,7 @@ def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dic
     """``custom_objects`` for SB3's ``load`` replacing each pickled entry of the zip: spaces from the env, the
     policy class from its alias, hyperparameters from the run's config (their defaults otherwise); what ``load``
     recomputes itself (schedules, train_freq) gets its config value or None."""
-    from lit_bench.backends import algorithm_kwargs_for
+    from lit_bench.run.backends import algorithm_kwargs_for
 
     kwargs = algorithm_kwargs_for(cfg.algo, env.action_space, "sb3")
     defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()

@@ -1,8 +1,8 @@
 """``run(cfg)``: one configured run, start to finish, into its run directory.
 
-The directory is the config's own (``lit_bench.identity``) and has one writer at a time (``RunDir.lock``). Skips a
-run that already completed with the same config, resumes one that has a checkpoint, never touches a directory that
-holds another config, and never raises for a failed run: the failure is recorded in ``summary.json`` (so that a
+The directory is the config's own (``lit_bench.config.identity``) and has one writer at a time (``RunDir.lock``).
+Skips a run that already completed with the same config, resumes one that has a checkpoint, never touches a directory
+that holds another config, and never raises for a failed run: the failure is recorded in ``summary.json`` (so that a
 sweep's other runs carry on) and returned.
 """
 
@@ -23,11 +23,8 @@ import yaml
 from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from lit_bench import signals
 from lit_bench.analysis import aggregate
-from lit_bench.best import BestCheckpoint
-from lit_bench.checkpointing import resume_point
-from lit_bench.checks import (
+from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
     check_budget,
@@ -39,13 +36,18 @@ from lit_bench.checks import (
     check_spaces,
     check_trainer_options,
 )
-from lit_bench.envs import EVAL_SEED_OFFSET, make_envs, require_package
-from lit_bench.evaluation import Diverged, PeriodicEval
-from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
-from lit_bench.loggers import check_loggers, finish_loggers
-from lit_bench.objective import check_objective, score
-from lit_bench.provenance import hydra_output_dir, provenance, task_overrides
-from lit_bench.ranks import (
+from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs, require_package
+from lit_bench.config.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
+from lit_bench.control import signals
+from lit_bench.control.signals import Interrupted
+from lit_bench.control.sweep import INVOCATION_ENV
+from lit_bench.run.best import BestCheckpoint
+from lit_bench.run.checkpointing import resume_point
+from lit_bench.run.evaluation import Diverged, PeriodicEval
+from lit_bench.run.loggers import check_loggers, finish_loggers
+from lit_bench.run.objective import check_objective, score
+from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
+from lit_bench.run.ranks import (
     check_processes,
     failing_ranks_end_the_run,
     hand_plan,
@@ -53,11 +55,9 @@ from lit_bench.ranks import (
     requested_devices,
     run_rank,
 )
-from lit_bench.rundir import RunDir, atomic_write_text
-from lit_bench.signals import Interrupted
-from lit_bench.sweep import INVOCATION_ENV
-from lit_bench.video import check_eval_video, eval_video
-from lit_bench.watchdog import EnvTimeout, StepWatchdog
+from lit_bench.run.video import check_eval_video, eval_video
+from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
+from lit_bench.store.rundir import RunDir, atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, r
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed).
 
-    ``objective`` (the score a sweeper gets, see ``lit_bench.objective``) is set for completed and skipped runs.
+    ``objective`` (the score a sweeper gets, see ``lit_bench.run.objective``) is set for completed and skipped runs.
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
         return run_rank(cfg, _prepare)
@@ -141,7 +141,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
     with contextlib.ExitStack() as locked:
         try:
-            locked.enter_context(run_dir.lock())
+            locked.enter_context(run_dir.lock(poll=signals.stop_if_pending))
         except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
             return failed(base, f"{run_dir.root}: cannot lock the run directory ({error.strerror or error})")
         except Interrupted as interrupt:  # while waiting for another process's run: nothing was changed
@@ -266,7 +266,7 @@ def _train(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start:
            watchdog: StepWatchdog | None, on_rank_failure: Callable[[str], None]) -> tuple[Any, PeriodicEval,
                                                                                    dict[str, Any]]:
     """Build the envs, train, evaluate at the end: the model, its evaluator and the final evaluation's row."""
-    from lit_bench.backends import BACKENDS, Job
+    from lit_bench.run.backends import BACKENDS, Job
 
     resume = start.action == "resume"
     every = int(cfg.eval.every or max(budget // 10, 1))

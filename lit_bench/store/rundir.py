@@ -95,13 +95,11 @@ def _step_of(row: dict[str, Any], key: str) -> float:
 LOCK_POLL_S = 0.2  # how often a process waiting for another's run lock looks again (and at a pending signal)
 
 
-def _wait_for_lock(handle: Any) -> None:
-    """Block until ``handle``'s lock is ours, polling, so that a signal stops the wait (``Interrupted``) instead of
-    being noted until the other process ends."""
-    from lit_bench import signals
-
+def _wait_for_lock(handle: Any, poll: Callable[[], None]) -> None:
+    """Block until ``handle``'s lock is ours, calling ``poll`` every ``LOCK_POLL_S`` (it may raise, e.g. on a
+    signal, to stop the wait instead of blocking until the other process ends)."""
     while True:
-        signals.stop_if_pending()
+        poll()
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
@@ -110,7 +108,7 @@ def _wait_for_lock(handle: Any) -> None:
 
 
 class RunDir:
-    """Paths and files of one run directory (``lit_bench.identity`` decides where it is)."""
+    """Paths and files of one run directory (``lit_bench.config.identity`` decides where it is)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -187,13 +185,14 @@ class RunDir:
                 child.unlink()
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self, poll: Callable[[], None] = lambda: None) -> Iterator[None]:
         """One writer per run directory: an exclusive ``flock`` on ``.lock``, held for the whole run.
 
         The OS drops the lock when its process ends, however it ends, so a killed run never blocks its resume. A
-        second process reaching a locked run says so in one line and waits; it then finds the run completed (and
-        skips it) or interrupted (and resumes it). ``flock`` is local to one machine (and NFS clients that map it to
-        POSIX locks).
+        second process reaching a locked run says so in one line and waits (calling ``poll`` every
+        ``LOCK_POLL_S``: what it raises ends the wait); it then finds the run completed (and skips it) or
+        interrupted (and resumes it). ``flock`` is local to one machine (and NFS clients that map it to POSIX
+        locks). ``.lock`` is never followed if it is a symlink (OSError).
         """
         self.root.mkdir(parents=True, exist_ok=True)
         with os.fdopen(open_no_follow(self.lock_file, os.O_RDWR | os.O_CREAT), "r+") as handle:
@@ -203,7 +202,7 @@ class RunDir:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 print(f"{self.root}: being written by {holder}; waiting for it to finish", flush=True)
-                _wait_for_lock(handle)
+                _wait_for_lock(handle, poll)
             handle.seek(0)
             handle.truncate()
             handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
