@@ -37,6 +37,7 @@ from lit_bench.run.best import checkpoint_files
 from lit_bench.run.evaluation import evaluate_episodes
 from lit_bench.run.video import check_renderable, check_video_deps, recording
 from lit_bench.store.rundir import RunDir
+from lit_sb3.common.safe_load import CheckpointError
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -74,7 +75,15 @@ class Episode:
 def load_config(run: RunDir) -> DictConfig:
     if not run.config.is_file():
         raise EnjoyError(f"run_dir: {run.root} has no config.yaml (is it a lit_bench run directory?)")
-    return OmegaConf.create(yaml.safe_load(run.config.read_text()))
+    try:
+        config = yaml.safe_load(run.config.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise EnjoyError(f"config.yaml: {run.config} is unreadable{at} ({type(error).__name__})") from None
+    if not isinstance(config, dict):
+        raise EnjoyError(f"config.yaml: {run.config} is not a mapping of config values")
+    return OmegaConf.create(config)
 
 
 class _VecNormalizeUnpickler(pickle.Unpickler):
@@ -210,8 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         played = enjoy(args.run_dir, args.episodes, args.deterministic, args.video, args.checkpoint, args.render,
                        args.trust)
-    except (EnjoyError, ConfigError) as error:
-        print(f"enjoy: {error}", file=sys.stderr)
+    except (EnjoyError, ConfigError, CheckpointError) as error:
+        print(f"enjoy: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
     for i, episode in enumerate(played):
         print(f"episode {i + 1}: return {episode.ret:.2f}, length {episode.length}")

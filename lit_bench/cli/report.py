@@ -17,6 +17,7 @@ import gc
 import multiprocessing as mp
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -455,9 +456,27 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="processes drawing the figures (default: the usable CPUs; 1: all in this process)")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers)
+    writable_out(out)
+    try:
+        summary, comparison = _write(args.runs, out, seed=args.seed, formats=args.formats, workers=args.workers)
+    except OSError as error:  # e.g. the disk filled while the figures were written
+        raise SystemExit(f"report: cannot write the report to {out} ({error.strerror or error}); "
+                         f"choose another folder with --out DIR") from None
     print(markdown(summary, comparison))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
+
+
+def writable_out(out: Path) -> None:
+    """Exit with one line unless ``out`` is a folder this process can write in, or can be made in one: checked before
+    the runs are read."""
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())  # (nothing is made before the runs)
+    if not existing.is_dir():
+        raise SystemExit(f"report: --out {out}: {existing} is a file, not a folder; choose a folder with --out DIR")
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        raise SystemExit(f"report: cannot write the report to {out} ({error.strerror or error}); "
+                         f"choose a writable folder with --out DIR") from None
 
 
 def _positive(text: str) -> int:

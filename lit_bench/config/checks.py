@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,6 +134,24 @@ def check_out_dir(out_dir: Any) -> None:
         raise ConfigError(f"out_dir={out_dir}: cannot write results there ({error.strerror})") from None
 
 
+def check_sweep(sweep: Any, out_dir: Any) -> None:
+    """``sweep`` names a directory below ``out_dir``: a relative path without ``..``, each part short enough for the
+    file system (so that nothing is ever written outside ``out_dir``, and no mkdir fails mid-run)."""
+    text = str(sweep)
+    parts = Path(text).parts
+    if not text or Path(text).is_absolute() or ".." in parts or not parts:
+        raise ConfigError(f"sweep={sweep}: a sweep name is a relative path below out_dir (e.g. sweep=ppo_tuning or "
+                          f"sweep=2026/ppo), without '..'; to write elsewhere, set out_dir=")
+    try:
+        name_max = os.pathconf(str(out_dir) if Path(str(out_dir)).is_dir() else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    long = next((p for p in parts if len(os.fsencode(p)) > name_max), None)
+    if long is not None:
+        raise ConfigError(f"sweep={text[:40]}...: the part {long[:20]}... is {len(os.fsencode(long))} bytes, longer "
+                          f"than the file system's {name_max}; choose a shorter sweep name")
+
+
 def check_run_options(cfg: DictConfig) -> None:
     """The harness's own options (seed, threads, intervals, flags, out_dir)."""
     seed = cfg.seed
@@ -153,6 +172,7 @@ def check_run_options(cfg: DictConfig) -> None:
         if not isinstance(value, bool):
             raise ConfigError(f"{name}={value}: must be true or false")
     check_out_dir(cfg.out_dir)
+    check_sweep(cfg.sweep, cfg.out_dir)
 
 
 _CLASS_NODE = "{_target_: hydra.utils.get_class, path: %s}"

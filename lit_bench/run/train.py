@@ -77,8 +77,11 @@ def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
     if damage:
         return Start("fresh", damage=damage)
-    if held is None or previous is None or force:
+    if held is None or force:
         return Start("fresh")
+    if previous is None:  # its summary was lost (e.g. a full disk): what its checkpoint holds is still its own
+        step = resume_point(run_dir, backend)
+        return Start("resume", step) if step is not None else Start("fresh")
     if previous["status"] == "completed":
         return Start("skip")
     step = resume_point(run_dir, backend)  # at the budget: killed in the final evaluation, which alone is redone
@@ -317,8 +320,26 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     finally:
         finish_loggers()
         summary["finished_at"] = _now()
-        run_dir.write_summary(summary)
+        _write_final_summary(run_dir, summary)
     return summary
+
+
+def _write_final_summary(run_dir: RunDir, summary: dict[str, Any]) -> None:
+    """Record how the run ended, also on a full disk: the error that ended the run stays the one reported (with a
+    note), and summary.json never stays ``running``. Second try: the ``running`` summary is removed first (it frees
+    the space the new one needs; a run without summary.json still resumes from its checkpoint)."""
+    try:
+        run_dir.write_summary(summary)
+        return
+    except OSError as error:
+        note = f"summary.json could not be written ({error.strerror or error})"
+    if summary.get("status") == "completed":  # its results are on disk, but not its record: not a completed run
+        summary.update(status="failed", error=f"completed, but {note}")
+    else:
+        summary["error"] = f"{summary.get('error')}; {note}"
+    with contextlib.suppress(OSError):
+        run_dir.summary.unlink(missing_ok=True)
+        run_dir.write_summary({**summary, "traceback": None})
 
 
 def _now() -> str:
