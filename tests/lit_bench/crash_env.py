@@ -7,6 +7,7 @@ command without it resumes the failed run instead of starting it afresh.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from typing import Any
 
@@ -88,3 +89,21 @@ class HangAfter(gym.Wrapper):
 def hanging_env(**kwargs: Any) -> gym.Env:
     """CartPole that hangs in ``step`` (see ``HangAfter``), as an ``env.make`` factory."""
     return HangAfter(gym.make("CartPole-v1", **kwargs))
+
+
+KILL_SEED_ENV = "LIT_BENCH_TEST_KILL_SEED"  # the seed whose process SIGKILLs itself at its first step
+
+
+class KillOnSeed(CrashOnSeed):
+    """SIGKILL this process at the first step of the env first reset with the seed named by the env var (as the
+    OOM killer ends a joblib worker)."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None and os.environ.get(KILL_SEED_ENV) == str(seed):
+            self.armed = True
+        return gym.Wrapper.reset(self, seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        if self.armed:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return gym.Wrapper.step(self, action)

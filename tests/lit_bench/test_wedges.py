@@ -17,7 +17,7 @@ import pytest
 
 from lit_bench.config.identity import identify, resolved, run_path
 from tests.lit_bench.crash_env import HANG_AFTER_ENV, HANG_MARKER_ENV
-from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run
+from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, find_run
 
 pytestmark = pytest.mark.harness
 
@@ -118,3 +118,19 @@ def test_sigterm_while_waiting_for_another_process_run_lock(tmp_path: Path) -> N
     assert code == 143 and took < 15, (code, took, output)  # (the poll is 0.2 s; the rest is exiting)
     assert "Traceback" not in output and "while waiting for the run's lock; nothing was changed" in output
     assert sorted(p.name for p in root.iterdir()) == [".lock"]
+
+
+def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp_path: Path) -> None:
+    kill = "env.wrappers=[{_target_:tests.lit_bench.crash_env.KillOnSeed,_partial_:true}]"
+    result = subprocess.run(
+        [sys.executable, "run.py", "-m", "algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=256",
+         "eval.episodes=2", kill, "seed=0,10,20", f"out_dir={tmp_path}", "sweep=died",
+         "hydra.launcher.n_jobs=2"],
+        cwd=REPO, env={**CHILD_ENV, "LIT_BENCH_TEST_KILL_SEED": "10"}, capture_output=True, text=True, timeout=400)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert "2 completed, 1 failed (3 runs)" in output
+    [died] = [line for line in output.splitlines() if " failed " in line and "its joblib worker died" in line]
+    assert died.split()[:3] == ["ppo", "CartPole", "-"] and died.split()[3] == "10", died  # (8 envs: seeds 10-17)
+    for seed in (0, 20):
+        assert _summary(find_run(tmp_path / "died", seed))["status"] == "completed"
