@@ -47,6 +47,7 @@ from lit_bench.analysis.summarize import (
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_text
 
 FLAG = "‡"
+OVERSHOOT = "§"  # a config that trained more env steps than its budget (the last rollout runs to its end)
 
 
 def label(row: pd.Series | tuple, several_sweeps: bool, *, backend: bool = True) -> str:
@@ -75,7 +76,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         trained = getattr(r, "trained", r.budget)
         over = bool(np.isfinite(trained) and np.isfinite(r.budget) and trained != r.budget)
         if over:
-            overshoots.append(f"‡ {label(r, several)} on {r.env}: {trained:.0f} env steps trained (budget="
+            overshoots.append(f"{OVERSHOOT} {label(r, several)} on {r.env}: {trained:.0f} env steps trained (budget="
                               f"{r.budget:.0f}): the last rollout runs to its end, as in SB3; labelled and compared "
                               f"with SB3 at {trained:.0f}.")
         bench = "-"
@@ -94,7 +95,8 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
             reached = _steps(r.steps_to_threshold_median) if np.isfinite(r.steps_to_threshold_median) else "never"
             to_threshold = f"{reached} ({r.solved_seeds}/{r.threshold_runs})"
         lines.append(
-            f"| {label(r, several)}{' ‡' if over else ''} | {r.env} | {_runs(r)} | {_score(r)} | {at_budget} | "
+            f"| {label(r, several)}{' ' + OVERSHOOT if over else ''} | {r.env} | {_runs(r)} | {_score(r)} | "
+            f"{at_budget} | "
             f"{_fmt(r.ratio_to_reference, '.2f')} | {bench} | {to_threshold} | {_fps(r)} |"
             + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
