@@ -37,6 +37,7 @@ from lit_bench.config.checks import ConfigError, algorithm_class
 from lit_bench.config.envs import make_envs
 from lit_bench.config.trust import UntrustedConfig, check_run_config
 from lit_bench.run.best import checkpoint_files
+from lit_bench.run.checkpointing import zip_problem
 from lit_bench.run.evaluation import evaluate_episodes
 from lit_bench.run.video import check_renderable, check_video_deps, recording
 from lit_bench.store.rundir import RunDir
@@ -155,6 +156,9 @@ def load_model(run: RunDir, cfg: DictConfig, checkpoint: str, env: VecEnv, trust
     if not path.is_file():
         hint = " (runs record it from this version on)" if checkpoint == "best" else ""
         raise EnjoyError(f"checkpoint={checkpoint}: {path} does not exist{hint}")
+    problem = zip_problem(path)  # both backends' checkpoints are zip archives: a cut one is named, not loaded
+    if problem is not None:
+        raise EnjoyError(f"checkpoint: {path} is unreadable ({problem}); try --checkpoint best, or rerun the run")
     return load_sb3(cls, cfg, path, env, trust) if backend == "sb3" else load_lit(cls, path, trust)
 
 

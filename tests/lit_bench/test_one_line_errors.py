@@ -106,11 +106,12 @@ def test_a_sweep_name_outside_out_dir_or_too_long_is_refused(tmp_path: Path, swe
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == [Path("out"), Path("out/runs")]
 
 
-def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(tmp_path: Path,
+@pytest.mark.parametrize("backend", ["lit", "sb3"])
+def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(tmp_path: Path, backend: str,
                                                                capsys: pytest.CaptureFixture) -> None:
-    summary = train.run(compose_run(*TINY, f"out_dir={tmp_path}"))
+    summary = train.run(compose_run(*TINY, f"backend={backend}", f"out_dir={tmp_path}"))
     run = RunDir(summary["run_dir"])
-    checkpoint = run.checkpoints / "last.ckpt"
+    checkpoint = run.checkpoints / ("last.ckpt" if backend == "lit" else "last.zip")
     checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
     capsys.readouterr()
     assert enjoy.main([str(run.root), "--episodes", "1"]) == 2
