@@ -21,7 +21,7 @@ from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher a
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 
 from lit_bench.config.identity import sweep_path
-from lit_bench.control import sweep
+from lit_bench.control import signals, sweep
 
 
 class JoblibLauncher(HydraJoblibLauncher):
@@ -29,15 +29,21 @@ class JoblibLauncher(HydraJoblibLauncher):
         try:
             return _core.launch(launcher=self, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
         except TerminatedWorkerError as error:
+            if signals.pending() is not None:  # stopped by a signal (a worker that had to exit at once): no reruns
+                return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED, _return_value=None)
+                        for o in job_overrides]
             print(f"a joblib worker died ({_why(error)}): the jobs that did not finish run again, one at a time",
                   flush=True)
         assert self.config is not None
         sweep_dir, invocation = sweep_path(self.config), os.environ.get(sweep.INVOCATION_ENV, "*")
-        finished = {tuple(r.get("job_overrides") or ()) for r in sweep.read_records(sweep_dir, invocation)}
+        finished = {tuple(r.get("job_overrides") or ()): r.get("objective")
+                    for r in sweep.read_records(sweep_dir, invocation)}
         returns = []
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            if tuple(overrides) in finished:
-                returns.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=None))
+            if tuple(overrides) in finished or signals.pending() is not None:  # done, or the sweep was stopped
+                value = finished.get(tuple(overrides))
+                returns.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED,
+                                         _return_value=math.nan if value is None else value))
                 continue
             _fresh_pool()
             try:
