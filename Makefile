@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml
 	# Install torch first, pinned: a bare requirement would let pip pick a multi-GB CUDA build.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[test,hpo,video]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	# hydra-optuna-sweeper (optuna < 3) was the hpo extra before the project's own sweeper: gone from older .venvs
+	$(BIN)/pip uninstall -q -y hydra-optuna-sweeper 2>/dev/null || true
 	touch $(STAMP)
 
 run: setup ## Main job: Hydra multirun (PPO, A2C on CartPole-v1 x 3 seeds), then the report with SB3 references

@@ -55,6 +55,7 @@ from lit_bench.run.ranks import (
     requested_devices,
     run_rank,
 )
+from lit_bench.run.trial import Pruned, trial_hooks
 from lit_bench.run.video import check_eval_video, eval_video
 from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
 from lit_bench.store.rundir import RunDir, atomic_write_text
@@ -62,8 +63,9 @@ from lit_bench.store.rundir import RunDir, atomic_write_text
 
 @dataclass(frozen=True)
 class Start:
-    """How a run begins in its directory: ``skip`` (completed with this config), ``resume`` (from the checkpoint at
-    ``step``) or ``fresh`` (nothing usable there; ``damage`` says what was wrong with a run found there)."""
+    """How a run begins in its directory: ``skip`` (completed or pruned with this config), ``resume`` (from the
+    checkpoint at ``step``) or ``fresh`` (nothing usable there; ``damage`` says what was wrong with a run found
+    there)."""
 
     action: Literal["skip", "resume", "fresh"]
     step: int | None = None
@@ -77,13 +79,14 @@ def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
     if damage:
         return Start("fresh", damage=damage)
-    if held is None or force:
+    pruned = previous is not None and previous["status"] == "pruned"
+    if held is None or (force and not pruned):
         return Start("fresh")
     if previous is None:  # its summary was lost (e.g. a full disk): what its checkpoint holds is still its own
         step = resume_point(run_dir, backend)
         return Start("resume", step) if step is not None else Start("fresh")
-    if previous["status"] == "completed":
-        return Start("skip")
+    if previous["status"] == "completed" or (pruned and not force):
+        return Start("skip")  # force=true continues a pruned run from its checkpoint
     step = resume_point(run_dir, backend)  # at the budget: killed in the final evaluation, which alone is redone
     return Start("resume", step) if step is not None else Start("fresh")
 
@@ -173,6 +176,8 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     start = decide(run_dir, previous, held, backend=str(cfg.backend), force=bool(cfg.force))
     if start.action == "skip":
         assert previous is not None
+        if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
+            return {**base, **previous}
         return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
     _open(run_dir, config, start)
     warn_overshoot(cfg, budget)
@@ -281,7 +286,8 @@ def _train(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start:
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
                                  wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
                                  seed=int(cfg.seed) + EVAL_SEED_OFFSET, video=video,
-                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)])
+                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env),
+                                               *trial_hooks(cfg, run_dir)])
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         processes = requested_devices(cfg)
@@ -302,7 +308,8 @@ def _train(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start:
 
 def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``train`` and record how it ended in ``summary.json``: completed, failed (never raised: a sweep's other
-    runs carry on) or interrupted (its checkpoint left for the next run to resume from)."""
+    runs carry on), interrupted (its checkpoint left for the next run to resume from) or pruned (an Optuna pruner
+    stopped it; its checkpoint is kept, ``force=true`` continues it)."""
     try:
         summary.update(train())
     except (ConfigError, Diverged, EnvTimeout) as error:
@@ -312,6 +319,9 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
         at = f"at {step} env steps" if step is not None else "before its first checkpoint"
         summary.update(status="interrupted", signal=interrupt.name, timesteps=step,
                        error=f"stopped by {interrupt.name} {at}; rerun the same command to resume")
+    except Pruned as pruned:
+        summary.update(status="pruned", pruned_at=pruned.step, timesteps=run_dir.checkpoint_step(), objective=None,
+                       error=None, wall_time_s=run_dir.checkpoint_wall_time())
     except Exception as error:  # a failed run is recorded, never allowed to take the sweep down
         summary.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
     except BaseException:  # KeyboardInterrupt / SystemExit: leave the checkpoint for the next resume
@@ -350,6 +360,9 @@ def describe(summary: dict[str, Any]) -> str:
     """One line for the console."""
     variant = f", {summary['variant']}" if summary.get("variant") else ""
     name = f"{summary['algo']} on {summary['env']} (seed {summary['seed']}, {summary['backend']}{variant})"
+    if summary["status"] == "pruned":
+        return (f"{name}: PRUNED after the evaluation at {summary.get('pruned_at')} env steps; checkpoint at "
+                f"{summary.get('timesteps')} kept in {summary['run_dir']}")
     if summary["status"] in ("failed", "interrupted"):
         return f"{name}: {summary['status'].upper()}: {summary.get('error')}"
     score = f"{summary['final_mean_return']:.1f} +/- {summary['final_std_return']:.1f}"
