@@ -120,6 +120,7 @@ def test_sigterm_while_waiting_for_another_process_run_lock(tmp_path: Path) -> N
     assert sorted(p.name for p in root.iterdir()) == [".lock"]
 
 
+@pytest.mark.slow  # ~2 min: three sweeps' worth of joblib pools on 2 cores
 def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp_path: Path) -> None:
     kill = "env.wrappers=[{_target_:tests.lit_bench.crash_env.KillOnSeed,_partial_:true}]"
     result = subprocess.run(
