@@ -187,7 +187,7 @@ def check_aggregate(name: str) -> str:
 
 def aggregate(values: list[float], how: str) -> float:
     """The value of a trial evaluated on several seeds: their mean or their IQM."""
-    from lit_bench.analysis.aggregate import iqm
+    from lit_bench.store.scores import iqm
 
     if not values:
         return math.nan

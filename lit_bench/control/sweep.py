@@ -32,7 +32,7 @@ INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong
 TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (``regress`` finds its own records by it)
 MAX_ROWS = 40  # one screen; beyond it only the jobs that did not complete are listed
 RECORD_KEYS = ("algo", "env", "seed", "backend", "variant", "config_id", "status", "timesteps", "final_mean_return",
-               "objective", "wall_time_s", "error", "run_dir", "pruned_at", "job_overrides")
+               "objective", "wall_time_s", "error", "run_dir", "pruned_at", "job", "job_overrides")
 
 
 class RunFailed(RuntimeError):
@@ -67,10 +67,17 @@ def record(sweep_dir: Path, invocation: str, summary: dict[str, Any]) -> None:
 
 
 def read_records(sweep_dir: Path, invocation: str = "*") -> list[dict[str, Any]]:
-    """The job records of one multirun (``invocation`` may be a glob, e.g. ``<tag>-*``)."""
-    found = []
+    """The job records of one multirun (``invocation`` may be a glob, e.g. ``<tag>-*``), one per job: a job that ran
+    more than once (requeued by SLURM after a time limit or a preemption) is its last attempt."""
+    found: list[dict[str, Any]] = []
     for path in sorted(records_dir(sweep_dir).glob(f"{invocation}.jsonl")):
-        found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        attempts: dict[Any, dict[str, Any]] = {}
+        for n, line in enumerate(path.read_text().splitlines()):
+            if line.strip():
+                entry = json.loads(line)
+                attempts.pop(key := entry.get("job", f"line {n}"), None)  # re-inserted: ordered by last attempt
+                attempts[key] = entry
+        found += attempts.values()
     return found
 
 
@@ -79,7 +86,8 @@ def record_job(cfg: DictConfig, summary: dict[str, Any]) -> None:
     invocation = os.environ.get(INVOCATION_ENV)
     hydra_cfg = HydraConfig.get()
     if invocation and hydra_cfg.mode == RunMode.MULTIRUN:  # (its overrides: which jobs the launcher ran)
-        record(sweep_path(cfg), invocation, {**summary, "job_overrides": list(hydra_cfg.overrides.task)})
+        record(sweep_path(cfg), invocation,
+               {**summary, "job": hydra_cfg.job.num, "job_overrides": list(hydra_cfg.overrides.task)})
 
 
 def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
@@ -97,9 +105,15 @@ def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
         raise RunPruned(summary["run_dir"], summary.get("pruned_at"))
     if not failed:
         return float(summary["objective"])
-    if str(hydra_cfg.sweeper.get("_target_", "")).endswith(".BasicSweeper"):
+    if basic_sweeper(hydra_cfg):
         return math.nan
     raise RunFailed(f"{summary['run_dir']}: {summary.get('error')}")
+
+
+def basic_sweeper(hydra_cfg: Any) -> bool:
+    """Whether the multirun's sweeper (``hydra_cfg``: the ``hydra`` node) is Hydra's basic one: it ignores return
+    values and re-raises a failed job's error."""
+    return str(hydra_cfg.sweeper.get("_target_", "")).endswith(".BasicSweeper")
 
 
 def _count(records: list[dict[str, Any]]) -> str:
@@ -175,6 +189,12 @@ class SweepReport(Callback):
         tag = os.environ.get(TAG_ENV)
         self.invocation = f"{tag}-{uuid.uuid4().hex[:12]}" if tag else uuid.uuid4().hex[:12]
         os.environ[INVOCATION_ENV] = self.invocation
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """In the job's process: a worker on another node (Ray, SLURM) has not inherited the multirun's environment,
+        but Hydra hands every job this callback, with the invocation set by ``on_multirun_start``."""
+        if self.invocation is not None:
+            os.environ[INVOCATION_ENV] = self.invocation
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         assert self.invocation is not None

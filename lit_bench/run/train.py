@@ -23,7 +23,6 @@ import yaml
 from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from lit_bench.analysis import aggregate
 from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
@@ -46,7 +45,7 @@ from lit_bench.run.checkpointing import resume_point
 from lit_bench.run.evaluation import Diverged, PeriodicEval
 from lit_bench.run.loggers import check_loggers, finish_loggers
 from lit_bench.run.objective import check_objective, score
-from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
+from lit_bench.run.provenance import hydra_output_dir, provenance, requeued_by_scheduler, task_overrides
 from lit_bench.run.ranks import (
     check_processes,
     failing_ranks_end_the_run,
@@ -58,6 +57,8 @@ from lit_bench.run.ranks import (
 from lit_bench.run.trial import Pruned, trial_hooks
 from lit_bench.run.video import check_eval_video, eval_video
 from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
+from lit_bench.store import scores
+from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir, atomic_write_text
 
 
@@ -163,6 +164,9 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         return failed(base, f"{run_dir.root}: {unproven}, so it cannot be shown to be a run of this config; "
                             f"nothing was changed: move it, or use another sweep=")
     previous, held = run_dir.read_summary(), run_dir.read_config()
+    problem = format_problem(previous) if previous is not None else None
+    if problem:  # written by a newer lit_bench: neither skipped, resumed nor replaced by this one
+        return failed(base, f"{run_dir.summary}: {problem}; nothing was changed")
     if held is not None and config_hash(held) != base["config_hash"]:
         # Only possible when the composed defaults changed since that run (or for runs of an older layout).
         return failed(base, f"{run_dir.root} holds a {(previous or {}).get('status', 'started')} run of another "
@@ -258,7 +262,7 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
         return dict(status="failed", timesteps=int(model.num_timesteps), traceback=None,
                     error=f"trained {model.num_timesteps} of the budget's {budget} env steps; not a completed run")
     rows = run_dir.eval_rows()
-    at = aggregate.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
+    at = scores.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
                                       cfg.env.get("threshold"))
     return dict(
         status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
@@ -317,8 +321,10 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
         step = run_dir.checkpoint_step()
         at = f"at {step} env steps" if step is not None else "before its first checkpoint"
+        then = ("submitit requeues the job, which resumes there" if requeued_by_scheduler(interrupt.name)
+                else "rerun the same command to resume")
         summary.update(status="interrupted", signal=interrupt.name, timesteps=step,
-                       error=f"stopped by {interrupt.name} {at}; rerun the same command to resume")
+                       error=f"stopped by {interrupt.name} {at}; {then}")
     except Pruned as pruned:
         summary.update(status="pruned", pruned_at=pruned.step, timesteps=run_dir.checkpoint_step(), objective=None,
                        error=None, wall_time_s=run_dir.checkpoint_wall_time())
@@ -371,9 +377,9 @@ def describe(summary: dict[str, Any]) -> str:
     if threshold is not None:
         at = summary.get("steps_to_threshold")
         if at is not None:
-            solved = f"; reached {threshold:g} at {at} steps (held for {aggregate.THRESHOLD_WINDOW} evaluations)"
+            solved = f"; reached {threshold:g} at {at} steps (held for {scores.THRESHOLD_WINDOW} evaluations)"
         elif summary["final_mean_return"] >= threshold:  # a late (or lucky) evaluation is not yet "reached"
-            solved = f"; {threshold:g} not held for {aggregate.THRESHOLD_WINDOW} evaluations in a row yet"
+            solved = f"; {threshold:g} not held for {scores.THRESHOLD_WINDOW} evaluations in a row yet"
         else:
             solved = f"; below {threshold:g}"
     done = "already completed, skipped" if summary["status"] == "skipped" else summary["status"]

@@ -31,6 +31,7 @@ from lit_sb3.common.sb3_bridge import SB3AlgorithmView, as_callback, make_sb3_lo
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
 from lit_sb3.common.training_mode import TrainingModeSwitch
 from lit_sb3.common.utils import resolve_policy_class
+from lit_sb3.lightning_compat import attached_trainer
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
 _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
@@ -159,7 +160,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         self._parts = parts_of(self)
         for part in self._parts:
             self.hparams.update(part.build(action_space))
-        if self._trainer is None:
+        if attached_trainer(self) is None:
             self.to(get_device(self.requested_device))
 
     def _set_training_mode(self, mode: bool) -> None:
@@ -216,7 +217,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
     @property
     def env(self) -> VecEnv | None:
         """Return the active training env from the trainer, or None."""
-        trainer = self._trainer
+        trainer = attached_trainer(self)
         datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
         if datamodule is None or not hasattr(datamodule, "get_env"):
             return None

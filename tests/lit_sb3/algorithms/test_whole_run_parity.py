@@ -132,7 +132,14 @@ def _per_parameter_kl_grad(self: Any, kl: torch.Tensor) -> tuple[list[torch.nn.P
     return [p for p, _ in used], torch.cat([g.reshape(-1) for _, g in used])
 
 
+# sb3-contrib before 2.9 (2.7.0 measured) computes TRPO's line-search step size in float32 tensors; 2.9 and lit_sb3 in
+# float64: whole runs then differ in the last bits (per-update parity still holds).
+_TRPO_STEP_IN_FLOAT32 = tuple(int(p) for p in sb3_contrib.__version__.split(".")[:2]) < (2, 9)
+
+
 def _check(algo: str, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    if algo == "TRPO" and _TRPO_STEP_IN_FLOAT32:
+        pytest.skip(f"sb3-contrib {sb3_contrib.__version__}: TRPO's line-search step size is float32 there")
     if algo == "TRPO":
         monkeypatch.setattr(lit_sb3.TRPO, "_actor_params_and_kl_grad", _per_parameter_kl_grad)
     _assert_identical_runs(_train("lit", algo, case), _train("sb3", algo, case))
