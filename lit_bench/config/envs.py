@@ -14,7 +14,6 @@ from stable_baselines3.common.preprocessing import is_image_space, is_image_spac
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, VecTransposeImage
 
 from lit_bench.config.checks import ConfigError
-from lit_bench.run.watchdog import StepWatchdog, watched
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
@@ -80,7 +79,8 @@ def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any]
 
 
 def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None,
-              render_mode: str | None = None, watchdog: StepWatchdog | None = None) -> tuple[VecEnv, VecEnv]:
+              render_mode: str | None = None,
+              outer: Callable[[gym.Env], gym.Env] | None = None) -> tuple[VecEnv, VecEnv]:
     """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
 
     Both have the same wrappers; SB3's ``Monitor`` sits innermost (``make_vec_env``), so evaluation scores are
@@ -88,12 +88,13 @@ def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None
     Zoo. The evaluation env normalizes observations with the training statistics (synced before each evaluation).
     VecNormalize is the outermost wrapper (the RL Zoo puts it below the frame stack; with ``norm_obs: false``, as
     its image envs use, the order makes no difference). ``render_mode`` (e.g. "rgb_array" for videos) applies to the
-    evaluation env only. ``watchdog`` times every env copy's ``reset`` and ``step`` (``lit_bench.watchdog``).
+    evaluation env only. ``outer`` wraps every env copy last (the run's env watchdog, ``lit_bench.run.watchdog``).
     """
     source = env_source(env_cfg, env_name)
     wrap = _wrapper_class(env_cfg)
-    common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}),
-              "wrapper_class": watched(wrap, watchdog) if watchdog is not None else wrap}
+    if outer is not None:
+        inner, wrap = wrap, (lambda env: outer(inner(env) if inner else env))
+    common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": wrap}
     train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common), env_cfg)
     if render_mode is not None:
         common["env_kwargs"] = {**common["env_kwargs"], "render_mode": render_mode}

@@ -284,7 +284,8 @@ def _train(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start:
     every = int(cfg.eval.every or max(budget // 10, 1))
     video = eval_video(cfg.eval, run_dir.video, budget, every)
     train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
-                                    render_mode="rgb_array" if video else None, watchdog=watchdog)
+                                    render_mode="rgb_array" if video else None,
+                                    outer=watchdog.wrap if watchdog is not None else None)
     try:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),

@@ -13,7 +13,7 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -50,6 +50,10 @@ class StepWatchdog:
         finally:
             self._since = None
             self._calls += 1
+
+    def wrap(self, env: gym.Env) -> gym.Env:
+        """``env`` with its ``reset`` and ``step`` timed by this watchdog (``make_envs``' ``outer``)."""
+        return Watched(env, self)
 
     def close(self) -> None:
         self._stop.set()
@@ -97,7 +101,3 @@ class Watched(gym.Wrapper):
         with self.watchdog.watch("step"):
             return self.env.step(action)
 
-
-def watched(wrap: Callable[[gym.Env], gym.Env] | None, watchdog: StepWatchdog) -> Callable[[gym.Env], gym.Env]:
-    """``wrap`` (the env config's wrappers, or none), then ``Watched``."""
-    return lambda env: Watched(wrap(env) if wrap else env, watchdog)
