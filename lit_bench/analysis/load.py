@@ -38,15 +38,17 @@ METRICS = [f for f in EVAL_FIELDS if f != "timesteps"]
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """Run directories under each path or glob (a directory holding ``summary.json`` or ``eval.csv``)."""
-    found: set[Path] = set()
+    found: dict[str, Path] = {}  # real path -> the first spelling of it: a run named twice is one run
     for pattern in paths:
         for match in glob.glob(str(pattern)) or [str(pattern)]:
             root = Path(match)
             if not root.exists():
                 raise FileNotFoundError(f"runs: {root} does not exist")
             # one walk of the tree (two rglobs were ~1 s at 10,000 runs); as rglob, not into symlinked directories
-            found.update(Path(d) for d, _, files in os.walk(root) if _MARKERS.intersection(files))
-    return sorted(found)
+            for d, _, files in os.walk(root):
+                if _MARKERS.intersection(files):
+                    found.setdefault(os.path.realpath(d), Path(d))
+    return sorted(found.values())
 
 
 _MARKERS = {"summary.json", "eval.csv"}

@@ -116,17 +116,23 @@ def summary_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int =
         env_id = next((e for e in group_runs.env_id if isinstance(e, str)), None)
         base = next((b for b in group_runs.get("base", ()) if isinstance(b, str)), None)  # a variant's base algo
         budget = number(group_runs.get("budget"))
+        # the env steps its completed runs trained (SB3 and lit_sb3 finish the last rollout: more than a budget that
+        # is not a multiple of it): what the run is labelled with and compared at
+        completed = group_runs[group_runs.status == "completed"]
+        trained = number(completed.timesteps) if "timesteps" in completed else np.nan
         if not np.isfinite(budget):
             budget = number(group_runs.get("timesteps"))
+        if not np.isfinite(trained):
+            trained = budget
         finals = results.final.dropna().to_numpy()
         scores = _final_scores(finals, seed)
         rows.append({
             **identity, "variant": str(group_runs.variant.iloc[0]), "base": base, "env_id": env_id,
             "seeds": int(finals.size),
-            **_status_counts(group_runs.status), "budget": budget, **scores,
+            **_status_counts(group_runs.status), "budget": budget, "trained": trained, **scores,
             "threshold": number(group_runs.get("threshold")),
             **_threshold_columns(results.steps_to_threshold.to_numpy(float)), **_fps_columns(results.fps.dropna()),
-            **_reference_columns(base or str(identity["algo"]), env_id, budget),  # a variant: its base's
+            **_reference_columns(base or str(identity["algo"]), env_id, trained),  # a variant: its base's
         })
     return with_ratio(pd.DataFrame(rows))
 

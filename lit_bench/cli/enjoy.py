@@ -37,10 +37,11 @@ from lit_bench.config.checks import ConfigError, algorithm_class
 from lit_bench.config.envs import make_envs
 from lit_bench.config.trust import UntrustedConfig, check_run_config
 from lit_bench.run.best import checkpoint_files
+from lit_bench.run.checkpointing import zip_problem
 from lit_bench.run.evaluation import evaluate_episodes
 from lit_bench.run.video import check_renderable, check_video_deps, recording
 from lit_bench.store.rundir import RunDir
-from lit_sb3.common.safe_load import Refused, is_trusted, loads
+from lit_sb3.common.safe_load import CheckpointError, Refused, is_trusted, loads
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -64,7 +65,14 @@ def load_config(run: RunDir, trust: bool = False) -> DictConfig:
     """The run's recorded config; unless ``trust``, every name in it that would run code is checked first."""
     if not run.config.is_file():
         raise EnjoyError(f"run_dir: {run.root} has no config.yaml (is it a lit_bench run directory?)")
-    tree = yaml.safe_load(run.config.read_text())
+    try:
+        tree = yaml.safe_load(run.config.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise EnjoyError(f"config.yaml: {run.config} is unreadable{at} ({type(error).__name__})") from None
+    if not isinstance(tree, dict):
+        raise EnjoyError(f"config.yaml: {run.config} is not a mapping of config values")
     if not trust:
         try:
             check_run_config(tree, str(run.config))
@@ -148,6 +156,9 @@ def load_model(run: RunDir, cfg: DictConfig, checkpoint: str, env: VecEnv, trust
     if not path.is_file():
         hint = " (runs record it from this version on)" if checkpoint == "best" else ""
         raise EnjoyError(f"checkpoint={checkpoint}: {path} does not exist{hint}")
+    problem = zip_problem(path)  # both backends' checkpoints are zip archives: a cut one is named, not loaded
+    if problem is not None:
+        raise EnjoyError(f"checkpoint: {path} is unreadable ({problem}); try --checkpoint best, or rerun the run")
     return load_sb3(cls, cfg, path, env, trust) if backend == "sb3" else load_lit(cls, path, trust)
 
 
@@ -210,8 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         played = enjoy(args.run_dir, args.episodes, args.deterministic, args.video, args.checkpoint, args.render,
                        args.trust)
-    except (EnjoyError, ConfigError) as error:
-        print(f"enjoy: {error}", file=sys.stderr)
+    except (EnjoyError, ConfigError, CheckpointError) as error:
+        print(f"enjoy: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
     for i, episode in enumerate(played):
         print(f"episode {i + 1}: return {episode.ret:.2f}, length {episode.length}")

@@ -22,6 +22,7 @@ import gc
 import multiprocessing as mp
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -55,6 +56,7 @@ from lit_bench.analysis.summarize import (
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_text
 
 FLAG = "‡"
+OVERSHOOT = "§"  # a config that trained more env steps than its budget (the last rollout runs to its end)
 
 
 def label(row: pd.Series | tuple, several_sweeps: bool, *, backend: bool = True) -> str:
@@ -79,8 +81,14 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         + " video |" * video_column,
         "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
     ]
-    sources = {}
+    sources, overshoots = {}, []
     for r in summary.itertuples():
+        trained = getattr(r, "trained", r.budget)
+        over = bool(np.isfinite(trained) and np.isfinite(r.budget) and trained != r.budget)
+        if over:
+            overshoots.append(f"{OVERSHOOT} {label(r, several)} on {r.env}: {trained:.0f} env steps trained (budget="
+                              f"{r.budget:.0f}): the last rollout runs to its end, as in SB3; labelled and compared "
+                              f"with SB3 at {trained:.0f}.")
         bench = "-"
         if np.isfinite(r.sb3_reference):
             flag = "" if r.reference_same_version else f" ({r.sb3_reference_env}†)"
@@ -88,18 +96,18 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         at_budget = "-"
         if np.isfinite(r.reference_at_budget):
             algo = r.base if isinstance(getattr(r, "base", None), str) else r.algo  # a variant: its base's reference
-            key = f"{algo} on {r.env_id} at {_steps(r.budget)}"  # one footnote per reference, shared by rows
+            key = f"{algo} on {r.env_id} at {_steps(trained)}"  # one footnote per reference, shared by rows
             sources.setdefault(key, (r.reference_at_budget_how, r.reference_at_budget_source))
             at_budget = f"{r.reference_at_budget:.1f} [{list(sources).index(key) + 1}]"
-        elif np.isfinite(r.sb3_reference) and r.budget > 0:
-            at_budget = "none at " + _steps(r.budget)
+        elif np.isfinite(r.sb3_reference) and trained > 0:
+            at_budget = "none at " + _steps(trained)
         to_threshold = "-"
         if np.isfinite(r.threshold):
             reached = _steps(r.steps_to_threshold_median) if np.isfinite(r.steps_to_threshold_median) else "never"
             to_threshold = f"{reached} ({r.solved_seeds}/{r.threshold_runs})"
         lines.append(
-            f"| {label(r, several)} | {r.env} | {_runs(r)} | {_score(r)} | {_ratio(r)} | {at_budget} | "
-            f"{bench} | {to_threshold} | {_fps(r)} |"
+            f"| {label(r, several)}{' ' + OVERSHOOT if over else ''} | {r.env} | {_runs(r)} | {_score(r)} | "
+            f"{_ratio(r)} | {at_budget} | {bench} | {to_threshold} | {_fps(r)} |"
             + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
     lines.append("")
@@ -107,6 +115,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     lines.append("Ratio: the final IQM over SB3's: the same config's backend=sb3 runs when there are any (n seeds), "
                  "else the RL Zoo benchmark when trained for this budget (one agent); the Zoo's single-seed eval "
                  "curve below its budget is shown, never a denominator.")
+    lines += overshoots
     lines.append(f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
                  "reach the env's threshold (median over runs that did).")
     if (summary.reference_same_version == False).any():  # noqa: E712 - None means no reference
@@ -597,11 +606,29 @@ def main(argv: Sequence[str] | None = None) -> None:
                         "ppo ppo@sb3); repeatable. Variants (base: <algo>) are paired with their base without it")
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
-    summary, comparison, ablations = _write(args.runs, out, seed=args.seed, formats=args.formats,
-                                            workers=args.workers, x=X_AXES[args.x], look=args.style,
-                                            train_metrics=args.train_metrics, compare=args.compare)
+    writable_out(out)
+    try:
+        summary, comparison, ablations = _write(args.runs, out, seed=args.seed, formats=args.formats,
+                                                workers=args.workers, x=X_AXES[args.x], look=args.style,
+                                                train_metrics=args.train_metrics, compare=args.compare)
+    except OSError as error:  # e.g. the disk filled while the figures were written
+        raise SystemExit(f"report: cannot write the report to {out} ({error.strerror or error}); "
+                         f"choose another folder with --out DIR") from None
     print(markdown(summary, comparison) + _ablations_text(ablations))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
+
+
+def writable_out(out: Path) -> None:
+    """Exit with one line unless ``out`` is a folder this process can write in, or can be made in one: checked before
+    the runs are read."""
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())  # (nothing is made before the runs)
+    if not existing.is_dir():
+        raise SystemExit(f"report: --out {out}: {existing} is a file, not a folder; choose a folder with --out DIR")
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        raise SystemExit(f"report: cannot write the report to {out} ({error.strerror or error}); "
+                         f"choose a writable folder with --out DIR") from None
 
 
 def _positive(text: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,6 +151,24 @@ def check_out_dir(out_dir: Any) -> None:
         raise ConfigError(f"out_dir={out_dir}: cannot write results there ({error.strerror})") from None
 
 
+def check_sweep(sweep: Any, out_dir: Any) -> None:
+    """``sweep`` names a directory below ``out_dir``: a relative path without ``..``, each part short enough for the
+    file system (so that nothing is ever written outside ``out_dir``, and no mkdir fails mid-run)."""
+    text = str(sweep)
+    parts = Path(text).parts
+    if not text or Path(text).is_absolute() or ".." in parts or not parts:
+        raise ConfigError(f"sweep={sweep}: a sweep name is a relative path below out_dir (e.g. sweep=ppo_tuning or "
+                          f"sweep=2026/ppo), without '..'; to write elsewhere, set out_dir=")
+    try:
+        name_max = os.pathconf(str(out_dir) if Path(str(out_dir)).is_dir() else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    long = next((p for p in parts if len(os.fsencode(p)) > name_max), None)
+    if long is not None:
+        raise ConfigError(f"sweep={text[:40]}...: the part {long[:20]}... is {len(os.fsencode(long))} bytes, longer "
+                          f"than the file system's {name_max}; choose a shorter sweep name")
+
+
 def check_run_options(cfg: DictConfig) -> None:
     """The harness's own options (seed, threads, intervals, flags, out_dir)."""
     seed = cfg.seed
@@ -160,11 +179,17 @@ def check_run_options(cfg: DictConfig) -> None:
     _positive_int("eval.episodes", cfg.eval.episodes)
     for name in ("log_interval", "eval.every", "checkpoint.every"):
         _positive_int(name, OmegaConf.select(cfg, name), optional=True)
+    for name, optional in (("stop_timeout_s", False), ("step_timeout_s", True)):
+        value = cfg.get(name)
+        if not (optional and value is None) and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                                 or not value > 0):
+            raise ConfigError(f"{name}={value}: must be a positive number of seconds" + (" or null" * optional))
     for name in ("eval.deterministic", "checkpoint.replay_buffer", "force"):
         value = OmegaConf.select(cfg, name)
         if not isinstance(value, bool):
             raise ConfigError(f"{name}={value}: must be true or false")
     check_out_dir(cfg.out_dir)
+    check_sweep(cfg.sweep, cfg.out_dir)
 
 
 _CLASS_NODE = "{_target_: hydra.utils.get_class, path: %s}"
@@ -192,6 +217,22 @@ def check_hyperparameter_values(cls: type, algo_cfg: DictConfig) -> None:
             raise ConfigError(
                 f"algo.policy_kwargs.{key}={value}: a class is a config node, not a string: {_CLASS_NODE % value}"
             )
+
+
+# Lightning Trainer options that change how much is trained (or for how long): the budget is budget= env steps.
+TRAINING_LENGTH_OPTIONS = (
+    "max_epochs", "min_epochs", "max_steps", "min_steps", "max_time", "fast_dev_run", "overfit_batches",
+    "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+)
+
+
+def check_trainer_options(cfg: DictConfig) -> None:
+    """No ``trainer.*`` option may shorten or stretch a run: a run is complete only when it trained its budget."""
+    for name in TRAINING_LENGTH_OPTIONS:
+        if name in cfg.trainer:
+            raise ConfigError(f"trainer.{name}={cfg.trainer[name]}: changes how many env steps are trained; the "
+                              f"harness trains exactly budget= env steps (set budget=, and eval.every= for "
+                              f"evaluations; remove trainer.{name})")
 
 
 _PRECISION_ALIASES = {"32": "32-true", "bf16": "bf16-mixed", "16": "16-mixed"}  # Lightning's short names

@@ -79,8 +79,8 @@ def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any]
 
 
 def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None,
-              render_mode: str | None = None, monitor_dir: str | None = None,
-              append_monitor: bool = False) -> tuple[VecEnv, VecEnv]:
+              render_mode: str | None = None, monitor_dir: str | None = None, append_monitor: bool = False,
+              outer: Callable[[gym.Env], gym.Env] | None = None) -> tuple[VecEnv, VecEnv]:
     """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
 
     Both have the same wrappers; SB3's ``Monitor`` sits innermost (``make_vec_env``), so evaluation scores are
@@ -89,10 +89,14 @@ def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None
     VecNormalize is the outermost wrapper (the RL Zoo puts it below the frame stack; with ``norm_obs: false``, as
     its image envs use, the order makes no difference). ``render_mode`` (e.g. "rgb_array" for videos) applies to the
     evaluation env only. ``monitor_dir``: the training envs' Monitors write SB3's ``<i>.monitor.csv`` there
-    (``append_monitor``: to the end of the files a resumed run kept).
+    (``append_monitor``: to the end of the files a resumed run kept). ``outer`` wraps every env copy last (the run's
+    env watchdog, ``lit_bench.run.watchdog``).
     """
     source = env_source(env_cfg, env_name)
-    common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": _wrapper_class(env_cfg)}
+    wrap = _wrapper_class(env_cfg)
+    if outer is not None:
+        inner, wrap = wrap, (lambda env: outer(inner(env) if inner else env))
+    common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": wrap}
     monitor = {"monitor_dir": monitor_dir, "monitor_kwargs": {"override_existing": not append_monitor}} \
         if monitor_dir else {}
     train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common, **monitor), env_cfg)

@@ -49,7 +49,7 @@ from lit_bench.store.format import legacy_spelling
 
 CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
-NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console")
+NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console", "stop_timeout_s", "step_timeout_s")
 # How a run is observed: recorded, never part of the directory; hashed at these values (the shipped defaults)
 OBSERVATION: dict[str, Any] = {
     "logger": {"extra": {}}, "trainer.enable_progress_bar": False, "trainer.log_every_n_steps": 1,

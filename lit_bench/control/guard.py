@@ -1,5 +1,5 @@
-"""Hydra callback run before Hydra creates any directory: ``out_dir`` must be writable (else one line, exit 1),
-then this process takes over SIGINT / SIGTERM (lit_bench.control.signals)."""
+"""Hydra callback run before Hydra creates any directory: ``out_dir`` must be writable and ``sweep`` a relative path
+below it (else one line, exit 1), then this process takes over SIGINT / SIGTERM (lit_bench.control.signals)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from lit_bench.config.checks import ConfigError, check_out_dir
+from lit_bench.config.checks import ConfigError, check_out_dir, check_sweep
 from lit_bench.control import signals
 
 
 def _check_out_dir(config: DictConfig) -> None:
     try:
         check_out_dir(config.out_dir)
+        check_sweep(config.sweep, config.out_dir)
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr, flush=True)
         sys.exit(1)

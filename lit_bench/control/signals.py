@@ -2,8 +2,12 @@
 
 A signal is noted, not acted on where it lands (half a rollout cannot be checkpointed consistently): the run stops
 at its next checkpoint boundary (after the update in progress), writes a checkpoint there with the usual
-checkpoint callback and raises :class:`Interrupted`, which ``train.run`` records in summary.json. A second signal
-in the main process stops at once (the last checkpoint on disk stays valid). In a joblib sweep the parent forwards
+checkpoint callback and raises :class:`Interrupted`, which ``train.run`` records in summary.json. An evaluation
+in progress, or a wait for another process's run lock, stops at its next env step / poll (the last checkpoint on
+disk stays the one to resume from). Whatever the run is doing, it ends within ``stop_timeout_s`` seconds of the
+first signal (``STOP_TIMEOUT_S`` by default; an env whose ``reset``/``step`` hangs never reaches a boundary): then,
+as on a second signal, the summary is recorded ``interrupted`` and the process exits at once, 128 + the signal
+(the last checkpoint on disk stays valid). In a joblib sweep the parent forwards
 the signal to its workers, the jobs not started yet are skipped (stop file), and the sweep table is printed. Under
 submitit, its requeue signal (SIGUSR2) is handled the same way, then handed to submitit, which requeues the job;
 the requeued job resumes from the checkpoint.
@@ -15,14 +19,21 @@ import contextlib
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 STOP_FILE_ENV = "LIT_BENCH_STOP_FILE"  # created when a sweep is interrupted: its workers start no further job
 SWEEP_PID_ENV = "LIT_BENCH_SWEEP_PID"  # the process that runs the sweep (joblib workers are other processes)
 
+STOP_TIMEOUT_S = 30.0  # the longest a run takes to stop after the first signal (config: stop_timeout_s)
+
 _pending: int | None = None
 _previous: dict[int, Any] = {}  # handlers installed before ours (submitit's requeue handler is called after us)
+_stop_timeout_s = STOP_TIMEOUT_S
+_on_hard_stop: list[Callable[[int], None]] = []  # what a run records before the process exits at once
+_timer: threading.Timer | None = None
 
 
 class Interrupted(BaseException):
@@ -66,18 +77,59 @@ def _workers() -> list[int]:
     return list(getattr(executor, "_processes", None) or {})
 
 
+def set_stop_timeout(seconds: float) -> None:
+    """How long a run may take to stop after the first signal before the process exits anyway."""
+    global _stop_timeout_s
+    _stop_timeout_s = float(seconds)
+
+
+@contextlib.contextmanager
+def on_hard_stop(record: Callable[[str, str, str | None], None]) -> Iterator[None]:
+    """While the block runs, ``record(status, why, signal name)`` is called (from any thread) just before a hard stop
+    exits the process."""
+    _on_hard_stop.append(record)
+    try:
+        yield
+    finally:
+        _on_hard_stop.remove(record)
+        if not _on_hard_stop and _timer is not None:  # the run stopped by itself: this process lives on
+            _timer.cancel()
+
+
+def hard_stop(why: str, code: int, status: str = "interrupted", signum: int | None = None) -> NoReturn:
+    """Record the run in progress as ``status`` (``why`` says what happened), kill this process's joblib workers and
+    exit now with ``code``. Safe from a timer thread: the main thread may be stuck in an env."""
+    print(f"\n{why}: stopping now; the last checkpoint on disk is kept", file=sys.stderr, flush=True)
+    name = signal.Signals(signum).name if signum is not None else None
+    for record in list(_on_hard_stop):
+        with contextlib.suppress(Exception):  # exiting matters more than any one record
+            record(status, why, name)
+    for pid in _workers():
+        _kill(pid, signal.SIGKILL)
+    os._exit(code)
+
+
+def _stop_timer(signum: int) -> None:
+    """Exit ``_stop_timeout_s`` after the first signal if the run has not stopped by itself by then."""
+    name = signal.Signals(signum).name
+    why = f"{name}: not stopped within stop_timeout_s={_stop_timeout_s:g} s (an env or evaluation is not responding)"
+    global _timer
+    _timer = threading.Timer(_stop_timeout_s, hard_stop, (why, 128 + signum), {"signum": signum})
+    _timer.daemon = True
+    _timer.start()
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
     global _pending
     name = signal.Signals(signum).name
     worker = in_joblib_worker()
     if _pending is not None and not worker:
-        print(f"\n{name} again: stopping now; the last checkpoint on disk is kept", file=sys.stderr, flush=True)
-        for pid in _workers():
-            _kill(pid, signal.SIGKILL)
-        os._exit(128 + signum)
+        hard_stop(f"{name} again", 128 + signum, signum=signum)
     if _pending is not None:
         return  # a worker gets a terminal's Ctrl-C twice (directly and forwarded): once is enough
     _pending = signum
+    if _on_hard_stop:  # a run is in progress in this process: it stops in bounded time
+        _stop_timer(signum)
     stop_file = os.environ.get(STOP_FILE_ENV)
     if stop_file and in_sweep_process():  # only the sweep stops the sweep (a requeued submitit job must run)
         open(stop_file, "a").close()

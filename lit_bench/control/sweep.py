@@ -26,13 +26,13 @@ from omegaconf import DictConfig
 
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals
-from lit_bench.store.rundir import RunDir, atomic_write_text
+from lit_bench.store.rundir import RunDir, atomic_write_text, open_no_follow
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong to this multirun
 TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (``regress`` finds its own records by it)
 MAX_ROWS = 40  # one screen; beyond it only the jobs that did not complete are listed
 RECORD_KEYS = ("algo", "env", "seed", "backend", "variant", "config_id", "status", "timesteps", "final_mean_return",
-               "objective", "wall_time_s", "error", "run_dir", "pruned_at", "job")
+               "objective", "wall_time_s", "error", "run_dir", "pruned_at", "job", "job_overrides")
 
 
 class RunFailed(RuntimeError):
@@ -59,7 +59,7 @@ def record(sweep_dir: Path, invocation: str, summary: dict[str, Any]) -> None:
     path = records_dir(sweep_dir) / f"{invocation}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps({k: summary.get(k) for k in RECORD_KEYS}, default=str) + "\n"
-    with path.open("a") as file:
+    with os.fdopen(open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as file:
         fcntl.flock(file, fcntl.LOCK_EX)
         file.write(line)
         file.flush()
@@ -85,8 +85,9 @@ def record_job(cfg: DictConfig, summary: dict[str, Any]) -> None:
     """In a multirun: add this job's outcome to the multirun's records (the sweep table reads them)."""
     invocation = os.environ.get(INVOCATION_ENV)
     hydra_cfg = HydraConfig.get()
-    if invocation and hydra_cfg.mode == RunMode.MULTIRUN:
-        record(sweep_path(cfg), invocation, {**summary, "job": hydra_cfg.job.num})
+    if invocation and hydra_cfg.mode == RunMode.MULTIRUN:  # (its overrides: which jobs the launcher ran)
+        record(sweep_path(cfg), invocation,
+               {**summary, "job": hydra_cfg.job.num, "job_overrides": list(hydra_cfg.overrides.task)})
 
 
 def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
@@ -136,8 +137,9 @@ def table(records: list[dict[str, Any]]) -> str:
     for r in rows:
         final, objective = r.get("final_mean_return"), r.get("objective")
         lines.append(
-            f"{r.get('algo', '?'):<12} {r.get('env', '?'):<22} {r.get('variant') or '-':<{width}} "
-            f"{r.get('seed', '?'):>4} {r.get('backend', '?'):<7} {r.get('status', '?'):<10} "
+            f"{r.get('algo') or '?':<12} {r.get('env') or '?':<22} {r.get('variant') or '-':<{width}} "
+            f"{'?' if r.get('seed') is None else r['seed']:>4} {r.get('backend') or '?':<7} "
+            f"{r.get('status') or '?':<10} "
             f"{r.get('timesteps') or '':>9} {'' if final is None else f'{final:.1f}':>9} "
             f"{'' if objective is None else f'{objective:.1f}':>9} {r.get('wall_time_s') or '':>8}  "
             f"{(r.get('error') or _pruned(r))[:100]}"

@@ -29,7 +29,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as 
 from stable_baselines3.common.vec_env import VecNormalize
 
 from lit_bench.store.format import LAST_FILES, SB3_REPLAY_BUFFER, SB3_VECNORMALIZE
-from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json
+from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json, fresh_tmp
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
@@ -68,7 +68,7 @@ def install_checkpoint(run: RunDir, name: str, write: Callable[[Path], None], ti
     run goes on; the last good checkpoint stays)."""
     final = run.checkpoints / name
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{name}.{os.getpid()}.tmp")
+    tmp = fresh_tmp(final)
     try:
         write(tmp)
         problem = zip_problem(tmp)

@@ -15,6 +15,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
+from lit_bench.control import signals
 from lit_bench.run.console import ConsoleProgress
 from lit_bench.run.video import EvalVideo, recording
 from lit_bench.store.rundir import RunDir
@@ -30,6 +31,11 @@ def evaluate_episodes(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, **kwargs
     if is_masking_supported(env) and "action_masks" in inspect.signature(model.predict).parameters:
         return evaluate_masked_policy(model, env, use_masking=True, **kwargs)
     return evaluate_policy(model, env, **kwargs)
+
+
+class Diverged(ArithmeticError):
+    """An evaluation with a non-finite mean return: the run fails (``failed``, its error starting ``diverged:``)
+    instead of completing with a score that every statistic would have to drop."""
 
 
 class PeriodicEval(BaseCallback):
@@ -116,6 +122,7 @@ class PeriodicEval(BaseCallback):
         successes: list[float] = []
 
         def record_success(local: dict[str, Any], _globals: dict[str, Any]) -> None:
+            signals.stop_if_pending()  # a signal stops a long evaluation at its next step (the checkpoint stays)
             if local.get("done") and "is_success" in local.get("info", {}):
                 successes.append(float(local["info"]["is_success"]))
 
@@ -126,6 +133,9 @@ class PeriodicEval(BaseCallback):
                                                  deterministic=self.deterministic, return_episode_rewards=True,
                                                  callback=record_success)
         self.eval_seconds += time.perf_counter() - begin
+        if not np.isfinite(np.mean(returns)):  # not written: eval.csv holds scores only
+            raise Diverged(f"diverged: the evaluation at {timesteps} env steps has mean return {np.mean(returns)} "
+                           f"(non-finite rewards, or non-finite parameters); its last checkpoint is kept")
         row = {
             "timesteps": timesteps,
             "wall_time_s": round(self.wall_time(), 3),

@@ -35,15 +35,17 @@ from lit_bench.config.checks import (
     check_precision,
     check_run_options,
     check_spaces,
+    check_trainer_options,
 )
 from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs, require_package
 from lit_bench.config.identity import RunIdentity, config_hash, config_id, identify, observation, resolved, run_path
+from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
 from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import resume_point
 from lit_bench.run.console import ConsoleProgress, choose_mode
-from lit_bench.run.evaluation import PeriodicEval
+from lit_bench.run.evaluation import Diverged, PeriodicEval
 from lit_bench.run.loggers import check_loggers, finish_loggers
 from lit_bench.run.objective import check_objective, score
 from lit_bench.run.provenance import hydra_output_dir, provenance, requeued_by_scheduler, task_overrides
@@ -57,6 +59,7 @@ from lit_bench.run.ranks import (
 )
 from lit_bench.run.trial import Pruned, trial_hooks
 from lit_bench.run.video import check_eval_video, eval_video
+from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
 from lit_bench.store import scores
 from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir, atomic_write_text
@@ -81,12 +84,15 @@ def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any
     if damage:
         return Start("fresh", damage=damage)
     pruned = previous is not None and previous["status"] == "pruned"
-    if held is None or previous is None or (force and not pruned):
+    if held is None or (force and not pruned):
         return Start("fresh")
+    if previous is None:  # its summary was lost (e.g. a full disk): what its checkpoint holds is still its own
+        step = resume_point(run_dir, backend) if budget is not None else None
+        return Start("resume", step) if step is not None else Start("fresh")
     if previous["status"] == "completed" or (pruned and not force):
         return Start("skip")  # force=true continues a pruned run from its checkpoint
-    step = resume_point(run_dir, backend) if budget is not None else None
-    return Start("resume", step) if step is not None and budget is not None and step < budget else Start("fresh")
+    step = resume_point(run_dir, backend) if budget is not None else None  # at the budget: killed in the final
+    return Start("resume", step) if step is not None else Start("fresh")  # evaluation, which alone is redone
 
 
 def failed(base: dict[str, Any], error: str, traceback: str | None = None) -> dict[str, Any]:
@@ -108,6 +114,7 @@ def _prepare(cfg: DictConfig) -> tuple[type, int]:
     console_mode(cfg)
     check_processes(cfg, algo_cls)
     check_precision(cfg)
+    check_trainer_options(cfg)
     return algo_cls, budget
 
 
@@ -160,12 +167,24 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
         return failed(base, f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's "
                             f"{run_dir.root}; place runs with out_dir= and sweep= instead")
-    with run_dir.lock():
+    signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
+    with contextlib.ExitStack() as locked:
+        try:
+            locked.enter_context(run_dir.lock(poll=signals.stop_if_pending))
+        except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
+            return failed(base, f"{run_dir.root}: cannot lock the run directory ({error.strerror or error})")
+        except Interrupted as interrupt:  # while waiting for another process's run: nothing was changed
+            return {**base, "status": "interrupted", "signal": interrupt.name, "timesteps": None,
+                    "error": f"stopped by {interrupt.name} while waiting for the run's lock; nothing was changed"}
         return _run_locked(cfg, config, run_dir, base)
 
 
 def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
+    unproven = run_dir.unproven()
+    if unproven is not None:  # never deleted or rewritten: it may be a finished run, or not the harness's at all
+        return failed(base, f"{run_dir.root}: {unproven}, so it cannot be shown to be a run of this config; "
+                            f"nothing was changed: move it, or use another sweep=")
     previous, held = run_dir.read_summary(), run_dir.read_config()
     problem = format_problem(previous) if previous is not None else None
     if problem:  # written by a newer lit_bench: neither skipped, resumed nor replaced by this one
@@ -191,6 +210,7 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
                 "note": not_retrained(held or {}, config, run_dir)}
     torch.set_num_threads(int(cfg.threads))
     _open(run_dir, config, start)
+    warn_overshoot(cfg, budget)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
     run_dir.write_summary(summary)
 
@@ -199,8 +219,37 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         run_dir.write_summary(ended)
         print(describe(ended), flush=True)
 
-    return _recorded(run_dir, summary,
-                     lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
+    with signals.on_hard_stop(_stopped_at_once(run_dir, summary)):
+        return _recorded(run_dir, summary,
+                         lambda: _train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed))
+
+
+def _stopped_at_once(run_dir: RunDir, summary: dict[str, Any]) -> Callable[[str, str, str | None], None]:
+    """What a hard stop (a second signal, ``stop_timeout_s``, the env watchdog) records before the process exits:
+    the run's status and why, never ``running``; the last checkpoint stays the one to resume from."""
+    def record(status: str, why: str, signal_name: str | None) -> None:
+        step = run_dir.checkpoint_step()
+        kept = f"its checkpoint at {step} env steps is kept" if step is not None else "it had no checkpoint yet"
+        resume = "; rerun the same command to resume" if status == "interrupted" else ""
+        run_dir.write_summary({**summary, "status": status, "signal": signal_name, "timesteps": step,
+                               "error": f"{why}: stopped at once, {kept}{resume}", "traceback": None,
+                               "finished_at": _now()})
+    return record
+
+
+def warn_overshoot(cfg: DictConfig, budget: int) -> None:
+    """One warning line when an on-policy budget is not a multiple of its rollout: the last rollout runs to its end
+    (SB3's ``learn`` does the same; cutting it short would change the algorithm), so more env steps are trained
+    than asked for. The summary's ``timesteps`` records them; the report labels and compares the run with them."""
+    n_steps = cfg.algo.get("n_steps")
+    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps <= 0:
+        return
+    rollout = n_steps * int(cfg.env.get("n_envs") or 1)
+    if budget % rollout:
+        trained = -(-budget // rollout) * rollout
+        print(f"warning: budget={budget} is not a multiple of the {rollout} env steps of one rollout "
+              f"({cfg.env.get('n_envs') or 1} envs x n_steps={n_steps}): {cfg.algo_name} trains {trained} env steps, "
+              f"as SB3's learn does; the summary and the report say {trained}", file=sys.stderr, flush=True)
 
 
 def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir) -> str | None:
@@ -249,6 +298,29 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
                      started: float, on_rank_failure: Callable[[str], None]) -> dict[str, Any]:
     """Train to the budget (evaluating and checkpointing on the way), evaluate at the end; the summary's results
     (``on_rank_failure``: records the run as failed when a further process of a multi-process run fails)."""
+    watchdog = StepWatchdog(float(cfg.step_timeout_s)) if cfg.get("step_timeout_s") else None
+    with watchdog or contextlib.nullcontext():
+        model, evaluator, last = _train(cfg, run_dir, algo_cls, budget, start, watchdog, on_rank_failure)
+    if model.num_timesteps < budget:  # e.g. a backend or an option that stopped training early: not a result
+        return dict(status="failed", timesteps=int(model.num_timesteps), traceback=None,
+                    error=f"trained {model.num_timesteps} of the budget's {budget} env steps; not a completed run")
+    rows = run_dir.eval_rows()
+    at = scores.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
+                                      cfg.env.get("threshold"))
+    return dict(
+        status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
+        final_std_return=last["std_return"], final_success_rate=last["success_rate"] or None,
+        threshold=cfg.env.get("threshold"), steps_to_threshold=None if math.isnan(at) else int(at),  # JSON: null
+        wall_time_s=round(evaluator.wall_time(), 3), fps=last["fps"],
+        startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
+        objective=score(rows, cfg.objective),
+    )
+
+
+def _train(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: int, start: Start,
+           watchdog: StepWatchdog | None, on_rank_failure: Callable[[str], None]) -> tuple[Any, PeriodicEval,
+                                                                                   dict[str, Any]]:
+    """Build the envs, train, evaluate at the end: the model, its evaluator and the final evaluation's row."""
     from lit_bench.run.backends import BACKENDS, Job
 
     resume = start.action == "resume"
@@ -256,7 +328,7 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
     video = eval_video(cfg.eval, run_dir.video, budget, every)
     train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
                                     render_mode="rgb_array" if video else None, monitor_dir=str(run_dir.monitor),
-                                    append_monitor=resume)
+                                    append_monitor=resume, outer=watchdog.wrap if watchdog is not None else None)
     try:
         check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
         progress = ConsoleProgress(f"{cfg.algo_name} {cfg.env_name} seed {cfg.seed}", budget, every,
@@ -284,17 +356,7 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
             progress.close()
         train_env.close()
         eval_env.close()
-    rows = run_dir.eval_rows()
-    at = scores.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
-                                      cfg.env.get("threshold"))
-    return dict(
-        status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
-        final_std_return=last["std_return"], final_success_rate=last["success_rate"] or None,
-        threshold=cfg.env.get("threshold"), steps_to_threshold=None if math.isnan(at) else int(at),  # JSON: null
-        wall_time_s=round(evaluator.wall_time(), 3), fps=last["fps"],
-        startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
-        objective=score(rows, cfg.objective),
-    )
+    return model, evaluator, last
 
 
 def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -303,7 +365,7 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     stopped it; its checkpoint is kept, ``force=true`` continues it)."""
     try:
         summary.update(train())
-    except ConfigError as error:
+    except (ConfigError, Diverged, EnvTimeout) as error:
         summary.update(status="failed", error=str(error), traceback=None)
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
         step = run_dir.checkpoint_step()
@@ -323,8 +385,26 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     finally:
         finish_loggers()
         summary["finished_at"] = _now()
-        run_dir.write_summary(summary)
+        _write_final_summary(run_dir, summary)
     return summary
+
+
+def _write_final_summary(run_dir: RunDir, summary: dict[str, Any]) -> None:
+    """Record how the run ended, also on a full disk: the error that ended the run stays the one reported (with a
+    note), and summary.json never stays ``running``. Second try: the ``running`` summary is removed first (it frees
+    the space the new one needs; a run without summary.json still resumes from its checkpoint)."""
+    try:
+        run_dir.write_summary(summary)
+        return
+    except OSError as error:
+        note = f"summary.json could not be written ({error.strerror or error})"
+    if summary.get("status") == "completed":  # its results are on disk, but not its record: not a completed run
+        summary.update(status="failed", error=f"completed, but {note}")
+    else:
+        summary["error"] = f"{summary.get('error')}; {note}"
+    with contextlib.suppress(OSError):
+        run_dir.summary.unlink(missing_ok=True)
+        run_dir.write_summary({**summary, "traceback": None})
 
 
 def _now() -> str:

@@ -20,7 +20,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from lit_bench.config.checks import ConfigError
-from lit_bench.store.rundir import FINAL_VIDEO
+from lit_bench.store.rundir import FINAL_VIDEO, fresh_tmp
 
 EXTRA = "video"
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -105,7 +105,7 @@ def recording(path: str | Path, venv: VecEnv, episodes: int = 1) -> Iterator[Vec
     path = Path(path)
     check_video_deps(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # imageio picks the format by suffix
+    tmp = fresh_tmp(path, path.suffix)  # imageio picks the format by suffix
     fps = frames_per_second(venv)
     if path.suffix.lower() == ".gif":
         writer = imageio.get_writer(tmp, mode="I", duration=1000 / fps, loop=0)

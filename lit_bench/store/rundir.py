@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import fcntl
 import io
 import json
 import os
 import shutil
 import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,30 @@ __all__ = ["EVAL_FIELDS", "FINAL_VIDEO", "RunDir", "atomic_write", "atomic_write
            "csv_text", "read_csv", "read_evaluations_npz"]
 
 
+def fresh_tmp(path: Path, suffix: str = "") -> Path:
+    """A temporary sibling of ``path`` with nothing at its name: whatever is there (a file a killed run left, a
+    symlink someone planted) is removed, so that writing it creates a new file instead of following a link."""
+    tmp = path.with_name(f".{path.stem if suffix else path.name}.{os.getpid()}.tmp{suffix}")
+    tmp.unlink(missing_ok=True)
+    return tmp
+
+
+def open_no_follow(path: Path, flags: int) -> int:
+    """``os.open(path, flags)`` that refuses a symlink at ``path`` (one line naming it) instead of following it."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise OSError(error.errno, f"{path} is a symlink; the harness never writes through one: remove it") \
+                from None
+        raise
+
+
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write(tmp)`` for a temporary sibling of ``path``, then move it over ``path``."""
+    """Call ``write(tmp)`` for a new temporary sibling of ``path``, then move it over ``path`` (``os.replace``
+    replaces a symlink at ``path`` itself, never the file it points to)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = fresh_tmp(path)
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -40,8 +62,13 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _write_new(tmp: Path, text: str) -> None:
+    with os.fdopen(open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as file:
+        file.write(text)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write(path, lambda tmp: tmp.write_text(text))
+    atomic_write(path, lambda tmp: _write_new(tmp, text))
 
 
 def atomic_write_json(path: Path, data: dict[str, Any]) -> None:
@@ -75,6 +102,21 @@ def read_evaluations_npz(path: Path) -> dict[str, np.ndarray]:
 def _step_of(row: dict[str, Any], key: str) -> float:
     value = row.get(key)
     return float(value) if value not in (None, "") else -1.0
+
+
+LOCK_POLL_S = 0.2  # how often a process waiting for another's run lock looks again (and at a pending signal)
+
+
+def _wait_for_lock(handle: Any, poll: Callable[[], None]) -> None:
+    """Block until ``handle``'s lock is ours, calling ``poll`` every ``LOCK_POLL_S`` (it may raise, e.g. on a
+    signal, to stop the wait instead of blocking until the other process ends)."""
+    while True:
+        poll()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(LOCK_POLL_S)
 
 
 class RunDir:
@@ -115,9 +157,36 @@ class RunDir:
         """The resolved config of the run that wrote this directory (None when there is none)."""
         try:
             config = yaml.safe_load(self.config.read_text())
-        except (FileNotFoundError, yaml.YAMLError):
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             return None
         return config if isinstance(config, dict) else None
+
+    def unproven(self) -> str | None:
+        """Why this directory cannot be shown to be a run of the harness (None: it can, or it holds nothing).
+
+        Its own runs have a readable ``config.yaml`` (compared with the config by the caller); the only traces it
+        leaves without one are the lock, temporary files and the summary of a config mistake found before training.
+        Anything else is never deleted or rewritten.
+        """
+        if self.config.exists() or self.config.is_symlink():
+            if self.config.is_symlink() or not self.config.is_file():
+                return "config.yaml is not a regular file"
+            try:
+                config = yaml.safe_load(self.config.read_text())
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+                return f"config.yaml is unreadable ({type(error).__name__})"
+            return None if isinstance(config, dict) else "config.yaml is not a mapping"
+        if not self.root.is_dir():
+            return None
+        summary = self.read_summary()
+        for child in self.root.iterdir():
+            if child == self.lock_file or (child.name.startswith(".") and child.name.endswith(".tmp")):
+                continue
+            if child == self.summary and summary is not None and summary.get("status") == "failed" \
+                    and not summary.get("timesteps"):
+                continue
+            return f"it holds {child.name} but no config.yaml"
+        return None
 
     def wipe(self) -> None:
         """Start over: remove everything a previous run of this config left here (the lock file stays: it is held)."""
@@ -131,23 +200,24 @@ class RunDir:
                 child.unlink()
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self, poll: Callable[[], None] = lambda: None) -> Iterator[None]:
         """One writer per run directory: an exclusive ``flock`` on ``.lock``, held for the whole run.
 
         The OS drops the lock when its process ends, however it ends, so a killed run never blocks its resume. A
-        second process reaching a locked run says so in one line and waits; it then finds the run completed (and
-        skips it) or interrupted (and resumes it). ``flock`` is local to one machine (and NFS clients that map it to
-        POSIX locks).
+        second process reaching a locked run says so in one line and waits (calling ``poll`` every
+        ``LOCK_POLL_S``: what it raises ends the wait); it then finds the run completed (and skips it) or
+        interrupted (and resumes it). ``flock`` is local to one machine (and NFS clients that map it to POSIX
+        locks). ``.lock`` is never followed if it is a symlink (OSError).
         """
         self.root.mkdir(parents=True, exist_ok=True)
-        with self.lock_file.open("a+") as handle:
+        with os.fdopen(open_no_follow(self.lock_file, os.O_RDWR | os.O_CREAT), "r+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 print(f"{self.root}: being written by {holder}; waiting for it to finish", flush=True)
-                fcntl.flock(handle, fcntl.LOCK_EX)
+                _wait_for_lock(handle, poll)
             handle.seek(0)
             handle.truncate()
             handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")

@@ -7,6 +7,8 @@ command without it resumes the failed run instead of starting it afresh.
 from __future__ import annotations
 
 import os
+import signal
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -46,3 +48,62 @@ class CrashOnRank(gym.Wrapper):
         if os.environ.get(CRASH_RANK_ENV) == os.environ.get("LOCAL_RANK", "0"):
             raise RuntimeError("injected failure before fit (test)")
         super().__init__(env)
+
+
+class NanReward(gym.Wrapper):
+    """Every reward is NaN (an env that diverged, or a reward function with a bug)."""
+
+    def step(self, action: Any) -> Any:
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, float("nan"), terminated, truncated, info
+
+
+def nan_reward_env(**kwargs: Any) -> gym.Env:
+    """CartPole whose rewards are NaN, as an ``env.make`` factory (inside SB3's Monitor: the scores see them)."""
+    return NanReward(gym.make("CartPole-v1", **kwargs))
+
+
+HANG_AFTER_ENV = "LIT_BENCH_TEST_HANG_AFTER"  # env steps (per env copy) before step() hangs
+HANG_MARKER_ENV = "LIT_BENCH_TEST_HANG_MARKER"  # file created when it starts hanging
+
+
+class HangAfter(gym.Wrapper):
+    """``step`` never returns once this env copy has taken the number of steps the env var names."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        after = os.environ.get(HANG_AFTER_ENV)
+        if after is not None and self.steps > int(after):
+            marker = os.environ.get(HANG_MARKER_ENV)
+            if marker:
+                open(marker, "a").close()
+            while True:
+                time.sleep(3600)
+        return super().step(action)
+
+
+def hanging_env(**kwargs: Any) -> gym.Env:
+    """CartPole that hangs in ``step`` (see ``HangAfter``), as an ``env.make`` factory."""
+    return HangAfter(gym.make("CartPole-v1", **kwargs))
+
+
+KILL_SEED_ENV = "LIT_BENCH_TEST_KILL_SEED"  # the seed whose process SIGKILLs itself at its first step
+
+
+class KillOnSeed(CrashOnSeed):
+    """SIGKILL this process at the first step of the env first reset with the seed named by the env var (as the
+    OOM killer ends a joblib worker)."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if seed is not None and os.environ.get(KILL_SEED_ENV) == str(seed):
+            self.armed = True
+        return gym.Wrapper.reset(self, seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        if self.armed:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return gym.Wrapper.step(self, action)

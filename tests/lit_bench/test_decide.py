@@ -28,7 +28,7 @@ def _run(tmp_path: Path, status: str) -> tuple[RunDir, dict]:
     ("running", 1000, False, Start("resume", 1000)),  # killed mid-run: from its checkpoint
     ("interrupted", 1000, True, Start("fresh")),
     ("running", None, False, Start("fresh")),  # no checkpoint that reads back
-    ("running", 2000, False, Start("fresh")),  # a checkpoint at the budget: nothing left to resume
+    ("running", 2000, False, Start("resume", 2000)),  # killed in the final evaluation: only it is redone
 ])
 def test_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, checkpoint: int | None, force: bool,
                   expected: Start) -> None:

@@ -1,0 +1,121 @@
+"""Finished work is never deleted or recomputed without a word: a run killed after its final checkpoint only redoes
+its final evaluation, a directory the harness cannot prove is its own is left as it is, and the harness never
+writes through a symlink it finds in a run directory."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lit_bench.config.identity import identify, resolved, run_path
+from lit_bench.run import train
+from lit_bench.store.rundir import RunDir, atomic_write_text
+from tests.lit_bench.helpers import TINY, compose_run, read_csv
+
+pytestmark = pytest.mark.harness
+
+
+def _completed(tmp_path: Path, *extra: str) -> tuple[list[str], Path, dict]:
+    overrides = [*TINY, "budget=256", "eval.every=96", f"out_dir={tmp_path}", *extra]
+    summary = train.run(compose_run(*overrides))
+    assert summary["status"] == "completed", summary.get("error")
+    return overrides, Path(summary["run_dir"]), summary
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != ".lock"}
+
+
+@pytest.mark.parametrize("backend", ["lit", "sb3"])
+def test_killed_during_the_final_evaluation_only_redoes_it(tmp_path: Path, backend: str,
+                                                           capfd: pytest.CaptureFixture) -> None:
+    """state.json at the budget, the final evaluation (256 steps, off the 96-step grid) not in eval.csv yet."""
+    overrides, run_dir, first = _completed(tmp_path, f"backend={backend}")
+    rows = read_csv(run_dir / "eval.csv")
+    assert [int(r["timesteps"]) for r in rows] == [96, 192, 256]
+    run = RunDir(run_dir)
+    assert run.checkpoint_step() == 256
+    run.truncate_eval(192)  # as if killed in the final evaluation
+    run.write_summary({**first, "status": "running", "resumed_from": None})
+    checkpoint = run.checkpoints / ("last.ckpt" if backend == "lit" else "last.zip")
+    trained = checkpoint.read_bytes()
+    capfd.readouterr()
+    again = train.run(compose_run(*overrides))
+    assert again["status"] == "completed" and again["resumed_from"] == 256 and again["timesteps"] == 256
+    assert checkpoint.read_bytes() == trained  # not retrained: the checkpoint at the budget is the model evaluated
+    scores = ("timesteps", "mean_return", "std_return", "mean_ep_length")
+    assert [tuple(r[k] for k in scores) for r in read_csv(run_dir / "eval.csv")] == [
+        tuple(r[k] for k in scores) for r in rows]
+    assert "running it again from the start" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["config.yaml unreadable", "config.yaml missing", "config.yaml not a mapping"])
+def test_a_completed_run_that_cannot_be_proven_ours_is_never_deleted(tmp_path: Path, how: str,
+                                                                     capfd: pytest.CaptureFixture) -> None:
+    overrides, run_dir, _ = _completed(tmp_path)
+    (run_dir / "notes.txt").write_text("a user's own file\n")
+    config = run_dir / "config.yaml"
+    if how == "config.yaml unreadable":
+        config.write_text("algo: {unclosed\n")
+    elif how == "config.yaml missing":
+        config.unlink()
+    else:
+        config.write_text("- a list\n")
+    before = _files(run_dir)
+    capfd.readouterr()
+    again = train.run(compose_run(*overrides))
+    err = capfd.readouterr().err
+    assert again["status"] == "failed" and "\n" not in again["error"]
+    assert str(run_dir) in again["error"] and "nothing was changed" in again["error"], again["error"]
+    assert _files(run_dir) == before  # every file as it was, the user's included
+    assert "running it again" not in err
+
+
+def test_a_directory_left_by_a_config_error_is_reused(tmp_path: Path) -> None:
+    """The one directory without config.yaml the harness writes (a config mistake found before training)."""
+    bad = train.run(compose_run(*TINY, "algo.n_epochs=zero", f"out_dir={tmp_path}"))
+    assert bad["status"] == "failed" and Path(bad["run_dir"], "summary.json").is_file()
+    good = train.run(compose_run(*TINY, f"out_dir={tmp_path}"))
+    assert good["status"] == "completed", good.get("error")
+
+
+def test_the_lock_and_written_files_never_follow_a_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    run = RunDir(tmp_path / "run")
+    run.root.mkdir()
+    run.lock_file.symlink_to(victim)
+    with pytest.raises(OSError, match="symlink"), run.lock():
+        pass
+    assert victim.read_text() == "precious\n"
+
+    run.lock_file.unlink()
+    run.summary.symlink_to(victim)
+    tmp = run.root / f".eval.csv.{os.getpid()}.tmp"  # a temporary name planted as a link
+    tmp.symlink_to(victim)
+    with run.lock():
+        run.write_summary({"status": "running"})
+        atomic_write_text(run.eval_csv, "timesteps\n")
+    assert victim.read_text() == "precious\n"
+    assert not run.summary.is_symlink() and json.loads(run.summary.read_text())["status"] == "running"
+    assert run.eval_csv.read_text() == "timesteps\n"
+
+
+def test_a_symlinked_lock_is_one_line_from_run_py(tmp_path: Path) -> None:
+    overrides = [*TINY, f"out_dir={tmp_path}"]
+    cfg = compose_run(*overrides)
+
+
+    config = resolved(cfg)
+    root = run_path(config, identify(config))
+    root.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (root / ".lock").symlink_to(victim)
+    summary = train.run(cfg)
+    assert summary["status"] == "failed" and "symlink" in summary["error"] and "\n" not in summary["error"]
+    assert victim.read_text() == "precious\n"

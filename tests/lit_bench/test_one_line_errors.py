@@ -1,0 +1,124 @@
+"""One line and an honest exit code instead of a traceback: the report where it cannot write, a full disk while
+summary.json is written, a sweep name that is not a relative path below out_dir (or too long), enjoy on a
+malformed config.yaml or a truncated checkpoint."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lit_bench.cli import enjoy, report
+from lit_bench.run import train
+from lit_bench.store.rundir import RunDir
+from tests.lit_bench.helpers import TINY, compose_run, run_py, write_run
+
+pytestmark = pytest.mark.harness
+
+
+def _sweep(root: Path) -> Path:
+    for seed in range(3):
+        write_run(root, "ppo", "CartPole", seed, "lit", [100.0, 200.0 + seed])
+    return root
+
+
+def _one_line(exit_info: pytest.ExceptionInfo) -> str:
+    message = str(exit_info.value.code)
+    assert message.startswith("report: ") and "\n" not in message, message
+    return message
+
+
+def test_report_on_a_read_only_sweep_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep = _sweep(tmp_path / "S")
+    real_open, real_mkdir = os.open, os.mkdir
+
+    def read_only(path: object) -> None:  # (a read-only mount: chmod does not stop root)
+        if str(path).startswith(str(sweep)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    def open_(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            read_only(path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def mkdir(path: object, *args: object, **kwargs: object) -> None:
+        read_only(path)
+        real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    with pytest.raises(SystemExit) as exit_info:
+        report.main([str(sweep), "--formats", "png"])
+    message = _one_line(exit_info)
+    assert f"{sweep / 'report'}" in message and "Read-only file system" in message and "--out" in message
+
+
+def test_report_out_naming_a_file_is_one_line(tmp_path: Path) -> None:
+    sweep = _sweep(tmp_path / "S")
+    (tmp_path / "taken").write_text("a file\n")
+    with pytest.raises(SystemExit) as exit_info:
+        report.main([str(sweep), "--out", str(tmp_path / "taken")])
+    assert "is a file" in _one_line(exit_info)
+    assert (tmp_path / "taken").read_text() == "a file\n"
+
+
+def test_a_disk_that_fills_while_summary_json_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run fails on the full disk (an evaluation row cannot be written); the first try to record that fails too:
+    the original error is the one reported, and summary.json does not stay ``running``."""
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def append_eval(self: RunDir, row: dict) -> None:
+        raise full
+
+    real_write = RunDir.write_summary
+    tries = []
+
+    def write_summary(self: RunDir, summary: dict) -> None:
+        if summary.get("status") != "running":
+            tries.append(summary["status"])
+            if len(tries) == 1:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_write(self, summary)
+
+    monkeypatch.setattr(RunDir, "append_eval", append_eval)
+    monkeypatch.setattr(RunDir, "write_summary", write_summary)
+    summary = train.run(compose_run(*TINY, f"out_dir={tmp_path}"))
+    assert summary["status"] == "failed" and summary["error"].startswith("OSError: [Errno 28] No space left")
+    assert "summary.json" in summary["error"] and "\n" not in summary["error"]
+    on_disk = json.loads(Path(summary["run_dir"], "summary.json").read_text())
+    assert on_disk["status"] == "failed" and on_disk["error"].startswith("OSError: [Errno 28]")
+
+
+@pytest.mark.parametrize(("sweep", "why"), [
+    ("../../x", "a relative path below out_dir"), ("<tmp>/abs", "a relative path below out_dir"),
+    ("a/../../b", "a relative path below out_dir"), ("x" * 300, "longer than"),
+])
+def test_a_sweep_name_outside_out_dir_or_too_long_is_refused(tmp_path: Path, sweep: str, why: str) -> None:
+    out = tmp_path / "out" / "runs"
+    result = run_py(*TINY, f"out_dir={out}", f"sweep={sweep.replace('<tmp>', str(tmp_path))}")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    [line] = [line for line in output.splitlines() if "sweep=" in line]
+    assert why in line
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == [Path("out"), Path("out/runs")]
+
+
+@pytest.mark.parametrize("backend", ["lit", "sb3"])
+def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(tmp_path: Path, backend: str,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    summary = train.run(compose_run(*TINY, f"backend={backend}", f"out_dir={tmp_path}"))
+    run = RunDir(summary["run_dir"])
+    checkpoint = run.checkpoints / ("last.ckpt" if backend == "lit" else "last.zip")
+    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    capsys.readouterr()
+    assert enjoy.main([str(run.root), "--episodes", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"enjoy: checkpoint: {checkpoint}") and "\n" not in err, err
+
+    run.config.write_text("algo: {unclosed\n")
+    assert enjoy.main([str(run.root), "--episodes", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"enjoy: config.yaml: {run.config}") and "\n" not in err, err

@@ -1,0 +1,137 @@
+"""Nothing wedges: a signal stops a run within ``stop_timeout_s`` whatever it is doing (an env that hangs, a long
+evaluation, a wait for another process's run lock), with an honest status and exit code; the ``step_timeout_s``
+watchdog fails a run whose env stops responding, in one line."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lit_bench.config.identity import identify, resolved, run_path
+from tests.lit_bench.crash_env import HANG_AFTER_ENV, HANG_MARKER_ENV
+from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, find_run
+
+pytestmark = pytest.mark.harness
+
+PPO = ("algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "eval.episodes=2",
+       "checkpoint.every=64")
+HANGING = "env.make={_target_:tests.lit_bench.crash_env.hanging_env,_partial_:true}"
+
+
+def _start(args: list[str], log: Path, **env: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env={**CHILD_ENV, **env},
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _wait_for(condition: object, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert process.poll() is None, "ended too early: " + log.read_text()
+        assert time.monotonic() < deadline, "never happened: " + log.read_text()
+        time.sleep(0.05)
+
+
+def _stopped(process: subprocess.Popen, log: Path, within: float) -> tuple[int, str, float]:
+    """Send SIGTERM once; the exit code, the output and how long it took (killed after ``within`` s)."""
+    sent = time.monotonic()
+    os.kill(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise AssertionError(f"still running {within} s after SIGTERM: " + log.read_text()) from None
+    return process.returncode, log.read_text(), time.monotonic() - sent
+
+
+def _summary(root: Path) -> dict:
+    [path] = root.rglob("summary.json")
+    return json.loads(path.read_text())
+
+
+def test_sigterm_stops_a_run_whose_env_hangs_within_stop_timeout(tmp_path: Path) -> None:
+    marker, log = tmp_path / "hanging", tmp_path / "log"
+    process = _start([*PPO, HANGING, "budget=20000", "eval.every=10000", "stop_timeout_s=3", f"out_dir={tmp_path}"],
+                     log, **{HANG_AFTER_ENV: "300", HANG_MARKER_ENV: str(marker)})
+    _wait_for(marker.exists, process, log)
+    code, output, took = _stopped(process, log, within=30)
+    assert code == 143 and took < 3 + 10, (code, took, output)
+    assert "Traceback" not in output and "not stopped within stop_timeout_s=3 s" in output
+    summary = _summary(tmp_path)
+    assert summary["status"] == "interrupted" and summary["signal"] == "SIGTERM" and summary["timesteps"] == 256
+    assert "rerun the same command to resume" in summary["error"]
+
+
+def test_step_timeout_fails_a_run_whose_env_stops_responding(tmp_path: Path) -> None:
+    marker, log = tmp_path / "hanging", tmp_path / "log"
+    process = _start([*PPO, HANGING, "budget=20000", "eval.every=10000", "step_timeout_s=2", f"out_dir={tmp_path}"],
+                     log, **{HANG_AFTER_ENV: "300", HANG_MARKER_ENV: str(marker)})
+    try:
+        process.wait(timeout=90)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    output = log.read_text()
+    assert process.returncode == 1 and "Traceback" not in output, output
+    assert "FAILED: step_timeout_s=2: the env's step did not return within 2 s" in output
+    summary = _summary(tmp_path)
+    assert summary["status"] == "failed" and summary["error"].startswith("step_timeout_s=2: ")
+    assert "\n" not in summary["error"]
+
+
+def test_sigterm_during_a_long_evaluation_stops_it(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    process = _start([*PPO, "budget=512", "eval.every=256", "eval.episodes=20000", f"out_dir={tmp_path}"], log)
+    states = tmp_path / "default"
+
+    def evaluating() -> bool:  # the checkpoint before the evaluation at 256, then a moment into it
+        found = list(states.rglob("state.json"))
+        return bool(found) and json.loads(found[0].read_text())["timesteps"] >= 192
+    _wait_for(evaluating, process, log)
+    time.sleep(2)
+    code, output, took = _stopped(process, log, within=30)
+    assert code == 143 and took < 10, (code, took, output)
+    assert "Traceback" not in output
+    summary = _summary(tmp_path)
+    assert summary["status"] == "interrupted" and summary["timesteps"] == 192
+
+
+def test_sigterm_while_waiting_for_another_process_run_lock(tmp_path: Path) -> None:
+    args = [*PPO, "budget=512", f"out_dir={tmp_path}"]
+    config = resolved(compose_run(*args))
+    root = run_path(config, identify(config))
+    root.mkdir(parents=True)
+    log = tmp_path / "log"
+    with (root / ".lock").open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        process = _start(args, log)
+        _wait_for(lambda: "waiting for it to finish" in log.read_text(), process, log)
+        code, output, took = _stopped(process, log, within=30)
+    assert code == 143 and took < 15, (code, took, output)  # (the poll is 0.2 s; the rest is exiting)
+    assert "Traceback" not in output and "while waiting for the run's lock; nothing was changed" in output
+    assert sorted(p.name for p in root.iterdir()) == [".lock"]
+
+
+@pytest.mark.slow  # ~2 min: three sweeps' worth of joblib pools on 2 cores
+def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp_path: Path) -> None:
+    kill = "env.wrappers=[{_target_:tests.lit_bench.crash_env.KillOnSeed,_partial_:true}]"
+    result = subprocess.run(
+        [sys.executable, "run.py", "-m", "algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=256",
+         "eval.episodes=2", kill, "seed=0,10,20", f"out_dir={tmp_path}", "sweep=died",
+         "hydra.launcher.n_jobs=2"],
+        cwd=REPO, env={**CHILD_ENV, "LIT_BENCH_TEST_KILL_SEED": "10"}, capture_output=True, text=True, timeout=400)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert "2 completed, 1 failed (3 runs)" in output
+    [died] = [line for line in output.splitlines() if " failed " in line and "its joblib worker died" in line]
+    assert died.split()[:3] == ["ppo", "CartPole", "-"] and died.split()[3] == "10", died  # (8 envs: seeds 10-17)
+    for seed in (0, 20):
+        assert _summary(find_run(tmp_path / "died", seed))["status"] == "completed"
