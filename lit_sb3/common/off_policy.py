@@ -117,6 +117,12 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
             kwargs["use_sde"] = True
         return kwargs
 
+    def _check_spaces(self, env: VecEnv) -> None:
+        super()._check_spaces(env)
+        replay.check_replay_args(  # the replay buffer is built with the networks
+            self.replay_buffer_class, env.observation_space, self.n_steps, self.optimize_memory_usage
+        )
+
     def check_env(self, env: VecEnv) -> None:
         super().check_env(env)
         if self.train_freq.unit == TrainFrequencyUnit.EPISODE and env.num_envs > 1:
@@ -124,9 +130,6 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
                 f"train_freq: with {env.num_envs} envs the unit must be 'step' (episodes end at different times), "
                 f"got {self._train_freq_raw!r}"
             )
-        replay.check_replay_args(
-            self.replay_buffer_class, env.observation_space, self.n_steps, self.optimize_memory_usage
-        )
 
     def _setup_buffers(self, env: VecEnv) -> None:
         """Create the replay buffer once (it persists across ``learn`` calls); point HER at the current env."""

@@ -58,33 +58,30 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, Number) and not isinstance(value, bool)
 
 
+class AlgorithmLogger(Logger):
+    """SB3's ``Logger`` of an algorithm (``model.logger``): ``record`` / ``dump`` as in SB3, and, inside a fit, every
+    other attribute from the trainer's Lightning logger (``experiment``, ``log_metrics``, ``save_dir``, ...), so that
+    SB3 callbacks and Lightning-style module code both find theirs (the two APIs share no names)."""
+
+    def __init__(self, algorithm: BaseAlgorithm, output_formats: list[KVWriter]) -> None:
+        super().__init__(folder=None, output_formats=output_formats)
+        self._algorithm = algorithm
+
+    def __getattr__(self, name: str) -> Any:
+        algorithm = self.__dict__.get("_algorithm")  # absent while unpickling
+        trainer = getattr(algorithm, "_trainer", None) if algorithm is not None and not name.startswith("__") else None
+        lightning_logger = trainer.logger if trainer is not None else None
+        if lightning_logger is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (and no Lightning logger is active)")
+        return getattr(lightning_logger, name)
+
+
 def make_sb3_logger(algorithm: BaseAlgorithm, verbose: int) -> Logger:
     """SB3 ``Logger`` writing to Lightning's loggers, and to stdout as SB3's table when ``verbose >= 1``."""
     formats: list[KVWriter] = [LightningKVWriter(algorithm)]
     if verbose >= 1:
         formats.append(HumanOutputFormat(sys.stdout))
-    return Logger(folder=None, output_formats=formats)
-
-
-class SB3AlgorithmView:
-    """What SB3 callbacks see as ``self.model``: the LightningModule, except that ``logger`` is SB3's logger.
-
-    A LightningModule's ``logger`` is Lightning's; SB3 callbacks call ``self.model.logger.record(...)``. Everything
-    else (``predict``, ``save``, ``num_timesteps``, ``get_env``, ...) is the algorithm itself.
-    """
-
-    def __init__(self, algorithm: BaseAlgorithm) -> None:
-        object.__setattr__(self, "_algorithm", algorithm)
-
-    @property
-    def logger(self) -> Logger:
-        return self._algorithm.sb3_logger
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._algorithm, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._algorithm, name, value)
+    return AlgorithmLogger(algorithm, formats)
 
 
 def as_callback(callback: MaybeCallback) -> BaseCallback | None:
