@@ -213,11 +213,23 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         if self.num_timesteps > 0 and self.num_timesteps > self.learning_starts:
             steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
             if steps > 0:
-                if not self.policy.training:
-                    self._set_training_mode(True)
-                self._update_learning_rate()
-                self.gradient_updates(steps, self.batch_size)
+                self.train(gradient_steps=steps, batch_size=self.batch_size)  # SB3's call (callbacks may replace it)
         return True
+
+    def train(self, mode: bool | int = True, batch_size: int | None = None, *,
+              gradient_steps: int | None = None) -> Any:
+        """Two methods under one name: torch's ``train(mode: bool)`` (what Lightning and ``eval()`` call), and SB3's
+        ``train(gradient_steps, batch_size)``: that many updates on replay samples (``batch_size`` defaults to the
+        algorithm's), inside a fit or outside one (the RL Zoo's ``ParallelTrainCallback`` trains a copy in a thread).
+        """
+        if gradient_steps is None and batch_size is None and isinstance(mode, bool):
+            return super().train(mode)
+        if not self.policy.training:
+            self._set_training_mode(True)
+        self._update_learning_rate()
+        self.gradient_updates(int(mode) if gradient_steps is None else gradient_steps,
+                              self.batch_size if batch_size is None else batch_size)
+        return None
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """``gradient_steps`` updates on samples of ``batch_size`` transitions (SB3's ``train``)."""

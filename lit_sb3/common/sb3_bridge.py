@@ -112,3 +112,20 @@ def record_rollout_stats(
     logger.record("time/fps", int(steps_this_run / elapsed))
     logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
     logger.record("time/total_timesteps", num_timesteps, exclude="tensorboard")
+
+
+class PolicyNetwork:
+    """SB3's name on the algorithm for one of its policy's networks: ``q_net = PolicyNetwork()`` in DQN's class body
+    makes ``model.q_net`` read ``model.policy.q_net`` (None before the networks are built)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, algorithm: Any, owner: type | None = None) -> Any:
+        if algorithm is None:
+            return self
+        policy = algorithm.policy
+        return getattr(policy, self.name) if policy is not None else None
+
+    def __set__(self, algorithm: Any, value: Any) -> None:
+        setattr(algorithm.policy, self.name, value)
