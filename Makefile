@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup run test test-all lint bench spec
+.PHONY: help setup run test test-all test-zoo lint bench spec
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,14 @@ test: setup ## Default test suite (unit, parity, API, behaviour, fast learning t
 
 test-all: setup ## Every test, including the slow learning runs
 	$(BIN)/pytest
+
+# The RL Zoo needs optuna >= 3, which the hpo extra's hydra-optuna-sweeper refuses: its own venv until they agree.
+ZOO_VENV := .venv-zoo
+test-zoo: ## The RL Zoo's own scripts (rl_zoo3) on lit_sb3's classes, at tiny budgets (own venv .venv-zoo, ~20 min)
+	test -x $(ZOO_VENV)/bin/python || $(PY) -m venv $(ZOO_VENV)
+	$(ZOO_VENV)/bin/python -c "import torch" 2>/dev/null || $(ZOO_VENV)/bin/pip install -q torch==2.13.0
+	$(ZOO_VENV)/bin/pip install -q -e ".[test,video,zoo]" "torch==$$($(ZOO_VENV)/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	OMP_NUM_THREADS=1 $(ZOO_VENV)/bin/pytest -m zoo tests/zoo
 
 lint: setup ## ruff
 	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks

@@ -90,10 +90,26 @@ class SB3Learn:
         return self
 
 
+class SB3TensorBoardLogger(TensorBoardLogger):
+    """Lightning's TensorBoard logger writing SB3's run directory: the metrics' event files only (SB3 writes no
+    hyperparameters there, so neither ``hparams.yaml`` nor TensorBoard's hparams entries)."""
+
+    def log_hyperparams(self, params: Any, metrics: Any = None) -> None:
+        pass
+
+    def save(self) -> None:
+        self.experiment.flush()
+
+
 def _tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> TensorBoardLogger:
-    """Lightning's TensorBoard logger writing where SB3's ``learn`` would: ``<root>/<name>_<n>``."""
+    """A TensorBoard logger writing where SB3's ``learn`` would: ``<root>/<name>_<n>``."""
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        raise ImportError("tensorboard_log: writing TensorBoard events needs the tensorboard package "
+                          "(pip install tensorboard)") from None
     run_id = get_latest_run_id(root, name) + (1 if reset_num_timesteps else 0)
-    return TensorBoardLogger(save_dir=root, name="", version=f"{name}_{run_id}", default_hp_metric=False)
+    return SB3TensorBoardLogger(save_dir=root, name="", version=f"{name}_{run_id}", default_hp_metric=False)
 
 
 def _accelerator_for(device: torch.device | str) -> dict[str, Any]:

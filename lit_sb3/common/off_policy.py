@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,6 +55,8 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
     """
 
     default_log_interval: ClassVar[int] = 4
+    #: ``target_update_interval`` counts env steps (DQN, QR-DQN), not gradient steps (SAC, TQC)
+    target_update_in_env_steps: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -129,6 +132,13 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
             raise ValueError(
                 f"train_freq: with {env.num_envs} envs the unit must be 'step' (episodes end at different times), "
                 f"got {self._train_freq_raw!r}"
+            )
+        interval = getattr(self, "target_update_interval", None)
+        if self.target_update_in_env_steps and interval is not None and env.num_envs > interval:
+            warnings.warn(
+                f"target_update_interval: {interval} env steps is less than one step of the {env.num_envs} envs, so "
+                f"the target network is updated after every env.step() call, i.e. every {env.num_envs} env steps",
+                stacklevel=2,
             )
 
     def _setup_buffers(self, env: VecEnv) -> None:

@@ -39,7 +39,7 @@ class LightningKVWriter(KVWriter):
             return
         scalars = {k: float(v) for k, v in key_values.items() if _is_scalar(v)}
         for lg in trainer.loggers:
-            fmt = _FORMAT_OF_LOGGER.get(type(lg).__name__, "log")
+            fmt = _format_of(lg)
             metrics = {k: v for k, v in scalars.items() if fmt not in key_excluded.get(k, ())}
             if metrics:
                 lg.log_metrics(metrics, step=step)
@@ -48,6 +48,11 @@ class LightningKVWriter(KVWriter):
 
     def close(self) -> None:
         pass
+
+
+def _format_of(logger: Any) -> str:
+    """SB3's format name of a Lightning logger (its subclasses' too), "log" for others."""
+    return next((_FORMAT_OF_LOGGER[c.__name__] for c in type(logger).__mro__ if c.__name__ in _FORMAT_OF_LOGGER), "log")
 
 
 def _is_scalar(value: Any) -> bool:

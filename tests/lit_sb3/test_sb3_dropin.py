@@ -14,11 +14,15 @@ import pytest
 import sb3_contrib
 import stable_baselines3 as sb3
 import torch
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import SimpleMultiObsEnv
 from stable_baselines3.common.logger import Logger, make_output_format
+from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from lit_sb3 import A2C, ARS, DQN, PPO, SAC, MaskablePPO
+from lit_sb3 import A2C, ARS, DQN, PPO, QRDQN, SAC, TD3, TQC, TRPO, MaskablePPO
 
 TINY = {"net_arch": [8]}  # never handed to SB3 itself, which writes into its policy_kwargs
 
@@ -149,6 +153,7 @@ def test_tensorboard_log_writes_sb3s_runs(tmp_path):
         model.learn(32, tb_log_name="mine")
         model.learn(32)
         runs[name] = sorted(p.name for p in root.iterdir())
+        assert all(f.name.startswith("events.out.tfevents.") for f in root.rglob("*") if f.is_file())
         assert _scalar_tags(root / "PPO_1") >= {"rollout/ep_rew_mean", "train/loss", "time/fps"}
     assert runs["lit"] == runs["sb3"] == ["PPO_1", "PPO_2", "mine_1"]
     tags = {name: _scalar_tags(tmp_path / name / "PPO_1") for name in runs}
@@ -255,3 +260,101 @@ def test_dqn_with_sb3s_keywords():
         model = DQN("MlpPolicy", "CartPole-v1", learning_starts=10, buffer_size=100, policy_kwargs=TINY)
     model.learn(20, log_interval=1, tb_log_name="dqn", progress_bar=False, reset_num_timesteps=True)
     assert model.num_timesteps == 20
+
+
+# ---------------------------------------------------------------------- networks, train(), save, warnings
+
+
+@pytest.mark.parametrize(
+    ("lit", "env_id", "names"),
+    [
+        (DQN, "CartPole-v1", ("q_net", "q_net_target")),
+        (QRDQN, "CartPole-v1", ("quantile_net", "quantile_net_target")),
+        (SAC, "Pendulum-v1", ("actor", "critic", "critic_target")),
+        (TD3, "Pendulum-v1", ("actor", "actor_target", "critic", "critic_target")),
+        (TQC, "Pendulum-v1", ("actor", "critic", "critic_target")),
+    ],
+)
+def test_sb3s_names_of_the_networks(lit, env_id, names):
+    model = lit("MlpPolicy", env_id, buffer_size=100)
+    theirs = (getattr(sb3, lit.__name__, None) or getattr(sb3_contrib, lit.__name__))("MlpPolicy", env_id,
+                                                                                      buffer_size=100)
+    for name in names:
+        assert getattr(model, name) is getattr(model.policy, name)
+        assert type(getattr(model, name)) is type(getattr(theirs, name))
+    assert getattr(lit("MlpPolicy"), names[0]) is None  # no networks before there is an env
+
+
+def test_off_policy_train_is_sb3s_and_torchs():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=100, policy_kwargs=TINY)
+    model.learn(20)
+    updates = model._n_updates
+    model.train(gradient_steps=3, batch_size=8)  # outside a fit, as the Zoo's ParallelTrainCallback calls it
+    assert model._n_updates == updates + 3
+    model.train(False)
+    assert not model.training and not model.policy.training
+    model.train()
+    assert model.training
+
+
+def test_off_policy_loop_updates_through_train_as_sb3():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=100, policy_kwargs=TINY)
+    model.train = lambda *args, **kwargs: None  # what the Zoo's ParallelTrainCallback does to the collecting model
+    model.learn(30)
+    assert model._n_updates == 0
+
+
+def test_save_include_overrides_exclude_as_sb3(tmp_path):
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=TINY)
+    model.learn(32)
+    model.save(tmp_path / "m", exclude=["_last_obs", "gamma"], include=["_last_obs"])
+    data = load_from_zip_file(tmp_path / "m.zip", load_data=True)[0]
+    assert "_last_obs" in data and "gamma" not in data
+
+
+def test_dqn_warns_when_envs_outnumber_target_update_interval_as_sb3():
+    env = make_vec_env("CartPole-v1", n_envs=4)
+    with pytest.warns(UserWarning, match="greater than the target network"):
+        sb3.DQN("MlpPolicy", env, target_update_interval=2)
+    with pytest.warns(UserWarning, match="target_update_interval: 2 env steps"):
+        DQN("MlpPolicy", env, target_update_interval=2, learning_starts=10, policy_kwargs=TINY).learn(8)
+
+
+def test_n_steps_with_a_custom_replay_buffer_warns_as_sb3():
+    with pytest.warns(UserWarning, match="n_steps"):
+        SAC("MlpPolicy", "Pendulum-v1", n_steps=3, replay_buffer_class=ReplayBuffer, policy_kwargs=TINY)
+
+
+def test_optimize_memory_usage_truncation_warns_as_sb3():
+    model = DQN("MlpPolicy", "CartPole-v1", optimize_memory_usage=True, learning_starts=10, buffer_size=100,
+                replay_buffer_kwargs={"handle_timeout_termination": False}, policy_kwargs=TINY)
+    model.learn(20)
+    with pytest.warns(UserWarning, match="optimize_memory_usage"):
+        model.learn(20)
+
+
+# ---------------------------------------------------------------------- bugs
+
+
+def test_trpo_trains_on_dict_observations():
+    model = TRPO("MultiInputPolicy", SimpleMultiObsEnv(random_start=False), n_steps=64, batch_size=32,
+                 policy_kwargs=TINY)
+    model.learn(64)
+    assert model._n_updates == 1
+    TRPO("MultiInputPolicy", SimpleMultiObsEnv(), n_steps=64, batch_size=32, sub_sampling_factor=2,
+         policy_kwargs=TINY).learn(64)
+
+
+def _normalized(env_id: str, training: bool = True) -> VecNormalize:
+    return VecNormalize(DummyVecEnv([lambda: gym.make(env_id)]), training=training)
+
+
+@pytest.mark.parametrize("lit", [True, False], ids=["lit_sb3", "sb3"])
+def test_eval_callback_syncs_vecnormalize_statistics(lit):
+    train_env, eval_env = _normalized("Pendulum-v1"), _normalized("Pendulum-v1", training=False)
+    callback = EvalCallback(eval_env, eval_freq=64, n_eval_episodes=1, verbose=0)
+    cls = PPO if lit else sb3.PPO
+    cls("MlpPolicy", train_env, n_steps=64, batch_size=64, n_epochs=1, policy_kwargs=dict(TINY)).learn(128, callback)
+    assert callback.n_calls == 128
+    np.testing.assert_array_equal(eval_env.obs_rms.mean, train_env.obs_rms.mean)
+    assert train_env.obs_rms.count > 1

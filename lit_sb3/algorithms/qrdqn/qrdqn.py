@@ -57,6 +57,7 @@ class QRDQN(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[QRDQNPolicy]]] = POLICY_ALIASES
+    target_update_in_env_steps: ClassVar[bool] = True
     quantile_net, quantile_net_target = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
     (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps,
