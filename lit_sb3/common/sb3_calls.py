@@ -87,10 +87,10 @@ def _bind(order: list[str], args: tuple, kwargs: dict[str, Any], call: str, sb3_
 
 def constructor_arguments(cls: type, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     """``cls(*args, **kwargs)`` in the spec's form (SB3's positional form named by SB3's signature)."""
-    name = cls.__name__
-    sb3_form, spec_form = f"{name}(policy, env, learning_rate, ...)", f"{name}(policy, learning_rate, ..., env=...)"
     if len(args) < 2 or not is_env(args[1]):
         return args, kwargs
+    name, second = cls.__name__, _parameter_names(cls.__init__)[1]  # type: ignore[misc]
+    sb3_form, spec_form = f"{name}(policy, env, {second}, ...)", f"{name}(policy, {second}, ..., env=...)"
     if "env" in kwargs:
         raise TypeError(f"{name}: env given both second by position (SB3's form {sb3_form}) and as env= (the spec's "
                         f"form {spec_form}); give it once")
