@@ -2,8 +2,8 @@
 
     python benchmarks/synthetic_runs.py /tmp/lit_bench_scale/1000 --runs 1000 [--configs 60] [--evals 100]
 
-Each run is ``<root>/<sweep>/<algo>[@sb3]/<env>/[<variant>-<config_id>/]seed_<n>`` (``lit_bench.identity``) with the
-files ``lit_bench.train`` writes and the analysis reads: ``summary.json`` (the same keys), ``eval.csv``
+Each run is ``<root>/<sweep>/<algo>[@sb3]/<env>/[<variant>-<config_id>/]seed_<n>`` (``lit_bench.config.identity``)
+with the files ``lit_bench.run.train`` writes and the analysis reads: ``summary.json`` (the same keys), ``eval.csv``
 (``rundir.EVAL_FIELDS``, one row per evaluation), ``evaluations.npz`` (SB3's ``EvalCallback`` arrays), ``config.yaml``
 and ``overrides.yaml`` (checkpoints and training metrics are left out: the report does not read them). The runs are
 ``--configs`` configs (algorithms x envs x both backends, then variants, over ``--sweeps`` sweeps) of equally many
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from lit_bench.rundir import EVAL_FIELDS
+from lit_bench.store.rundir import EVAL_FIELDS
 
 EPISODES = 5
 BUDGET = 100_000

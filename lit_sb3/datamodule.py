@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 import lightning as L
@@ -226,11 +227,18 @@ class RLEnvDataModule(L.LightningDataModule):
         weights_only: bool | None = None,
         **kwargs: Any,
     ) -> RLEnvDataModule:
-        """Load the datamodule and then restore env specs through :meth:`load_state_dict`."""
+        """Load the datamodule and then restore env specs through :meth:`load_state_dict`; safe by default as
+        the algorithms' ``load_from_checkpoint`` (``weights_only=True`` with lit_sb3's allow-list)."""
         from lightning.fabric.utilities.cloud_io import _load as pl_load
 
+        from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
+
+        if weights_only is None:
+            weights_only = not is_trusted()
+        local = isinstance(checkpoint_path, (str, Path)) and "://" not in str(checkpoint_path)
         datamodule = cls(**kwargs)
-        checkpoint = pl_load(checkpoint_path, map_location=map_location, weights_only=weights_only)
+        with trusted_checkpoint(checkpoint_path if local and weights_only else None):
+            checkpoint = pl_load(checkpoint_path, map_location=map_location, weights_only=weights_only)
         state = checkpoint.get(cls.__qualname__)
         if state is not None:
             datamodule.load_state_dict(state)

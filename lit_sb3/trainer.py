@@ -23,7 +23,7 @@ from lightning.pytorch.trainer.states import RunningStage
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.common.safe_load import trusted_checkpoint
+from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.env_steps import EnvStepFitLoop, EnvStepLoggerConnector, EnvStepMonitors
 from lit_sb3.progress import EnvStepProgressBar
@@ -256,6 +256,8 @@ class RLTrainer(L.Trainer):
             raise ValueError("datamodule: RLEnvDataModule has no train_env to fit on")
         model.check_env(env)
         model.prepare_run(self._rl_total_timesteps, self.rl_callback)
+        if weights_only is None and is_trusted():  # LIT_SB3_TRUST=1 / lit_sb3.safe_load.trusted()
+            weights_only = False
         try:
             # a checkpoint loads without unpickling foreign code unless the caller passes weights_only=False
             with _quiet_lightning(), trusted_checkpoint(ckpt_path if ckpt_path not in (None, "last", "best") and

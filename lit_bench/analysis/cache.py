@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lit_bench.rundir import EVAL_FIELDS, atomic_write
+from lit_bench.store.rundir import EVAL_FIELDS, atomic_write
 
 CACHE_FILE = ".lit_bench_cache.npz"
 FORMAT = 1  # bump when the parsing of run files changes what an entry holds

@@ -2,8 +2,8 @@
 
 ``load_runs`` gives one row per run (status and summary numbers); ``load_evaluations`` gives the long table
 ``[algo, backend, env, env_id, seed, sweep, config_id, variant, status, run_dir, timesteps, metric, value]`` of every
-evaluation. Runs are found at any depth; ``config_id`` (the config without its seed, ``lit_bench.identity``) tells
-the configs of a sweep apart and ``variant`` names them ("" for the composed defaults). Failed, interrupted,
+evaluation. Runs are found at any depth; ``config_id`` (the config without its seed, ``lit_bench.config.identity``)
+tells the configs of a sweep apart and ``variant`` names them ("" for the composed defaults). Failed, interrupted,
 truncated and damaged runs are kept and marked, never dropped: a run without ``summary.json`` is ``incomplete``; one
 still saying ``running`` (killed mid-run) is ``interrupted``; one whose ``summary.json`` or ``eval.csv`` cannot be
 trusted is ``damaged`` (``problem`` names the file and the fault).
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import pandas as pd  # (imported by the functions that use it: a training run imports this module, not pandas)
 
 from lit_bench.analysis import cache
-from lit_bench.identity import _VARIANT_DIR, config_id, parse_run_path
-from lit_bench.rundir import EVAL_FIELDS, RunDir
+from lit_bench.config.identity import _VARIANT_DIR, config_id, parse_run_path
+from lit_bench.store.rundir import EVAL_FIELDS, RunDir
 
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]
 METRICS = [f for f in EVAL_FIELDS if f != "timesteps"]
@@ -310,7 +310,7 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
 
 
 def sweep_dir(run_dir: Path) -> Path | None:
-    """``<out_dir>/<sweep>`` of a run in the harness layout (``lit_bench.identity``); None for any other path."""
+    """``<out_dir>/<sweep>`` of a run in the harness layout (``lit_bench.config.identity``); None for any other path."""
     return _sweep_of(run_dir.parent) if run_dir.name.startswith("seed_") else None
 
 

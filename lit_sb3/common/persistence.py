@@ -27,7 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
-from lit_sb3.common.safe_load import trusted_checkpoint
+from lit_sb3.common.safe_load import CheckpointError, is_trusted, trusted_checkpoint
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
@@ -44,6 +44,10 @@ _INCLUDED_KEY = "lit_sb3_included"
 #: where an env stood when the zip was written; ``load(env=..., force_reset=False)`` continues from there
 _CONTINUATION = ("_last_obs", "_last_episode_starts", "_last_original_obs")
 _VOLATILE_HPARAMS = ("verbose", "device")  # where and how loudly a run trains, not what it trains
+#: checkpoint entry naming the constructor arguments Lightning could not keep in ``hyper_parameters`` (lambdas)
+_UNSAVED_KEY = "unsaved_hyperparameters"
+#: constructor arguments that are not hyperparameters (ignored by ``save_hyperparameters``)
+_NOT_HPARAMS = ("self", "env", "_init_setup_model")
 
 
 class Persistence:
@@ -94,6 +98,7 @@ class Persistence:
     def on_save_checkpoint(self: BaseAlgorithm, checkpoint: dict[str, Any]) -> None:
         if self.observation_space is not None:
             checkpoint[_CKPT_KEY] = self._extra_state(CHECKPOINT)
+            checkpoint[_CKPT_KEY][_UNSAVED_KEY] = sorted(_unsaved_hyperparameters(self))
 
     def on_load_checkpoint(self: BaseAlgorithm, checkpoint: dict[str, Any]) -> None:
         if self._trainer is not None:  # resuming into a model the caller built (load_from_checkpoint builds its own)
@@ -103,6 +108,7 @@ class Persistence:
             return
         self.build(space_from_dict(state["observation_space"]), space_from_dict(state["action_space"]))
         self._load_extra_state(state, CHECKPOINT)
+        self._unsaved_in_checkpoint = list(state.get(_UNSAVED_KEY) or [])
 
     @classmethod
     def load_from_checkpoint(
@@ -117,12 +123,22 @@ class Persistence:
         """Lightning's ``load_from_checkpoint``, safe by default: ``weights_only=True`` with the objects lit_sb3
         checkpoints hold allow-listed (action noise, schedules, policy/buffer classes); one clear line for a
         missing, truncated or foreign file. ``weights_only=False`` unpickles anything (trusted files only)."""
+        if weights_only is None and is_trusted():  # LIT_SB3_TRUST=1 / lit_sb3.safe_load.trusted()
+            weights_only = False
         local = isinstance(checkpoint_path, (str, Path)) and "://" not in str(checkpoint_path)
         with trusted_checkpoint(checkpoint_path if local and weights_only is not False else None):
-            return super().load_from_checkpoint(  # type: ignore[misc]
+            model = super().load_from_checkpoint(  # type: ignore[misc]
                 checkpoint_path, map_location=map_location, hparams_file=hparams_file, strict=strict,
                 weights_only=True if weights_only is None else weights_only, **kwargs,
             )
+        missing = [name for name in getattr(model, "_unsaved_in_checkpoint", []) if name not in kwargs]
+        if missing:  # the model was built with the defaults instead: never hand it back as the saved one
+            raise CheckpointError(
+                f"load_from_checkpoint: the checkpoint has no {', '.join(missing)} (code, e.g. a lambda, which "
+                f"Lightning does not keep in a checkpoint); give it again: load_from_checkpoint(path, "
+                f"{', '.join(f'{name}=...' for name in missing)})"
+            )
+        return model
 
     # ------------------------------------------------------------------ SB3 parameters and zips
 
@@ -181,6 +197,7 @@ class Persistence:
         pytorch_variables = {k: v for k, v in state.items() if isinstance(v, torch.Tensor)}
         data = {k: v for k, v in state.items() if k not in pytorch_variables}
         data[safe_zip.SAFE_KEY] = safe_zip.safe_mirror(data)  # what load reads instead of the pickled entries
+        _warn_about_unsafe_values(data, set(data[safe_zip.SAFE_KEY]))
         save_to_zip_file(path, data=data, params=self.get_parameters(), pytorch_variables=pytorch_variables)
 
     @classmethod
@@ -193,14 +210,15 @@ class Persistence:
         print_system_info: bool = False,
         force_reset: bool = True,
         *,
-        trusted: bool = False,
+        trusted: bool | None = None,
         **kwargs: Any,
     ) -> SelfPersistence:
         """Load a zip written by ``save`` (or by SB3's own ``save`` of the same algorithm).
 
-        Safe by default: the zip's ``:serialized:`` (cloudpickle) entries are never unpickled; their values come
-        from the plain-JSON mirror ``save`` writes, or from ``custom_objects``. A zip that holds a needed value only
-        as a pickle (one written by SB3 itself) is refused with one line, unless ``trusted=True`` (runs its code).
+        Safe by default: values come from ``custom_objects``, the plain-JSON mirror ``save`` writes, or the zip's
+        ``:serialized:`` (cloudpickle) entries read through lit_sb3's allow-list (:mod:`lit_sb3.safe_load`: how an
+        SB3-written zip loads); a needed value naming anything else is refused in one line. ``trusted=True`` (or,
+        when ``trusted`` is not given, ``LIT_SB3_TRUST=1`` / ``lit_sb3.safe_load.trusted()``) unpickles everything.
 
         :param force_reset: as in SB3: reset ``env`` before training. ``False`` continues ``env`` from the
             observation the zip holds (SB3's zips, or ``save(include=["_last_obs", "_last_episode_starts"])``)
@@ -211,6 +229,8 @@ class Persistence:
                 raise FileNotFoundError(f"load: no such file: {path}")
             path = f"{path}.zip"  # SB3's save adds the suffix
         accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "_init_setup_model"}
+        if trusted is None:
+            trusted = is_trusted()
         try:
             if trusted:
                 data, params, pytorch_variables = load_from_zip_file(
@@ -252,11 +272,48 @@ class Persistence:
 
 
 
+def _unsaved_hyperparameters(model: BaseAlgorithm) -> dict[str, Any]:
+    """Constructor arguments Lightning left out of ``hparams`` because they cannot be pickled (lambdas), with the
+    model's value of each."""
+    parameters = inspect.signature(type(model).__init__).parameters.values()
+    return {p.name: getattr(model, p.name) for p in parameters
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in _NOT_HPARAMS
+            and p.name not in model.hparams and p.name != "device" and hasattr(model, p.name)}
+
+
+def _warn_about_unsafe_values(data: dict[str, Any], mirrored: set[str]) -> None:
+    """``save`` keeps a value without a plain-JSON form as SB3 does, a pickle; say which ones ``load`` will refuse
+    unless trusted (code such as a lambda, or a class outside the allow-list), instead of losing them silently."""
+    import cloudpickle
+
+    from lit_sb3.common.safe_load import NotAllowed, loads
+
+    unsafe: dict[str, str] = {}
+    for key in sorted(set(data) - mirrored - {safe_zip.SAFE_KEY}):
+        try:
+            loads(cloudpickle.dumps(data[key]), key)
+        except NotAllowed as error:
+            code = error.name.startswith(("cloudpickle", "builtins", "types"))
+            unsafe[key] = "a function" if code else error.name
+        except Exception:
+            continue
+    if unsafe:
+        kinds = ", ".join(sorted(set(unsafe.values())))
+        warnings.warn(
+            f"save: {', '.join(unsafe)} hold code ({kinds}), which a file keeps only as a pickle: load() refuses "
+            f"them unless given again in custom_objects, allow-listed (lit_sb3.safe_load.allow, for classes) or the "
+            f"file is trusted (load(..., trusted=True), LIT_SB3_TRUST=1)",
+            stacklevel=3,
+        )
+
+
 def _base_state(model: BaseAlgorithm, fmt: StateFormat) -> dict[str, Any]:
     """The entries every algorithm keeps (see the module docstring)."""
     if fmt == ZIP:
         # "device" is where this process ran, not part of the model: SB3's load would take it over its argument
         data: dict[str, Any] = {k: v for k, v in model.hparams.items() if k != "device"}
+        # what Lightning could not keep (lambdas): saved as SB3 saves it, so that it is never lost silently
+        data.update(_unsaved_hyperparameters(model))
         # SB3's load copies data over its attributes, where "*_kwargs" are dicts, never None
         data.update({k: {} for k, v in data.items() if k.endswith("_kwargs") and v is None})
         data.update(

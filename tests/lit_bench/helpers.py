@@ -18,8 +18,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from lit_bench.checks import ConfigError, algorithm_class
-from lit_bench.rundir import EVAL_FIELDS
+from lit_bench.config.checks import ConfigError, algorithm_class
+from lit_bench.store.rundir import EVAL_FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from lit_bench.backends import Job, algorithm_kwargs
-from lit_bench.checks import ConfigError
-from lit_bench.envs import make_envs
-from lit_bench.train import _prepare
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.envs import make_envs
+from lit_bench.run.backends import Job, algorithm_kwargs
+from lit_bench.run.train import _prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, lit_class_or_skip
 

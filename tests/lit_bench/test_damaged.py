@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lit_bench import report
 from lit_bench.analysis.load import load_runs
+from lit_bench.cli import report
 from tests.lit_bench.helpers import write_run
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench import train
-from lit_bench.rundir import RunDir
-from lit_bench.train import Start, decide
+from lit_bench.run import train
+from lit_bench.run.train import Start, decide
+from lit_bench.store.rundir import RunDir
 
 from .helpers import write_run
 

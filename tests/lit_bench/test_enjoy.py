@@ -1,4 +1,4 @@
-"""Watching what was trained: ``lit_bench.enjoy`` rebuilds a run's evaluation env and replays its best/last model on
+"""Watching what was trained: ``lit_bench.cli.enjoy`` rebuilds a run's evaluation env and replays its best/last model on
 both backends; the harness keeps a best-model checkpoint and records evaluation videos."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import pytest
 import yaml
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from lit_bench import enjoy
-from lit_bench.best import BestCheckpoint, best_state
-from lit_bench.checks import ConfigError
-from lit_bench.envs import make_envs
-from lit_bench.rundir import RunDir
-from lit_bench.video import EvalVideo, check_eval_video, check_video_deps
+from lit_bench.cli import enjoy
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.envs import make_envs
+from lit_bench.run.best import BestCheckpoint, best_state
+from lit_bench.run.video import EvalVideo, check_eval_video, check_video_deps
+from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness
@@ -37,7 +37,7 @@ VIDEO_EXTRA = all(importlib.util.find_spec(name) for name in ("imageio", "imagei
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A tiny VecNormalize PPO run per backend, trained in-process with videos on."""
-    from lit_bench.train import run
+    from lit_bench.run.train import run
 
     if not VIDEO_EXTRA:
         pytest.skip("needs the video extra: pip install -e '.[video]'")
@@ -130,7 +130,7 @@ def test_harness_records_the_final_evaluation(runs: dict[str, Path]) -> None:
 
 
 def test_enjoy_errors_are_one_line(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from lit_bench.identity import resolved
+    from lit_bench.config.identity import resolved
 
     masked = tmp_path / "masked"  # a run's config is enough: the env is checked before any checkpoint is read
     masked.mkdir()

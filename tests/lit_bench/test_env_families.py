@@ -21,9 +21,9 @@ from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeE
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize, VecTransposeImage, unwrap_vec_wrapper
 
-from lit_bench.checks import ConfigError
-from lit_bench.coverage import coverage
-from lit_bench.envs import make_envs
+from lit_bench.cli.coverage import coverage
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.envs import make_envs
 from tests.lit_bench.helpers import CONF, REPO, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
@@ -130,7 +130,7 @@ def test_coverage_lists_every_reference_row() -> None:
 @pytest.mark.parametrize("package", ["ale_py", "cv2"])
 def test_missing_extra_is_one_line_before_training(package: str, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from lit_bench.train import run
+    from lit_bench.run.train import run
 
     monkeypatch.setitem(sys.modules, package, None)  # `import <package>` now raises ImportError
     summary = run(compose_run("algo=ppo", "env=Breakout", f"out_dir={tmp_path}"))
@@ -139,7 +139,7 @@ def test_missing_extra_is_one_line_before_training(package: str, tmp_path: Path,
     assert summary["status"] == "failed" and summary["traceback"] is None
     assert not list(tmp_path.rglob("eval.csv")) and not list(tmp_path.rglob("config.yaml"))
     with pytest.raises(ConfigError, match="needs the 'atari' extra"):
-        from lit_bench.envs import require_package
+        from lit_bench.config.envs import require_package
 
         require_package(compose_run("env=Breakout").env, "Breakout")
 
@@ -216,7 +216,7 @@ def test_zoo_suites_hold_the_reference_table_at_its_budgets() -> None:
 
 
 def test_suite_entries_share_multiruns_and_take_a_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lit_bench import regress
+    from lit_bench.cli import regress
 
     commands: list[list[str]] = []
     monkeypatch.setattr(regress.subprocess, "run", lambda command, **_: commands.append(command))

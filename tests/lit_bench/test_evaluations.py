@@ -15,8 +15,8 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from lit_bench.analysis.load import load_episode_returns
-from lit_bench.evaluation import PeriodicEval
-from lit_bench.rundir import RunDir
+from lit_bench.run.evaluation import PeriodicEval
+from lit_bench.store.rundir import RunDir
 
 # How the RL Zoo's plotting scripts read a run (scripts/plot_train.py / all_plots.py): numpy only.
 ZOO_LIKE_LOADER = textwrap.dedent("""

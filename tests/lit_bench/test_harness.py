@@ -12,17 +12,17 @@ from gymnasium import spaces
 from omegaconf import DictConfig
 from sb3_contrib.common.maskable.utils import is_masking_supported
 
-from lit_bench.backends import Job, algorithm_kwargs
-from lit_bench.checks import (
+from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
     check_hyperparameters,
     check_spaces,
     supported_action_spaces,
 )
-from lit_bench.envs import make_envs, require_package
-from lit_bench.rundir import EVAL_FIELDS
-from lit_bench.train import _prepare
+from lit_bench.config.envs import make_envs, require_package
+from lit_bench.run.backends import Job, algorithm_kwargs
+from lit_bench.run.train import _prepare
+from lit_bench.store.rundir import EVAL_FIELDS
 from lit_sb3.common.envs import check_env_id
 from tests.lit_bench.helpers import (
     ALGOS,
@@ -149,7 +149,7 @@ def test_budget_precedence() -> None:
     (["algo=ppo", "env=BitFlipping"], "env=BitFlipping has Dict observations: set algo.policy=MultiInputPolicy"),
 ])
 def test_bad_input_is_one_line(overrides: list[str], message: str, tmp_path: Path) -> None:
-    from lit_bench.train import run
+    from lit_bench.run.train import run
 
     summary = run(compose_run(*overrides, f"out_dir={tmp_path}"))
     assert summary["status"] == "failed" and summary["error"].startswith(message)

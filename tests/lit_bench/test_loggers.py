@@ -12,9 +12,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from lit_bench import loggers
-from lit_bench.checks import ConfigError
-from lit_bench.rundir import RunDir
+from lit_bench.config.checks import ConfigError
+from lit_bench.run import loggers
+from lit_bench.store.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
 

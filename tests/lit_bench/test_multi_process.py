@@ -15,7 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import read_write
 
-from lit_bench.train import run
+from lit_bench.run.train import run
 from tests.lit_bench.helpers import CHILD_ENV, compose_run, find_run, read_csv, run_py
 
 DDP = ("trainer.devices=2", "trainer.strategy=ddp")
@@ -103,7 +103,7 @@ def test_a_rank_failing_before_fit_fails_the_run(tmp_path: Path) -> None:
 
 
 def test_a_further_rank_without_rank0s_plan_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lit_bench.ranks import PLAN_ENV, rank_exit_code
+    from lit_bench.run.ranks import PLAN_ENV, rank_exit_code
 
     monkeypatch.setenv("LOCAL_RANK", "1")  # as Lightning's launcher sets it for the processes it starts
     monkeypatch.delenv(PLAN_ENV, raising=False)

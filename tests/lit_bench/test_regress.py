@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from lit_bench import regress
+from lit_bench.cli import regress
 from tests.lit_bench.helpers import make_sweep
 
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from lit_bench import report
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
+from lit_bench.cli import report
 from tests.lit_bench.helpers import make_sweep, write_run
 
 

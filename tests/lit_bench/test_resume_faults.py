@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.train import run
+from lit_bench.run.train import run
 from tests.lit_bench.helpers import compose_run, find_run, kill_when_checkpointed, read_csv, run_py
 
 pytestmark = pytest.mark.harness

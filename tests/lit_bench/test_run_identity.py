@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from lit_bench.analysis.load import load_runs
-from lit_bench.identity import identify, slug
-from lit_bench.rundir import RunDir
-from lit_bench.sweep import RunFailed, job_result
+from lit_bench.config.identity import identify, slug
+from lit_bench.control.sweep import RunFailed, job_result
+from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
@@ -72,7 +72,7 @@ def test_slug_is_path_safe_and_bounded() -> None:
 
 
 def test_changed_config_never_deletes_a_completed_run(tmp_path: Path) -> None:
-    from lit_bench.train import run
+    from lit_bench.run.train import run
 
     common = (*TINY, f"out_dir={tmp_path}", "sweep=change")
     first = run(compose_run(*common))

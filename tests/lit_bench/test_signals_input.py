@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench import train
+from lit_bench.run import train
 from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness

@@ -134,7 +134,7 @@ def test_rliable_scores_from_load_evaluations(tmp_path):
 
 
 def test_console_line_says_reached_only_when_the_threshold_held():
-    from lit_bench.train import describe
+    from lit_bench.run.train import describe
 
     base = {"algo": "ppo", "env": "CartPole", "seed": 0, "backend": "lit", "status": "completed", "timesteps": 3000,
             "final_std_return": 0.0, "threshold": 475.0, "run_dir": "r"}

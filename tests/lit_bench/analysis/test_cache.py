@@ -15,7 +15,7 @@ import pytest
 
 from lit_bench.analysis import cache, load
 from lit_bench.analysis.load import load_tables
-from lit_bench.rundir import atomic_write_text
+from lit_bench.store.rundir import atomic_write_text
 
 from ..helpers import make_sweep, write_run
 

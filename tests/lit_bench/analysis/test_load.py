@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lit_bench.analysis.load import find_run_dirs, load_evaluations, load_runs
-from lit_bench.identity import config_id
+from lit_bench.config.identity import config_id
 from tests.lit_bench.helpers import make_sweep, write_run
 
 

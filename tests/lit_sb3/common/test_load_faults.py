@@ -15,7 +15,7 @@ import stable_baselines3 as sb3
 import torch
 from stable_baselines3.common.utils import LinearSchedule
 
-from lit_bench.noise import normal
+from lit_bench.config.noise import normal
 from lit_sb3 import PPO, SAC, TD3, RLEnvDataModule, RLTrainer
 from lit_sb3.common.safe_load import CheckpointError
 
@@ -68,7 +68,7 @@ def test_load_from_checkpoint_runs_no_planted_code(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     checkpoint["hyper_parameters"]["policy_kwargs"] = Planted(marker)
     torch.save(checkpoint, tmp_path / "planted.ckpt")
-    with pytest.raises(CheckpointError, match=r"references \S*open, which lit_sb3 does not load by default"):
+    with pytest.raises(CheckpointError, match=r"holds code \(\S*open\): not on lit_sb3's allow-list"):
         PPO.load_from_checkpoint(tmp_path / "planted.ckpt")
     with pytest.raises(CheckpointError):
         fit(PPO("MlpPolicy", n_steps=32, policy_kwargs=NET), "CartPole-v1", 128, ckpt_path=tmp_path / "planted.ckpt")
@@ -121,11 +121,18 @@ def test_zip_load_never_unpickles_serialized_entries(tmp_path: Path) -> None:
     assert np.array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
 
     sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=64, seed=0).save(tmp_path / "sb3.zip")
-    with pytest.raises(ValueError, match=r"^load: .*sb3.zip stores .*action_space.* only as pickled code .*"
-                                         r"trusted=True") as error:
-        PPO.load(tmp_path / "sb3.zip")
-    assert "\n" not in str(error.value)
-    assert PPO.load(tmp_path / "sb3.zip", trusted=True).n_steps == 64
+    assert PPO.load(tmp_path / "sb3.zip").n_steps == 64  # SB3's pickles hold allow-listed data only
+    planted_sb3 = tmp_path / "planted_sb3.zip"
+    with zipfile.ZipFile(tmp_path / "sb3.zip") as src, zipfile.ZipFile(planted_sb3, "w") as dst:
+        for item in src.infolist():
+            content = src.read(item)
+            if item.filename == "data":
+                content = json.dumps({**json.loads(content), "action_space": planted}).encode()
+            dst.writestr(item, content)
+    with pytest.raises(ValueError, match=r"^load: .*planted_sb3.zip: action_space holds code \(\S*open\): not on "
+                                         r"lit_sb3's allow-list .*trusted=True") as error:
+        PPO.load(planted_sb3)
+    assert "\n" not in str(error.value) and not marker.exists()
 
 
 def test_checkpoint_keeps_only_the_filled_replay_buffer(tmp_path: Path) -> None:

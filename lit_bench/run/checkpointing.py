@@ -28,7 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
-from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
+from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
@@ -136,10 +136,11 @@ def checkpoint_timesteps(path: Path) -> int:
     if path.suffix == ".zip":  # SB3's zip: "data" is JSON; num_timesteps is a plain number in it
         with zipfile.ZipFile(path) as archive:
             return int(json.loads(archive.read("data"))["num_timesteps"])
-    from lit_sb3.common.safe_load import trusted_checkpoint
+    from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
 
-    with trusted_checkpoint(path):
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    trust = is_trusted()  # LIT_SB3_TRUST=1: the user trusts every file read back
+    with trusted_checkpoint(None if trust else path):
+        checkpoint = torch.load(path, map_location="cpu", weights_only=not trust)
     return int(checkpoint["lit_sb3"]["num_timesteps"])
 
 

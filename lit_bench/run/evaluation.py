@@ -17,8 +17,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
 from lit_bench.analysis.load import EVALUATIONS_NPZ, read_evaluations_npz
-from lit_bench.rundir import RunDir, atomic_write
-from lit_bench.video import EvalVideo, recording
+from lit_bench.run.video import EvalVideo, recording
+from lit_bench.store.rundir import RunDir, atomic_write
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm

@@ -4,9 +4,12 @@
                               [--checkpoint last|best] [--render human] [--trust]
 
 The env is the run's own evaluation env (``config.yaml``: env id or factory, kwargs, wrappers, seed), with the
-VecNormalize statistics saved next to the checkpoint, frozen. Both backends load: ``lit`` runs from their Lightning
-``.ckpt`` (``weights_only=True``), ``sb3`` runs from their SB3 zip with every pickled (``:serialized:``) entry
-rebuilt from the run's config instead of unpickled. ``--trust`` unpickles everything (only for run dirs you trust).
+VecNormalize statistics saved next to the checkpoint, frozen. Nothing in the run directory runs code unless
+``--trust``: every name ``config.yaml`` gives (``_target_`` nodes, getters' paths, ``env.package``,
+``algo._target_``) must be one the harness's own config groups use or one on lit_sb3's allow-list
+(:mod:`lit_bench.trust`); the VecNormalize pickle and the ``lit`` backend's ``.ckpt`` are read through that
+allow-list; ``sb3`` runs load from their SB3 zip with every pickled (``:serialized:``) entry rebuilt from the
+(checked) config instead of unpickled. ``--trust`` skips the checks and unpickles everything.
 Action masks (MaskablePPO) and LSTM states (RecurrentPPO) are handled by SB3's / sb3-contrib's evaluation loop.
 """
 
@@ -14,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import io
 import json
 import pickle
 import re
@@ -31,12 +33,14 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_bench.best import checkpoint_files
-from lit_bench.checks import ConfigError, algorithm_class
-from lit_bench.envs import make_envs
-from lit_bench.evaluation import evaluate_episodes
-from lit_bench.rundir import RunDir
-from lit_bench.video import check_renderable, check_video_deps, recording
+from lit_bench.config.checks import ConfigError, algorithm_class
+from lit_bench.config.envs import make_envs
+from lit_bench.config.trust import UntrustedConfig, check_run_config
+from lit_bench.run.best import checkpoint_files
+from lit_bench.run.evaluation import evaluate_episodes
+from lit_bench.run.video import check_renderable, check_video_deps, recording
+from lit_bench.store.rundir import RunDir
+from lit_sb3.common.safe_load import Refused, is_trusted, loads
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -45,21 +49,6 @@ if TYPE_CHECKING:
 
 CHECKPOINTS = ("last", "best")
 RENDER_MODES = ("human",)
-
-# What a VecNormalize pickle may reference: its own class, running statistics, numpy arrays and RNGs, spaces.
-_VECNORMALIZE_GLOBALS = {
-    "stable_baselines3.common.vec_env.vec_normalize": {"VecNormalize"},
-    "stable_baselines3.common.running_mean_std": {"RunningMeanStd"},
-    "numpy": {"ndarray", "dtype"},
-    "numpy.core.multiarray": {"_reconstruct", "scalar"},
-    "numpy._core.multiarray": {"_reconstruct", "scalar"},
-    "numpy.random._pickle": {"__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor"},
-    "numpy.random._pcg64": {"PCG64"},
-    "numpy.random.bit_generator": {"SeedSequence", "__pyx_unpickle_SeedSequence"},
-    "collections": {"OrderedDict"},
-}
-_VECNORMALIZE_MODULE_PREFIXES = ("numpy.dtypes", "gymnasium.spaces.")
-
 
 class EnjoyError(Exception):
     """A mistake or a refused file: printed as one line, exit code 2."""
@@ -71,28 +60,31 @@ class Episode:
     length: int
 
 
-def load_config(run: RunDir) -> DictConfig:
+def load_config(run: RunDir, trust: bool = False) -> DictConfig:
+    """The run's recorded config; unless ``trust``, every name in it that would run code is checked first."""
     if not run.config.is_file():
         raise EnjoyError(f"run_dir: {run.root} has no config.yaml (is it a lit_bench run directory?)")
-    return OmegaConf.create(yaml.safe_load(run.config.read_text()))
-
-
-class _VecNormalizeUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if name in _VECNORMALIZE_GLOBALS.get(module, ()) or module.startswith(_VECNORMALIZE_MODULE_PREFIXES):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not a VecNormalize statistic")
+    tree = yaml.safe_load(run.config.read_text())
+    if not trust:
+        try:
+            check_run_config(tree, str(run.config))
+        except UntrustedConfig as error:
+            raise EnjoyError(str(error)) from None
+    return OmegaConf.create(tree)
 
 
 def load_vecnormalize(path: Path, env: VecNormalize, trust: bool = False) -> None:
-    """Copy the saved observation/return statistics into ``env`` (frozen), unpickling only plain data unless trusted."""
+    """Copy the saved observation/return statistics into ``env`` (frozen), unpickling only allow-listed data (see
+    :mod:`lit_sb3.safe_load`) unless trusted."""
     if not path.is_file():
         raise EnjoyError(f"vecnormalize: the run normalizes observations but {path} is missing")
     data = path.read_bytes()
     try:
-        saved = pickle.loads(data) if trust else _VecNormalizeUnpickler(io.BytesIO(data)).load()
-    except pickle.UnpicklingError as error:
-        raise EnjoyError(f"vecnormalize: {path} refused ({error}); rerun with --trust if you trust this run") from None
+        saved = pickle.loads(data) if trust else loads(data, f"vecnormalize: {path}", trusted="--trust")
+    except Refused as error:
+        raise EnjoyError(str(error)) from None
+    if not isinstance(saved, VecNormalize):
+        raise EnjoyError(f"vecnormalize: {path} holds a {type(saved).__name__}, not VecNormalize statistics")
     env.obs_rms, env.ret_rms = saved.obs_rms, saved.ret_rms
     env.training, env.norm_reward = False, False
 
@@ -115,6 +107,8 @@ def load_lit(cls: type, path: Path, trust: bool) -> Any:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*Skipping '.*' parameter because.*")
             return cls.load_from_checkpoint(str(path), map_location="cpu", weights_only=not trust)
+    except Refused as error:  # a global outside the allow-list, or a damaged file
+        raise EnjoyError(f"{error} (enjoy: --trust)") from None
     except pickle.UnpicklingError as error:
         refused = re.search(r"GLOBAL (\S+)", str(error))
         what = refused.group(1) if refused else "objects"
@@ -132,7 +126,7 @@ def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dic
     """``custom_objects`` for SB3's ``load`` replacing each pickled entry of the zip: spaces from the env, the
     policy class from its alias, hyperparameters from the run's config (their defaults otherwise); what ``load``
     recomputes itself (schedules, train_freq) gets its config value or None."""
-    from lit_bench.backends import algorithm_kwargs_for
+    from lit_bench.run.backends import algorithm_kwargs_for
 
     kwargs = algorithm_kwargs_for(cfg.algo, env.action_space, "sb3")
     defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
@@ -166,7 +160,12 @@ def play(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, episodes: int, determ
 
 def enjoy(run_dir: str | Path, episodes: int = 3, deterministic: bool | None = None, video: str | Path | None = None,
           checkpoint: str = "last", render: str | None = None, trust: bool = False) -> list[Episode]:
-    """Play ``episodes`` episodes of a run's checkpoint on its evaluation env; write ``video`` when given."""
+    """Play ``episodes`` episodes of a run's checkpoint on its evaluation env; write ``video`` when given.
+    ``trust`` (``--trust``, or ``LIT_SB3_TRUST=1`` in the environment) loads whatever the run's files name."""
+    try:
+        trust = trust or is_trusted()
+    except Refused as error:  # a malformed LIT_SB3_TRUST
+        raise EnjoyError(str(error)) from None
     if checkpoint not in CHECKPOINTS:
         raise EnjoyError(f"--checkpoint={checkpoint}: choose one of {', '.join(CHECKPOINTS)}")
     if render is not None and render not in RENDER_MODES:
@@ -178,7 +177,7 @@ def enjoy(run_dir: str | Path, episodes: int = 3, deterministic: bool | None = N
     if video is not None:
         check_video_deps(video)
     run = RunDir(run_dir)
-    cfg = load_config(run)
+    cfg = load_config(run, trust)
     if deterministic is None:
         deterministic = bool(cfg.eval.deterministic)
     if video is not None:
@@ -205,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--checkpoint", default="last", help=f"which checkpoint: {', '.join(CHECKPOINTS)}")
     parser.add_argument("--render", default=None, help="show the episodes in a window: human")
     parser.add_argument("--trust", action="store_true",
-                        help="unpickle everything in the run's files (only for run directories you trust)")
+                        help="load whatever the run's files name: its config's targets and packages, every pickle "
+                             "(only for run directories you trust)")
     args = parser.parse_args(argv)
     try:
         played = enjoy(args.run_dir, args.episodes, args.deterministic, args.video, args.checkpoint, args.render,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lit_bench.analysis.aggregate import iqm
-from lit_bench.checks import ConfigError
+from lit_bench.config.checks import ConfigError
 
 METRICS = ("final", "iqm_last")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_bench.rundir import RunDir, atomic_write, atomic_write_json
+from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm

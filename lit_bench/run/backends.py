@@ -19,7 +19,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_bench.checkpointing import (
+from lit_bench.config.checks import ConfigError, sb3_equivalent
+from lit_bench.run.checkpointing import (
     LIT_CHECKPOINT,
     SB3_CHECKPOINT,
     SB3_REPLAY_BUFFER,
@@ -27,11 +28,10 @@ from lit_bench.checkpointing import (
     LitCheckpoint,
     SB3Checkpoint,
 )
-from lit_bench.checks import ConfigError, sb3_equivalent
-from lit_bench.evaluation import PeriodicEval
-from lit_bench.loggers import lightning_loggers, sb3_output_formats, scalar
-from lit_bench.rundir import RunDir, atomic_write_text, csv_text
-from lit_bench.stopping import LitStopOnSignal, SB3StopOnSignal
+from lit_bench.run.evaluation import PeriodicEval
+from lit_bench.run.loggers import lightning_loggers, sb3_output_formats, scalar
+from lit_bench.run.stopping import LitStopOnSignal, SB3StopOnSignal
+from lit_bench.store.rundir import RunDir, atomic_write_text, csv_text
 
 
 @dataclass

@@ -1,6 +1,6 @@
-"""The run's side of lit_bench.signals: callbacks that stop a training at a checkpoint boundary after a signal.
+"""The run's side of lit_bench.control.signals: callbacks that stop a training at a checkpoint boundary after a signal.
 
-Apart from lit_bench.signals, so that the processes that only start or report a sweep (a joblib parent) import
+Apart from lit_bench.control.signals, so that the processes that only start or report a sweep (a joblib parent) import
 neither Lightning nor SB3.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 import lightning as L
 from stable_baselines3.common.callbacks import BaseCallback
 
-from lit_bench import signals
-from lit_bench.signals import Interrupted
+from lit_bench.control import signals
+from lit_bench.control.signals import Interrupted
 
 
 class LitStopOnSignal(L.Callback):

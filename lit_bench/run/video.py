@@ -19,8 +19,8 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from lit_bench.checks import ConfigError
-from lit_bench.rundir import FINAL_VIDEO
+from lit_bench.config.checks import ConfigError
+from lit_bench.store.rundir import FINAL_VIDEO
 
 EXTRA = "video"
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -46,7 +46,7 @@ def check_video_deps(path: str | Path) -> None:
 
 def check_renderable(env_cfg: Any, env_name: str) -> None:
     """The configured env must offer ``rgb_array`` rendering (checked on one throwaway instance, before training)."""
-    from lit_bench.envs import env_source
+    from lit_bench.config.envs import env_source
 
     headless_rendering()
     source, kwargs = env_source(env_cfg, env_name), dict(env_cfg.get("kwargs") or {})

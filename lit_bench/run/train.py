@@ -1,8 +1,8 @@
 """``run(cfg)``: one configured run, start to finish, into its run directory.
 
-The directory is the config's own (``lit_bench.identity``) and has one writer at a time (``RunDir.lock``). Skips a
-run that already completed with the same config, resumes one that has a checkpoint, never touches a directory that
-holds another config, and never raises for a failed run: the failure is recorded in ``summary.json`` (so that a
+The directory is the config's own (``lit_bench.config.identity``) and has one writer at a time (``RunDir.lock``).
+Skips a run that already completed with the same config, resumes one that has a checkpoint, never touches a directory
+that holds another config, and never raises for a failed run: the failure is recorded in ``summary.json`` (so that a
 sweep's other runs carry on) and returned.
 """
 
@@ -24,9 +24,7 @@ from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from lit_bench.analysis import aggregate
-from lit_bench.best import BestCheckpoint
-from lit_bench.checkpointing import resume_point
-from lit_bench.checks import (
+from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
     check_budget,
@@ -37,13 +35,17 @@ from lit_bench.checks import (
     check_run_options,
     check_spaces,
 )
-from lit_bench.envs import EVAL_SEED_OFFSET, make_envs, require_package
-from lit_bench.evaluation import PeriodicEval
-from lit_bench.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
-from lit_bench.loggers import check_loggers, finish_loggers
-from lit_bench.objective import check_objective, score
-from lit_bench.provenance import hydra_output_dir, provenance, task_overrides
-from lit_bench.ranks import (
+from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs, require_package
+from lit_bench.config.identity import RunIdentity, config_hash, config_id, identify, resolved, run_path
+from lit_bench.control.signals import Interrupted
+from lit_bench.control.sweep import INVOCATION_ENV
+from lit_bench.run.best import BestCheckpoint
+from lit_bench.run.checkpointing import resume_point
+from lit_bench.run.evaluation import PeriodicEval
+from lit_bench.run.loggers import check_loggers, finish_loggers
+from lit_bench.run.objective import check_objective, score
+from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
+from lit_bench.run.ranks import (
     check_processes,
     failing_ranks_end_the_run,
     hand_plan,
@@ -51,10 +53,8 @@ from lit_bench.ranks import (
     requested_devices,
     run_rank,
 )
-from lit_bench.rundir import RunDir, atomic_write_text
-from lit_bench.signals import Interrupted
-from lit_bench.sweep import INVOCATION_ENV
-from lit_bench.video import check_eval_video, eval_video
+from lit_bench.run.video import check_eval_video, eval_video
+from lit_bench.store.rundir import RunDir, atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, r
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed).
 
-    ``objective`` (the score a sweeper gets, see ``lit_bench.objective``) is set for completed and skipped runs.
+    ``objective`` (the score a sweeper gets, see ``lit_bench.run.objective``) is set for completed and skipped runs.
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
         return run_rank(cfg, _prepare)
@@ -197,7 +197,7 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
                      started: float, on_rank_failure: Callable[[str], None]) -> dict[str, Any]:
     """Train to the budget (evaluating and checkpointing on the way), evaluate at the end; the summary's results
     (``on_rank_failure``: records the run as failed when a further process of a multi-process run fails)."""
-    from lit_bench.backends import BACKENDS, Job
+    from lit_bench.run.backends import BACKENDS, Job
 
     resume = start.action == "resume"
     every = int(cfg.eval.every or max(budget // 10, 1))

@@ -25,10 +25,10 @@ import gymnasium as gym
 import yaml
 from omegaconf import OmegaConf
 
-from lit_bench.checks import ConfigError
-from lit_bench.envs import require_package
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.envs import require_package
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

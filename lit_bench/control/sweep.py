@@ -24,12 +24,12 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from lit_bench import signals
-from lit_bench.identity import sweep_path
-from lit_bench.rundir import RunDir, atomic_write_text
+from lit_bench.config.identity import sweep_path
+from lit_bench.control import signals
+from lit_bench.store.rundir import RunDir, atomic_write_text
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong to this multirun
-TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (lit_bench.regress finds its own records by it)
+TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (``regress`` finds its own records by it)
 MAX_ROWS = 40  # one screen; beyond it only the jobs that did not complete are listed
 RECORD_KEYS = ("algo", "env", "seed", "backend", "variant", "config_id", "status", "timesteps", "final_mean_return",
                "objective", "wall_time_s", "error", "run_dir")

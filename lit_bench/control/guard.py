@@ -1,5 +1,5 @@
 """Hydra callback run before Hydra creates any directory: ``out_dir`` must be writable (else one line, exit 1),
-then this process takes over SIGINT / SIGTERM (lit_bench.signals)."""
+then this process takes over SIGINT / SIGTERM (lit_bench.control.signals)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from lit_bench import signals
-from lit_bench.checks import ConfigError, check_out_dir
+from lit_bench.config.checks import ConfigError, check_out_dir
+from lit_bench.control import signals
 
 
 def _check_out_dir(config: DictConfig) -> None:

@@ -9,7 +9,7 @@ Entries with the same algo, budget and overrides run as one ``run.py -m`` multir
 seeds (joblib launcher: one process per core; ``--launcher`` picks another, e.g. slurm or ray_local). An entry
 without ``budget`` runs the budget its algo_env file sets (the RL Zoo's). A suite with ``reference: true`` and no
 recorded thresholds is compared with SB3's reference scores in its report instead. The
-score is the final evaluation return's IQM across seeds (``lit_bench.report``). A threshold is the lowest of the two
+score is the final evaluation return's IQM across seeds (``lit_bench.cli.report``). A threshold is the lowest of the two
 backends' 95% CI lower bounds minus ``margin`` times its magnitude, so it tracks what both implementations really
 reach at that budget, not a guess.
 
@@ -34,11 +34,11 @@ import yaml
 
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.analysis.summarize import summary_table
-from lit_bench.report import write_report
-from lit_bench.rundir import atomic_write_text
-from lit_bench.sweep import TAG_ENV, read_records
+from lit_bench.cli.report import write_report
+from lit_bench.control.sweep import TAG_ENV, read_records
+from lit_bench.store.rundir import atomic_write_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUITES = ROOT / "conf" / "suite"
 BASELINES = ROOT / "results" / "baselines"
 BACKENDS = {"lit": "lit", "sb3": "sb3"}

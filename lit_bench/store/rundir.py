@@ -66,7 +66,7 @@ def _step_of(row: dict[str, Any], key: str) -> float:
 
 
 class RunDir:
-    """Paths and files of one run directory (``lit_bench.identity`` decides where it is)."""
+    """Paths and files of one run directory (``lit_bench.config.identity`` decides where it is)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)

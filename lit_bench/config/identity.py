@@ -24,7 +24,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+from lit_bench.store.format import legacy_spelling
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
 NOT_IDENTITY = ("force", "objective", "out_dir", "sweep")
 ID_CHARS = 10
@@ -60,11 +62,11 @@ def _identity(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_id(config: dict[str, Any]) -> str:
-    return _digest(_identity(config), ID_CHARS)
+    return _digest(legacy_spelling(_identity(config)), ID_CHARS)  # module paths as before the move: ids unchanged
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    return _digest({**_identity(config), "seed": config.get("seed")}, 16)
+    return _digest(legacy_spelling({**_identity(config), "seed": config.get("seed")}), 16)
 
 
 def differences(config: Any, defaults: Any, prefix: str = "") -> list[tuple[str, Any]]:

@@ -43,7 +43,7 @@ from lit_bench.analysis.summarize import (
     run_table,
     summary_table,
 )
-from lit_bench.rundir import RunDir, atomic_write, atomic_write_text
+from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_text
 
 FLAG = "‡"
 
@@ -104,7 +104,9 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
 
 
 def _video_links(paths: str, links_from: Path | None) -> str:
-    from lit_bench.video import video_links  # (lit_bench.video imports SB3 and torch: 0.4 GB and 3 s, only for videos)
+    from lit_bench.run.video import (
+        video_links,  # (lit_bench.run.video imports SB3 and torch: 0.4 GB and 3 s, only for videos)
+    )
 
     return video_links(paths, links_from)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-_REPO = Path(__file__).resolve().parents[1]
+_REPO = Path(__file__).resolve().parents[2]
 
 
 def versions() -> dict[str, str | None]:

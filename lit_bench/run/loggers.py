@@ -19,9 +19,9 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter, TensorBoardOutputFormat
 
-from lit_bench.checks import ConfigError
-from lit_bench.identity import sweep_path
-from lit_bench.rundir import RunDir
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.identity import sweep_path
+from lit_bench.store.rundir import RunDir
 
 EXTRA = "pip install -e '.[loggers]'"
 _PACKAGE_OF = {"TensorBoardLogger": "tensorboard", "WandbLogger": "wandb"}  # Lightning logger -> what it imports

@@ -1,4 +1,4 @@
-"""Imported by run.py before the heavy modules: until lit_bench.signals takes over, Ctrl-C exits 130 quietly
+"""Imported by run.py before the heavy modules: until lit_bench.control.signals takes over, Ctrl-C exits 130 quietly
 (no traceback from inside an import)."""
 
 import signal

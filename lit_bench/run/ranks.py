@@ -24,11 +24,11 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from lit_bench.backends import Job, train_lit
-from lit_bench.checks import ConfigError
-from lit_bench.envs import make_envs
-from lit_bench.rundir import RunDir
-from lit_bench.signals import Interrupted
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.envs import make_envs
+from lit_bench.control.signals import Interrupted
+from lit_bench.run.backends import Job, train_lit
+from lit_bench.store.rundir import RunDir
 
 PLAN_ENV = "LIT_BENCH_RANK_PLAN"  # set by rank 0 before fit; Lightning's launcher copies it to the other ranks
 
@@ -83,7 +83,7 @@ def received_plan() -> dict[str, Any]:
 def run_rank(cfg: DictConfig, prepare: Callable[[DictConfig], tuple[type, int]]) -> dict[str, Any]:
     """A further rank: train along with rank 0 and write nothing; the summary says how it ended (``rank`` set).
 
-    :param prepare: the checks rank 0 runs before any env exists (``lit_bench.train``'s): algorithm class, budget
+    :param prepare: the checks rank 0 runs before any env exists (``lit_bench.run.train``'s): algorithm class, budget
     """
     rank = process_rank()
     summary: dict[str, Any] = {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed,

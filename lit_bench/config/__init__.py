@@ -1,0 +1,1 @@
+"""What a run is: composing and checking its config, its identity (directory, ids), and the envs it names."""

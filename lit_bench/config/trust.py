@@ -1,0 +1,119 @@
+"""What a run directory's ``config.yaml`` may name before anything rebuilds a run from it (``enjoy``).
+
+A run's config names code in three ways: ``_target_`` nodes (and the ``path`` of a ``hydra.utils.get_class`` /
+``get_method`` / ``get_object`` node, including every node inside ``_args_`` lists), ``env.package`` (a module
+imported to register env ids) and, through ``algo._target_``, the algorithm class. Each name must be one the
+harness's own config groups (``conf/``: algo, env, algo_env, ...) or the user's config directories in
+``LIT_BENCH_CONFIG_PATH`` use, an old path runs recorded before lit_bench's modules moved
+(``lit_bench.store.format.MOVED``: the old module + the same qualified name), or an object on lit_sb3's allow-list
+(:mod:`lit_sb3.safe_load`, which the user extends with ``allow`` / ``LIT_SB3_ALLOW``); anything else is refused in
+one line naming the node and ``--trust``. An interpolation (``${...}``) is refused too: a recorded config is
+resolved, and resolvers run code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lit_bench.config.identity import CONF_DIR
+from lit_bench.store.format import MOVED
+from lit_sb3.common.safe_load import allowed_module, allowed_name
+
+#: Hydra's getters: the node names its ``path``, not the getter, as what runs
+GETTERS = ("hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object")
+
+
+class UntrustedConfig(ValueError):
+    """A run's config names code the harness does not load without ``--trust``: one line, naming the node."""
+
+
+def code_names(tree: Any, where: str = "") -> Iterator[tuple[str, str, str]]:
+    """``(node path, kind, name)`` for each name in ``tree`` that would be imported or called: kind is ``target``
+    (a ``_target_`` or a getter's ``path``) or ``package`` (an env package)."""
+    if isinstance(tree, dict):
+        target = tree.get("_target_")
+        if target is not None:
+            yield f"{where}._target_" if where else "_target_", "target", str(target)
+            if str(target) in GETTERS and "path" in tree:
+                yield f"{where}.path", "target", str(tree["path"])
+        package = tree.get("package")
+        if package is not None and not isinstance(package, dict):
+            for i, module in enumerate([package] if isinstance(package, str) else list(package or [])):
+                suffix = "" if isinstance(package, str) else f"[{i}]"
+                yield f"{where}.package{suffix}" if where else f"package{suffix}", "package", str(module)
+        for key, value in tree.items():
+            yield from code_names(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(tree, list):
+        for i, value in enumerate(tree):
+            yield from code_names(value, f"{where}[{i}]")
+
+
+def harness_names() -> dict[str, frozenset[str]]:
+    """The targets and packages the harness's own config groups name (they ship with the harness: trusted), and
+    those of the user's own config directories named by ``LIT_BENCH_CONFIG_PATH`` (the user's word)."""
+    extra = tuple(Path(p) for p in os.environ.get("LIT_BENCH_CONFIG_PATH", "").split(os.pathsep) if p)
+    return _names_in((CONF_DIR, *extra))
+
+
+@lru_cache(maxsize=8)
+def _names_in(conf_dirs: tuple[Path, ...]) -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {"target": set(), "package": set()}
+    for path in sorted(p for conf_dir in conf_dirs for p in conf_dir.rglob("*.yaml")):
+        try:
+            tree = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError):
+            continue
+        for _, kind, name in code_names(tree):
+            found[kind].add(name)
+    return {kind: frozenset(names) for kind, names in found.items()}
+
+
+def current_spelling(name: str) -> str:
+    """``name`` with a module that moved (``MOVED``: old module -> new module) spelled as it is now."""
+    for old, new in MOVED.items():
+        if name == old or name.startswith((f"{old}.", f"{old}:")):
+            return new + name[len(old):]
+    return name
+
+
+def trusted_name(kind: str, name: str) -> bool:
+    """Whether ``name`` (of ``kind``, see :func:`code_names`) may be loaded from a run's config without --trust."""
+    name = current_spelling(name)
+    if name in harness_names()[kind]:
+        return True
+    if kind == "package":
+        return allowed_module(name)
+    return allowed_name(name) is not None
+
+
+def _interpolations(tree: Any, where: str = "") -> Iterator[str]:
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _interpolations(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(tree, list):
+        for i, value in enumerate(tree):
+            yield from _interpolations(value, f"{where}[{i}]")
+    elif isinstance(tree, str) and "${" in tree:
+        yield where
+
+
+def check_run_config(tree: Any, source: str) -> None:
+    """Refuse (:class:`UntrustedConfig`, one line) the first node of ``tree`` (a run's ``config.yaml``, parsed with
+    ``yaml.safe_load``) naming code outside the harness's config groups and the allow-list."""
+    for where in _interpolations(tree):
+        raise UntrustedConfig(f"{source}: {where} is an interpolation (${{...}}), which a recorded config never "
+                              f"holds and resolving could run code; rerun with --trust if you trust this run")
+    for where, kind, name in code_names(tree):
+        if not trusted_name(kind, name):
+            what = "an env package" if kind == "package" else "code"
+            raise UntrustedConfig(
+                f"{source}: {where}={name} names {what} that is neither in the harness's config groups nor on "
+                f"lit_sb3's allow-list; rerun with --trust if you trust this run (or allow it: "
+                f"LIT_SB3_ALLOW={'module' if kind == 'package' else 'module:qualname'})"
+            )
