@@ -15,8 +15,12 @@ before its functions run::
     from rl_zoo3.train import train
 
 What it changes, in this process only: the entries of the Zoo's algorithm table ``rl_zoo3.utils.ALGOS`` become
-lit_sb3's classes of the same names, and the Zoo's ``ParallelTrainCallback``, which accepts SB3's SAC and TQC by
-class, accepts lit_sb3's. Everything else is the Zoo's code, run unchanged.
+lit_sb3's classes of the same names; the Zoo's ``ParallelTrainCallback``, which accepts SB3's SAC and TQC by
+class, accepts lit_sb3's; and the Zoo's schedule class (``rl_zoo3.utils.SimpleLinearSchedule``, a plain value
+holder its ``lin_...`` hyperparameters become) joins lit_sb3's loading allow-list (:func:`lit_sb3.safe_load.allow`),
+so that the Zoo's ``enjoy`` and ``-i`` load the zips lit_sb3 wrote for it. Zips SB3 itself wrote (the Zoo's
+rl-trained-agents) hold pickled code: trust them with ``LIT_SB3_TRUST=1``. Everything else is the Zoo's code, run
+unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import sys
 from typing import Any
 
 import lit_sb3
+from lit_sb3 import safe_load
 
 #: the Zoo's scripts: name on the command line -> module run as ``__main__``
 SCRIPTS = {
@@ -57,6 +62,7 @@ def use_lit_sb3() -> dict[str, type]:
     for key, cls in list(algos.items()):
         algos[key] = getattr(lit_sb3, cls.__name__, cls)
     zoo.callbacks.SAC, zoo.callbacks.TQC = lit_sb3.SAC, lit_sb3.TQC  # ParallelTrainCallback's isinstance checks
+    safe_load.allow(zoo.utils.SimpleLinearSchedule)
     return dict(algos)
 
 
