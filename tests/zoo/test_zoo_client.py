@@ -72,11 +72,13 @@ def test_an_unknown_script_is_refused_in_one_line(tmp_path):
 @pytest.mark.parametrize("algo", sorted(ENV_OF))
 def test_train_every_algorithm(tmp_path, algo):
     import lit_sb3
+    import lit_sb3.zoo
 
     env_id = ENV_OF[algo]
     zoo(tmp_path, "train", "--algo", algo, "--env", env_id, "-n", str(BUDGET.get(algo, 300)), "--log-folder", "logs",
         "--seed", "0")
     saved = tmp_path / "logs" / algo / f"{env_id}_1" / f"{env_id}.zip"
+    lit_sb3.zoo.use_lit_sb3()  # the Zoo's schedules in the zip load as in the Zoo's own scripts
     model = getattr(lit_sb3, rl_zoo3.utils.ALGOS[algo].__name__).load(saved)
     assert model.num_timesteps >= BUDGET.get(algo, 300) // 2
 
