@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+<<<<<<< HEAD
 .PHONY: help setup run test test-all test-zoo lint bench spec
+=======
+.PHONY: help setup run test test-all test-cluster lint typecheck bench spec test-compat
+>>>>>>> main
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -17,6 +21,8 @@ $(STAMP): pyproject.toml
 	# Install torch first, pinned: a bare requirement would let pip pick a multi-GB CUDA build.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[test,hpo,video]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	# hydra-optuna-sweeper (optuna < 3) was the hpo extra before the project's own sweeper: gone from older .venvs
+	$(BIN)/pip uninstall -q -y hydra-optuna-sweeper 2>/dev/null || true
 	touch $(STAMP)
 
 run: setup ## Main job: Hydra multirun (PPO, A2C on CartPole-v1 x 3 seeds), then the report with SB3 references
@@ -24,24 +30,46 @@ run: setup ## Main job: Hydra multirun (PPO, A2C on CartPole-v1 x 3 seeds), then
 	$(BIN)/python -m lit_bench.report results/runs/make_run --out results/runs/make_run/report
 
 test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow and not cluster"
 
-test-all: setup ## Every test, including the slow learning runs
-	$(BIN)/pytest
+test-all: setup ## Every test, including the slow learning runs (not the cluster tests)
+	$(BIN)/pytest -m "not cluster"
 
-# The RL Zoo needs optuna >= 3, which the hpo extra's hydra-optuna-sweeper refuses: its own venv until they agree.
-ZOO_VENV := .venv-zoo
-test-zoo: ## The RL Zoo's own scripts (rl_zoo3) on lit_sb3's classes, at tiny budgets (own venv .venv-zoo, ~20 min)
-	test -x $(ZOO_VENV)/bin/python || $(PY) -m venv $(ZOO_VENV)
-	$(ZOO_VENV)/bin/python -c "import torch" 2>/dev/null || $(ZOO_VENV)/bin/pip install -q torch==2.13.0
-	$(ZOO_VENV)/bin/pip install -q -e ".[test,video,zoo]" "torch==$$($(ZOO_VENV)/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')"
-	OMP_NUM_THREADS=1 $(ZOO_VENV)/bin/pytest -m zoo tests/zoo
+test-cluster: setup ## Real SLURM (one node, sbatch) and Ray (ray start --head) clusters: started, tested, stopped
+	$(BIN)/pip install -q -e ".[cluster]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	$(BIN)/pytest -m cluster -p no:cacheprovider; status=$$?; bash tools/slurm_test_cluster.sh stop >/dev/null 2>&1; exit $$status
+
+test-zoo: setup ## The RL Zoo's own scripts (rl_zoo3, the zoo extra) on lit_sb3's classes at tiny budgets (~20-30 min)
+	$(BIN)/pip install -q -e ".[zoo]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	OMP_NUM_THREADS=1 $(BIN)/pytest -m zoo tests/zoo -p no:cacheprovider
 
 lint: setup ## ruff
 	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks
 
+typecheck: setup ## mypy on lit_sb3 and lit_bench (settings and baseline: pyproject.toml)
+	$(BIN)/mypy
+
 bench: setup ## Throughput of lit_sb3 vs SB3 (env steps/s and ratio)
 	$(BIN)/python benchmarks/throughput.py
 
-spec: setup ## Conformance with the API spec in ../shared
-	$(BIN)/python ../shared/tools/spec_check.py
+spec: setup ## Conformance with the API spec (tests/lit_sb3/spec.py encodes it)
+	$(BIN)/pytest -q tests/lit_sb3/test_spec.py
+
+# The oldest and newest supported Lightning / SB3 / sb3-contrib (pyproject.toml's pins), each in its own venv.
+COMPAT := oldest:lightning==2.6.0,stable-baselines3==2.7.0,sb3-contrib==2.7.0 \
+          newest:lightning==2.6.6,stable-baselines3==2.9.2,sb3-contrib==2.9.2
+COMPAT_TESTS := tests/lit_sb3/test_lean_loops.py tests/lit_sb3/test_lightning_features.py \
+                tests/lit_sb3/test_lightning_door.py tests/lit_sb3/common/test_exact_resume.py \
+                tests/lit_sb3/common/test_training_mode.py tests/lit_sb3/test_spec.py \
+                tests/lit_sb3/algorithms/test_whole_run_parity.py
+
+test-compat: ## Lightning-facing and whole-run parity tests on both ends of the supported versions (.venv-compat/)
+	@failed=""; for entry in $(COMPAT); do \
+	  name=$${entry%%:*}; pins=$$(echo $${entry#*:} | tr ',' ' '); venv=.venv-compat/$$name; \
+	  if [ ! -f $$venv/.installed ] || [ "$$(cat $$venv/.installed)" != "$$pins" ]; then \
+	    $(PY) -m venv $$venv && $$venv/bin/pip install -q torch==2.13.0 && \
+	    $$venv/bin/pip install -q -e . "pytest>=8" $$pins "torch==2.13.0" && echo "$$pins" > $$venv/.installed \
+	    || exit 1; fi; \
+	  echo "== $$name: $$pins"; \
+	  OMP_NUM_THREADS=1 $$venv/bin/pytest -q -m "not slow and not learning" $(COMPAT_TESTS) || failed="$$failed $$name"; \
+	done; if [ -n "$$failed" ]; then echo "test-compat failed on:$$failed"; exit 1; fi

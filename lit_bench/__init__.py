@@ -1,8 +1,9 @@
 """Hydra benchmarking harness for lit_sb3 (and SB3 as a reference backend).
 
-Layers, bottom up: ``store`` (the run directory on disk), ``config`` (what a run is), ``control`` (sweeps, signals,
-processes), ``run`` (one run, start to finish), ``analysis`` (run directories -> tables and figures), ``cli`` (the
-command-line tools).
+Layers, bottom up (``tests/lit_bench/test_layers.py`` checks the imports): ``store`` (the run directory on disk),
+``config`` (what a run is), ``control`` (sweeps, signals, processes), ``run`` (one run, start to finish),
+``analysis`` (run directories -> tables and figures; imports store and config only), ``cli`` (the command-line
+tools; nothing imports them).
 """
 
 import importlib
@@ -35,8 +36,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if fullname not in _ALIASES:
             return None
-        real = importlib.util.find_spec(_ALIASES[fullname])
-        return importlib.util.spec_from_loader(fullname, self, origin=real and real.origin)  # origin: sys.argv[0]
+        real = importlib.util.find_spec(_ALIASES[fullname])  # its origin becomes sys.argv[0] under python -m
+        return importlib.util.spec_from_loader(fullname, self, origin=real.origin if real else None)
 
     def create_module(self, spec: ModuleSpec) -> None:
         return None

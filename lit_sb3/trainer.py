@@ -13,19 +13,17 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import lightning as L
-from lightning.fabric.utilities import registry
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.strategies import DDPStrategy
-from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
 from lightning.pytorch.trainer.states import RunningStage
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
 from lit_sb3.datamodule import RLEnvDataModule
-from lit_sb3.env_steps import EnvStepFitLoop, EnvStepLoggerConnector, EnvStepMonitors
+from lit_sb3.lightning_compat import EnvStepFitLoop, EnvStepMonitors, callback_entry_points, install, spawns_processes
 from lit_sb3.progress import EnvStepProgressBar
 
 # Lightning's per-fit chatter that says nothing about an RL run (the iterable is the algorithm's own).
@@ -39,6 +37,7 @@ _QUIET_WARNINGS = (
     r".*LeafSpec.*is deprecated.*",
     r".*Your `val_dataloader`'s sampler has shuffling enabled.*",
     r".*configure_optimizers` returned `None`, this fit will run with no optimizer.*",  # ARS: no gradient
+    r".*The `srun` command is available on your system but is not used.*",  # any machine with SLURM installed
 )
 #: precisions whose update runs on float32 env data: full float32, or mixed precision (autocast) for the update only
 SUPPORTED_PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")
@@ -72,12 +71,8 @@ def _installed_callbacks_read_once() -> Iterator[None]:
     """Each Trainer reads every installed package's metadata for callback factories (~8 ms, as much as a whole
     A2C rollout); ``learn`` builds a trainer per call, so the entry points are read once per process instead (the
     factories still run for every trainer; a plugin installed while the process runs is not seen)."""
-    read = registry.entry_points
-    registry.entry_points = _entry_points
-    try:
+    with callback_entry_points(_entry_points):
         yield
-    finally:
-        registry.entry_points = read
 
 
 @runtime_checkable
@@ -118,7 +113,7 @@ class RLTrainer(L.Trainer):
     ``enable_model_summary`` (off), ``enable_checkpointing`` (on exactly when a ``ModelCheckpoint`` is given),
     ``logger`` (CSV) and the progress bar (counts env steps) have RL defaults that the caller can override.
     Lightning's step is the env step: ``global_step``, ``ModelCheckpoint``'s ``{step}`` and ``every_n_train_steps``,
-    and the step every callback logs at (see :mod:`lit_sb3.env_steps`). ``precision`` may be ``"32-true"``,
+    and the step every callback logs at (see :mod:`lit_sb3.lightning_compat`). ``precision`` may be ``"32-true"``,
     ``"bf16-mixed"`` or ``"16-mixed"``; ``devices=N, strategy="ddp"`` trains on-policy algorithms in N processes.
 
     :param max_steps: total environment steps to collect (the RL timestep budget). Lightning's step-based stopping is
@@ -166,9 +161,9 @@ class RLTrainer(L.Trainer):
                 f"precision: RLTrainer supports {', '.join(SUPPORTED_PRECISIONS)} (env data stays float32; SB3's "
                 f"policies compute in float32, so 64-true and the *-true halves do not apply), got {self.precision!r}"
             )
-        # env steps, not optimizer steps, are the step of checkpoints and of every logger (see lit_sb3.env_steps)
+        # env steps, not optimizer steps, are the step of checkpoints and of every logger (see lit_sb3.lightning_compat)
         self.fit_loop = EnvStepFitLoop(self)
-        self._logger_connector.__class__ = EnvStepLoggerConnector
+        install(self)  # the logger connector's log_every_n_steps, on env steps
 
     @property
     def training(self) -> bool:
@@ -277,7 +272,7 @@ class RLTrainer(L.Trainer):
                 f"devices: multi-process training supports PPO, A2C, TRPO, MaskablePPO and RecurrentPPO, not "
                 f"{type(model).__name__}; run one process per seed instead (e.g. the harness's launcher)"
             )
-        if not isinstance(self.strategy, DDPStrategy) or isinstance(self.strategy.launcher, _MultiProcessingLauncher):
+        if not isinstance(self.strategy, DDPStrategy) or spawns_processes(self.strategy):
             raise ValueError(
                 f"strategy: multi-process RL training runs under strategy='ddp' (each process builds its own envs), "
                 f"got {type(self.strategy).__name__} with {type(self.strategy.launcher).__name__}"

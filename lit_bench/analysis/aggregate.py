@@ -13,20 +13,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lit_bench.store.scores import THRESHOLD_WINDOW, iqm, steps_to_threshold
+
+__all__ = ["THRESHOLD_WINDOW", "iqm", "steps_to_threshold"]  # (defined with the run's scores; part of this API)
+
 if TYPE_CHECKING:
     import pandas as pd  # (imported where a frame is made: every training run imports this module for iqm)
 
 Statistic = Callable[[np.ndarray], float]
-
-
-def iqm(values: Sequence[float] | np.ndarray) -> float:
-    """Interquartile mean: the mean of the middle half, dropping ``floor(n / 4)`` values at each end."""
-    x = np.sort(np.asarray(values, dtype=float).ravel())
-    x = x[~np.isnan(x)]
-    if x.size == 0:
-        return float("nan")
-    cut = x.size // 4
-    return float(x[cut : x.size - cut].mean())
 
 
 def _per_sample(statistic: Statistic, samples: np.ndarray) -> np.ndarray:
@@ -91,7 +85,6 @@ FINAL = "the last evaluation, at the end of the budget"  # the one meaning of "f
 # resamples (n=2: 3, n=3: 10, n=4: 35, n=5: 126), so a 95% percentile interval over fewer than 5 seeds is little more
 # than the range of the scores; Agarwal et al. (rliable, NeurIPS 2021, Sec. 4) show such few-run intervals undercover.
 MIN_SEEDS_FOR_CI = 5
-THRESHOLD_WINDOW = 3  # evaluations in a row that must reach an env's threshold for it to count as reached
 
 
 def final_score(timesteps: Sequence[float], values: Sequence[float]) -> float:
@@ -99,29 +92,6 @@ def final_score(timesteps: Sequence[float], values: Sequence[float]) -> float:
     order = np.argsort(np.asarray(timesteps, dtype=float), kind="stable")
     v = np.asarray(values, dtype=float)[order]
     return float(v[-1]) if v.size else float("nan")
-
-
-def steps_to_threshold(
-    timesteps: Sequence[float], values: Sequence[float], threshold: float | None, window: int = THRESHOLD_WINDOW
-) -> float:
-    """First evaluation step from which ``window`` evaluations in a row reach ``threshold``.
-
-    Missing value: NaN, like every score here, when no evaluation does or the env has no threshold (None or NaN);
-    ``summary.json`` spells it ``null``. One lucky evaluation (e.g. 500 on CartPole before any update) is not
-    "solved": the threshold has to hold at that evaluation and at the ``window - 1`` that follow it, so a run whose
-    last evaluations are the first to reach it has not (yet) reached it.
-    """
-    if threshold is None or np.isnan(threshold):
-        return float("nan")
-    order = np.argsort(np.asarray(timesteps, dtype=float), kind="stable")
-    t = np.asarray(timesteps, dtype=float)[order]
-    hit = np.asarray(values, dtype=float)[order] >= threshold
-    if hit.size < window:
-        return float("nan")
-    reached = np.concatenate([[0], np.cumsum(hit)])
-    held = reached[window:] - reached[:-window] == window  # hit at i .. i + window - 1 (a window view is ~3x slower)
-    first = np.flatnonzero(held)
-    return float(t[first[0]]) if first.size else float("nan")
 
 
 def normalized_score(score: float | np.ndarray, reference: float, random: float | None = None) -> float | np.ndarray:

@@ -30,21 +30,11 @@ if TYPE_CHECKING:
 
 from lit_bench.analysis import cache
 from lit_bench.config.identity import _VARIANT_DIR, config_id, parse_run_path
-from lit_bench.store.rundir import EVAL_FIELDS, RunDir
+from lit_bench.store.format import EVALUATIONS_NPZ, format_problem
+from lit_bench.store.rundir import EVAL_FIELDS, RunDir, read_evaluations_npz
 
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]
 METRICS = [f for f in EVAL_FIELDS if f != "timesteps"]
-EVALUATIONS_NPZ = "evaluations.npz"  # SB3's EvalCallback file name, read by the RL Zoo's plotting scripts
-
-
-def read_evaluations_npz(path: Path) -> dict[str, np.ndarray]:
-    """``evaluations.npz`` as SB3's ``EvalCallback`` writes it: ``timesteps`` (n,), ``results`` and ``ep_lengths``
-    (n, episodes), ``successes`` when the env reports them; empty when the file is absent."""
-    if not path.is_file():
-        return {}
-    with np.load(path, allow_pickle=False) as data:
-        return {key: data[key] for key in data.files}
-
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """Run directories under each path or glob (a directory holding ``summary.json`` or ``eval.csv``)."""
@@ -79,7 +69,8 @@ def _read_summary(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"{path}: unreadable ({type(error).__name__}: {error})"
     if not isinstance(summary, dict):
         return None, f"{path}: not a JSON object"
-    return summary, None
+    problem = format_problem(summary)
+    return (None, f"{path}: {problem}") if problem else (summary, None)
 
 
 def read_eval_csv(path: Path) -> tuple[pd.DataFrame, str | None]:

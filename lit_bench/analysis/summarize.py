@@ -136,7 +136,7 @@ def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
 
 def _status_counts(status: pd.Series) -> dict[str, int]:
     return {"failed": int((status == "failed").sum()),
-            "incomplete": int(status.isin(["incomplete", "interrupted"]).sum()),
+            "incomplete": int(status.isin(["incomplete", "interrupted", "pruned"]).sum()),  # pruned: an Optuna trial
             "damaged": int((status == "damaged").sum())}
 
 

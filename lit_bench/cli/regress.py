@@ -35,6 +35,7 @@ import yaml
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.analysis.summarize import summary_table
 from lit_bench.cli.report import write_report
+from lit_bench.control import suite_plan
 from lit_bench.control.sweep import TAG_ENV, read_records
 from lit_bench.store.rundir import atomic_write_text
 
@@ -75,7 +76,8 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str 
         command = [
             sys.executable, str(ROOT / "run.py"), "-m", f"algo={algo}", f"env={','.join(envs)}",
             f"seed={seeds}", *([f"budget={budget}"] if budget is not None else []), f"backend={backend}",
-            f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}", "force=true",
+            f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}",
+            *([] if suite.get("resume") else ["force=true"]),
             *([f"hydra/launcher={launcher}"] if launcher else []), *switch, *overrides,
         ]
         print(f"[regress] {' '.join(command[2:])}", flush=True)
@@ -140,11 +142,12 @@ def parity_result(suite: dict[str, Any], lit_runs: pd.DataFrame, sb3_runs: pd.Da
     return result
 
 
-def check_parity(suite: dict[str, Any], out_dir: Path) -> pd.DataFrame:
-    """Run the suite's exact-parity entries on both backends and compare their final evaluations."""
+def check_parity(suite: dict[str, Any], out_dir: Path, launcher: str | None = None) -> pd.DataFrame:
+    """Run the suite's exact-parity entries on both backends (with the suite's launcher) and compare their final
+    evaluations."""
     if not any(not e.get("skip") for e in suite.get("parity", [])):
         return parity_result(suite, pd.DataFrame(), pd.DataFrame())
-    runs = {backend: load_runs(run_suite(suite, backend, out_dir, kind="parity")) for backend in BACKENDS}
+    runs = {backend: load_runs(run_suite(suite, backend, out_dir, launcher, kind="parity")) for backend in BACKENDS}
     return parity_result(suite, runs["lit"], runs["sb3"])
 
 
@@ -212,7 +215,7 @@ def check(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: s
     result = compare(measure(suite, "lit", out_dir, launcher, report=True), pd.read_csv(baseline_file), suite)
     print_table(result)
     print(f"report: {report_dir(suite, 'lit', out_dir)}")
-    parity = check_parity(suite, out_dir)
+    parity = check_parity(suite, out_dir, launcher)
     if len(parity):
         print_parity(parity)
     checks = pd.concat([result.passed, parity.passed], ignore_index=True).astype(bool)
@@ -240,6 +243,29 @@ def only(suite: dict[str, Any], wanted: list[str]) -> None:
         entry["skip"] = f"{entry['algo']}:{entry['env']}" not in wanted
 
 
+def scale(suite: dict[str, Any], factor: float) -> None:
+    """Multiply the budgets of the suite's entries and parity entries by ``factor`` (``--scale``)."""
+    for kind in ("entries", "parity"):
+        kept = {id(e) for e in suite.get(kind, []) if not e.get("skip")}
+        budgets = iter(entry.budget for entry in suite_plan.scaled(suite.get(kind, []), factor))
+        for entry in suite.get(kind, []):
+            if id(entry) in kept:
+                entry["budget"] = next(budgets)
+
+
+def dry_run(suite: dict[str, Any], launcher: str | None) -> int:
+    """Print what the suite would run (``--dry-run``): multiruns, resources per run, estimated core-hours."""
+    seeds = len(suite["seeds"])
+    for kind, backends in (("entries", ["lit"]), ("parity", list(BACKENDS))):
+        entries = suite_plan.scaled(suite.get(kind, []), 1.0)
+        if not entries:
+            continue
+        result = suite_plan.plan(entries, seeds * len(backends), launcher, suite_plan.costs())
+        print(f"{suite['name']} {kind} ({', '.join(backends)}; seeds {suite['seeds']}):")
+        print(suite_plan.describe(result))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="ci")
@@ -249,11 +275,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, metavar="ALGO:ENV",
                         help="run only these entries (with --record: update only their thresholds)")
     parser.add_argument("--launcher", default=None, help="Hydra launcher for the runs (conf/hydra/launcher/: slurm, "
-                        "ray_local, ...); default: joblib, one process per core")
+                        "ray, ray_local, ...); default: joblib, one process per core")
+    parser.add_argument("--dry-run", action="store_true", help="print the multiruns, their resources and the "
+                        "estimated core-hours (results/reference/suite_cost.csv); run nothing")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every budget by this factor (at least "
+                        f"{suite_plan.MIN_SCALED_BUDGET} steps), e.g. 0.001 to test the suite machinery end to end")
+    continuing = parser.add_mutually_exclusive_group()
+    continuing.add_argument("--resume", dest="resume", action="store_true", default=None,
+                            help="keep completed runs, resume interrupted and failed ones from their checkpoints "
+                            "(default for reference suites: zoo_*)")
+    continuing.add_argument("--fresh", dest="resume", action="store_false",
+                            help="train every run again (force=true; default for threshold suites: ci, nightly)")
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
+    suite["resume"] = bool(suite.get("reference")) if args.resume is None else args.resume
     if args.only is not None:
         only(suite, args.only)
+    if args.scale != 1:
+        scale(suite, args.scale)
+    if args.dry_run:
+        return dry_run(suite, args.launcher)
+    mode = ("resuming: completed runs are kept (--fresh trains all again)" if suite["resume"] else
+            "fresh: every run trains again (--resume keeps completed runs)")
+    print(f"[regress] {mode}", flush=True)
     baseline_file = args.baselines or BASELINES / f"{suite['name']}.csv"
     if args.record:
         return record(suite, baseline_file, args.out_dir, args.launcher, keep_others=args.only is not None)

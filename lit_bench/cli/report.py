@@ -32,6 +32,7 @@ import pandas as pd
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot
 from lit_bench.analysis.cache import Parsed
+from lit_bench.analysis.hpo import plot_sweep
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import (
@@ -434,6 +435,8 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
     figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
             workers=workers)
+    for path in paths:  # a sweep directory of an Optuna study: its figures too (lit_bench.analysis.hpo)
+        plot_sweep(Path(path), out)
     return summary, comparison
 
 

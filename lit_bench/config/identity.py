@@ -28,7 +28,7 @@ from lit_bench.store.format import legacy_spelling
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
-NOT_IDENTITY = ("force", "objective", "out_dir", "sweep")
+NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo")
 ID_CHARS = 10
 SLUG_MAX = 80  # characters of the readable part of a directory name; the config_id keeps longer ones distinct
 _VARIANT_DIR = re.compile(rf"-[0-9a-f]{{{ID_CHARS}}}$")

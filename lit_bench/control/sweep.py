@@ -32,11 +32,22 @@ INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong
 TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (``regress`` finds its own records by it)
 MAX_ROWS = 40  # one screen; beyond it only the jobs that did not complete are listed
 RECORD_KEYS = ("algo", "env", "seed", "backend", "variant", "config_id", "status", "timesteps", "final_mean_return",
-               "objective", "wall_time_s", "error", "run_dir")
+               "objective", "wall_time_s", "error", "run_dir", "pruned_at", "job")
 
 
 class RunFailed(RuntimeError):
     """Raised to a sweeper that uses return values (Optuna): the run failed, so the trial has no value."""
+
+
+class RunPruned(RuntimeError):
+    """Raised to the Optuna sweeper: a pruner stopped the run (after the evaluation at ``step`` env steps)."""
+
+    def __init__(self, run_dir: str, step: int | None) -> None:
+        super().__init__(run_dir, step)  # the arguments, so that it pickles back from a launcher's worker
+        self.step = step
+
+    def __str__(self) -> str:
+        return f"{self.args[0]}: pruned after the evaluation at {self.step} env steps"
 
 
 def records_dir(sweep_dir: Path) -> Path:
@@ -56,36 +67,52 @@ def record(sweep_dir: Path, invocation: str, summary: dict[str, Any]) -> None:
 
 
 def read_records(sweep_dir: Path, invocation: str = "*") -> list[dict[str, Any]]:
-    """The job records of one multirun (``invocation`` may be a glob, e.g. ``<tag>-*``)."""
-    found = []
+    """The job records of one multirun (``invocation`` may be a glob, e.g. ``<tag>-*``), one per job: a job that ran
+    more than once (requeued by SLURM after a time limit or a preemption) is its last attempt."""
+    found: list[dict[str, Any]] = []
     for path in sorted(records_dir(sweep_dir).glob(f"{invocation}.jsonl")):
-        found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        attempts: dict[Any, dict[str, Any]] = {}
+        for n, line in enumerate(path.read_text().splitlines()):
+            if line.strip():
+                entry = json.loads(line)
+                attempts.pop(key := entry.get("job", f"line {n}"), None)  # re-inserted: ordered by last attempt
+                attempts[key] = entry
+        found += attempts.values()
     return found
 
 
 def record_job(cfg: DictConfig, summary: dict[str, Any]) -> None:
     """In a multirun: add this job's outcome to the multirun's records (the sweep table reads them)."""
     invocation = os.environ.get(INVOCATION_ENV)
-    if invocation and HydraConfig.get().mode == RunMode.MULTIRUN:
-        record(sweep_path(cfg), invocation, summary)
+    hydra_cfg = HydraConfig.get()
+    if invocation and hydra_cfg.mode == RunMode.MULTIRUN:
+        record(sweep_path(cfg), invocation, {**summary, "job": hydra_cfg.job.num})
 
 
-def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float:
+def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
     """What run.py's task function returns: the run's objective. A failed run exits 1 (single run), is a failed
     trial (raises ``RunFailed``) for a sweeper that uses return values, and NaN for Hydra's basic sweeper, which
-    ignores them (its multirun then reports the failure and exits 1)."""
+    ignores them (its multirun then reports the failure and exits 1). A pruned trial raises ``RunPruned``."""
     hydra_cfg = HydraConfig.get()
     failed = summary["status"] == "failed"
     if hydra_cfg.mode == RunMode.RUN:
         if failed:
             sys.exit(1)
-        return float(summary["objective"])
+        return None if summary["status"] == "pruned" else float(summary["objective"])  # pruned: no score
     record_job(cfg, summary)
+    if summary["status"] == "pruned":
+        raise RunPruned(summary["run_dir"], summary.get("pruned_at"))
     if not failed:
         return float(summary["objective"])
-    if str(hydra_cfg.sweeper.get("_target_", "")).endswith(".BasicSweeper"):
+    if basic_sweeper(hydra_cfg):
         return math.nan
     raise RunFailed(f"{summary['run_dir']}: {summary.get('error')}")
+
+
+def basic_sweeper(hydra_cfg: Any) -> bool:
+    """Whether the multirun's sweeper (``hydra_cfg``: the ``hydra`` node) is Hydra's basic one: it ignores return
+    values and re-raises a failed job's error."""
+    return str(hydra_cfg.sweeper.get("_target_", "")).endswith(".BasicSweeper")
 
 
 def _count(records: list[dict[str, Any]]) -> str:
@@ -94,6 +121,10 @@ def _count(records: list[dict[str, Any]]) -> str:
         status = "completed" if r.get("status") == "skipped" else str(r.get("status"))
         counts[status] = counts.get(status, 0) + 1
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + f" ({len(records)} runs)"
+
+
+def _pruned(record: dict[str, Any]) -> str:
+    return f"pruned after the evaluation at {record['pruned_at']} env steps" if record.get("pruned_at") else ""
 
 
 def table(records: list[dict[str, Any]]) -> str:
@@ -109,7 +140,7 @@ def table(records: list[dict[str, Any]]) -> str:
             f"{r.get('seed', '?'):>4} {r.get('backend', '?'):<7} {r.get('status', '?'):<10} "
             f"{r.get('timesteps') or '':>9} {'' if final is None else f'{final:.1f}':>9} "
             f"{'' if objective is None else f'{objective:.1f}':>9} {r.get('wall_time_s') or '':>8}  "
-            f"{(r.get('error') or '')[:100]}"
+            f"{(r.get('error') or _pruned(r))[:100]}"
         )
     lines.append(_count(records))
     return "\n".join(lines)
@@ -157,9 +188,16 @@ class SweepReport(Callback):
         self.invocation = f"{tag}-{uuid.uuid4().hex[:12]}" if tag else uuid.uuid4().hex[:12]
         os.environ[INVOCATION_ENV] = self.invocation
 
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """In the job's process: a worker on another node (Ray, SLURM) has not inherited the multirun's environment,
+        but Hydra hands every job this callback, with the invocation set by ``on_multirun_start``."""
+        if self.invocation is not None:
+            os.environ[INVOCATION_ENV] = self.invocation
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         assert self.invocation is not None
-        direction = _direction(config)
+        # lit_bench's Optuna sweeper writes best_trial.yaml itself, from its whole study (earlier commands included)
+        direction = None if "study_name" in config.hydra.sweeper else _direction(config)
         report(sweep_path(config), self.invocation, direction, str(config.objective.metric))
 
 
@@ -178,5 +216,5 @@ def report(sweep_dir: Path, invocation: str | None, direction: str | None = None
         print(f"sweep stopped by {signal.Signals(stopped).name}: runs not listed did not start; "
               f"rerun the same command to resume", flush=True)
         sys.exit(128 + stopped)
-    if any(r.get("status") not in ("completed", "skipped") for r in records):
+    if any(r.get("status") not in ("completed", "skipped", "pruned") for r in records):
         sys.exit(1)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from lit_bench.store.format import BEST_FILES, BEST_STATE, BEST_VECNORMALIZE, LAST_FILES
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json
 
 if TYPE_CHECKING:
@@ -22,10 +23,6 @@ if TYPE_CHECKING:
 
     from lit_sb3.common.base import BaseAlgorithm
 
-BEST_FILES = {"lit": "best.ckpt", "sb3": "best.zip"}
-LAST_FILES = {"lit": "last.ckpt", "sb3": "last.zip"}
-BEST_VECNORMALIZE = "best_vecnormalize.pkl"
-BEST_STATE = "best.json"
 
 
 def best_state(run: RunDir) -> dict[str, Any] | None:

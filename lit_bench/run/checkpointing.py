@@ -28,16 +28,14 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
+from lit_bench.store.format import LAST_FILES, SB3_REPLAY_BUFFER, SB3_VECNORMALIZE
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
 
-LIT_CHECKPOINT = "last.ckpt"
-SB3_CHECKPOINT = "last.zip"
-SB3_REPLAY_BUFFER = "replay_buffer.pt"  # the sb3 backend's replay buffer (filled part, tensors)
-SB3_VECNORMALIZE = "vecnormalize.pt"  # the sb3 backend's VecNormalize statistics (tensors)
-CHECKPOINT_FILES = {"lit": LIT_CHECKPOINT, "sb3": SB3_CHECKPOINT}
+CHECKPOINT_FILES = LAST_FILES
+LIT_CHECKPOINT, SB3_CHECKPOINT = LAST_FILES["lit"], LAST_FILES["sb3"]
 
 
 def previous_name(name: str) -> str:

@@ -6,7 +6,6 @@ import inspect
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,9 +15,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
-from lit_bench.analysis.load import EVALUATIONS_NPZ, read_evaluations_npz
 from lit_bench.run.video import EvalVideo, recording
-from lit_bench.store.rundir import RunDir, atomic_write
+from lit_bench.store.rundir import RunDir
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -76,7 +74,7 @@ class PeriodicEval(BaseCallback):
         # per-episode history, continued on resume for the evaluations eval.csv still holds (it was cut at the
         # checkpoint before this callback was made)
         kept = {float(r["timesteps"]) for r in run.eval_rows()}
-        saved = read_evaluations_npz(run.root / EVALUATIONS_NPZ)
+        saved = run.read_evaluations()
         keep = [i for i, t in enumerate(saved.get("timesteps", [])) if float(t) in kept]
         self.history: dict[str, list[Any]] = {key: [saved[key][i].tolist() for i in keep] for key in saved}
 
@@ -145,12 +143,7 @@ class PeriodicEval(BaseCallback):
             entry["successes"] = successes
         for key, value in entry.items():
             self.history.setdefault(key, []).append(value)
-
-        def write(tmp: Path) -> None:
-            with tmp.open("wb") as file:  # a file object: np.savez would append ".npz" to a temporary name
-                np.savez(file, **{key: np.asarray(values) for key, values in self.history.items()})
-
-        atomic_write(self.run.root / EVALUATIONS_NPZ, write)
+        self.run.write_evaluations(self.history)
 
     def _log(self, row: dict[str, Any], successes: list[float]) -> None:
         """Send the evaluation to the run's loggers at its env step, under SB3's ``EvalCallback`` names.

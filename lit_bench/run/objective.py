@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lit_bench.analysis.aggregate import iqm
 from lit_bench.config.checks import ConfigError
+from lit_bench.store.scores import iqm
 
 METRICS = ("final", "iqm_last")
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
+import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -38,9 +40,46 @@ def git_state() -> dict[str, Any]:
 
 
 def provenance() -> dict[str, Any]:
-    """The summary's fields written when a run starts."""
-    return {"started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
-            "python": platform.python_version(), "versions": versions(), "git": git_state()}
+    """The summary's fields written when a run starts (``cluster`` only for a job of a scheduler)."""
+    found = {"started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
+             "python": platform.python_version(), "versions": versions(), "git": git_state()}
+    job = scheduler_job()
+    return {**found, "cluster": job} if job else found
+
+
+def scheduler_job() -> dict[str, Any] | None:
+    """Which scheduler job runs this process, and where its logs are: a SLURM job (submitit's stdout / stderr
+    files, how often SLURM restarted it) or a Ray task (its job, node and the node's log folder)."""
+    if "SLURM_JOB_ID" in os.environ and "SUBMITIT_EXECUTOR" in os.environ:
+        import submitit
+
+        job = submitit.JobEnvironment()
+        return {"scheduler": "slurm", "job_id": job.job_id, "node": job.hostname,
+                "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0)), "pid": os.getpid(),
+                "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr)}
+    if "SLURM_JOB_ID" in os.environ:  # a job of sbatch / srun that is not submitit's
+        return {"scheduler": "slurm", "job_id": os.environ["SLURM_JOB_ID"],
+                "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0))}
+    if "ray" in sys.modules:
+        import ray
+
+        if ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE:
+            context = ray.get_runtime_context()
+            return {"scheduler": "ray", "job_id": context.get_job_id(), "node": context.get_node_id(),
+                    "task_id": context.get_task_id(), "pid": os.getpid(), "logs": _ray_log_dir()}
+    return None
+
+
+def _ray_log_dir() -> str | None:
+    from ray._private.worker import global_worker
+
+    node = getattr(global_worker, "node", None)
+    return getattr(node, "get_logs_dir_path", lambda: None)()
+
+
+def requeued_by_scheduler(signal_name: str) -> bool:
+    """Whether an interrupting signal is submitit's SIGUSR2 (a time limit or a preemption): the job is requeued."""
+    return signal_name == "SIGUSR2" and "SUBMITIT_EXECUTOR" in os.environ
 
 
 def task_overrides() -> list[str]:

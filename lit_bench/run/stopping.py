@@ -1,4 +1,5 @@
-"""The run's side of lit_bench.control.signals: callbacks that stop a training at a checkpoint boundary after a signal.
+"""The run's side of lit_bench.control.signals: callbacks that stop a training at a checkpoint boundary after a
+signal, or after an Optuna pruner said stop (lit_bench.run.trial).
 
 Apart from lit_bench.control.signals, so that the processes that only start or report a sweep (a joblib parent) import
 neither Lightning nor SB3.
@@ -13,6 +14,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
+from lit_bench.run import trial
 
 
 class LitStopOnSignal(L.Callback):
@@ -24,6 +26,7 @@ class LitStopOnSignal(L.Callback):
     def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
         signals.reinstall()
         signals.stop_if_pending()
+        trial.stop_if_requested()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: Any) -> None:
         self._stop(trainer, pl_module)
@@ -35,14 +38,18 @@ class LitStopOnSignal(L.Callback):
             self._stop(trainer, pl_module)
 
     def _stop(self, trainer: L.Trainer, pl_module: Any) -> None:
-        signum = signals.pending()
+        signum, pruned = signals.pending(), trial.requested()
         if trainer.world_size > 1:  # a signal to any rank stops all at this boundary (the checkpoint is collective)
             import torch
 
-            signum = int(trainer.strategy.reduce(torch.tensor(signum or 0), reduce_op="max")) or None
-        if signum is not None:
+            both = trainer.strategy.reduce(torch.tensor([signum or 0, -1 if pruned is None else pruned]),
+                                           reduce_op="max")
+            signum, pruned = int(both[0]) or None, None if int(both[1]) < 0 else int(both[1])
+        if signum is not None or pruned is not None:
             self.checkpoint.save(trainer, pl_module)
-            raise Interrupted(signum)
+            if signum is not None:
+                raise Interrupted(signum)
+            raise trial.Pruned(pruned)
 
 
 class SB3StopOnSignal(BaseCallback):
@@ -54,12 +61,15 @@ class SB3StopOnSignal(BaseCallback):
 
     def _on_training_start(self) -> None:
         signals.stop_if_pending()
+        trial.stop_if_requested()
 
     def _on_step(self) -> bool:
         return True
 
     def _on_rollout_start(self) -> None:
-        signum = signals.pending()
-        if signum is not None:
+        signum, pruned = signals.pending(), trial.requested()
+        if signum is not None or pruned is not None:
             self.checkpoint.save()
-            raise Interrupted(signum)
+            if signum is not None:
+                raise Interrupted(signum)
+            raise trial.Pruned(pruned)

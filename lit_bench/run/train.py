@@ -23,7 +23,6 @@ import yaml
 from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from lit_bench.analysis import aggregate
 from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
@@ -44,7 +43,7 @@ from lit_bench.run.checkpointing import resume_point
 from lit_bench.run.evaluation import PeriodicEval
 from lit_bench.run.loggers import check_loggers, finish_loggers
 from lit_bench.run.objective import check_objective, score
-from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
+from lit_bench.run.provenance import hydra_output_dir, provenance, requeued_by_scheduler, task_overrides
 from lit_bench.run.ranks import (
     check_processes,
     failing_ranks_end_the_run,
@@ -53,14 +52,18 @@ from lit_bench.run.ranks import (
     requested_devices,
     run_rank,
 )
+from lit_bench.run.trial import Pruned, trial_hooks
 from lit_bench.run.video import check_eval_video, eval_video
+from lit_bench.store import scores
+from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir, atomic_write_text
 
 
 @dataclass(frozen=True)
 class Start:
-    """How a run begins in its directory: ``skip`` (completed with this config), ``resume`` (from the checkpoint at
-    ``step``) or ``fresh`` (nothing usable there; ``damage`` says what was wrong with a run found there)."""
+    """How a run begins in its directory: ``skip`` (completed or pruned with this config), ``resume`` (from the
+    checkpoint at ``step``) or ``fresh`` (nothing usable there; ``damage`` says what was wrong with a run found
+    there)."""
 
     action: Literal["skip", "resume", "fresh"]
     step: int | None = None
@@ -74,10 +77,11 @@ def decide(run_dir: RunDir, previous: dict[str, Any] | None, held: dict[str, Any
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
     if damage:
         return Start("fresh", damage=damage)
-    if held is None or previous is None or force:
+    pruned = previous is not None and previous["status"] == "pruned"
+    if held is None or previous is None or (force and not pruned):
         return Start("fresh")
-    if previous["status"] == "completed":
-        return Start("skip")
+    if previous["status"] == "completed" or (pruned and not force):
+        return Start("skip")  # force=true continues a pruned run from its checkpoint
     step = resume_point(run_dir, backend)
     return Start("resume", step) if step is not None and step < budget else Start("fresh")
 
@@ -141,6 +145,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     previous, held = run_dir.read_summary(), run_dir.read_config()
+    problem = format_problem(previous) if previous is not None else None
+    if problem:  # written by a newer lit_bench: neither skipped, resumed nor replaced by this one
+        return failed(base, f"{run_dir.summary}: {problem}; nothing was changed")
     if held is not None and config_hash(held) != base["config_hash"]:
         # Only possible when the composed defaults changed since that run (or for runs of an older layout).
         return failed(base, f"{run_dir.root} holds a {(previous or {}).get('status', 'started')} run of another "
@@ -154,6 +161,8 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
     if start.action == "skip":
         assert previous is not None
+        if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
+            return {**base, **previous}
         return {**base, **previous, "status": "skipped", "objective": score(run_dir.eval_rows(), cfg.objective)}
     _open(run_dir, config, start)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
@@ -209,7 +218,8 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
         evaluator = PeriodicEval(eval_env, run_dir, every, int(cfg.eval.episodes), bool(cfg.eval.deterministic),
                                  wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
                                  seed=int(cfg.seed) + EVAL_SEED_OFFSET, video=video,
-                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env)])
+                                 on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env),
+                                               *trial_hooks(cfg, run_dir)])
         job = Job(cfg=cfg, algo_cls=algo_cls, run=run_dir, train_env=train_env, evaluator=evaluator, budget=budget,
                   seed=int(cfg.seed), checkpoint_every=int(cfg.checkpoint.every or every), resume=resume)
         processes = requested_devices(cfg)
@@ -226,7 +236,7 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
         train_env.close()
         eval_env.close()
     rows = run_dir.eval_rows()
-    at = aggregate.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
+    at = scores.steps_to_threshold([float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows],
                                       cfg.env.get("threshold"))
     return dict(
         status="completed", timesteps=int(model.num_timesteps), final_mean_return=last["mean_return"],
@@ -240,7 +250,8 @@ def _train_and_score(cfg: DictConfig, run_dir: RunDir, algo_cls: type, budget: i
 
 def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``train`` and record how it ended in ``summary.json``: completed, failed (never raised: a sweep's other
-    runs carry on) or interrupted (its checkpoint left for the next run to resume from)."""
+    runs carry on), interrupted (its checkpoint left for the next run to resume from) or pruned (an Optuna pruner
+    stopped it; its checkpoint is kept, ``force=true`` continues it)."""
     try:
         summary.update(train())
     except ConfigError as error:
@@ -248,8 +259,13 @@ def _recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
         step = run_dir.checkpoint_step()
         at = f"at {step} env steps" if step is not None else "before its first checkpoint"
+        then = ("submitit requeues the job, which resumes there" if requeued_by_scheduler(interrupt.name)
+                else "rerun the same command to resume")
         summary.update(status="interrupted", signal=interrupt.name, timesteps=step,
-                       error=f"stopped by {interrupt.name} {at}; rerun the same command to resume")
+                       error=f"stopped by {interrupt.name} {at}; {then}")
+    except Pruned as pruned:
+        summary.update(status="pruned", pruned_at=pruned.step, timesteps=run_dir.checkpoint_step(), objective=None,
+                       error=None, wall_time_s=run_dir.checkpoint_wall_time())
     except Exception as error:  # a failed run is recorded, never allowed to take the sweep down
         summary.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
     except BaseException:  # KeyboardInterrupt / SystemExit: leave the checkpoint for the next resume
@@ -270,6 +286,9 @@ def describe(summary: dict[str, Any]) -> str:
     """One line for the console."""
     variant = f", {summary['variant']}" if summary.get("variant") else ""
     name = f"{summary['algo']} on {summary['env']} (seed {summary['seed']}, {summary['backend']}{variant})"
+    if summary["status"] == "pruned":
+        return (f"{name}: PRUNED after the evaluation at {summary.get('pruned_at')} env steps; checkpoint at "
+                f"{summary.get('timesteps')} kept in {summary['run_dir']}")
     if summary["status"] in ("failed", "interrupted"):
         return f"{name}: {summary['status'].upper()}: {summary.get('error')}"
     score = f"{summary['final_mean_return']:.1f} +/- {summary['final_std_return']:.1f}"
@@ -278,9 +297,9 @@ def describe(summary: dict[str, Any]) -> str:
     if threshold is not None:
         at = summary.get("steps_to_threshold")
         if at is not None:
-            solved = f"; reached {threshold:g} at {at} steps (held for {aggregate.THRESHOLD_WINDOW} evaluations)"
+            solved = f"; reached {threshold:g} at {at} steps (held for {scores.THRESHOLD_WINDOW} evaluations)"
         elif summary["final_mean_return"] >= threshold:  # a late (or lucky) evaluation is not yet "reached"
-            solved = f"; {threshold:g} not held for {aggregate.THRESHOLD_WINDOW} evaluations in a row yet"
+            solved = f"; {threshold:g} not held for {scores.THRESHOLD_WINDOW} evaluations in a row yet"
         else:
             solved = f"; below {threshold:g}"
     done = "already completed, skipped" if summary["status"] == "skipped" else summary["status"]

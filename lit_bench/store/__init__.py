@@ -1,1 +1,2 @@
-"""The run directory on disk: every file name, its format, atomic writes, and the readers of what runs wrote."""
+"""The run directory on disk: its format (``format``: every file, ``summary.json``'s fields, the version), reading
+and writing it atomically (``rundir``), and the scores a run records (``scores``). Imports no other layer."""

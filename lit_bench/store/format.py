@@ -1,19 +1,124 @@
-"""Names that run directories written before the layered layout (format 1) may hold in ``config.yaml``.
+"""The run-directory format, defined once: every file a run writes, what ``summary.json`` holds, and its version.
 
-``_target_`` and ``package`` entries named ``lit_bench.noise.*`` and ``lit_bench.wrappers.*`` before the modules
-moved into ``lit_bench.config``. ``MOVED`` is the one table of those names: the old module is importable as the new
-one (``lit_bench/__init__.py``), and config ids are computed over the old spelling (``legacy_spelling``), so a config
-keeps its id and its directory across the move.
+A run directory is ``<out_dir>/<sweep>/<algo>[@<backend>]/<env>/[<variant>-<config_id>/]seed_<n>`` (where:
+``lit_bench.config.identity``). ``lit_bench.store.rundir`` reads and writes these files, each atomically (a temporary
+sibling moved into place with ``os.replace``: a killed run leaves the old or the new version, never half of one).
+
+Versions (``summary.json``'s ``format``): 1 -- every directory written before the field existed (read as 1); 2 --
+adds ``format``. A reader takes any version up to ``FORMAT`` and refuses a newer one in one line (``format_problem``).
+
+``MOVED`` names the modules that version-1 ``config.yaml`` files may name by their path before the layered layout
+(``_target_`` / ``package`` entries ``lit_bench.noise.*``, ``lit_bench.wrappers.*``): the old module is importable as
+the new one (``lit_bench/__init__.py``), and config ids are computed over the old spelling (``legacy_spelling``), so a
+config keeps its id and its directory across the move.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+FORMAT = 2  # the run-directory format this version writes and the newest it reads
+
+CONFIG = "config.yaml"
+OVERRIDES = "overrides.yaml"
+EVAL_CSV = "eval.csv"
+EVALUATIONS_NPZ = "evaluations.npz"  # SB3's EvalCallback file name, read by the RL Zoo's plotting scripts
+METRICS_CSV = "train/metrics.csv"
+HPARAMS = "train/hparams.yaml"  # Lightning's CSVLogger writes it next to metrics.csv (lit backend)
+SUMMARY = "summary.json"
+VECNORMALIZE = "vecnormalize.pkl"
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_STATE = "state.json"  # in checkpoints/, written after the checkpoint files: the checkpoint is complete
+LAST_FILES = {"lit": "last.ckpt", "sb3": "last.zip"}  # in checkpoints/; the one before: previous.ckpt / previous.zip
+SB3_REPLAY_BUFFER = "replay_buffer.pt"  # in checkpoints/: the sb3 backend's replay buffer (filled part, tensors)
+SB3_VECNORMALIZE = "vecnormalize.pt"  # in checkpoints/: the sb3 backend's VecNormalize statistics (tensors)
+BEST_FILES = {"lit": "best.ckpt", "sb3": "best.zip"}  # in checkpoints/
+BEST_VECNORMALIZE = "best_vecnormalize.pkl"  # in checkpoints/
+BEST_STATE = "best.json"  # in checkpoints/, written last: {"timesteps", "mean_return"} of the kept best model
+VIDEO = "video"
+FINAL_VIDEO = "final.mp4"  # the final evaluation's first episode, in <run>/video/
+LOCK = ".lock"  # the writer's flock (pid and host inside)
+METRICS_BEFORE_RESUME = ".metrics.before_resume.csv"  # a resumed run's earlier metrics, until training ends
+
+EVAL_FIELDS = (
+    "timesteps", "wall_time_s", "mean_return", "std_return", "median_return", "mean_ep_length", "success_rate", "fps",
+)
+
+# Every file of a run directory a user may read (the README's table lists exactly these; test_run_format checks it).
+FILES: dict[str, str] = {
+    CONFIG: "the resolved config (plain data)",
+    OVERRIDES: "the command line's overrides",
+    EVAL_CSV: "one row per evaluation: EVAL_FIELDS",
+    EVALUATIONS_NPZ: "SB3 EvalCallback's arrays: timesteps, results (per-episode returns), ep_lengths[, successes]",
+    METRICS_CSV: "training metrics, Lightning's CSV schema (step + SB3's metric names), both backends",
+    HPARAMS: "lit backend: the algorithm's hyperparameters, as Lightning's CSVLogger writes them",
+    SUMMARY: "how the run went: SUMMARY_FIELDS",
+    **{f"{CHECKPOINTS}/{name}": "the last checkpoint" for name in LAST_FILES.values()},
+    **{f"{CHECKPOINTS}/{name.replace('last', 'previous')}": "the checkpoint before it" for name in LAST_FILES.values()},
+    f"{CHECKPOINTS}/{SB3_REPLAY_BUFFER}": "sb3 backend: the replay buffer of the last checkpoint",
+    f"{CHECKPOINTS}/{SB3_VECNORMALIZE}": "sb3 backend: the VecNormalize statistics of the last checkpoint",
+    f"{CHECKPOINTS}/{CHECKPOINT_STATE}": "env steps and wall time of the last complete checkpoint",
+    **{f"{CHECKPOINTS}/{name}": "the best evaluation's model" for name in BEST_FILES.values()},
+    f"{CHECKPOINTS}/{BEST_VECNORMALIZE}": "the VecNormalize statistics the best model was evaluated with",
+    f"{CHECKPOINTS}/{BEST_STATE}": "timesteps and mean return of the best evaluation",
+    VECNORMALIZE: "VecNormalize statistics in SB3's format (when the env normalizes)",
+    f"{VIDEO}/{FINAL_VIDEO}": "the final evaluation's first episode (eval.video=true)",
+    f"{VIDEO}/eval_<steps>.mp4": "an evaluation's first episode (eval.video_every=k)",
+}
+
+# What summary.json holds. A run writes it when it starts (status running), and again when it ends.
+SUMMARY_FIELDS: dict[str, str] = {
+    "format": "the run-directory format (FORMAT); absent: 1",
+    "status": "running, completed, failed or interrupted (readers add skipped, incomplete, damaged)",
+    "algo": "the algo config's name", "env": "the env config's name", "env_id": "the gymnasium id",
+    "seed": "the seed", "backend": "lit or sb3", "budget": "env steps asked for", "run_dir": "this directory",
+    "sweep": "the sweep's name", "variant": "readable differences from the composed defaults ('' for none)",
+    "config_id": "hash of the config without its seed", "config_hash": "hash of the config with its seed",
+    "overrides": "key=value of every difference from the composed defaults",
+    "invocation": "the multirun this run was last started by (its job record)",
+    "resumed_from": "env steps of the checkpoint this run resumed from (null: a fresh start)",
+    "started_at": "local time of the start", "finished_at": "local time of the end",
+    "host": "host name", "python": "Python version", "versions": "versions of the packages that shape results",
+    "git": "commit and dirty flag of the checkout",
+    "cluster": "the scheduler job that ran it (SLURM: job id, node, restarts, submitit's stdout / stderr files; Ray: "
+               "job, node, task, worker pid, log folder); absent outside a scheduler",
+    "timesteps": "env steps trained", "final_mean_return": "mean return of the last evaluation, at the budget's end",
+    "final_std_return": "its standard deviation", "final_success_rate": "its success rate (null without one)",
+    "threshold": "the env's solved threshold", "steps_to_threshold": "first step from which the threshold held",
+    "wall_time_s": "training and evaluation seconds", "fps": "env steps per second",
+    "startup_s": "seconds from the start to the first env step", "objective": "the score a sweeper gets",
+    "error": "what went wrong (failed, interrupted)", "traceback": "the traceback of an unexpected error",
+    "signal": "the signal that stopped an interrupted run",
+}
+
+# Files a sweep directory (<out_dir>/<sweep>) holds next to its runs.
+SWEEP_FILES: dict[str, str] = {
+    ".invocations/<id>.jsonl": "one line per job of a multirun: its run's outcome (lit_bench.control.sweep)",
+    "best_trial.yaml": "the best trial of a search: objective, directory, differences, config",
+    ".lit_bench_cache.npz": "the parsed run files of the sweep (lit_bench.analysis.cache)",
+}
+
+
+def summary_format(summary: dict[str, Any]) -> int:
+    """The format a ``summary.json`` was written in (1 for one without the field)."""
+    version = summary.get("format", 1)
+    return version if isinstance(version, int) and not isinstance(version, bool) else 0
+
+
+def format_problem(summary: dict[str, Any]) -> str | None:
+    """None when this version reads the directory, else one line saying why not (newer or unknown format)."""
+    version = summary_format(summary)
+    if version > FORMAT:
+        return f"run-directory format {version}, newer than this lit_bench reads (1..{FORMAT}): upgrade lit_bench"
+    if version < 1:
+        return f"format {summary.get('format')!r} is not a run-directory format (1..{FORMAT})"
+    return None
+
+
 MOVED: dict[str, str] = {
     "lit_bench.noise": "lit_bench.config.noise",
     "lit_bench.wrappers": "lit_bench.config.wrappers",
-    "lit_bench.sweep": "lit_bench.control.sweep",   # Hydra callbacks (``.hydra/config.yaml``)
+    "lit_bench.sweep": "lit_bench.control.sweep",  # Hydra callbacks (``.hydra/config.yaml``)
     "lit_bench.guard": "lit_bench.control.guard",
 }
 _OLD = {new: old for old, new in MOVED.items()}

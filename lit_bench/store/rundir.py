@@ -1,4 +1,5 @@
-"""One run's directory: file names, atomic writes, and the CSV bookkeeping that keeps resumed runs continuous.
+"""One run's directory: its files (named in ``lit_bench.store.format``), atomic writes, and the CSV bookkeeping that
+keeps resumed runs continuous.
 
 Every file is written to a temporary name in the same directory and moved into place with ``os.replace``, so a run
 killed at any moment leaves either the old or the new version of each file, never half of one.
@@ -18,15 +19,17 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
-FINAL_VIDEO = "final.mp4"  # the final evaluation's first episode, in <run>/video/
-EVAL_FIELDS = (
-    "timesteps", "wall_time_s", "mean_return", "std_return", "median_return", "mean_ep_length", "success_rate", "fps",
-)
+from lit_bench.store import format as fmt
+from lit_bench.store.format import EVAL_FIELDS, FINAL_VIDEO
+
+__all__ = ["EVAL_FIELDS", "FINAL_VIDEO", "RunDir", "atomic_write", "atomic_write_json", "atomic_write_text",
+           "csv_text", "read_csv", "read_evaluations_npz"]
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Call ``write(tmp)`` for a temporary sibling of ``path``, then move it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -60,6 +63,15 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(file))
 
 
+def read_evaluations_npz(path: Path) -> dict[str, np.ndarray]:
+    """``evaluations.npz`` as SB3's ``EvalCallback`` writes it: ``timesteps`` (n,), ``results`` and ``ep_lengths``
+    (n, episodes), ``successes`` when the env reports them; empty when the file is absent."""
+    if not path.is_file():
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
 def _step_of(row: dict[str, Any], key: str) -> float:
     value = row.get(key)
     return float(value) if value not in (None, "") else -1.0
@@ -70,19 +82,20 @@ class RunDir:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self.lock_file = self.root / ".lock"
-        self.config = self.root / "config.yaml"
-        self.overrides = self.root / "overrides.yaml"
-        self.eval_csv = self.root / "eval.csv"
-        self.summary = self.root / "summary.json"
-        self.vecnormalize = self.root / "vecnormalize.pkl"
-        self.train_dir = self.root / "train"
-        self.metrics_csv = self.train_dir / "metrics.csv"
-        self.checkpoints = self.root / "checkpoints"
-        self.video = self.root / "video"
+        self.lock_file = self.root / fmt.LOCK
+        self.config = self.root / fmt.CONFIG
+        self.overrides = self.root / fmt.OVERRIDES
+        self.eval_csv = self.root / fmt.EVAL_CSV
+        self.evaluations_npz = self.root / fmt.EVALUATIONS_NPZ
+        self.summary = self.root / fmt.SUMMARY
+        self.vecnormalize = self.root / fmt.VECNORMALIZE
+        self.metrics_csv = self.root / fmt.METRICS_CSV
+        self.train_dir = self.metrics_csv.parent
+        self.checkpoints = self.root / fmt.CHECKPOINTS
+        self.video = self.root / fmt.VIDEO
         self.final_video = self.video / FINAL_VIDEO
-        self.checkpoint_state = self.checkpoints / "state.json"
-        self._metrics_before_resume = self.root / ".metrics.before_resume.csv"
+        self.checkpoint_state = self.checkpoints / fmt.CHECKPOINT_STATE
+        self._metrics_before_resume = self.root / fmt.METRICS_BEFORE_RESUME
 
     # ------------------------------------------------------------------ summary
 
@@ -94,7 +107,8 @@ class RunDir:
         return summary if isinstance(summary, dict) else None
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        atomic_write_json(self.summary, summary)
+        """``summary.json`` in this version's format (its ``format`` field first)."""
+        atomic_write_json(self.summary, {"format": fmt.FORMAT, **{k: v for k, v in summary.items() if k != "format"}})
 
     def read_config(self) -> dict[str, Any] | None:
         """The resolved config of the run that wrote this directory (None when there is none)."""
@@ -173,6 +187,19 @@ class RunDir:
         """Drop evaluations past ``upto`` env steps (they happened after the checkpoint a resumed run starts from)."""
         rows = [r for r in self.eval_rows() if _step_of(r, "timesteps") <= upto]
         atomic_write_text(self.eval_csv, csv_text(EVAL_FIELDS, rows))
+
+    # ------------------------------------------------------------------ evaluations.npz
+
+    def read_evaluations(self) -> dict[str, np.ndarray]:
+        return read_evaluations_npz(self.evaluations_npz)
+
+    def write_evaluations(self, history: dict[str, list[Any]]) -> None:
+        def write(tmp: Path) -> None:
+            with tmp.open("wb") as file:  # a file object: np.savez would append ".npz" to a temporary name
+                arrays: dict[str, Any] = {key: np.asarray(values) for key, values in history.items()}
+                np.savez(file, **arrays)
+
+        atomic_write(self.evaluations_npz, write)
 
     # ------------------------------------------------------------------ train/metrics.csv
 

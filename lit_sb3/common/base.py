@@ -32,6 +32,7 @@ from lit_sb3.common.sb3_calls import SB3CallForms
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
 from lit_sb3.common.training_mode import TrainingModeSwitch
 from lit_sb3.common.utils import resolve_policy_class
+from lit_sb3.lightning_compat import attached_trainer
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
 _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
@@ -172,7 +173,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         self._parts = parts_of(self)
         for part in self._parts:
             self.hparams.update(part.build(action_space))
-        if self._trainer is None:
+        if attached_trainer(self) is None:
             self.to(get_device(self.requested_device))
 
     def _set_training_mode(self, mode: bool) -> None:
@@ -226,9 +227,16 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
 
     # ------------------------------------------------------------------ env access
 
+<<<<<<< HEAD
     def _fit_env(self) -> VecEnv | None:
         """The training env of the trainer's datamodule while a fit runs, else None."""
         trainer = self._trainer
+=======
+    @property
+    def env(self) -> VecEnv | None:
+        """Return the active training env from the trainer, or None."""
+        trainer = attached_trainer(self)
+>>>>>>> main
         datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
         if datamodule is None or not hasattr(datamodule, "get_env"):
             return None

@@ -5,8 +5,8 @@ a profiler context, two attribute writes on the module, a pass over every callba
 fifteen of them per ``training_step``. PPO with minibatches of 64 on a 4,096-step rollout runs 256 training steps per
 rollout; there those calls cost more than fused Adam saves; A2C pays the epoch's share on every 5-step rollout.
 :func:`listeners` finds once per fit which hooks a callback, the module or the strategy overrides; the training loops
-(:mod:`lit_sb3.env_steps`) and the algorithms' updates (:func:`backward`, :func:`step`) skip the others and otherwise
-do what Lightning does.
+(:mod:`lit_sb3.lightning_compat`) and the algorithms' updates (:func:`backward`, :func:`step`) skip the others and
+otherwise do what Lightning does.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from lightning.pytorch.profilers import PassThroughProfiler
 from lightning.pytorch.strategies import SingleDeviceStrategy, Strategy
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning.pytorch.utilities.signature_utils import is_param_in_hook_signature
+
+from lit_sb3.lightning_compat.internals import attached_trainer, step_between_counters
 
 #: hooks of the training loop and of a manual update that may be skipped when nothing overrides them
 HOOKS = (
@@ -102,7 +104,7 @@ def lean_fit(trainer: L.Trainer) -> Listeners | None:
 
 
 def _direct(module: L.LightningModule) -> bool:
-    trainer = module._trainer
+    trainer = attached_trainer(module)
     return trainer is not None and listeners(trainer).direct_update
 
 
@@ -119,8 +121,6 @@ def step(module: L.LightningModule, optimizer: Any) -> None:
     """``optimizer.step()`` of a Lightning-wrapped optimizer; the wrapped optimizer's own step, between Lightning's
     step-progress counters, where the precision plugin and the strategy would add nothing."""
     if isinstance(optimizer, LightningOptimizer) and _direct(module):
-        optimizer._on_before_step()
-        optimizer.optimizer.step()
-        optimizer._on_after_step()
+        step_between_counters(optimizer)
     else:
         optimizer.step()

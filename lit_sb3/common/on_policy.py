@@ -255,7 +255,10 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         for i in truncated:
             terminal_obs = self.policy.obs_to_tensor(infos[i]["terminal_observation"])[0]
             with torch.no_grad():
-                rewards[i] += self.gamma * self._value_of_terminal(terminal_obs, i).item()
+                bootstrap = self.gamma * self._value_of_terminal(terminal_obs, i)
+            # the product in the value's dtype (float32), as SB3 forms it: gamma * V.item() in float64 rounds
+            # differently in about one truncation in ten, and the runs drift apart from there on
+            rewards[i] += bootstrap.item()
 
     def _value_of_terminal(self, obs: Any, env_index: int) -> torch.Tensor:
         """Hook: value of a truncated episode's last observation."""

@@ -14,12 +14,13 @@ from lightning.pytorch.trainer.states import TrainerStatus
 
 from lit_sb3.common import lightning_calls
 from lit_sb3.common.utils import clip_grad_norm
+from lit_sb3.lightning_compat import attached_trainer
 
 
 def inside_fit(module: L.LightningModule) -> bool:
     """True while a trainer's ``fit`` drives ``module`` (Lightning's backward, precision and optimizer wrappers
     apply); False for SB3-style calls outside it (``train()``, per-update parity checks)."""
-    trainer = module._trainer
+    trainer = attached_trainer(module)
     if trainer is None:
         return False
     status = trainer.state.status  # `is` first: the enum's own == compares lower-cased strings (once per update)

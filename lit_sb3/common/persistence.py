@@ -28,6 +28,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from lit_sb3.common import resume, safe_zip
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
 from lit_sb3.common.safe_load import CheckpointError, is_trusted, trusted_checkpoint
+from lit_sb3.lightning_compat import attached_trainer
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
@@ -101,7 +102,7 @@ class Persistence:
             checkpoint[_CKPT_KEY][_UNSAVED_KEY] = sorted(_unsaved_hyperparameters(self))
 
     def on_load_checkpoint(self: BaseAlgorithm, checkpoint: dict[str, Any]) -> None:
-        if self._trainer is not None:  # resuming into a model the caller built (load_from_checkpoint builds its own)
+        if attached_trainer(self) is not None:  # resuming into a model the caller built (load_from_checkpoint: its own)
             _warn_about_changed_hyperparameters(self, checkpoint.get("hyper_parameters") or {})
         state = checkpoint.get(_CKPT_KEY)
         if state is None:

@@ -130,10 +130,11 @@ class _Registry:
         if self.builtin is None:
             import numpy as np
 
-            found = {f"{module}:{name}": None for module, names in _MODULES_OF.items() for name in names}
+            found: dict[str, Any] = {
+                f"{module}:{name}": None for module, names in _MODULES_OF.items() for name in names}
             found = {entry: obj for entry in found if (obj := _import_defined(entry)) is not None}
-            found.update({_defined_name(cls): cls for cls in vars(np.dtypes).values()
-                          if isinstance(cls, type) and issubclass(cls, np.dtype) and _defined_name(cls)})
+            found.update({name: cls for cls in vars(np.dtypes).values()
+                          if isinstance(cls, type) and issubclass(cls, np.dtype) and (name := _defined_name(cls))})
             found.update(_policies())
             self.builtin = found
         return {**self.builtin, **{k: v for k, v in self.user.items() if v is not None}}
@@ -312,7 +313,8 @@ def checkpoint_globals(path: str | Path) -> list[Any]:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"checkpoint: {path} is not a readable checkpoint (truncated or not written by "
                               f"torch.save): {reason}") from None
-    allowed, refused = [], []
+    allowed: list[Any] = []  # (object, name) pairs, then numpy's dtype classes
+    refused: list[str] = []
     for name in names:
         obj = allowed_name(name)
         if obj is None:

@@ -15,6 +15,8 @@ from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.utils import safe_mean
 
+from lit_sb3.lightning_compat import attached_trainer
+
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
 
@@ -34,7 +36,7 @@ class LightningKVWriter(KVWriter):
         self.algorithm = algorithm
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
-        trainer = self.algorithm._trainer
+        trainer = attached_trainer(self.algorithm)
         if trainer is None:
             return
         scalars = {k: float(v) for k, v in key_values.items() if _is_scalar(v)}

@@ -17,7 +17,7 @@ def fixture_suite(tmp_path, monkeypatch):
     suite = {"name": "ci", "seeds": [0, 1, 2], "margin": 0.25, "entries": [{"algo": "ppo", "env": "CartPole"}]}
     monkeypatch.setattr(regress, "load_suite", lambda name: suite)
     no_parity = regress.parity_result({"seeds": [], "parity": []}, pd.DataFrame(), pd.DataFrame())
-    monkeypatch.setattr(regress, "check_parity", lambda suite, out: no_parity)
+    monkeypatch.setattr(regress, "check_parity", lambda suite, out, launcher=None: no_parity)
     return tmp_path
 
 
@@ -73,7 +73,7 @@ def test_parity_entries_pass_only_when_every_seed_is_identical():
 def test_a_parity_difference_fails_the_suite(fixture_suite, monkeypatch, capsys):
     suite = {"seeds": [0], "parity": [{"algo": "sac", "env": "Pendulum", "budget": 10}]}
     differing = regress.parity_result(suite, _runs([1.0]), _runs([2.0]))
-    monkeypatch.setattr(regress, "check_parity", lambda suite, out: differing)
+    monkeypatch.setattr(regress, "check_parity", lambda suite, out, launcher=None: differing)
     assert regress.main(["--suite", "ci", "--baselines", str(_baselines(fixture_suite / "b.csv", 300.0))]) == 1
     assert "DIFFERENT" in capsys.readouterr().out
 

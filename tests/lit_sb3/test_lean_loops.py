@@ -1,4 +1,4 @@
-"""The lean training loops (lit_sb3.env_steps) do what Lightning's loops do, less the calls nothing listens to."""
+"""The lean training loops (lit_sb3.lightning_compat) do what Lightning's loops do, less calls nothing listens to."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from lightning.pytorch.loops import _FitLoop
 
 from lit_sb3 import A2C, RLEnvDataModule, RLTrainer
 from lit_sb3.common import lightning_calls
-from lit_sb3.env_steps import _OneIterableFetcher
+from lit_sb3.lightning_compat.loops import _OneIterableFetcher
 
 EPOCH_HOOKS = ("on_train_epoch_start", "on_train_batch_start", "on_train_batch_end", "on_train_epoch_end")
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import copy
 import warnings
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch
@@ -21,7 +20,9 @@ from stable_baselines3.common.utils import FloatSchedule, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
+from lit_sb3.algorithms.ars.episodes import EpisodeTally, Iterations
 from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
+from lit_sb3.algorithms.ars.update import ars_update, perturbed_candidates
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.envs import is_monitored
 from lit_sb3.common.optimizers import implementation_only
@@ -29,98 +30,6 @@ from lit_sb3.common.persistence import CHECKPOINT, ZIP, StateFormat
 from lit_sb3.common.utils import env_actions, outside_autocast
 
 SelfARS = TypeVar("SelfARS", bound="ARS")
-
-
-class ARSUpdate(NamedTuple):
-    """Result of one ARS update: the new weights and what sb3-contrib logs about the step."""
-
-    weights: torch.Tensor
-    step_size: torch.Tensor
-    return_std: torch.Tensor
-
-
-def perturbed_candidates(weights: torch.Tensor, deltas: torch.Tensor, delta_std: float) -> torch.Tensor:
-    """The ``2 * n_delta`` candidates: first every ``weights + delta_std * delta``, then every ``weights - ...``."""
-    noise = deltas * delta_std
-    return torch.cat([weights + noise, weights - noise])
-
-
-def ars_update(
-    weights: torch.Tensor, deltas: torch.Tensor, candidate_returns: torch.Tensor, n_top: int, learning_rate: float
-) -> ARSUpdate:
-    """One ARS step (paper's V1-t update without observation filtering, as sb3-contrib does it).
-
-    The ``n_top`` directions whose better side (``max(r+, r-)``) scored highest are kept; the step is the
-    finite-difference estimate ``sum((r+ - r-) * delta)`` scaled by ``learning_rate / (n_top * std(kept returns))``.
-
-    :param weights: current flat parameter vector, shape ``(n_params,)``
-    :param deltas: unscaled standard-normal directions, shape ``(n_delta, n_params)``
-    :param candidate_returns: returns of the ``+delta`` candidates followed by those of the ``-delta`` ones
-    :param n_top: directions kept
-    :param learning_rate: step size before the return-std scaling
-    """
-    n_delta = deltas.shape[0]
-    plus, minus = candidate_returns[:n_delta], candidate_returns[n_delta:]
-    best_side = torch.maximum(plus, minus)
-    kept = torch.argsort(best_side, descending=True)[:n_top]
-    plus, minus = plus[kept], minus[kept]
-    return_std = torch.cat([plus, minus]).std()
-    step_size = learning_rate / (n_top * return_std + 1e-6)  # the epsilon keeps equal returns from dividing by zero
-    return ARSUpdate(weights + step_size * ((plus - minus) @ deltas[kept]), step_size, return_std)
-
-
-class Iterations:
-    """The training "dataloader" of ARS: one tick per Lightning epoch; the tick's training step is one iteration.
-
-    It has a length so that Lightning treats each epoch as finite (checkpoints every N epochs = every N iterations).
-    """
-
-    def __len__(self) -> int:
-        return 1
-
-    def __iter__(self) -> Iterator[int]:
-        yield 0
-
-
-class EpisodeTally:
-    """Episode returns and lengths as SB3's ``evaluate_policy`` records them.
-
-    Each env ends ``targets[i]`` episodes; with a ``Monitor`` only its episode records count (a life lost in Atari
-    is a ``done`` but no episode end), otherwise the rewards summed since the env's last episode end.
-    """
-
-    def __init__(self, targets: list[int], monitored: bool) -> None:
-        self.targets = targets
-        self.counts = [0] * len(targets)
-        self.open = sum(targets)
-        self.monitored = monitored
-        self.current_rewards = np.zeros(len(targets))
-        self.current_lengths = np.zeros(len(targets), dtype=int)
-        self.rewards: list[float] = []
-        self.lengths: list[int] = []
-
-    def add(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
-        """Record one vector step."""
-        self.current_rewards += rewards
-        self.current_lengths += 1
-        if not dones.any():
-            return
-        for i in np.flatnonzero(dones):
-            if self.counts[i] >= self.targets[i]:
-                continue
-            episode = infos[i].get("episode") if self.monitored else None
-            if episode is not None:
-                self._end(i, episode["r"], episode["l"])
-            elif not self.monitored:
-                self._end(i, float(self.current_rewards[i]), int(self.current_lengths[i]))
-            self.current_rewards[i] = 0.0
-            self.current_lengths[i] = 0
-
-    def _end(self, env_idx: int, reward: float, length: int) -> None:
-        self.rewards.append(reward)
-        self.lengths.append(length)
-        self.counts[env_idx] += 1
-        self.open -= 1
 
 
 class ARS(BaseAlgorithm):

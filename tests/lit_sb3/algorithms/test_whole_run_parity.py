@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import sb3_contrib
@@ -131,7 +132,14 @@ def _per_parameter_kl_grad(self: Any, kl: torch.Tensor) -> tuple[list[torch.nn.P
     return [p for p, _ in used], torch.cat([g.reshape(-1) for _, g in used])
 
 
+# sb3-contrib before 2.9 (2.7.0 measured) computes TRPO's line-search step size in float32 tensors; 2.9 and lit_sb3 in
+# float64: whole runs then differ in the last bits (per-update parity still holds).
+_TRPO_STEP_IN_FLOAT32 = tuple(int(p) for p in sb3_contrib.__version__.split(".")[:2]) < (2, 9)
+
+
 def _check(algo: str, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    if algo == "TRPO" and _TRPO_STEP_IN_FLOAT32:
+        pytest.skip(f"sb3-contrib {sb3_contrib.__version__}: TRPO's line-search step size is float32 there")
     if algo == "TRPO":
         monkeypatch.setattr(lit_sb3.TRPO, "_actor_params_and_kl_grad", _per_parameter_kl_grad)
     _assert_identical_runs(_train("lit", algo, case), _train("sb3", algo, case))
@@ -148,6 +156,23 @@ def test_long_whole_run_is_bit_identical_to_sb3(algo, monkeypatch):
     """Eight times longer runs (thousands of updates, the small replay buffers wrap around)."""
     case = CASES[algo]
     _check(algo, dataclasses.replace(case, steps=8 * case.steps), monkeypatch)
+
+
+ON_POLICY = ("MaskablePPO", "PPO", "RecurrentPPO", "TRPO")  # A2C bootstraps in the same loop as PPO
+
+
+def _truncated_every(steps: int, case: Case) -> Case:
+    """``case`` with its env (a Gymnasium id, or MaskablePPO's masked identity env) cut every ``steps`` steps."""
+    if isinstance(case.env, str):
+        return dataclasses.replace(case, env=lambda: gym.make(case.env, max_episode_steps=steps))
+    return dataclasses.replace(case, env=lambda: InvalidActionEnvDiscrete(dim=8, n_invalid_actions=3, ep_length=steps))
+
+
+@pytest.mark.parametrize("algo", ON_POLICY)
+def test_whole_run_with_frequent_time_limits_is_bit_identical_to_sb3(algo, monkeypatch):
+    """Dozens of time-limit truncations, each bootstrapped with gamma * V(terminal observation): the rounding of that
+    product is SB3's (the long MaskablePPO run, truncated every 100 steps, once drifted apart at its 15th rollout)."""
+    _check(algo, _truncated_every(5, CASES[algo]), monkeypatch)
 
 
 @pytest.mark.parametrize("algo", sorted(HER_CASES))

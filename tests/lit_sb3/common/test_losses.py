@@ -130,3 +130,22 @@ def test_rollout_bootstraps_time_limit_truncations_and_gae_reads_them():
         next_advantage = advantages[step] = delta + gamma * lam * not_done * next_advantage
     np.testing.assert_allclose(rollout["advantages"], advantages, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rollout["returns"], advantages + rollout["values"], rtol=1e-5, atol=1e-6)
+
+
+def test_truncation_bootstrap_rounds_like_sb3():
+    """gamma * V(terminal observation) is formed in the value's float32, as SB3 forms it, before it joins the float32
+    reward: the product taken in float64 (gamma * V.item()) rounds to another reward in about one truncation in ten,
+    which is enough for a long whole run to leave SB3's (MaskablePPO's env truncates every 100 steps)."""
+    n = 64  # one truncated episode per env: distinct terminal observations, distinct values
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
+    model = PPO("MlpPolicy", env=env, n_steps=8, batch_size=8, gamma=0.99, policy_kwargs={"net_arch": [8]}, seed=0)
+    terminal_obs = np.random.default_rng(0).normal(size=(n, 4)).astype(np.float32)
+    raw = np.random.default_rng(1).choice([0.0, 1.0], size=n).astype(np.float32)
+    infos = [{"TimeLimit.truncated": True, "terminal_observation": obs} for obs in terminal_obs]
+    rewards = raw.copy()
+    model._bootstrap_truncations(rewards, np.ones(n, dtype=bool), infos)
+    with torch.no_grad():  # one observation at a time, as the loop values them (a batched matmul rounds otherwise)
+        values = torch.cat([model.policy.predict_values(t(obs[None]))[0] for obs in terminal_obs])
+    expected = raw + (0.99 * values).numpy()  # float32 product, float32 sum
+    assert rewards.dtype == np.float32
+    assert np.array_equal(rewards, expected), np.flatnonzero(rewards != expected)

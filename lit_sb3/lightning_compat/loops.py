@@ -1,13 +1,18 @@
-"""Lightning counts optimizer steps; an RL run counts env steps. These pieces make Lightning's step the env step.
+"""Lightning's fit loop counted in env steps, and lean where nothing listens (patches 1-4 of
+:mod:`lit_sb3.lightning_compat`).
 
-- :class:`EnvStepEpochLoop`: ``trainer.global_step`` (``ModelCheckpoint``'s ``{step}``, checkpoints' ``global_step``)
-  and the step every Lightning callback logs at (``LearningRateMonitor``, ...) are the env-step count. Its training
-  step, and each epoch of :class:`EnvStepFitLoop`, call only the hooks that something overrides
+- :class:`EnvStepFitLoop` (subclasses the private ``_FitLoop``): each epoch calls only the epoch hooks something
+  overrides and iterates the module's own sized iterable through :class:`_OneIterableFetcher` (a
+  ``_PrefetchDataFetcher``) instead of a new ``CombinedLoader`` iterator per epoch.
+- :class:`EnvStepEpochLoop` (subclasses ``_TrainingEpochLoop``): ``trainer.global_step`` (``ModelCheckpoint``'s
+  ``{step}``, checkpoints' ``global_step``) and the step every Lightning callback logs at are the env-step count
+  (``_batches_that_stepped``); its training step calls only the hooks something overrides
   (:mod:`lit_sb3.common.lightning_calls`).
-- :class:`EnvStepLoggerConnector`: ``log_every_n_steps`` keeps counting Lightning training steps (how often), only
-  the x-axis changed (where).
-- :class:`EnvStepMonitors`: ``ModelCheckpoint(every_n_train_steps=N)`` saves when the env-step count crosses a
-  multiple of ``N``; ``EarlyStopping`` checks each new value of its metric in runs whose epochs never end.
+- :class:`_EnvStepManualOptimization` (subclasses ``_ManualOptimization``): calls ``training_step`` directly where the
+  strategy would only forward to it.
+
+Why private: Lightning has no public hook for "the step is not the optimizer step" nor for skipping hook calls. What
+each method replaces is Lightning's method of the same name (Lightning 2.6.0-2.6.6; see the package's version notes).
 """
 
 from __future__ import annotations
@@ -17,13 +22,11 @@ from typing import Any
 
 import lightning as L
 from lightning.fabric.utilities.data import _set_sampler_epoch, sized_len
-from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.loops import _FitLoop
 from lightning.pytorch.loops.fetchers import _DataFetcher, _DataLoaderIterDataFetcher, _PrefetchDataFetcher
 from lightning.pytorch.loops.optimization.manual import _ManualOptimization
 from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 from lightning.pytorch.trainer import call
-from lightning.pytorch.trainer.connectors.logger_connector import _LoggerConnector
 from lightning.pytorch.utilities.combined_loader import CombinedLoader
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch.utils.data import DataLoader
@@ -31,7 +34,8 @@ from torch.utils.data import DataLoader
 from lit_sb3.common import lightning_calls
 
 
-def _env_steps(trainer: L.Trainer) -> int | None:
+def env_steps(trainer: L.Trainer) -> int | None:
+    """The env steps of ``trainer``'s module (its ``num_timesteps``), or None for a module that counts none."""
     steps = getattr(trainer.lightning_module, "num_timesteps", None)  # an RL module's env-step count
     return None if steps is None else int(steps)
 
@@ -104,19 +108,19 @@ class EnvStepEpochLoop(_TrainingEpochLoop):
 
     @property
     def global_step(self) -> int:
-        steps = _env_steps(self.trainer)
+        steps = env_steps(self.trainer)
         return super().global_step if steps is None else steps
 
     @property
     def _batches_that_stepped(self) -> int:
-        steps = _env_steps(self.trainer)
+        steps = env_steps(self.trainer)
         return self.stepped_batches if steps is None else steps
 
     @_batches_that_stepped.setter
     def _batches_that_stepped(self, value: int) -> None:
         """Lightning counts its training steps with ``+= 1`` (and ``-= 1`` / ``+= 1`` around the epoch-end metrics)
         on what the getter returns, the env step: its own count (``log_every_n_steps``) takes the change."""
-        steps = _env_steps(self.trainer)
+        steps = env_steps(self.trainer)
         self.stepped_batches = value if steps is None else self.stepped_batches + value - steps
 
     def load_state_dict(self, state_dict: dict, prefix: str = "") -> None:
@@ -268,101 +272,3 @@ def _call_hook(trainer: L.Trainer, hook: str, listening: lightning_calls.Listene
     if hook in listening.strategy:
         call._call_strategy_hook(trainer, hook, *args)
     return response
-
-
-class EnvStepLoggerConnector(_LoggerConnector):
-    """``log_every_n_steps`` counts Lightning training steps, as in Lightning (the logged step is the env step)."""
-
-    @property
-    def should_update_logs(self) -> bool:
-        trainer = self.trainer
-        loop = trainer._active_loop
-        if trainer.log_every_n_steps == 0 or not isinstance(loop, _FitLoop):
-            return super().should_update_logs
-        return (loop.epoch_loop.stepped_batches + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop
-
-    # lit_sb3's algorithms log through SB3's logger at the end of a rollout or log interval, never with ``self.log`` in
-    # a training step: with nothing logged there is nothing to gather after each step.
-    def _nothing_logged(self) -> bool:
-        results = self.trainer._results
-        return results is not None and not results
-
-    def on_batch_end(self) -> None:
-        if self._nothing_logged():
-            self.trainer._results.batch = None
-            self.trainer._results.batch_size = None
-            return
-        super().on_batch_end()
-
-    def update_train_step_metrics(self) -> None:
-        if self._nothing_logged():
-            return
-        super().update_train_step_metrics()
-
-    def on_epoch_end(self) -> None:
-        if self._nothing_logged():
-            self._current_fx = None
-            return
-        super().on_epoch_end()
-
-    def update_train_epoch_metrics(self) -> None:
-        if self._nothing_logged():
-            self.reset_results()  # nothing to log or reset in an empty collection, only the connector's state
-            return
-        super().update_train_epoch_metrics()
-
-
-class EnvStepMonitors(Checkpoint):
-    """Drives the env-step triggers of the user's ``ModelCheckpoint`` and ``EarlyStopping`` callbacks.
-
-    A ``Checkpoint`` so that Lightning calls it after the module's epoch-end hook (where on-policy algorithms write
-    their metrics), like the callbacks it drives. Saves happen after a whole update: at the end of a training step
-    (off-policy, ARS) or of a rollout's epoch (on-policy).
-    """
-
-    def __init__(self, callbacks: list[Any]) -> None:
-        self.every: list[tuple[ModelCheckpoint, int]] = []
-        for callback in callbacks:
-            if isinstance(callback, ModelCheckpoint) and callback._every_n_train_steps > 0:
-                self.every.append((callback, callback._every_n_train_steps))
-                callback._every_n_train_steps = 0  # its own rule (global_step % N == 0) misses irregular env steps
-        self.early_stopping = [c for c in callbacks if isinstance(c, EarlyStopping)]
-        self._saved_at = 0
-        self._seen: dict[int, Any] = {}
-
-    @property
-    def state_key(self) -> str:
-        return "EnvStepMonitors"
-
-    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._saved_at = trainer.global_step
-
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
-        if not _epoch_is_rollout(pl_module):
-            self._save_crossed(trainer)
-            self._check_early_stopping(trainer)
-
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if _epoch_is_rollout(pl_module):
-            self._save_crossed(trainer)
-
-    def _save_crossed(self, trainer: L.Trainer) -> None:
-        steps = trainer.global_step
-        for checkpoint, every in self.every:
-            if steps // every > self._saved_at // every and not checkpoint._should_skip_saving_checkpoint(trainer):
-                candidates = checkpoint._monitor_candidates(trainer)
-                checkpoint._save_topk_checkpoint(trainer, candidates)
-                checkpoint._save_last_checkpoint(trainer, candidates)
-        self._saved_at = steps
-
-    def _check_early_stopping(self, trainer: L.Trainer) -> None:
-        """Epochs of off-policy runs never end: check each time the monitored metric has a new value."""
-        for callback in self.early_stopping:
-            value = trainer.callback_metrics.get(callback.monitor)
-            if value is not None and value is not self._seen.get(id(callback)) and not trainer.should_stop:
-                self._seen[id(callback)] = value
-                callback._run_early_stopping_check(trainer)
-
-
-def _epoch_is_rollout(module: L.LightningModule) -> bool:
-    return getattr(module, "epoch_is_rollout", False)  # any LightningModule may run here, not only lit_sb3's

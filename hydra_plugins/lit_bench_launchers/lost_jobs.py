@@ -1,0 +1,66 @@
+"""A job that ended without returning (its process killed, its SLURM job cancelled): recorded for the sweep table and
+returned to the sweeper as a failed run returns from its own process (``lit_bench.control.sweep.job_result``)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from omegaconf import DictConfig
+
+log = logging.getLogger(__name__)
+
+
+def lost_job(sweep_dir: Path, job_config: DictConfig, overrides: list[str], message: str) -> JobReturn:
+    """Record ``message`` as the job's failure unless the job recorded its own end (an interrupted run does), and
+    give the sweeper NaN (Hydra's basic sweeper re-raises a failed job's error) or a failed trial (others)."""
+    from lit_bench.control.sweep import INVOCATION_ENV, RunFailed, basic_sweeper, read_records, record
+
+    num = job_config.hydra.job.num
+    with _as_job(job_config):  # the job's names and run directory resolve through its own Hydra config
+        summary: dict[str, Any] = {
+            "algo": job_config.get("algo_name"), "env": job_config.get("env_name"), "seed": job_config.get("seed"),
+            "backend": job_config.get("backend"), "status": "failed", "error": message, "job": num,
+            **_run_fields(job_config)}
+    invocation = os.environ.get(INVOCATION_ENV)
+    if invocation and not any(r.get("job") == num for r in read_records(sweep_dir, invocation)):
+        record(sweep_dir, invocation, summary)
+    log.error(f"#{num} {' '.join(filter_overrides(overrides))}: {message}")
+    result = JobReturn(overrides=overrides, cfg=job_config, hydra_cfg=job_config.hydra, working_dir=None)
+    if basic_sweeper(job_config.hydra):
+        result.status, result._return_value = JobStatus.COMPLETED, math.nan
+    else:
+        result.status, result._return_value = JobStatus.FAILED, RunFailed(f"{summary['run_dir']}: {message}")
+    return result
+
+
+@contextlib.contextmanager
+def _as_job(job_config: DictConfig) -> Iterator[None]:
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra_config = HydraConfig.instance()
+    launcher_config = hydra_config.cfg
+    hydra_config.set_config(job_config)
+    try:
+        yield
+    finally:
+        hydra_config.cfg = launcher_config
+
+
+def _run_fields(job_config: DictConfig) -> dict[str, Any]:
+    """The lost job's run directory, variant and config id (None when its config cannot be resolved here)."""
+    from lit_bench.config.identity import identify, resolved, run_path
+
+    try:
+        config = resolved(job_config)
+        identity = identify(config)
+        return {"run_dir": str(run_path(config, identity)), "variant": identity.variant,
+                "config_id": identity.config_id}
+    except Exception:  # a config that fails to resolve failed in the job too, which recorded it
+        return {"run_dir": None}

@@ -1,0 +1,194 @@
+"""An Optuna study of a sweep: its search space, sampler, pruner and storage, read from the sweeper's config.
+
+Used by the project's Hydra sweeper (``hydra_plugins.lit_optuna_sweeper``) and by each trial's job
+(``lit_bench.run.trial``). Samplers and pruners are named (``tpe``, ``random``, ``cmaes``, ``gp``, ``qmc``; ``none``,
+``median``, ``percentile``, ``halving``, ``hyperband``, ``threshold``) and mapped to Optuna's classes here, so a
+config names data, never code. Pruners count steps in env steps: a trial reports each evaluation at its env step.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lit_bench.config.checks import ConfigError
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import BaseDistribution
+
+SAMPLERS = {"tpe": "TPESampler", "random": "RandomSampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
+            "qmc": "QMCSampler"}
+PRUNERS = {"none": "NopPruner", "median": "MedianPruner", "percentile": "PercentilePruner",
+           "halving": "SuccessiveHalvingPruner", "hyperband": "HyperbandPruner", "threshold": "ThresholdPruner"}
+DIRECTIONS = ("maximize", "minimize")
+JOURNAL_SUFFIX = ".journal"
+AGGREGATES = ("mean", "iqm")
+
+
+def _named(kind: str, spec: Mapping[str, Any] | None, names: dict[str, str], module: Any) -> Any:
+    """The Optuna object ``spec`` names (``{name: tpe, seed: 0, ...}``: the rest are its keyword arguments)."""
+    from optuna.exceptions import ExperimentalWarning
+
+    options = dict(spec or {})
+    name = str(options.pop("name", "none" if kind == "pruner" else "tpe"))
+    if name not in names:
+        raise ConfigError(f"hydra.sweeper.{kind}.name={name}: choose one of {', '.join(names)}")
+    try:
+        with warnings.catch_warnings():  # QMC / GP / PED-ANOVA are "experimental" in Optuna's words, and work
+            warnings.simplefilter("ignore", category=ExperimentalWarning)
+            return getattr(module, names[name])(**options)
+    except (TypeError, ValueError, ImportError) as error:
+        raise ConfigError(f"hydra.sweeper.{kind} ({name}): {error}") from None
+
+
+def make_sampler(spec: Mapping[str, Any] | None, offset: int = 0) -> optuna.samplers.BaseSampler:
+    """The sampler; its seed moved on by ``offset`` (the trials the study already has), so that a resumed study
+    draws new points instead of repeating the first ones."""
+    import optuna
+
+    options = dict(spec or {})
+    if options.get("seed") is not None:
+        options["seed"] = int(options["seed"]) + offset
+    return _named("sampler", options, SAMPLERS, optuna.samplers)
+
+
+def make_pruner(spec: Mapping[str, Any] | None) -> optuna.pruners.BasePruner:
+    import optuna
+
+    return _named("pruner", spec, PRUNERS, optuna.pruners)
+
+
+def _number(value: Any) -> float | int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else float(value)
+
+
+def distribution_from_mapping(key: str, spec: Mapping[str, Any]) -> BaseDistribution:
+    """Optuna's distribution from YAML: ``{type: float, low, high, log, step}``, ``{type: int, ...}`` or
+    ``{type: categorical, choices: [...]}``."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    kind = spec.get("type")
+    try:
+        if kind == "categorical":
+            return CategoricalDistribution(list(spec["choices"]))
+        if kind == "float":
+            step = spec.get("step")
+            return FloatDistribution(float(spec["low"]), float(spec["high"]), log=bool(spec.get("log", False)),
+                                     step=None if step is None else float(step))
+        if kind == "int":
+            return IntDistribution(int(spec["low"]), int(spec["high"]), log=bool(spec.get("log", False)),
+                                   step=int(spec.get("step", 1)))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ConfigError(f"hydra.sweeper.params.{key}: {type(error).__name__}: {error}") from None
+    raise ConfigError(f"hydra.sweeper.params.{key}.type={kind}: choose one of float, int, categorical")
+
+
+def distribution_from_sweep(key: str, sweep: Any) -> BaseDistribution:
+    """Optuna's distribution from Hydra's sweep syntax: ``choice(...)`` / ``a,b,c``, ``interval(lo, hi)`` (floats;
+    ``tag(int, ...)`` for integers), ``range(start, stop[, step])`` (stop excluded), ``tag(log, ...)`` for a log
+    scale."""
+    from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    log = "log" in sweep.tags
+    if isinstance(sweep, ChoiceSweep):
+        return CategoricalDistribution([_plain(choice) for choice in sweep.list])
+    if isinstance(sweep, IntervalSweep):
+        if "int" in sweep.tags:
+            return IntDistribution(int(sweep.start), int(sweep.end), log=log)
+        return FloatDistribution(float(sweep.start), float(sweep.end), log=log)
+    if isinstance(sweep, RangeSweep):
+        start, stop, step = sweep.start, sweep.stop, sweep.step
+        if all(isinstance(v, int) for v in (start, stop, step)):
+            return IntDistribution(int(start), int(stop) - int(step), log=log, step=1 if log else int(step))
+        count = math.floor((stop - start) / step - 1e-9)
+        return FloatDistribution(float(start), float(start + count * step), step=float(step))
+    raise ConfigError(f"{key}: {sweep} is not a search space; use choice(...), interval(...) or range(...)")
+
+
+def _plain(choice: Any) -> Any:
+    """A choice as Optuna stores it (None, bool, int, float or str)."""
+    return choice if choice is None or isinstance(choice, (bool, int, float, str)) else str(choice)
+
+
+def search_space(params: Mapping[str, Any] | None, arguments: list[str]) -> tuple[dict[str, BaseDistribution],
+                                                                                    list[str]]:
+    """(distributions by key, the fixed overrides): ``params`` from the sweeper's config, then the command line's
+    sweep overrides (which win); the command line's other overrides are passed to every trial unchanged, and one
+    that sets a key of ``params`` takes it out of the search (``algo.gamma=0.99`` fixes it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    space: dict[str, BaseDistribution] = {}
+    for key, value in (params or {}).items():
+        if isinstance(value, Mapping):
+            space[str(key)] = distribution_from_mapping(str(key), value)
+        else:
+            override = parser.parse_override(f"{key}={value}")
+            if not override.is_sweep_override():
+                raise ConfigError(f"hydra.sweeper.params.{key}={value}: not a search space; use choice(...), "
+                                  f"interval(...) or range(...)")
+            space[str(key)] = distribution_from_sweep(str(key), override.value())
+    fixed = []
+    for override in parser.parse_overrides(arguments):
+        if override.is_sweep_override():
+            if override.is_hydra_override():
+                raise ConfigError(f"{override.input_line}: hydra.* keys cannot be searched")
+            space[override.get_key_element()] = distribution_from_sweep(override.input_line, override.value())
+        else:
+            fixed.append(override.input_line)
+            space.pop(override.get_key_element(), None)
+    if not space:
+        raise ConfigError("the search space is empty: give it in hydra.sweeper.params or on the command line, e.g. "
+                          "'algo.learning_rate=tag(log, interval(1e-5, 1e-2))'")
+    return space, fixed
+
+
+def override_value(value: Any) -> str:
+    """A sampled value as a Hydra override value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    return text if text.replace("_", "").replace(".", "").replace("-", "").isalnum() else repr(text)
+
+
+def default_storage(sweep_dir: Path) -> str:
+    """A journal file in the sweep directory: safe for parallel trials on one machine (or a shared file system)."""
+    return str(sweep_dir / f"optuna{JOURNAL_SUFFIX}")
+
+
+def open_storage(url: str) -> optuna.storages.BaseStorage:
+    """``*.journal`` (a path): Optuna's journal file; anything else: an RDB URL (``sqlite:///x.db``,
+    ``postgresql://...``)."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    if url.endswith(JOURNAL_SUFFIX) and "://" not in url:
+        Path(url).parent.mkdir(parents=True, exist_ok=True)
+        return optuna.storages.JournalStorage(JournalFileBackend(url))
+    return optuna.storages.RDBStorage(url)
+
+
+def check_aggregate(name: str) -> str:
+    if name not in AGGREGATES:
+        raise ConfigError(f"hpo.aggregate={name}: choose one of {', '.join(AGGREGATES)}")
+    return name
+
+
+def aggregate(values: list[float], how: str) -> float:
+    """The value of a trial evaluated on several seeds: their mean or their IQM."""
+    from lit_bench.store.scores import iqm
+
+    if not values:
+        return math.nan
+    return float(sum(values) / len(values)) if how == "mean" else float(iqm(values))

@@ -1,0 +1,151 @@
+"""What a regression suite will cost before it runs: its multiruns, their resources, the CPU core-hours they need.
+
+``python -m lit_bench.regress --suite zoo_all --launcher slurm --dry-run`` prints one line per multirun (the
+``run.py -m`` command, how many runs, the launcher's resources per run) and the totals. Core-hours come from
+``results/reference/suite_cost.csv`` (CPU seconds per env step of each algorithm and env family, measured by
+``benchmarks/suite_cost.py``) times each entry's budget and seeds; entries of a family without a measurement are
+counted and named, never guessed. With a time limit per job (SLURM's ``timeout_min``), a run longer than it is
+requeued from its checkpoint: the plan says how often, and warns where that exceeds ``max_num_timeout``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COSTS = ROOT / "results" / "reference" / "suite_cost.csv"
+LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
+MIN_SCALED_BUDGET = 256  # a scaled-down entry still trains a few rollouts
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One suite entry as it will run: algorithm, env, budget (after ``--scale``), overrides."""
+
+    algo: str
+    env: str
+    budget: int | None
+    overrides: tuple[str, ...]
+
+
+def scaled(entries: list[dict[str, Any]], scale: float) -> list[Entry]:
+    """The suite's active entries with budgets multiplied by ``scale`` (at least ``MIN_SCALED_BUDGET``)."""
+    if not scale > 0:
+        raise SystemExit(f"--scale {scale}: must be a positive number (e.g. 0.001 for a test of the machinery)")
+    found = []
+    for entry in entries:
+        if entry.get("skip"):
+            continue
+        budget = entry.get("budget")
+        if budget is not None and scale != 1:
+            budget = max(MIN_SCALED_BUDGET, round(budget * scale))
+        found.append(Entry(entry["algo"], entry["env"], budget, tuple(entry.get("overrides", []))))
+    return found
+
+
+def groups(entries: list[Entry]) -> dict[tuple[str, int | None, tuple[str, ...]], list[str]]:
+    """Entries sharing algorithm, budget and overrides: one multirun over their envs."""
+    found: dict[tuple[str, int | None, tuple[str, ...]], list[str]] = {}
+    for entry in entries:
+        found.setdefault((entry.algo, entry.budget, entry.overrides), []).append(entry.env)
+    return found
+
+
+def family_of() -> dict[tuple[str, str], str]:
+    """(algo, env) -> env family, from the per-family suites ``conf/suite/zoo_<family>.yaml``."""
+    found = {}
+    for path in sorted((ROOT / "conf" / "suite").glob("zoo_*.yaml")):
+        suite = yaml.safe_load(path.read_text())
+        if suite["name"] != "zoo_all":
+            for entry in suite["entries"]:
+                found[(entry["algo"], entry["env"])] = suite["name"].removeprefix("zoo_")
+    return found
+
+
+def costs(path: Path = COSTS) -> dict[tuple[str, str], float]:
+    """(algo, family) -> measured CPU seconds per env step."""
+    if not path.is_file():
+        return {}
+    with path.open() as file:
+        return {(r["algo"], r["family"]): float(r["cpu_s_per_step"]) for r in csv.DictReader(file)}
+
+
+def resources(launcher: str | None, threads: int = 1) -> dict[str, Any]:
+    """The per-run resources a launcher config asks for (cpus, memory, time limit, requeues)."""
+    if launcher is None:
+        return {"launcher": "joblib", "cpus": threads}
+    path = LAUNCHERS / f"{launcher}.yaml"
+    if not path.is_file():
+        choices = ", ".join(sorted(p.stem for p in LAUNCHERS.glob("*.yaml")))
+        raise SystemExit(f"--launcher: unknown launcher {launcher!r}; available: {choices}")
+    config = yaml.safe_load(path.read_text()) or {}
+    cpus = config.get("cpus_per_task", threads)
+    remote = (config.get("ray") or {}).get("remote") or {}
+    return {"launcher": launcher, "cpus": threads if not isinstance(cpus, int) else cpus,
+            "mem_gb": config.get("mem_gb"), "timeout_min": config.get("timeout_min"),
+            "max_num_timeout": config.get("max_num_timeout"),
+            **({"ray_cpus": remote.get("num_cpus")} if remote else {})}
+
+
+def plan(entries: list[Entry], seeds: int, launcher: str | None, cost_table: dict[tuple[str, str], float],
+         budget_of: dict[tuple[str, str], int] | None = None) -> dict[str, Any]:
+    """Per multirun: command words, runs, core-hours (None where no cost is measured); and the totals."""
+    family = family_of()
+    limits = resources(launcher)
+    lines, unmeasured, total, longest = [], [], 0.0, 0.0
+    for (algo, budget, overrides), envs in groups(entries).items():
+        hours = 0.0
+        known = True
+        for env in envs:
+            steps = budget if budget is not None else (budget_of or {}).get((algo, env))
+            per_step = cost_table.get((algo, family.get((algo, env), "classic")))
+            if per_step is None or steps is None:
+                known = False
+                unmeasured.append(f"{algo}:{env}")
+                continue
+            run_hours = steps * per_step / 3600
+            longest = max(longest, run_hours)
+            hours += run_hours * seeds
+        total += hours
+        lines.append({"algo": algo, "envs": envs, "budget": budget, "overrides": list(overrides),
+                      "runs": len(envs) * seeds, "core_hours": hours if known else None})
+    return {"multiruns": lines, "runs": sum(line["runs"] for line in lines), "core_hours": total,
+            "longest_run_hours": longest, "unmeasured": unmeasured, "resources": limits}
+
+
+def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores_per_node: int = 32) -> str:
+    """The plan as text: one line per multirun, then totals, requeues and the wall time on N nodes (one run per
+    core, perfect packing: the longest run bounds it from below)."""
+    limits = result["resources"]
+    out = [f"resources per run ({limits['launcher']}): {limits['cpus']} CPU"
+           + (f", {limits['mem_gb']} GB" if limits.get("mem_gb") else "")
+           + (f", time limit {limits['timeout_min']} min" if limits.get("timeout_min") else "")]
+    for line in result["multiruns"]:
+        cost = "cost not measured" if line["core_hours"] is None else f"{line['core_hours']:10.1f} core-h"
+        budget = line["budget"] if line["budget"] is not None else "zoo"
+        extra = f" {' '.join(line['overrides'])}" if line["overrides"] else ""
+        out.append(f"  algo={line['algo']} env={','.join(line['envs'])} budget={budget}{extra}: "
+                   f"{line['runs']} runs, {cost}")
+    core_hours = result["core_hours"]
+    out.append(f"total: {len(result['multiruns'])} multiruns, {result['runs']} runs, {core_hours:.1f} core-hours "
+               f"measured" + (f" (+{len(result['unmeasured'])} entries without a measured cost: "
+                              f"{', '.join(result['unmeasured'][:8])}{' ...' if len(result['unmeasured']) > 8 else ''})"
+                              if result["unmeasured"] else ""))
+    timeout = limits.get("timeout_min")
+    if timeout:
+        requeues = math.ceil(result["longest_run_hours"] * 60 / timeout) - 1
+        allowed = limits.get("max_num_timeout")
+        out.append(f"longest run: {result['longest_run_hours']:.1f} h of CPU: {max(requeues, 0)} requeues at a "
+                   f"{timeout}-minute limit" + (f" (max_num_timeout {allowed}: raise it, "
+                                                f"hydra.launcher.max_num_timeout=...)"
+                                                if allowed is not None and requeues > allowed else ""))
+    for n in nodes:
+        wall = max(core_hours / (n * cores_per_node), result["longest_run_hours"])
+        out.append(f"  on {n} node(s) of {cores_per_node} cores: >= {wall:.1f} h wall")
+    return "\n".join(out)

@@ -1,0 +1,133 @@
+"""#31 without a cluster: the sweep table of requeued jobs, the launchers' configs, a suite's plan (--dry-run) and
+its scaled-down budgets (--scale). The real clusters are exercised in test_cluster.py (marker ``cluster``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from lit_bench.cli import regress
+from lit_bench.control import suite_plan, sweep
+from tests.lit_bench.helpers import compose_run
+
+pytestmark = pytest.mark.harness
+
+
+def _record(sweep_dir: Path, invocation: str, job: int, status: str, seed: int) -> None:
+    sweep.record(sweep_dir, invocation, {"algo": "ppo", "env": "CartPole", "seed": seed, "backend": "lit",
+                                         "status": status, "job": job, "run_dir": f"r{seed}"})
+
+
+def test_a_requeued_job_is_one_row_with_its_last_attempt(tmp_path: Path) -> None:
+    """SLURM requeues a job after its time limit: every attempt appends its outcome; the table lists the job once."""
+    for status in ("interrupted", "interrupted", "completed"):
+        _record(tmp_path, "inv", 0, status, seed=0)
+    _record(tmp_path, "inv", 1, "completed", seed=1)
+    records = sweep.read_records(tmp_path, "inv")
+    assert [(r["job"], r["status"]) for r in records] == [(0, "completed"), (1, "completed")]
+    assert sweep.table(records).endswith("2 completed (2 runs)")
+
+
+def test_records_without_a_job_number_are_each_a_job(tmp_path: Path) -> None:
+    """Records written before job numbers were recorded (older sweeps) keep one row each."""
+    path = sweep.records_dir(tmp_path) / "old.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps({"seed": s, "status": "completed"}) + "\n" for s in (0, 0)))
+    assert len(sweep.read_records(tmp_path, "old")) == 2
+
+
+@pytest.mark.parametrize(("launcher", "target"), [
+    ("ray", "hydra_plugins.lit_bench_launchers.ray_launcher.RayLauncher"),
+    ("ray_local", "hydra_plugins.lit_bench_launchers.ray_launcher.RayLauncher"),
+    ("slurm", "hydra_plugins.lit_bench_launchers.submitit_launcher.SlurmLauncher"),
+    ("slurm_local", "hydra_plugins.lit_bench_launchers.submitit_launcher.LocalLauncher"),
+])
+def test_cluster_launchers_are_the_projects(launcher: str, target: str) -> None:
+    assert compose_run(f"hydra/launcher={launcher}").hydra.launcher._target_ == target
+
+
+def test_ray_launcher_joins_a_cluster_by_address_without_an_object_store_size() -> None:
+    """Ray refuses an object store size when joining a running cluster; hydra-ray-launcher sets one unless given."""
+    init = compose_run("hydra/launcher=ray", "hydra.launcher.ray.init.address=10.0.0.1:6379").hydra.launcher.ray.init
+    assert init.address == "10.0.0.1:6379" and "object_store_memory" in init and init.object_store_memory is None
+
+
+def _costs(path: Path, rows: list[tuple[str, str, float]]) -> Path:
+    with path.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["algo", "family", "env", "cpu_s_per_step"])
+        writer.writerows([(a, f, "-", c) for a, f, c in rows])
+    return path
+
+
+def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> None:
+    entries = suite_plan.scaled([{"algo": "ppo", "env": "CartPole", "budget": 360_000},
+                                 {"algo": "ppo", "env": "Acrobot", "budget": 360_000},
+                                 {"algo": "sac", "env": "HalfCheetah", "budget": 1_000_000},
+                                 {"algo": "tqc", "env": "Pong", "budget": 10_000}], 1.0)
+    costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("sac", "mujoco", 0.0144)]))
+    result = suite_plan.plan(entries, seeds=5, launcher="slurm", cost_table=costs)
+    assert result["runs"] == 20 and len(result["multiruns"]) == 3  # ppo's two envs share one multirun
+    # ppo: 2 envs x 5 seeds x 360k steps x 1 ms = 1 core-hour; sac: 5 x 1M x 14.4 ms = 20 core-hours
+    assert result["core_hours"] == pytest.approx(21.0)
+    assert result["unmeasured"] == ["tqc:Pong"] and result["longest_run_hours"] == pytest.approx(4.0)
+    text = suite_plan.describe(result)
+    assert "1 CPU, 8 GB, time limit 240 min" in text and "+1 entries without a measured cost: tqc:Pong" in text
+    assert "0 requeues at a 240-minute limit" in text
+    assert "on 1 node(s) of 32 cores: >= 4.0 h wall" in text  # the longest run bounds the wall time
+
+
+def test_plan_warns_when_a_run_needs_more_requeues_than_allowed(tmp_path: Path) -> None:
+    entries = suite_plan.scaled([{"algo": "sac", "env": "Humanoid", "budget": 10_000_000}], 1.0)
+    costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("sac", "mujoco", 0.0144)]))
+    text = suite_plan.describe(suite_plan.plan(entries, 1, "slurm", costs))
+    assert "40.0 h of CPU: 9 requeues at a 240-minute limit (max_num_timeout 3: raise it" in text
+
+
+def test_scale_shrinks_every_budget_with_a_floor() -> None:
+    suite = {"entries": [{"algo": "ppo", "env": "CartPole", "budget": 1_000_000},
+                         {"algo": "dqn", "env": "Pong", "budget": 10_000, "skip": True},
+                         {"algo": "a2c", "env": "CartPole", "budget": 100_000}],
+             "parity": [{"algo": "sac", "env": "Pendulum", "budget": 1_500}]}
+    regress.scale(suite, 0.001)
+    assert [e["budget"] for e in suite["entries"]] == [1_000, 10_000, suite_plan.MIN_SCALED_BUDGET]
+    assert suite["parity"][0]["budget"] == suite_plan.MIN_SCALED_BUDGET
+    with pytest.raises(SystemExit, match=r"--scale 0\.0: must be a positive number"):
+        regress.scale(suite, 0.0)
+
+
+def test_dry_run_runs_nothing_and_names_the_launchers_resources(capsys: pytest.CaptureFixture[str]) -> None:
+    assert regress.main(["--suite", "zoo_all", "--launcher", "slurm", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "zoo_all entries (lit; seeds [0, 1, 2, 3, 4]):" in out and "time limit 240 min" in out
+    assert "975 runs" in out  # 199 rows, 4 skipped, 5 seeds
+    with pytest.raises(SystemExit, match=r"--launcher: unknown launcher .slurmm.; available: .*slurm"):
+        regress.main(["--suite", "ci", "--launcher", "slurmm", "--dry-run"])
+
+
+@pytest.mark.parametrize(("suite_name", "flags", "forced"), [
+    ("zoo_classic", [], False),          # a reference suite (hours of cluster time) resumes by default
+    ("zoo_classic", ["--fresh"], True),
+    ("ci", [], True),                    # a threshold suite measures the code as it is now
+    ("ci", ["--resume"], False),
+])
+def test_reference_suites_resume_and_threshold_suites_train_afresh(
+        suite_name: str, flags: list[str], forced: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    commands: list[list[str]] = []
+    monkeypatch.setattr(regress.subprocess, "run", lambda command, **kwargs: commands.append(command))
+    monkeypatch.setattr(regress, "check", lambda suite, *args: regress.run_suite(suite, "lit", tmp_path) and 0)
+    regress.main(["--suite", suite_name, *flags, "--out-dir", str(tmp_path)])
+    assert commands and all(("force=true" in c) == forced for c in commands)
+
+
+def test_parity_entries_follow_the_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact-parity sub-sweeps of a suite run on the suite's --launcher (they ran locally before)."""
+    launchers: list[str | None] = []
+    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out, launcher=None, kind="entries":
+                        launchers.append(launcher) or [])
+    suite = regress.load_suite("ci")
+    regress.check_parity(suite, tmp_path, "slurm")
+    assert launchers == ["slurm", "slurm"]  # lit and SB3
