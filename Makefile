@@ -4,11 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-<<<<<<< HEAD
-.PHONY: help setup run test test-all test-zoo lint bench spec
-=======
-.PHONY: help setup run test test-all test-cluster lint typecheck bench spec test-compat
->>>>>>> main
+.PHONY: help setup run test test-all test-cluster test-zoo lint typecheck bench spec test-compat
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'

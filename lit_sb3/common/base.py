@@ -227,16 +227,9 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
 
     # ------------------------------------------------------------------ env access
 
-<<<<<<< HEAD
     def _fit_env(self) -> VecEnv | None:
         """The training env of the trainer's datamodule while a fit runs, else None."""
-        trainer = self._trainer
-=======
-    @property
-    def env(self) -> VecEnv | None:
-        """Return the active training env from the trainer, or None."""
         trainer = attached_trainer(self)
->>>>>>> main
         datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
         if datamodule is None or not hasattr(datamodule, "get_env"):
             return None

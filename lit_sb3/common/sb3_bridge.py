@@ -76,7 +76,7 @@ class AlgorithmLogger(Logger):
 
     def __getattr__(self, name: str) -> Any:
         algorithm = self.__dict__.get("_algorithm")  # absent while unpickling
-        trainer = getattr(algorithm, "_trainer", None) if algorithm is not None and not name.startswith("__") else None
+        trainer = attached_trainer(algorithm) if algorithm is not None and not name.startswith("__") else None
         lightning_logger = trainer.logger if trainer is not None else None
         if lightning_logger is None:
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (and no Lightning logger is active)")
