@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup run test test-all test-wheel test-cluster lint typecheck bench spec test-compat
+.PHONY: help setup run test test-all test-wheel test-cluster test-zoo lint typecheck bench spec test-compat
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,10 @@ test-cluster: setup ## Real SLURM (one node, sbatch) and Ray (ray start --head) 
 
 test-wheel: setup ## The installed harness: wheel -> fresh venv -> lit-bench and the report from an empty dir
 	OMP_NUM_THREADS=1 $(BIN)/pytest -m wheel
+
+test-zoo: setup ## The RL Zoo's own scripts (rl_zoo3, the zoo extra) on lit_sb3's classes at tiny budgets (~20-30 min)
+	$(BIN)/pip install -q -e ".[zoo]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	OMP_NUM_THREADS=1 $(BIN)/pytest -m zoo tests/zoo -p no:cacheprovider
 
 lint: setup ## ruff
 	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks

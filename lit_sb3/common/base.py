@@ -27,7 +27,8 @@ from lit_sb3.common.optim import MetricTracker, inside_fit, optimizer_step
 from lit_sb3.common.optimizers import with_optimizer_settings
 from lit_sb3.common.parts import Part, parts_of
 from lit_sb3.common.persistence import Persistence
-from lit_sb3.common.sb3_bridge import SB3AlgorithmView, as_callback, make_sb3_logger, record_rollout_stats
+from lit_sb3.common.sb3_bridge import as_callback, make_sb3_logger, record_rollout_stats
+from lit_sb3.common.sb3_calls import SB3CallForms
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
 from lit_sb3.common.training_mode import TrainingModeSwitch
 from lit_sb3.common.utils import resolve_policy_class
@@ -42,12 +43,15 @@ ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spa
 ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
-class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
+class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=SB3CallForms):
     """An SB3 algorithm as a LightningModule.
 
     Constructed without an env (hyperparameters only); the networks are built from the env's spaces when an
     :class:`~lit_sb3.trainer.RLTrainer` sets the module up, or at once when the SB3-style ``env=`` keyword is given.
     ``num_timesteps`` counts env steps and is what the trainer's budget, the schedules and every logger's x-axis use.
+    SB3's call form ``PPO(policy, env, learning_rate, ...)`` works too (see :mod:`lit_sb3.common.sb3_calls`), with
+    SB3's ``tensorboard_log`` keyword: ``learn`` then writes TensorBoard events to
+    ``<tensorboard_log>/<tb_log_name>_<n>``.
 
     :param policy: policy class or one of the algorithm's aliases (``"MlpPolicy"``, ...)
     :param learning_rate: constant or schedule of the progress remaining (1 -> 0)
@@ -99,7 +103,9 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         self._episode_num = 0
         self._last_obs: Any = None
         self._last_episode_starts: np.ndarray | None = None
-        self._env: VecEnv | None = None  # the SB3-style env given to the constructor or learn()
+        self._env: VecEnv | None = None  # SB3's ``env``: given to the constructor, load, set_env or learn()
+        self.tensorboard_log: str | None = None  # SB3's keyword (set by the metaclass after __init__)
+        self._custom_logger = False  # set_logger was called: learn keeps that logger (SB3's rule)
         self._seeded_env: VecEnv | None = None
         self._action_log: resume.ActionLog | None = None  # seeds + actions since the training env's reset (resume)
         self._pending_resume: dict[str, Any] | None = None  # checkpointed training state, applied at train start
@@ -118,6 +124,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         self.sb3_logger = make_sb3_logger(self, verbose)
         if env is not None:
             self._env = to_vec_env(env)
+            self.n_envs = self._env.num_envs
 
     # ------------------------------------------------------------------ construction
 
@@ -125,8 +132,9 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         """End of every subclass constructor: with an SB3-style env, build the networks at once."""
         self._validate_hyperparameters()
         if self._env is not None and init_setup_model:
-            self.check_env(self._env)
+            self._check_spaces(self._env)  # what training alone needs (check_env) is checked when it starts
             self.build(self._env.observation_space, self._env.action_space)
+            self._setup_buffers(self._env)  # as SB3: replay_buffer / rollout_buffer exist once the model has an env
 
     def _validate_hyperparameters(self) -> None:
         """Reject invalid hyperparameters before any env or network exists (subclasses extend)."""
@@ -134,7 +142,12 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
             raise ValueError(f"stats_window_size: must be >= 1, got {self.stats_window_size}")
 
     def check_env(self, env: VecEnv) -> None:
-        """Fail before training when ``env`` cannot be used by this algorithm (spaces, sizes)."""
+        """Fail before training when ``env`` cannot be used by this algorithm (spaces, sizes; subclasses extend with
+        what only training needs: constructing, loading and acting accept what SB3 accepts)."""
+        self._check_spaces(env)
+
+    def _check_spaces(self, env: VecEnv) -> None:
+        """Fail when this algorithm cannot act in ``env`` (unsupported or mismatched spaces)."""
         for name, space, supported in (
             ("observation space", env.observation_space, self.supported_observation_spaces),
             ("action space", env.action_space, self.supported_action_spaces),
@@ -214,25 +227,67 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
 
     # ------------------------------------------------------------------ env access
 
-    @property
-    def env(self) -> VecEnv | None:
-        """Return the active training env from the trainer, or None."""
+    def _fit_env(self) -> VecEnv | None:
+        """The training env of the trainer's datamodule while a fit runs, else None."""
         trainer = attached_trainer(self)
         datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
         if datamodule is None or not hasattr(datamodule, "get_env"):
             return None
         return datamodule.get_env("fit", resolve=False)
 
+    @property
+    def env(self) -> VecEnv | None:
+        """SB3's ``env``: the env being trained on during a fit, else the one given to the constructor, ``load``,
+        ``set_env`` or ``learn`` (None when there is none). Settable and deletable (``del model.env`` forgets it)."""
+        return self._fit_env() or self._env
+
+    @env.setter
+    def env(self, env: VecEnv | None) -> None:
+        self._env = env
+
+    @env.deleter
+    def env(self) -> None:
+        self._env = None
+
     def get_env(self) -> VecEnv | None:
         """SB3-style: the env being trained on, else the one given to the constructor or ``learn``."""
-        return self.env or self._env
+        return self.env
+
+    def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
+        """SB3's ``set_env``: train on ``env`` from now on (its spaces must match the model's).
+
+        :param force_reset: reset ``env`` at the next ``learn`` (SB3's default); False continues from the last
+            observation when the next ``learn`` keeps counting (``reset_num_timesteps=False``)
+        """
+        vec_env = to_vec_env(env)
+        if self.observation_space is not None:
+            check_for_correct_spaces(vec_env, self.observation_space, self.action_space)
+        self.n_envs = vec_env.num_envs
+        self._env = vec_env
+        if force_reset:
+            self._last_obs = None
+        else:
+            self._seeded_env = vec_env
 
     def get_vec_normalize_env(self) -> VecNormalize | None:
         env = self.get_env()
         return unwrap_vec_normalize(env) if env is not None else None
 
+    # ------------------------------------------------------------------ SB3's logger
+
+    @property
+    def logger(self) -> Any:
+        """SB3's ``logger`` (``model.logger.record(...)``, what SB3 callbacks use); inside a fit, the attributes of a
+        Lightning logger (``self.logger.experiment``, ``log_metrics``, ...) reach the trainer's logger."""
+        return self.sb3_logger
+
+    def set_logger(self, logger: Any) -> None:
+        """SB3's ``set_logger``: record into this SB3 ``Logger`` from now on (``learn`` no longer replaces it)."""
+        self.sb3_logger = logger
+        self._custom_logger = True
+
     def _training_env(self) -> VecEnv:
-        env = self.env
+        env = self._fit_env()
         if env is None:
             raise RuntimeError(f"{type(self).__name__} is not attached to an RLTrainer with a training env")
         return env
@@ -274,7 +329,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule):
         self._num_timesteps_at_start = self.num_timesteps
         self._callback = as_callback(self._rl_callback)
         if self._callback is not None:
-            self._callback.init_callback(SB3AlgorithmView(self))  # type: ignore[arg-type]
+            self._callback.init_callback(self)  # type: ignore[arg-type]
             self._callback.on_training_start(
                 {"total_timesteps": self.total_timesteps, "self": self}, {}
             )

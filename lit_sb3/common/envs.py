@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -70,7 +71,7 @@ def to_vec_env(
     if isinstance(source, VecEnv):
         env = source
         if monitor_wrapper and not is_monitored(env):
-            env = VecMonitor(env)
+            env = _with_vec_monitor(env)
     elif isinstance(source, gym.Env):
         if n_envs != 1:
             raise ValueError("n_envs: a gymnasium env instance is one env; pass an env id or a factory for n_envs > 1")
@@ -94,6 +95,23 @@ def to_vec_env(
     check_for_nested_spaces(env.observation_space)
     if not is_vecenv_wrapped(env, VecTransposeImage) and _needs_transpose(env.observation_space):
         env = VecTransposeImage(env)
+    return env
+
+
+def _with_vec_monitor(env: VecEnv) -> VecEnv:
+    """``env`` recording episodes where that keeps the user's wrappers on top: a plain VecEnv gets a ``VecMonitor``
+    around it. A chain of the user's wrappers (``VecNormalize(...)``) stays as it is, as in SB3: a ``VecMonitor``
+    above it would record normalized rewards and break SB3's ``sync_envs_normalization`` (which walks the training
+    and eval envs' wrappers in lockstep); one inside would change the user's env. Its episode statistics then need a
+    ``Monitor`` in the user's envs (``make_vec_env`` adds one)."""
+    if not isinstance(env, VecEnvWrapper):
+        return VecMonitor(env)
+    warnings.warn(
+        f"env: no Monitor records the episodes of this {type(env).__name__}, so rollout/ep_rew_mean and ep_len_mean "
+        f"stay empty (as in SB3); wrap its envs in Monitor (make_vec_env does) or put a VecMonitor under "
+        f"{type(env).__name__}",
+        stacklevel=3,
+    )
     return env
 
 

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
-from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.utils import get_device, get_latest_run_id
 
 from lit_sb3.common.envs import to_vec_env
+from lit_sb3.common.sb3_calls import accepts_sb3_learn_forms
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
 
@@ -22,6 +24,7 @@ SelfLearn = TypeVar("SelfLearn", bound="SB3Learn")
 class SB3Learn:
     """``learn()`` of :class:`BaseAlgorithm` (a mixin): the SB3 entry point for users who do not build a trainer."""
 
+    @accepts_sb3_learn_forms
     def learn(
         self: SelfLearn,
         total_timesteps: int,
@@ -35,10 +38,16 @@ class SB3Learn:
     ) -> SelfLearn:
         """Train for ``total_timesteps`` env steps (SB3's ``learn``), on an :class:`RLTrainer`.
 
+        SB3's form ``learn(total_timesteps, callback, log_interval, ...)`` works too (``log_interval`` is SB3's name
+        of ``log_every_n_steps``). With the constructor's (or ``load``'s) ``tensorboard_log``, TensorBoard events go
+        to ``<tensorboard_log>/<tb_log_name>_<n>`` as with SB3: ``n`` one more than the highest run there, or the
+        highest itself when ``reset_num_timesteps=False`` (the curve continues in the same run).
+
         :param total_timesteps: env steps to collect in this call
         :param env: env id, gymnasium env, factory or VecEnv; defaults to the one given to the constructor
         :param callback: SB3 callback(s), called at every env step
-        :param log_every_n_steps: dump metrics every this many rollouts (on-policy) or episodes (off-policy)
+        :param log_every_n_steps: dump metrics every this many rollouts (on-policy) or episodes (off-policy);
+            None: never (SB3's ``log_interval=None``)
         :param tb_log_name: run name of the loggers
         :param reset_num_timesteps: start counting env steps (and logged curves) from zero
         :param progress_bar: show a progress bar counting env steps
@@ -61,16 +70,18 @@ class SB3Learn:
             algo._last_obs = None
             algo._pending_resume = None  # a fresh start: no env replay or RNG restore from a loaded checkpoint
             algo._learn_logger = None
-        if log_every_n_steps is not None:
-            algo.log_interval = log_every_n_steps
+        algo.log_interval = log_every_n_steps
         name = tb_log_name or type(self).__name__
         if default_root_dir is not None and algo._learn_logger is None:
             algo._learn_logger = CSVLogger(save_dir=str(default_root_dir), name=name)
+        loggers: list[Logger] = [algo._learn_logger] if default_root_dir is not None else []
+        if algo.tensorboard_log is not None and not algo._custom_logger:
+            loggers.append(_tensorboard_logger(algo.tensorboard_log, name, reset_num_timesteps))
         trainer = RLTrainer(
             max_steps=algo.num_timesteps + total_timesteps,
             rl_callback=callback,
             run_name=name,
-            logger=algo._learn_logger if default_root_dir is not None else False,
+            logger=loggers or False,
             default_root_dir=default_root_dir,
             enable_progress_bar=progress_bar,
             **_accelerator_for(algo.requested_device),
@@ -79,9 +90,32 @@ class SB3Learn:
         return self
 
 
+class SB3TensorBoardLogger(TensorBoardLogger):
+    """Lightning's TensorBoard logger writing SB3's run directory: the metrics' event files only (SB3 writes no
+    hyperparameters there, so neither ``hparams.yaml`` nor TensorBoard's hparams entries)."""
+
+    def log_hyperparams(self, params: Any, metrics: Any = None) -> None:
+        pass
+
+    def save(self) -> None:
+        self.experiment.flush()
+
+
+def _tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> TensorBoardLogger:
+    """A TensorBoard logger writing where SB3's ``learn`` would: ``<root>/<name>_<n>``."""
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        raise ImportError("tensorboard_log: writing TensorBoard events needs the tensorboard package "
+                          "(pip install tensorboard)") from None
+    run_id = get_latest_run_id(root, name) + (1 if reset_num_timesteps else 0)
+    return SB3TensorBoardLogger(save_dir=root, name="", version=f"{name}_{run_id}", default_hp_metric=False)
+
+
 def _accelerator_for(device: torch.device | str) -> dict[str, Any]:
-    """Trainer placement for an SB3 ``device`` argument ("auto" keeps the RL default, the CPU)."""
-    device = torch.device(device) if not isinstance(device, str) or device != "auto" else None
+    """Trainer placement for an SB3 ``device`` argument ("auto" keeps the RL default, the CPU; "cuda" on a machine
+    without CUDA falls back to the CPU, as in SB3)."""
+    device = get_device(device) if not isinstance(device, str) or device != "auto" else None
     if device is None or device.type == "cpu":
         return {"accelerator": "cpu"}
     return {"accelerator": "gpu" if device.type == "cuda" else device.type, "devices": [device.index or 0]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,6 +55,8 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
     """
 
     default_log_interval: ClassVar[int] = 4
+    #: ``target_update_interval`` counts env steps (DQN, QR-DQN), not gradient steps (SAC, TQC)
+    target_update_in_env_steps: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -118,6 +121,12 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
             kwargs["use_sde"] = True
         return kwargs
 
+    def _check_spaces(self, env: VecEnv) -> None:
+        super()._check_spaces(env)
+        replay.check_replay_args(  # the replay buffer is built with the networks
+            self.replay_buffer_class, env.observation_space, self.n_steps, self.optimize_memory_usage
+        )
+
     def check_env(self, env: VecEnv) -> None:
         super().check_env(env)
         if self.train_freq.unit == TrainFrequencyUnit.EPISODE and env.num_envs > 1:
@@ -125,9 +134,13 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
                 f"train_freq: with {env.num_envs} envs the unit must be 'step' (episodes end at different times), "
                 f"got {self._train_freq_raw!r}"
             )
-        replay.check_replay_args(
-            self.replay_buffer_class, env.observation_space, self.n_steps, self.optimize_memory_usage
-        )
+        interval = getattr(self, "target_update_interval", None)
+        if self.target_update_in_env_steps and interval is not None and env.num_envs > interval:
+            warnings.warn(
+                f"target_update_interval: {interval} env steps is less than one step of the {env.num_envs} envs, so "
+                f"the target network is updated after every env.step() call, i.e. every {env.num_envs} env steps",
+                stacklevel=2,
+            )
 
     def _setup_buffers(self, env: VecEnv) -> None:
         """Create the replay buffer once (it persists across ``learn`` calls); point HER at the current env."""
@@ -211,12 +224,24 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         if self.num_timesteps > 0 and self.num_timesteps > self.learning_starts:
             steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
             if steps > 0:
-                if not self.policy.training:
-                    self._set_training_mode(True)
-                self._update_learning_rate()
-                self._metrics.start_over()  # SB3 logs each statistic's mean over its latest train() call
-                self.gradient_updates(steps, self.batch_size)
+                self.train(gradient_steps=steps, batch_size=self.batch_size)  # SB3's call (callbacks may replace it)
         return True
+
+    def train(self, mode: bool | int = True, batch_size: int | None = None, *,
+              gradient_steps: int | None = None) -> Any:
+        """Two methods under one name: torch's ``train(mode: bool)`` (what Lightning and ``eval()`` call), and SB3's
+        ``train(gradient_steps, batch_size)``: that many updates on replay samples (``batch_size`` defaults to the
+        algorithm's), inside a fit or outside one (the RL Zoo's ``ParallelTrainCallback`` trains a copy in a thread).
+        """
+        if gradient_steps is None and batch_size is None and isinstance(mode, bool):
+            return super().train(mode)
+        if not self.policy.training:
+            self._set_training_mode(True)
+        self._update_learning_rate()
+        self._metrics.start_over()  # SB3 logs each statistic's mean over its latest train() call
+        self.gradient_updates(int(mode) if gradient_steps is None else gradient_steps,
+                              self.batch_size if batch_size is None else batch_size)
+        return None
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """``gradient_steps`` updates on samples of ``batch_size`` transitions (SB3's ``train``)."""

@@ -25,12 +25,14 @@ def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> Train
 
 def check_off_policy_args(learning_starts: int, gradient_steps: int, buffer_size: int, batch_size: int, tau: float,
                           gamma: float, n_steps: int) -> None:
-    """Refuse, in one line naming the argument and its valid range, what the replay loop cannot run with."""
+    """Refuse, in one line naming the argument and its valid range, what the replay loop cannot run with (as SB3, a
+    ``batch_size`` above ``buffer_size`` samples with repeats: the Zoo loads agents for acting with buffer_size=1)."""
     if not isinstance(learning_starts, (int, np.integer)) or isinstance(learning_starts, bool) or learning_starts < 0:
         raise ValueError(f"learning_starts: must be an int >= 0, got {learning_starts!r}")
-    if gradient_steps == 0 or gradient_steps < -1:
+    if not isinstance(gradient_steps, (int, np.integer)) or isinstance(gradient_steps, bool):
         raise ValueError(
-            f"gradient_steps: must be >= 1, or -1 (as many updates as env steps collected), got {gradient_steps}"
+            f"gradient_steps: must be an int (>= 1, 0: no updates, -1: as many as env steps collected), "
+            f"got {gradient_steps!r}"
         )
     checks = [
         ("buffer_size", buffer_size, buffer_size >= 1, ">= 1"),
@@ -42,8 +44,6 @@ def check_off_policy_args(learning_starts: int, gradient_steps: int, buffer_size
     for name, value, ok, rule in checks:
         if not ok:
             raise ValueError(f"{name}: must be {rule}, got {value}")
-    if batch_size > buffer_size:
-        raise ValueError(f"batch_size: must be <= buffer_size ({buffer_size}), got {batch_size}")
 
 
 def check_target_update_interval(target_update_interval: int) -> int:

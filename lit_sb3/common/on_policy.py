@@ -101,7 +101,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def check_env(self, env: VecEnv) -> None:
         super().check_env(env)
         rollout = self.n_steps * env.num_envs
-        if rollout <= 1:
+        if rollout <= 1 and self.normalize_advantage:
             raise ValueError(
                 f"n_steps: n_steps * n_envs must be > 1 (advantage normalization needs two samples), "
                 f"got {self.n_steps} * {env.num_envs}"

@@ -179,7 +179,7 @@ class Persistence:
              include: list[str] | None = None) -> None:
         """SB3-style zip: hyperparameters, spaces and counters (``data``) plus parameters (``params``).
 
-        :param exclude: ``data`` entries to leave out
+        :param exclude: ``data`` entries to leave out (except those also in ``include``, as in SB3)
         :param include: attributes ``save`` leaves out by default to keep as well (e.g. ``["_last_obs",
             "_last_episode_starts"]``, which ``load(env=..., force_reset=False)`` continues from); ``load`` puts
             them back
@@ -193,7 +193,7 @@ class Persistence:
             state[name] = getattr(self, name)
         if include:
             state[_INCLUDED_KEY] = list(include)
-        for name in exclude or []:
+        for name in set(exclude or []) - set(include or []):  # as SB3: what is included is never excluded
             state.pop(name, None)
         pytorch_variables = {k: v for k, v in state.items() if isinstance(v, torch.Tensor)}
         data = {k: v for k, v in state.items() if k not in pytorch_variables}

@@ -38,8 +38,9 @@ class ClippedSurrogateUpdate:
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        if self.batch_size is not None and self.batch_size <= 1:
-            raise ValueError(f"batch_size: must be > 1, got {self.batch_size}")
+        if self.normalize_advantage and self.batch_size is not None and self.batch_size <= 1:
+            raise ValueError(f"batch_size: must be > 1 to normalize advantages (or normalize_advantage=False), "
+                             f"got {self.batch_size}")
         for name, value in (("clip_range", self._clip_range_raw), ("clip_range_vf", self._clip_range_vf_raw)):
             if isinstance(value, (int, float)) and value <= 0:
                 raise ValueError(f"{name}: must be > 0 (or None for clip_range_vf), got {value}")

@@ -41,7 +41,7 @@ class LightningKVWriter(KVWriter):
             return
         scalars = {k: float(v) for k, v in key_values.items() if _is_scalar(v)}
         for lg in trainer.loggers:
-            fmt = _FORMAT_OF_LOGGER.get(type(lg).__name__, "log")
+            fmt = _format_of(lg)
             metrics = {k: v for k, v in scalars.items() if fmt not in key_excluded.get(k, ())}
             if metrics:
                 lg.log_metrics(metrics, step=step)
@@ -52,6 +52,11 @@ class LightningKVWriter(KVWriter):
         pass
 
 
+def _format_of(logger: Any) -> str:
+    """SB3's format name of a Lightning logger (its subclasses' too), "log" for others."""
+    return next((_FORMAT_OF_LOGGER[c.__name__] for c in type(logger).__mro__ if c.__name__ in _FORMAT_OF_LOGGER), "log")
+
+
 def _is_scalar(value: Any) -> bool:
     if isinstance(value, torch.Tensor):
         return value.numel() == 1
@@ -60,33 +65,30 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, Number) and not isinstance(value, bool)
 
 
+class AlgorithmLogger(Logger):
+    """SB3's ``Logger`` of an algorithm (``model.logger``): ``record`` / ``dump`` as in SB3, and, inside a fit, every
+    other attribute from the trainer's Lightning logger (``experiment``, ``log_metrics``, ``save_dir``, ...), so that
+    SB3 callbacks and Lightning-style module code both find theirs (the two APIs share no names)."""
+
+    def __init__(self, algorithm: BaseAlgorithm, output_formats: list[KVWriter]) -> None:
+        super().__init__(folder=None, output_formats=output_formats)
+        self._algorithm = algorithm
+
+    def __getattr__(self, name: str) -> Any:
+        algorithm = self.__dict__.get("_algorithm")  # absent while unpickling
+        trainer = attached_trainer(algorithm) if algorithm is not None and not name.startswith("__") else None
+        lightning_logger = trainer.logger if trainer is not None else None
+        if lightning_logger is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (and no Lightning logger is active)")
+        return getattr(lightning_logger, name)
+
+
 def make_sb3_logger(algorithm: BaseAlgorithm, verbose: int) -> Logger:
     """SB3 ``Logger`` writing to Lightning's loggers, and to stdout as SB3's table when ``verbose >= 1``."""
     formats: list[KVWriter] = [LightningKVWriter(algorithm)]
     if verbose >= 1:
         formats.append(HumanOutputFormat(sys.stdout))
-    return Logger(folder=None, output_formats=formats)
-
-
-class SB3AlgorithmView:
-    """What SB3 callbacks see as ``self.model``: the LightningModule, except that ``logger`` is SB3's logger.
-
-    A LightningModule's ``logger`` is Lightning's; SB3 callbacks call ``self.model.logger.record(...)``. Everything
-    else (``predict``, ``save``, ``num_timesteps``, ``get_env``, ...) is the algorithm itself.
-    """
-
-    def __init__(self, algorithm: BaseAlgorithm) -> None:
-        object.__setattr__(self, "_algorithm", algorithm)
-
-    @property
-    def logger(self) -> Logger:
-        return self._algorithm.sb3_logger
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._algorithm, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._algorithm, name, value)
+    return AlgorithmLogger(algorithm, formats)
 
 
 def as_callback(callback: MaybeCallback) -> BaseCallback | None:
@@ -117,3 +119,20 @@ def record_rollout_stats(
     logger.record("time/fps", int(steps_this_run / elapsed))
     logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
     logger.record("time/total_timesteps", num_timesteps, exclude="tensorboard")
+
+
+class PolicyNetwork:
+    """SB3's name on the algorithm for one of its policy's networks: ``q_net = PolicyNetwork()`` in DQN's class body
+    makes ``model.q_net`` read ``model.policy.q_net`` (None before the networks are built)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, algorithm: Any, owner: type | None = None) -> Any:
+        if algorithm is None:
+            return self
+        policy = algorithm.policy
+        return getattr(policy, self.name) if policy is not None else None
+
+    def __set__(self, algorithm: Any, value: Any) -> None:
+        setattr(algorithm.policy, self.name, value)

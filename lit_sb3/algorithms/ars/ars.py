@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -90,6 +91,9 @@ class ARS(BaseAlgorithm):
     ) -> None:
         super().__init__(policy, learning_rate, policy_kwargs, stats_window_size, verbose, seed, device, env)
         self.n_delta = n_delta
+        if n_top is not None and n_top > n_delta:  # as sb3-contrib: keep at most all the directions
+            warnings.warn(f"n_top: {n_top} > n_delta = {n_delta}; using n_top = n_delta", stacklevel=3)
+            n_top = n_delta
         self.n_top = n_delta if n_top is None else n_top
         self.pop_size = 2 * n_delta
         self._delta_std_raw = delta_std
@@ -110,15 +114,19 @@ class ARS(BaseAlgorithm):
         super()._validate_hyperparameters()
         checks = [
             ("n_delta", self.n_delta >= 1, ">= 1"),
-            ("n_top", 1 <= self.n_top <= self.n_delta, f"in [1, n_delta={self.n_delta}]"),
+            ("n_top", self.n_top >= 1, ">= 1"),
             ("n_eval_episodes", self.n_eval_episodes >= 1, ">= 1"),
         ]
         for name, ok, rule in checks:
             if not ok:
                 raise ValueError(f"{name}: must be {rule}, got {getattr(self, name)}")
+
+    def check_env(self, env: VecEnv) -> None:
+        """Training needs steps of some size; acting does not (the Zoo loads agents with ``learning_rate=0.0``)."""
+        super().check_env(env)
         for name, value in (("learning_rate", self.learning_rate), ("delta_std", self._delta_std_raw)):
             if isinstance(value, (int, float)) and value <= 0:
-                raise ValueError(f"{name}: must be > 0 (a float or a schedule), got {value}")
+                raise ValueError(f"{name}: must be > 0 to train (a float or a schedule), got {value}")
 
     def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> ARSPolicy:
         return self.policy_class(observation_space, action_space, **self._policy_kwargs())

@@ -18,6 +18,7 @@ from lit_sb3.common import losses
 from lit_sb3.common.entropy import EntropyTemperature
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.sb3_bridge import PolicyNetwork
 
 SelfCrossQ = TypeVar("SelfCrossQ", bound="CrossQ")
 
@@ -58,6 +59,7 @@ class CrossQ(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[CrossQPolicy]]] = POLICY_ALIASES
+    actor, critic = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 

@@ -15,6 +15,7 @@ from lit_sb3.common import losses
 from lit_sb3.common.epsilon_greedy import EpsilonGreedy
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.off_policy_args import check_max_grad_norm, check_target_update_interval
+from lit_sb3.common.sb3_bridge import PolicyNetwork
 from lit_sb3.common.targets import TargetNetworks
 
 SelfDQN = TypeVar("SelfDQN", bound="DQN")
@@ -55,6 +56,8 @@ class DQN(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[DQNPolicy]]] = POLICY_ALIASES
+    target_update_in_env_steps: ClassVar[bool] = True
+    q_net, q_net_target = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
     (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps,
      exploration_fraction) = EpsilonGreedy.sb3_attributes("exploration")

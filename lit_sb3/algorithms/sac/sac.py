@@ -17,6 +17,7 @@ from lit_sb3.common.entropy import EntropyTemperature, policy_sample
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.off_policy_args import check_target_update_interval
 from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.sb3_bridge import PolicyNetwork
 from lit_sb3.common.targets import TargetNetworks
 
 SelfSAC = TypeVar("SelfSAC", bound="SAC")
@@ -58,6 +59,10 @@ class SAC(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[SACPolicy]]] = POLICY_ALIASES
+    # SB3's names of the policy's networks
+    actor, critic, critic_target = (
+        PolicyNetwork(), PolicyNetwork(), PolicyNetwork()
+    )
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 

@@ -15,6 +15,7 @@ from lit_sb3.algorithms.td3.policies import POLICY_ALIASES, TD3Policy
 from lit_sb3.common import losses
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.sb3_bridge import PolicyNetwork
 from lit_sb3.common.targets import TargetNetworks
 
 SelfTD3 = TypeVar("SelfTD3", bound="TD3")
@@ -53,6 +54,10 @@ class TD3(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
+    # SB3's names of the policy's networks
+    actor, actor_target, critic, critic_target = (
+        PolicyNetwork(), PolicyNetwork(), PolicyNetwork(), PolicyNetwork()
+    )
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
 
     def __init__(

@@ -164,8 +164,8 @@ class TRPO(OnPolicyAlgorithm):
     def _actor_step(self, batch: Any) -> list[nn.Parameter]:
         """One natural-gradient step of the actor inside the KL trust region; returns the actor's parameters."""
         k = self.sub_sampling_factor
-        observations, actions = batch.observations[::k], batch.actions[::k]
-        old_log_prob, advantages = batch.old_log_prob[::k], batch.advantages[::k]
+        observations, actions = _every(batch.observations, k), _every(batch.actions, k)
+        old_log_prob, advantages = _every(batch.old_log_prob, k), _every(batch.advantages, k)
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
         if self.normalize_advantage:
@@ -278,3 +278,12 @@ class TRPO(OnPolicyAlgorithm):
             total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
             default_root_dir,
         )
+
+
+def _every(values: Any, k: int) -> Any:
+    """Every ``k``-th sample of a tensor, or of each entry of a Dict observation."""
+    if k == 1:
+        return values
+    if isinstance(values, dict):
+        return {key: value[::k] for key, value in values.items()}
+    return values[::k]

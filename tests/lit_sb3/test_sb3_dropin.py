@@ -1,0 +1,360 @@
+"""SB3 users' lines run unchanged on lit_sb3 (issue 26): call forms, SB3's keywords, object model, callbacks, checks.
+
+SB3's behaviour is the expected value; where it helps, SB3 runs the same line side by side.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import sb3_contrib
+import stable_baselines3 as sb3
+import torch
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import SimpleMultiObsEnv
+from stable_baselines3.common.logger import Logger, make_output_format
+from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+from lit_sb3 import A2C, ARS, DQN, PPO, QRDQN, SAC, TD3, TQC, TRPO, MaskablePPO
+
+TINY = {"net_arch": [8]}  # never handed to SB3 itself, which writes into its policy_kwargs
+
+
+# ---------------------------------------------------------------------- both call forms, one class
+
+
+def test_sb3_positional_form_names_arguments_as_sb3_does():
+    ours = PPO("MlpPolicy", "CartPole-v1", 1e-3, 64, 16, 2)
+    theirs = sb3.PPO("MlpPolicy", "CartPole-v1", 1e-3, 64, 16, 2)
+    for name in ("learning_rate", "n_steps", "batch_size", "n_epochs", "n_envs"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert ours.env is not None and ours.policy is not None
+
+
+def test_sb3_positional_form_places_tensorboard_log_as_sb3_does(tmp_path):
+    # SB3's ARS: (policy, env, n_delta, n_top, learning_rate, delta_std, zero_policy, alive_bonus_offset,
+    # n_eval_episodes, policy_kwargs, stats_window_size, tensorboard_log, ...)
+    args = ("LinearPolicy", "Pendulum-v1", 4, 2, 0.01, 0.05, True, 0.0, 1, None, 100, str(tmp_path))
+    ours, theirs = ARS(*args), sb3_contrib.ARS(*args)
+    for name in ("n_delta", "n_top", "learning_rate", "tensorboard_log"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+
+
+def test_spec_form_keeps_its_meaning():
+    model = PPO("MlpPolicy", 1e-3, 64, env="CartPole-v1")
+    assert (model.learning_rate, model.n_steps) == (1e-3, 64) and model.env is not None
+    schedule = PPO("MlpPolicy", lambda progress: 1e-3 * progress)  # a callable second is a schedule, as in the spec
+    assert schedule.lr_schedule(0.5) == pytest.approx(5e-4) and schedule.env is None
+
+
+def test_sb3_form_with_keywords():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_rate=1e-3, policy_kwargs=TINY)
+    assert model.learning_rate == 1e-3 and model.env.num_envs == 1
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PPO("MlpPolicy", "CartPole-v1", env="CartPole-v1"),
+        lambda: PPO("MlpPolicy", "CartPole-v1", 1e-3, learning_rate=1e-4),
+    ],
+)
+def test_a_call_mixing_both_forms_is_refused_in_one_line(make):
+    with pytest.raises(TypeError) as info:
+        make()
+    message = str(info.value)
+    assert "\n" not in message and "PPO(policy, env, learning_rate, ...)" in message and "spec's" in message
+
+
+def test_signature_is_the_spec_one_plus_sb3s_keyword():
+    params = inspect.signature(PPO).parameters
+    assert list(params)[:3] == ["policy", "learning_rate", "n_steps"]
+    assert params["tensorboard_log"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+# ---------------------------------------------------------------------- learn: SB3's form and keywords
+
+
+class _Count(BaseCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps = 0
+        self.seen: tuple = ()
+
+    def _on_step(self) -> bool:
+        self.steps += 1
+        self.seen = (type(self.model), self.model.logger, self.model.env)
+        return True
+
+
+def _dumps(model) -> list[int]:
+    steps: list[int] = []
+    dump = model.sb3_logger.dump
+    model.sb3_logger.dump = lambda step=0: (steps.append(step), dump(step))
+    return steps
+
+
+def test_learn_takes_a_callback_second_and_log_interval_third():
+    model = A2C("MlpPolicy", "CartPole-v1", n_steps=4, policy_kwargs=TINY)
+    callback, dumps = _Count(), _dumps(model)
+    model.learn(40, callback, 5)
+    assert callback.steps == 40
+    assert dumps == [20, 40]  # every 5 rollouts of 4 steps
+
+
+def test_learn_log_interval_keyword_and_none():
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=16, batch_size=16, n_epochs=1, policy_kwargs=TINY)
+    dumps = _dumps(model)
+    model.learn(64, log_interval=2)
+    assert dumps == [32, 64]
+    dumps.clear()
+    model.learn(32, log_interval=None)  # SB3: no dumps at all
+    assert dumps == []
+    with pytest.raises(TypeError, match=r"log_interval .* log_every_n_steps"):
+        model.learn(32, log_interval=1, log_every_n_steps=1)
+
+
+def test_callbacks_see_the_model_itself():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=100, policy_kwargs=TINY)
+    callback = _Count()
+    model.learn(20, callback=callback)
+    cls, logger, env = callback.seen
+    assert cls is SAC and logger is model.logger and env is model.env
+    assert callback.model is model
+
+
+# ---------------------------------------------------------------------- tensorboard_log (SB3's run names)
+
+
+def _scalar_tags(run_dir) -> set[str]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    return set(accumulator.Tags()["scalars"])
+
+
+def test_tensorboard_log_writes_sb3s_runs(tmp_path):
+    pytest.importorskip("tensorboard")
+    kwargs = dict(n_steps=32, batch_size=32, n_epochs=1, seed=0)
+    runs = {}
+    for name, cls in (("lit", PPO), ("sb3", sb3.PPO)):
+        root = tmp_path / name
+        model = cls("MlpPolicy", "CartPole-v1", tensorboard_log=str(root), policy_kwargs=dict(TINY), **kwargs)
+        model.learn(64)
+        model.learn(32, reset_num_timesteps=False)  # continues PPO_1
+        model.learn(32, tb_log_name="mine")
+        model.learn(32)
+        runs[name] = sorted(p.name for p in root.iterdir())
+        assert all(f.name.startswith("events.out.tfevents.") for f in root.rglob("*") if f.is_file())
+        assert _scalar_tags(root / "PPO_1") >= {"rollout/ep_rew_mean", "train/loss", "time/fps"}
+    assert runs["lit"] == runs["sb3"] == ["PPO_1", "PPO_2", "mine_1"]
+    tags = {name: _scalar_tags(tmp_path / name / "PPO_1") for name in runs}
+    assert tags["lit"] == tags["sb3"]
+
+
+def test_load_takes_tensorboard_log(tmp_path):
+    pytest.importorskip("tensorboard")
+    PPO("MlpPolicy", "CartPole-v1", policy_kwargs=TINY).save(tmp_path / "m")
+    model = PPO.load(tmp_path / "m", env="CartPole-v1", tensorboard_log=str(tmp_path / "tb"), n_steps=32,
+                     batch_size=32, n_epochs=1)
+    model.learn(32)
+    assert (tmp_path / "tb" / "PPO_1").is_dir()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the fallback on a machine without CUDA")
+def test_device_cuda_falls_back_to_the_cpu_as_in_sb3():
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, device="cuda", policy_kwargs=TINY)
+    model.learn(32)
+    assert model.device.type == sb3.PPO("MlpPolicy", "CartPole-v1", device="cuda").device.type == "cpu"
+
+
+# ---------------------------------------------------------------------- SB3's object model
+
+
+def test_env_is_sb3s_plain_attribute(tmp_path):
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=TINY)
+    env = model.env
+    assert model.get_env() is env and model.n_envs == 1
+    model.learn(32)
+    assert model.env is env  # still there after learn (the Zoo closes it)
+    del model.env
+    assert model.env is None
+    other = make_vec_env("CartPole-v1", n_envs=2)
+    model.set_env(other)
+    assert model.env is other and model.n_envs == 2
+    model.env = env
+    assert model.get_env() is env
+    model.save(tmp_path / "m")
+    assert PPO.load(tmp_path / "m", env=other).env is other
+
+
+def test_buffers_exist_once_there_is_an_env_as_in_sb3():
+    for cls, lit in ((sb3.SAC, SAC), (sb3.PPO, PPO)):
+        theirs, ours = cls("MlpPolicy", "Pendulum-v1"), lit("MlpPolicy", "Pendulum-v1", policy_kwargs=TINY)
+        for name in ("replay_buffer", "rollout_buffer"):
+            if hasattr(theirs, name):
+                assert type(getattr(ours, name)) is type(getattr(theirs, name))
+
+
+def test_set_logger_receives_the_dumps(tmp_path):
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=TINY)
+    logger = Logger(folder=str(tmp_path), output_formats=[make_output_format("csv", str(tmp_path))])
+    model.set_logger(logger)
+    model.learn(64, log_interval=1)
+    assert model.logger is logger
+    assert "train/value_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+
+
+# ---------------------------------------------------------------------- checks never stricter than SB3
+
+
+def test_values_sb3_accepts_for_training_train():
+    SAC("MlpPolicy", "Pendulum-v1", buffer_size=50, batch_size=64, learning_starts=10, policy_kwargs=TINY).learn(40)
+    model = SAC("MlpPolicy", "Pendulum-v1", gradient_steps=0, learning_starts=10, policy_kwargs=TINY)
+    model.learn(40)
+    theirs = sb3.SAC("MlpPolicy", "Pendulum-v1", gradient_steps=0, learning_starts=10, policy_kwargs=dict(TINY))
+    theirs.learn(40)
+    assert model._n_updates == theirs._n_updates == 0
+    A2C("MlpPolicy", "CartPole-v1", n_steps=1, normalize_advantage=False, policy_kwargs=TINY).learn(4)
+
+
+def test_ars_n_top_above_n_delta_warns_and_clips_as_sb3():
+    with pytest.warns(UserWarning):
+        theirs = sb3_contrib.ARS("LinearPolicy", "Pendulum-v1", n_delta=2, n_top=5)
+    with pytest.warns(UserWarning, match="n_top"):
+        ours = ARS("LinearPolicy", "Pendulum-v1", n_delta=2, n_top=5)
+    assert ours.n_top == theirs.n_top == 2
+
+
+def test_maskable_ppo_needs_masks_only_when_masking_is_used():
+    model = MaskablePPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=TINY)
+    with pytest.raises(ValueError, match="use_masking"):
+        model.learn(32)
+    model.learn(32, use_masking=False)
+
+
+def test_loading_for_acting_accepts_what_sb3_accepts(tmp_path):
+    env = gym.make("Pendulum-v1")
+    SAC("MlpPolicy", env, policy_kwargs=TINY).save(tmp_path / "sac")
+    loaded = SAC.load(tmp_path / "sac", env=env, buffer_size=1)
+    action, _ = loaded.predict(env.observation_space.sample(), deterministic=True)
+    assert env.action_space.contains(action)
+    ARS("LinearPolicy", env).save(tmp_path / "ars")
+    ars = ARS.load(tmp_path / "ars", env=env, custom_objects={"learning_rate": 0.0})
+    assert np.asarray(ars.predict(env.observation_space.sample())[0]).shape == env.action_space.shape
+    with pytest.raises(ValueError, match="learning_rate: must be > 0 to train"):
+        ars.learn(10)
+
+
+def test_dqn_with_sb3s_keywords():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DQN("MlpPolicy", "CartPole-v1", learning_starts=10, buffer_size=100, policy_kwargs=TINY)
+    model.learn(20, log_interval=1, tb_log_name="dqn", progress_bar=False, reset_num_timesteps=True)
+    assert model.num_timesteps == 20
+
+
+# ---------------------------------------------------------------------- networks, train(), save, warnings
+
+
+@pytest.mark.parametrize(
+    ("lit", "env_id", "names"),
+    [
+        (DQN, "CartPole-v1", ("q_net", "q_net_target")),
+        (QRDQN, "CartPole-v1", ("quantile_net", "quantile_net_target")),
+        (SAC, "Pendulum-v1", ("actor", "critic", "critic_target")),
+        (TD3, "Pendulum-v1", ("actor", "actor_target", "critic", "critic_target")),
+        (TQC, "Pendulum-v1", ("actor", "critic", "critic_target")),
+    ],
+)
+def test_sb3s_names_of_the_networks(lit, env_id, names):
+    model = lit("MlpPolicy", env_id, buffer_size=100)
+    theirs = (getattr(sb3, lit.__name__, None) or getattr(sb3_contrib, lit.__name__))("MlpPolicy", env_id,
+                                                                                      buffer_size=100)
+    for name in names:
+        assert getattr(model, name) is getattr(model.policy, name)
+        assert type(getattr(model, name)) is type(getattr(theirs, name))
+    assert getattr(lit("MlpPolicy"), names[0]) is None  # no networks before there is an env
+
+
+def test_off_policy_train_is_sb3s_and_torchs():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=100, policy_kwargs=TINY)
+    model.learn(20)
+    updates = model._n_updates
+    model.train(gradient_steps=3, batch_size=8)  # outside a fit, as the Zoo's ParallelTrainCallback calls it
+    assert model._n_updates == updates + 3
+    model.train(False)
+    assert not model.training and not model.policy.training
+    model.train()
+    assert model.training
+
+
+def test_off_policy_loop_updates_through_train_as_sb3():
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=100, policy_kwargs=TINY)
+    model.train = lambda *args, **kwargs: None  # what the Zoo's ParallelTrainCallback does to the collecting model
+    model.learn(30)
+    assert model._n_updates == 0
+
+
+def test_save_include_overrides_exclude_as_sb3(tmp_path):
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=TINY)
+    model.learn(32)
+    model.save(tmp_path / "m", exclude=["_last_obs", "gamma"], include=["_last_obs"])
+    data = load_from_zip_file(tmp_path / "m.zip", load_data=True)[0]
+    assert "_last_obs" in data and "gamma" not in data
+
+
+def test_dqn_warns_when_envs_outnumber_target_update_interval_as_sb3():
+    env = make_vec_env("CartPole-v1", n_envs=4)
+    with pytest.warns(UserWarning, match="greater than the target network"):
+        sb3.DQN("MlpPolicy", env, target_update_interval=2)
+    with pytest.warns(UserWarning, match="target_update_interval: 2 env steps"):
+        DQN("MlpPolicy", env, target_update_interval=2, learning_starts=10, policy_kwargs=TINY).learn(8)
+
+
+def test_n_steps_with_a_custom_replay_buffer_warns_as_sb3():
+    with pytest.warns(UserWarning, match="n_steps"):
+        SAC("MlpPolicy", "Pendulum-v1", n_steps=3, replay_buffer_class=ReplayBuffer, policy_kwargs=TINY)
+
+
+def test_optimize_memory_usage_truncation_warns_as_sb3():
+    model = DQN("MlpPolicy", "CartPole-v1", optimize_memory_usage=True, learning_starts=10, buffer_size=100,
+                replay_buffer_kwargs={"handle_timeout_termination": False}, policy_kwargs=TINY)
+    model.learn(20)
+    with pytest.warns(UserWarning, match="optimize_memory_usage"):
+        model.learn(20)
+
+
+# ---------------------------------------------------------------------- bugs
+
+
+def test_trpo_trains_on_dict_observations():
+    model = TRPO("MultiInputPolicy", SimpleMultiObsEnv(random_start=False), n_steps=64, batch_size=32,
+                 policy_kwargs=TINY)
+    model.learn(64)
+    assert model._n_updates == 1
+    TRPO("MultiInputPolicy", SimpleMultiObsEnv(), n_steps=64, batch_size=32, sub_sampling_factor=2,
+         policy_kwargs=TINY).learn(64)
+
+
+def _normalized(env_id: str, training: bool = True) -> VecNormalize:
+    return VecNormalize(DummyVecEnv([lambda: gym.make(env_id)]), training=training)
+
+
+@pytest.mark.parametrize("lit", [True, False], ids=["lit_sb3", "sb3"])
+def test_eval_callback_syncs_vecnormalize_statistics(lit):
+    train_env, eval_env = _normalized("Pendulum-v1"), _normalized("Pendulum-v1", training=False)
+    callback = EvalCallback(eval_env, eval_freq=64, n_eval_episodes=1, verbose=0)
+    cls = PPO if lit else sb3.PPO
+    cls("MlpPolicy", train_env, n_steps=64, batch_size=64, n_epochs=1, policy_kwargs=dict(TINY)).learn(128, callback)
+    assert callback.n_calls == 128
+    np.testing.assert_array_equal(eval_env.obs_rms.mean, train_env.obs_rms.mean)
+    assert train_env.obs_rms.count > 1
