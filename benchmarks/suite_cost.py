@@ -95,7 +95,11 @@ def measure(suite: str, wanted: set[str] | None, out: Path, algos: set[str] | No
                 print(f"{algo:<8} {family:<9} {env:<24} not measured: {error}", flush=True)
                 continue
         more = long_steps - short_steps
-        per_step = max(long - short, 0.0) / more
+        if long <= short:  # the measured span cost less than the noise of one run's set-up: no estimate
+            print(f"{algo:<8} {family:<9} {env:<24} not measured: {more} more env steps cost no more CPU "
+                  f"({long:.2f} s vs {short:.2f} s); measure with larger budgets", flush=True)
+            continue
+        per_step = (long - short) / more
         row = {
             "algo": algo, "family": family, "env": env, "cpu_s_per_step": f"{per_step:.6f}",
             "steps_measured": more, "measured": time.strftime("%Y-%m-%d"), "host": f"{platform.node()} "

@@ -132,11 +132,11 @@ def test_a_pruned_job_is_a_pruned_trial_and_its_run_is_kept(tmp_path: Path, monk
     run = RunDir(tmp_path)
     run.checkpoints.mkdir(parents=True)
     pruned = {"status": "pruned"}
-    assert decide(run, pruned, {}, backend="lit", force=False).action == "skip"
+    assert decide(run, pruned, {}, backend="lit", budget=1024, force=False).action == "skip"
     # force=true continues a pruned run from its checkpoint (a completed one it would start again)
     monkeypatch.setattr(train, "resume_point", lambda run_dir, backend: 512)
-    assert decide(run, pruned, {}, backend="lit", force=True) == train.Start("resume", 512)
-    assert decide(run, {"status": "completed"}, {}, backend="lit", force=True).action == "fresh"
+    assert decide(run, pruned, {}, backend="lit", budget=1024, force=True) == train.Start("resume", 512)
+    assert decide(run, {"status": "completed"}, {}, backend="lit", budget=1024, force=True).action == "fresh"
 
 
 def test_the_study_files_list_every_state(tmp_path: Path) -> None:
