@@ -221,9 +221,12 @@ def test_suite_entries_share_multiruns_and_take_a_launcher(tmp_path: Path, monke
     commands: list[list[str]] = []
     monkeypatch.setattr(regress.subprocess, "run", lambda command, **_: commands.append(command))
     regress.run_suite(regress.load_suite("zoo_atari"), "lit", tmp_path, "slurm")
-    assert sorted(c[3] for c in commands) == ["algo=a2c", "algo=dqn", "algo=ppo", "algo=qrdqn"]
+    def value(command: list[str], key: str) -> str:
+        return next(word for word in command if word.startswith(f"{key}="))
+
+    assert sorted(value(c, "algo") for c in commands) == ["algo=a2c", "algo=dqn", "algo=ppo", "algo=qrdqn"]
     for command in commands:
-        assert len(command[4].split(",")) == 10 and "budget=10000000" in command
+        assert len(value(command, "env").split(",")) == 10 and "budget=10000000" in command
         assert "hydra/launcher=slurm" in command and "seed=0,1,2,3,4" in command
 
 
