@@ -46,8 +46,9 @@ def _search_path(args: list[str], parsed: list[Override]) -> list[str]:
                 dirs.append(args[i + 1])
         dirs += [arg.split("=", 1)[1] for arg in args if arg.startswith(f"{flag}=")]
     for override in parsed:
-        if override.key_or_group == "hydra.searchpath" and isinstance(override.value(), list):
-            dirs += [str(v).removeprefix("file://") for v in override.value()]
+        value = override.value()
+        if override.key_or_group == "hydra.searchpath" and isinstance(value, list):
+            dirs += [str(v).removeprefix("file://") for v in value]
     return dirs
 
 

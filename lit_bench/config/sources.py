@@ -179,7 +179,9 @@ class LayeredConfigSource(ConfigSource):
             return tuned
         own = self._own(algo)
         assert own is not None
-        again = {k: v for k, v in OmegaConf.to_container(own).items() if k not in ("defaults", BASE_KEY)}
+        own_items = OmegaConf.to_container(own)
+        assert isinstance(own_items, dict)
+        again = {k: v for k, v in own_items.items() if k not in ("defaults", BASE_KEY)}
         merged = OmegaConf.merge(tuned.config, {"algo": again})
         return ConfigResult(provider=tuned.provider, path=tuned.path, config=merged, header=tuned.header)
 

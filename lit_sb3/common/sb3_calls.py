@@ -127,7 +127,7 @@ class SB3CallForms(type):
     def __init__(cls, name: str, bases: tuple, namespace: dict[str, Any]) -> None:
         super().__init__(name, bases, namespace)
         if "learn" in namespace:
-            cls.learn = accepts_sb3_learn_forms(namespace["learn"])  # type: ignore[attr-defined]
+            cls.learn = accepts_sb3_learn_forms(namespace["learn"])
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         args, kwargs = constructor_arguments(cls, args, kwargs)
