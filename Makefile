@@ -42,8 +42,9 @@ test-zoo: setup ## The RL Zoo's own scripts (rl_zoo3, the zoo extra) on lit_sb3'
 	$(BIN)/pip install -q -e ".[zoo]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
 	OMP_NUM_THREADS=1 $(BIN)/pytest -m zoo tests/zoo -p no:cacheprovider
 
-lint: setup ## ruff
-	$(BIN)/ruff check lit_sb3 lit_bench tests benchmarks
+lint: setup ## The pre-commit hooks on every file: ruff check and ruff format (fails on any change they would make)
+	$(BIN)/pip install -q -e ".[dev]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pre-commit run --all-files --show-diff-on-failure
 
 typecheck: setup ## mypy on lit_sb3 and lit_bench (settings and baseline: pyproject.toml)
 	$(BIN)/mypy

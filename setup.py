@@ -10,8 +10,11 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 # the repository's folder -> its place inside the built package (lit_bench.config.resources.SHIPPED, read the other way)
-SHIPPED = {"conf": "lit_bench/conf", "results/reference": "lit_bench/data/reference",
-           "results/baselines": "lit_bench/data/baselines"}
+SHIPPED = {
+    "conf": "lit_bench/conf",
+    "results/reference": "lit_bench/data/reference",
+    "results/baselines": "lit_bench/data/baselines",
+}
 
 
 class BuildWithData(build_py):

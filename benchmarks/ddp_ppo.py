@@ -45,22 +45,52 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     n_envs, batch = ZOO_ENVS // args.devices, ZOO_BATCH // args.devices
-    model = PPO("MlpPolicy", n_steps=32, batch_size=batch, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-                learning_rate=LinearSchedule(1e-3, 0.0, 1.0), clip_range=LinearSchedule(0.2, 0.0, 1.0), seed=args.seed)
+    model = PPO(
+        "MlpPolicy",
+        n_steps=32,
+        batch_size=batch,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=LinearSchedule(1e-3, 0.0, 1.0),
+        clip_range=LinearSchedule(0.2, 0.0, 1.0),
+        seed=args.seed,
+    )
     evaluator = None
     if args.threshold is not None:  # every rank evaluates the same (synchronized) policy on the same episodes
-        evaluator = EvalCallback(make_vec_env("CartPole-v1", seed=args.seed + EVAL_SEED_OFFSET), n_eval_episodes=10,
-                                 eval_freq=max(args.eval_every // ZOO_ENVS, 1), verbose=0,
-                                 callback_on_new_best=StopTrainingOnRewardThreshold(args.threshold))
-    trainer = RLTrainer(max_steps=args.steps, accelerator="cpu", devices=args.devices,
-                        strategy="ddp" if args.devices > 1 else "auto", rl_callback=evaluator, logger=False,
-                        enable_progress_bar=False, callbacks=[clock := TrainingClock()])
+        evaluator = EvalCallback(
+            make_vec_env("CartPole-v1", seed=args.seed + EVAL_SEED_OFFSET),
+            n_eval_episodes=10,
+            eval_freq=max(args.eval_every // ZOO_ENVS, 1),
+            verbose=0,
+            callback_on_new_best=StopTrainingOnRewardThreshold(args.threshold),
+        )
+    trainer = RLTrainer(
+        max_steps=args.steps,
+        accelerator="cpu",
+        devices=args.devices,
+        strategy="ddp" if args.devices > 1 else "auto",
+        rl_callback=evaluator,
+        logger=False,
+        enable_progress_bar=False,
+        callbacks=[clock := TrainingClock()],
+    )
     trainer.fit(model, datamodule=RLEnvDataModule(train_env="CartPole-v1", n_envs=n_envs, seed=args.seed))
     seconds = time.perf_counter() - clock.start
     if trainer.global_rank == 0:
-        print(json.dumps({"devices": args.devices, "env_steps": trainer.rl_num_timesteps, "seconds": seconds,
-                          "steps_per_s": trainer.rl_num_timesteps / seconds,
-                          "best_mean_reward": evaluator.best_mean_reward if evaluator else None}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "devices": args.devices,
+                    "env_steps": trainer.rl_num_timesteps,
+                    "seconds": seconds,
+                    "steps_per_s": trainer.rl_num_timesteps / seconds,
+                    "best_mean_reward": evaluator.best_mean_reward if evaluator else None,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

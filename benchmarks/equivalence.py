@@ -34,8 +34,9 @@ CASES = {  # name: suite entry (budgets where each already learns, as in conf/su
 }
 
 
-def paired_difference_ci(lit: np.ndarray, sb3: np.ndarray, n_boot: int = 5000, seed: int = 0
-                         ) -> tuple[float, float, float]:
+def paired_difference_ci(
+    lit: np.ndarray, sb3: np.ndarray, n_boot: int = 5000, seed: int = 0
+) -> tuple[float, float, float]:
     """IQM(lit) - IQM(sb3) and its percentile 95% CI, resampling seeds (pairs) with replacement."""
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(lit), size=(n_boot, len(lit)))
@@ -55,19 +56,31 @@ def compare(entry: dict, lit: pd.Series, sb3: pd.Series) -> dict:
     seeds = sorted(set(lit.index) & set(sb3.index))
     a, b = lit.loc[seeds].to_numpy(), sb3.loc[seeds].to_numpy()
     diff, low, high = paired_difference_ci(a, b) if seeds else (np.nan, np.nan, np.nan)
-    return {"algo": entry["algo"], "env": entry["env"], "budget": entry["budget"], "seeds": len(seeds),
-            "lit_iqm": iqm(a) if seeds else np.nan, "sb3_iqm": iqm(b) if seeds else np.nan,
-            "diff": diff, "diff_ci_low": low, "diff_ci_high": high,
-            "p_lit_gt_sb3": probability_of_improvement(a, b) if seeds else np.nan}
+    return {
+        "algo": entry["algo"],
+        "env": entry["env"],
+        "budget": entry["budget"],
+        "seeds": len(seeds),
+        "lit_iqm": iqm(a) if seeds else np.nan,
+        "sb3_iqm": iqm(b) if seeds else np.nan,
+        "diff": diff,
+        "diff_ci_low": low,
+        "diff_ci_high": high,
+        "p_lit_gt_sb3": probability_of_improvement(a, b) if seeds else np.nan,
+    }
 
 
 def markdown(table: pd.DataFrame) -> str:
-    lines = ["| algo | env | budget | seeds | lit IQM | SB3 IQM | lit - SB3 [95% CI] | P(lit > SB3) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| algo | env | budget | seeds | lit IQM | SB3 IQM | lit - SB3 [95% CI] | P(lit > SB3) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in table.itertuples():
         flag = " (CI over < 5 seeds)" if r.seeds < 5 else ""
-        lines.append(f"| {r.algo} | {r.env} | {r.budget} | {r.seeds}{flag} | {r.lit_iqm:.1f} | {r.sb3_iqm:.1f} | "
-                     f"{r.diff:+.1f} [{r.diff_ci_low:+.1f}, {r.diff_ci_high:+.1f}] | {r.p_lit_gt_sb3:.2f} |")
+        lines.append(
+            f"| {r.algo} | {r.env} | {r.budget} | {r.seeds}{flag} | {r.lit_iqm:.1f} | {r.sb3_iqm:.1f} | "
+            f"{r.diff:+.1f} [{r.diff_ci_low:+.1f}, {r.diff_ci_high:+.1f}] | {r.p_lit_gt_sb3:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -82,8 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds < 2:
         parser.error("--seeds: at least 2 (a CI needs several seeds; 10 or more for a conclusion)")
     entries = [{**CASES[c], "budget": max(int(CASES[c]["budget"] * args.scale), 100)} for c in args.cases]
-    suite = {"name": "equivalence", "seeds": list(range(args.seeds)), "eval_episodes": args.eval_episodes,
-             "entries": entries}
+    suite = {
+        "name": "equivalence",
+        "seeds": list(range(args.seeds)),
+        "eval_episodes": args.eval_episodes,
+        "entries": entries,
+    }
     runs = {backend: regress.run_suite(suite, backend, args.out_dir) for backend in ("lit", "sb3")}
     table = pd.DataFrame([compare(e, finals(runs["lit"], e), finals(runs["sb3"], e)) for e in entries])
     text = markdown(table)

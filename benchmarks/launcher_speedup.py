@@ -54,8 +54,13 @@ def launch(root: Path, overrides: list[str]) -> tuple[float, float, float]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
     with tempfile.TemporaryFile("w+") as stderr:
         start, cpu = time.perf_counter(), cpu_of_children()
-        process = subprocess.Popen([sys.executable, str(root / "run.py"), *overrides], cwd=root, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(
+            [sys.executable, str(root / "run.py"), *overrides],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
         own = 0.0
         while process.poll() is None:
             own = cpu_of(process.pid) or own
@@ -65,12 +70,27 @@ def launch(root: Path, overrides: list[str]) -> tuple[float, float, float]:
             stderr.seek(0)
             raise RuntimeError(f"run.py {' '.join(overrides)} exited {process.returncode}: {stderr.read()[-2000:]}")
     return wall, cpu_of_children() - cpu, own
+
+
 def multirun(root: Path, launcher: str, jobs: int, budget: int, workers: int, out: Path) -> tuple[float, float, float]:
     seeds = ",".join(str(s) for s in range(jobs))
     extra = [f"hydra.launcher.n_jobs={workers}"] if launcher == "joblib" else []
-    return launch(root, ["-m", "algo=ppo", "env=CartPole", f"seed={seeds}", f"budget={budget}",
-                         f"hydra/launcher={launcher}", *extra, f"out_dir={out}", f"sweep={launcher}{jobs}",
-                         "force=true", *short_run(budget)])
+    return launch(
+        root,
+        [
+            "-m",
+            "algo=ppo",
+            "env=CartPole",
+            f"seed={seeds}",
+            f"budget={budget}",
+            f"hydra/launcher={launcher}",
+            *extra,
+            f"out_dir={out}",
+            f"sweep={launcher}{jobs}",
+            "force=true",
+            *short_run(budget),
+        ],
+    )
 
 
 def short_run(budget: int) -> list[str]:
@@ -80,8 +100,19 @@ def short_run(budget: int) -> list[str]:
 
 def single_run(root: Path, seed: int, budget: int, out: Path) -> tuple[float, float, float]:
     """One ``python run.py``: its process wall, the run's ``wall_time_s`` and ``startup_s`` (from summary.json)."""
-    wall, _, _ = launch(root, ["algo=ppo", "env=CartPole", f"seed={seed}", f"budget={budget}", f"out_dir={out}",
-                               "sweep=single", "force=true", *short_run(budget)])
+    wall, _, _ = launch(
+        root,
+        [
+            "algo=ppo",
+            "env=CartPole",
+            f"seed={seed}",
+            f"budget={budget}",
+            f"out_dir={out}",
+            "sweep=single",
+            "force=true",
+            *short_run(budget),
+        ],
+    )
     summary = json.loads(next(out.rglob("summary.json")).read_text())
     return wall, float(summary["wall_time_s"]), float(summary["startup_s"])
 
@@ -112,30 +143,41 @@ def main() -> None:
                         cpus.setdefault((root, launcher, jobs), []).append(cpu)
                         if launcher == "joblib":
                             parents.setdefault((root, jobs), []).append(own)
-                        print(f"rep {rep} {root.name} {jobs:2d} jobs {launcher:6s}: {wall:.1f} s wall, {cpu:.1f} s CPU "
-                              f"(first process {own:.1f})", flush=True)
+                        print(
+                            f"rep {rep} {root.name} {jobs:2d} jobs {launcher:6s}: {wall:.1f} s wall, {cpu:.1f} s CPU "
+                            f"(first process {own:.1f})",
+                            flush=True,
+                        )
         for i in range(args.singles):
             for root in roots if i % 2 == 0 else roots[::-1]:
                 wall, run_wall, startup_s = single_run(root, i, args.budget, Path(tmp) / f"{root.name}-single{i}")
                 fixed[root].append(wall - run_wall)
                 startup[root].append(startup_s)
-                print(f"single run {i} {root.name}: process {wall:.1f} s, run {run_wall:.1f} s, startup_s {startup_s}",
-                      flush=True)
+                print(
+                    f"single run {i} {root.name}: process {wall:.1f} s, run {run_wall:.1f} s, startup_s {startup_s}",
+                    flush=True,
+                )
     for root in roots:
-        print(f"\n{root}: PPO CartPole, budget {args.budget}, {args.workers} joblib workers, {args.reps} reps; "
-              "wall s: median [min-max]")
-        print(f"{'jobs':>4} {'joblib':>20} {'sequential':>20} {'speed-up':>8}  per rep  |  CPU s: joblib (its parent), "
-              "sequential; speed-up on 2 idle cores estimated from CPU")
+        print(
+            f"\n{root}: PPO CartPole, budget {args.budget}, {args.workers} joblib workers, {args.reps} reps; "
+            "wall s: median [min-max]"
+        )
+        print(
+            f"{'jobs':>4} {'joblib':>20} {'sequential':>20} {'speed-up':>8}  per rep  |  CPU s: joblib (its parent), "
+            "sequential; speed-up on 2 idle cores estimated from CPU"
+        )
         for jobs in args.jobs:
             parallel, sequential = walls[(root, "joblib", jobs)], walls[(root, "basic", jobs)]
             ratios = [s / p for s, p in zip(sequential, parallel, strict=True)]
             cpu_par, cpu_seq, parent = cpus[(root, "joblib", jobs)], cpus[(root, "basic", jobs)], parents[(root, jobs)]
             # idle cores, one thread per job: the parent, then its work shared by the 2 workers; sequential = its CPU
             estimate = [s / (p + (c - p) / args.workers) for s, c, p in zip(cpu_seq, cpu_par, parent, strict=True)]
-            print(f"{jobs:4d} {spread(parallel):>20} {spread(sequential):>20} {statistics.median(ratios):7.2f}x  "
-                  + " ".join(f"{r:.2f}" for r in ratios)
-                  + f"  |  {spread(cpu_par)} ({statistics.median(parent):.1f}), {spread(cpu_seq)}; "
-                  + f"{statistics.median(estimate):.2f}x")
+            print(
+                f"{jobs:4d} {spread(parallel):>20} {spread(sequential):>20} {statistics.median(ratios):7.2f}x  "
+                + " ".join(f"{r:.2f}" for r in ratios)
+                + f"  |  {spread(cpu_par)} ({statistics.median(parent):.1f}), {spread(cpu_seq)}; "
+                + f"{statistics.median(estimate):.2f}x"
+            )
         if fixed[root]:
             print(f"one run's process, fixed cost (process wall - run wall_time_s): {spread(fixed[root])} s")
             print(f"startup_s (run() to first env step, imports excluded): {spread(startup[root])} s")

@@ -24,10 +24,30 @@ import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-FIELDS = ["env", "env_id", "group", "episodes", "mean_return", "std_return", "min_return", "max_return", "seed",
-          "command", "versions"]
-MUJOCO = ("Ant", "HalfCheetah", "Hopper", "Humanoid", "InvertedDoublePendulum", "InvertedPendulum", "Reacher",
-          "Swimmer", "Walker2d")
+FIELDS = [
+    "env",
+    "env_id",
+    "group",
+    "episodes",
+    "mean_return",
+    "std_return",
+    "min_return",
+    "max_return",
+    "seed",
+    "command",
+    "versions",
+]
+MUJOCO = (
+    "Ant",
+    "HalfCheetah",
+    "Hopper",
+    "Humanoid",
+    "InvertedDoublePendulum",
+    "InvertedPendulum",
+    "Reacher",
+    "Swimmer",
+    "Walker2d",
+)
 
 
 def env_groups() -> dict[str, tuple[str, str, dict, list[str]]]:
@@ -40,8 +60,12 @@ def env_groups() -> dict[str, tuple[str, str, dict, list[str]]]:
             continue
         group = cfg.get("extra") or ("mujoco" if cfg["id"].split("-")[0] in MUJOCO else "classic")
         packages = cfg.get("package") or []
-        found[path.stem] = (str(group), str(cfg["id"]), dict(cfg.get("kwargs") or {}),
-                            [packages] if isinstance(packages, str) else list(packages))
+        found[path.stem] = (
+            str(group),
+            str(cfg["id"]),
+            dict(cfg.get("kwargs") or {}),
+            [packages] if isinstance(packages, str) else list(packages),
+        )
     return found
 
 
@@ -82,8 +106,9 @@ def main() -> None:
     if args.out.is_file():
         with args.out.open(newline="") as file:
             rows = {r["env"]: r for r in csv.DictReader(file)}
-    versions = " ".join(f"{p}=={metadata.version(p)}" for p in ("gymnasium", "mujoco", "box2d", "ale-py")
-                        if _installed(p))
+    versions = " ".join(
+        f"{p}=={metadata.version(p)}" for p in ("gymnasium", "mujoco", "box2d", "ale-py") if _installed(p)
+    )
     command = " ".join(["python", "benchmarks/random_scores.py", *sys.argv[1:]])
     for env, (group, env_id, kwargs, packages) in env_groups().items():
         if group not in args.groups:
@@ -94,10 +119,19 @@ def main() -> None:
         except Exception as error:  # a missing package or env: named, the others still measured
             print(f"skipped {env} ({env_id}): {type(error).__name__}: {error}", file=sys.stderr)
             continue
-        rows[env] = {"env": env, "env_id": env_id, "group": group, "episodes": args.episodes,
-                     "mean_return": f"{returns.mean():.4g}", "std_return": f"{returns.std():.4g}",
-                     "min_return": f"{returns.min():.4g}", "max_return": f"{returns.max():.4g}", "seed": args.seed,
-                     "command": command, "versions": versions}
+        rows[env] = {
+            "env": env,
+            "env_id": env_id,
+            "group": group,
+            "episodes": args.episodes,
+            "mean_return": f"{returns.mean():.4g}",
+            "std_return": f"{returns.std():.4g}",
+            "min_return": f"{returns.min():.4g}",
+            "max_return": f"{returns.max():.4g}",
+            "seed": args.seed,
+            "command": command,
+            "versions": versions,
+        }
         print(f"{env}: {returns.mean():.4g} +/- {returns.std():.3g} ({time.perf_counter() - start:.0f} s)", flush=True)
         _write(args.out, rows)  # after each env: a long measurement keeps what it has
 

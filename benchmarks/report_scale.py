@@ -41,8 +41,11 @@ def tree_pss_mb(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/smaps_rollup") as rollup:
             total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:")) / 1024
-        children = [int(c) for t in os.listdir(f"/proc/{pid}/task")
-                    for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+        children = [
+            int(c)
+            for t in os.listdir(f"/proc/{pid}/task")
+            for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()
+        ]
     except (OSError, StopIteration, ValueError):
         return total
     return total + sum(tree_pss_mb(c) for c in children)
@@ -83,13 +86,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--root", type=Path, default=Path("/tmp/lit_bench_scale"))
     parser.add_argument("--reps", type=int, default=1)
-    parser.add_argument("--configs", type=int, nargs="+", default=[60, 20],
-                        help="shapes: configs of each synthetic sweep (the runs: their seeds)")
+    parser.add_argument(
+        "--configs",
+        type=int,
+        nargs="+",
+        default=[60, 20],
+        help="shapes: configs of each synthetic sweep (the runs: their seeds)",
+    )
     parser.add_argument("--workers", type=int, default=None, help="the report's --workers (default: its own)")
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose lit_bench is timed")
     args = parser.parse_args()
-    print("| runs | configs x seeds | report | wall s | CPU s | peak MB, largest process | peak MB, all processes |\n"
-          "|---:|---|---|---:|---:|---:|---:|")
+    print(
+        "| runs | configs x seeds | report | wall s | CPU s | peak MB, largest process | peak MB, all processes |\n"
+        "|---:|---|---|---:|---:|---:|---:|"
+    )
     for n, configs in ((n, c) for n in args.runs for c in args.configs):
         runs = args.root / (str(n) if configs == 60 else f"{n}_c{configs}")
         if not (runs / ".complete").is_file():
@@ -104,8 +114,10 @@ def main() -> None:
             drop_caches(runs)
             for kind in ("cold", "warm"):
                 wall, cpu, largest, everything = timed(command, args.code.resolve())
-                print(f"| {n:,} | {shape} | {kind} | {wall:.1f} | {cpu:.1f} | {largest:.0f} | {everything:.0f} |",
-                      flush=True)
+                print(
+                    f"| {n:,} | {shape} | {kind} | {wall:.1f} | {cpu:.1f} | {largest:.0f} | {everything:.0f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -66,9 +66,22 @@ def cpu_of_run(algo: str, env: str, budget: int, out_dir: Path) -> tuple[float, 
 
     extra = ["algo.learning_starts=100"] if algo in OFF_POLICY else []
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("config", return_hydra_config=True, overrides=[
-            f"algo={algo}", f"env={env}", f"budget={budget}", f"eval.every={budget}", "eval.episodes=1",
-            "threads=1", f"out_dir={out_dir}", "sweep=cost", "force=true", *extra])
+        cfg = compose(
+            "config",
+            return_hydra_config=True,
+            overrides=[
+                f"algo={algo}",
+                f"env={env}",
+                f"budget={budget}",
+                f"eval.every={budget}",
+                "eval.episodes=1",
+                "threads=1",
+                f"out_dir={out_dir}",
+                "sweep=cost",
+                "force=true",
+                *extra,
+            ],
+        )
     HydraConfig.instance().set_config(cfg)
     started = time.process_time()
     summary = run(cfg)
@@ -96,14 +109,23 @@ def measure(suite: str, wanted: set[str] | None, out: Path, algos: set[str] | No
                 continue
         more = long_steps - short_steps
         if long <= short:  # the measured span cost less than the noise of one run's set-up: no estimate
-            print(f"{algo:<8} {family:<9} {env:<24} not measured: {more} more env steps cost no more CPU "
-                  f"({long:.2f} s vs {short:.2f} s); measure with larger budgets", flush=True)
+            print(
+                f"{algo:<8} {family:<9} {env:<24} not measured: {more} more env steps cost no more CPU "
+                f"({long:.2f} s vs {short:.2f} s); measure with larger budgets",
+                flush=True,
+            )
             continue
         per_step = (long - short) / more
         row = {
-            "algo": algo, "family": family, "env": env, "cpu_s_per_step": f"{per_step:.6f}",
-            "steps_measured": more, "measured": time.strftime("%Y-%m-%d"), "host": f"{platform.node()} "
-            f"({os.cpu_count()} cores)", "command": f"python benchmarks/suite_cost.py --suite {suite}"}
+            "algo": algo,
+            "family": family,
+            "env": env,
+            "cpu_s_per_step": f"{per_step:.6f}",
+            "steps_measured": more,
+            "measured": time.strftime("%Y-%m-%d"),
+            "host": f"{platform.node()} ({os.cpu_count()} cores)",
+            "command": f"python benchmarks/suite_cost.py --suite {suite}",
+        }
         print(f"{algo:<8} {family:<9} {env:<24} {per_step * 1e3:8.3f} ms CPU per env step", flush=True)
         rows = {(r["algo"], r["family"]): r for r in _read(out)}  # re-read: several measuring processes may share it
         rows[(algo, family)] = row
@@ -133,8 +155,9 @@ def main() -> None:
     parser.add_argument("--algos", nargs="*", default=None, help="only these algorithms")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    measure(args.suite, set(args.families) if args.families else None, args.out,
-            set(args.algos) if args.algos else None)
+    measure(
+        args.suite, set(args.families) if args.families else None, args.out, set(args.algos) if args.algos else None
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,16 @@ PAIRS = [
     ("ppo", "Pendulum", "Pendulum-v1", None, -1400.0, -400.0),
 ]
 BACKENDS = ("lit", "sb3")
-VERSIONS = {"lit_sb3": "0.1.0", "stable-baselines3": "2.9.2", "sb3-contrib": "2.9.2", "torch": "2.13.0+cpu",
-            "lightning": "2.6.6", "gymnasium": "1.4.0", "mujoco": "4.0.0", "hydra-core": "1.3.8"}
+VERSIONS = {
+    "lit_sb3": "0.1.0",
+    "stable-baselines3": "2.9.2",
+    "sb3-contrib": "2.9.2",
+    "torch": "2.13.0+cpu",
+    "lightning": "2.6.6",
+    "gymnasium": "1.4.0",
+    "mujoco": "4.0.0",
+    "hydra-core": "1.3.8",
+}
 
 
 def _config_id(*parts: Any) -> str:
@@ -62,10 +70,22 @@ def group(index: int, n_sweeps: int) -> dict[str, Any]:
     lr = variant_index // n_sweeps  # 0: the composed defaults of that sweep, else a learning-rate variant
     variant = f"algo.learning_rate={3e-4 * (1 + lr):.4g}" if lr else ""
     cid = _config_id(algo, env, backend, variant)
-    return {"algo": algo, "env": env, "env_id": env_id, "threshold": threshold, "start": start, "learned": learned,
-            "backend": backend, "sweep": sweep, "variant": variant, "config_id": cid,
-            "subdir": Path(sweep) / (f"{algo}@sb3" if backend == "sb3" else algo) / env
-            / (f"{variant}-{cid}" if variant else "")}
+    return {
+        "algo": algo,
+        "env": env,
+        "env_id": env_id,
+        "threshold": threshold,
+        "start": start,
+        "learned": learned,
+        "backend": backend,
+        "sweep": sweep,
+        "variant": variant,
+        "config_id": cid,
+        "subdir": Path(sweep)
+        / (f"{algo}@sb3" if backend == "sb3" else algo)
+        / env
+        / (f"{variant}-{cid}" if variant else ""),
+    }
 
 
 def _curve(rng: np.random.Generator, g: dict[str, Any], n_evals: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,33 +108,69 @@ def write_run(root: Path, g: dict[str, Any], seed: int, n_evals: int, fate: str,
     done = {"completed": n_evals, "damaged": n_evals, "failed": n_evals // 3, "running": n_evals // 2}[fate]
     steps = np.arange(1, done + 1) * every
     fps = round(float(rng.uniform(300.0, 3000.0)), 1)
-    columns = zip(steps.tolist(), (steps / fps).round(3).tolist(), returns.mean(1).round(3).tolist(),
-                  returns.std(1).round(3).tolist(), np.median(returns, 1).tolist(), lengths.mean(1).tolist())
+    columns = zip(
+        steps.tolist(),
+        (steps / fps).round(3).tolist(),
+        returns.mean(1).round(3).tolist(),
+        returns.std(1).round(3).tolist(),
+        np.median(returns, 1).tolist(),
+        lengths.mean(1).tolist(),
+    )
     rows = [f"{t},{w},{m},{s},{med},{length},,{fps}" for t, w, m, s, med, length in list(columns)[:done]]
     text = ",".join(EVAL_FIELDS) + "\n" + "".join(r + "\n" for r in rows)
     if fate == "damaged":
         text = text[:-15]  # the last row cut short, as by a crash during a non-atomic copy
     (run_dir / "eval.csv").write_text(text)
     np.savez(run_dir / "evaluations.npz", timesteps=steps, results=returns[:done], ep_lengths=lengths[:done])
-    overrides = [f"algo={g['algo']}", f"env={g['env']}", f"seed={seed}", f"backend={g['backend']}",
-                 f"sweep={g['sweep']}", *([g["variant"]] if g["variant"] else [])]
+    overrides = [
+        f"algo={g['algo']}",
+        f"env={g['env']}",
+        f"seed={seed}",
+        f"backend={g['backend']}",
+        f"sweep={g['sweep']}",
+        *([g["variant"]] if g["variant"] else []),
+    ]
     (run_dir / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
     (run_dir / "config.yaml").write_text(
         f"seed: {seed}\nbackend: {g['backend']}\nbudget: {BUDGET}\nsweep: {g['sweep']}\nalgo_name: {g['algo']}\n"
-        f"env_name: {g['env']}\nenv:\n  id: {g['env_id']}\n  threshold: {g['threshold']}\n")
+        f"env_name: {g['env']}\nenv:\n  id: {g['env_id']}\n  threshold: {g['threshold']}\n"
+    )
     last = rows[-1].split(",") if rows else None
     summary: dict[str, Any] = {
-        "algo": g["algo"], "env": g["env"], "env_id": g["env_id"], "seed": seed, "backend": g["backend"],
-        "budget": BUDGET, "run_dir": str(run_dir), "sweep": g["sweep"], "variant": g["variant"],
-        "config_id": g["config_id"], "config_hash": _config_id(g["config_id"], seed)[:16],
-        "overrides": overrides[5:], "invocation": None, "status": "completed" if fate == "damaged" else fate,
-        "resumed_from": None, "started_at": "2026-11-30T12:00:00+0000", "host": "synthetic", "python": "3.11.7",
-        "versions": VERSIONS, "git": {"commit": None, "dirty": None},
+        "algo": g["algo"],
+        "env": g["env"],
+        "env_id": g["env_id"],
+        "seed": seed,
+        "backend": g["backend"],
+        "budget": BUDGET,
+        "run_dir": str(run_dir),
+        "sweep": g["sweep"],
+        "variant": g["variant"],
+        "config_id": g["config_id"],
+        "config_hash": _config_id(g["config_id"], seed)[:16],
+        "overrides": overrides[5:],
+        "invocation": None,
+        "status": "completed" if fate == "damaged" else fate,
+        "resumed_from": None,
+        "started_at": "2026-11-30T12:00:00+0000",
+        "host": "synthetic",
+        "python": "3.11.7",
+        "versions": VERSIONS,
+        "git": {"commit": None, "dirty": None},
     }
     if fate in ("completed", "damaged") and last:
-        summary.update(timesteps=BUDGET, final_mean_return=float(last[2]), final_std_return=float(last[3]),
-                       final_success_rate=None, threshold=g["threshold"], steps_to_threshold=None,
-                       wall_time_s=float(last[1]), fps=fps, startup_s=0.3, objective=float(last[2]))
+        summary.update(
+            timesteps=BUDGET,
+            final_mean_return=float(last[2]),
+            final_std_return=float(last[3]),
+            final_success_rate=None,
+            threshold=g["threshold"],
+            steps_to_threshold=None,
+            wall_time_s=float(last[1]),
+            fps=fps,
+            startup_s=0.3,
+            objective=float(last[2]),
+        )
     elif fate == "failed":
         summary.update(error="RuntimeError: synthetic failure", traceback=None)
     if fate != "running":
@@ -122,8 +178,9 @@ def write_run(root: Path, g: dict[str, Any], seed: int, n_evals: int, fate: str,
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
-def generate(root: Path, n_runs: int, *, n_configs: int = 60, n_evals: int = 100, n_sweeps: int = 2,
-             seed: int = 0) -> list[Path]:
+def generate(
+    root: Path, n_runs: int, *, n_configs: int = 60, n_evals: int = 100, n_sweeps: int = 2, seed: int = 0
+) -> list[Path]:
     """Write ``n_runs`` runs of ``n_configs`` configs under ``root``; returns the sweep directories."""
     rng = np.random.default_rng(seed)
     fates = rng.choice(["completed", "failed", "running", "damaged"], size=n_runs, p=[0.978, 0.01, 0.01, 0.002])
@@ -149,8 +206,10 @@ def main() -> None:
     start = time.perf_counter()
     generate(args.root, args.runs, n_configs=args.configs, n_evals=args.evals, n_sweeps=args.sweeps)
     seeds = math.ceil(args.runs / min(args.configs, args.runs))
-    print(f"{args.runs} runs ({math.ceil(args.runs / seeds)} configs x up to {seeds} seeds, {args.evals} evaluations "
-          f"each) written to {args.root} in {time.perf_counter() - start:.1f} s")
+    print(
+        f"{args.runs} runs ({math.ceil(args.runs / seeds)} configs x up to {seeds} seeds, {args.evals} evaluations "
+        f"each) written to {args.root} in {time.perf_counter() - start:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -64,8 +64,14 @@ ENV_FACTORIES = {
     "FakeImage64": functools.partial(FakeImageEnv, screen_height=64, screen_width=64),
 }
 
-PPO_ZOO_CARTPOLE = {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20,
-                    "learning_rate": 1e-3}
+PPO_ZOO_CARTPOLE = {
+    "n_steps": 32,
+    "batch_size": 256,
+    "gae_lambda": 0.8,
+    "gamma": 0.98,
+    "n_epochs": 20,
+    "learning_rate": 1e-3,
+}
 
 CASES: dict[str, Case] = {
     "ppo_cartpole_1env": Case("PPO", "CartPole-v1", 1, 20_000),
@@ -77,36 +83,56 @@ CASES: dict[str, Case] = {
     "sac_halfcheetah": Case("SAC", "HalfCheetah-v5", 1, 800),
     "dqn_cartpole": Case("DQN", "CartPole-v1", 1, 10_000),
     # RL Zoo's CartPole setting (linear policy, 2 directions); same seed -> the same iterations on both sides
-    "ars_cartpole": Case("ARS", "CartPole-v1", 1, 20_000, {"n_delta": 2}, reference="sb3_contrib",
-                         policy="LinearPolicy"),
+    "ars_cartpole": Case(
+        "ARS", "CartPole-v1", 1, 20_000, {"n_delta": 2}, reference="sb3_contrib", policy="LinearPolicy"
+    ),
     # sb3-contrib off-policy: defaults (TQC: 2 critics x 25 quantiles; QRDQN: 200 quantiles); CrossQ with the RL Zoo's
     # Pendulum net ([256, 256]; its default [1024, 1024] critics run at ~12 steps/s)
     "tqc_pendulum": Case("TQC", "Pendulum-v1", 1, 1_000, reference="sb3_contrib"),
-    "crossq_pendulum": Case("CrossQ", "Pendulum-v1", 1, 1_000, {"policy_kwargs": {"net_arch": [256, 256]}},
-                            reference="sb3_contrib"),
+    "crossq_pendulum": Case(
+        "CrossQ", "Pendulum-v1", 1, 1_000, {"policy_kwargs": {"net_arch": [256, 256]}}, reference="sb3_contrib"
+    ),
     "qrdqn_cartpole": Case("QRDQN", "CartPole-v1", 1, 10_000, reference="sb3_contrib"),
     # sb3-contrib on-policy: the RL Zoo's CartPole TRPO; RecurrentPPO with its CartPoleNoVel net (10 epochs);
     # MaskablePPO on sb3-contrib's masked identity env (masks read from the env at every step)
-    "trpo_cartpole": Case("TRPO", "CartPole-v1", 2, 20_000,
-                          {"n_steps": 512, "batch_size": 512, "cg_damping": 1e-3, "gae_lambda": 0.98,
-                           "n_critic_updates": 20}, reference="sb3_contrib"),
-    "recurrent_ppo_cartpole": Case("RecurrentPPO", "CartPole-v1", 8, 4_096,
-                                   {"n_steps": 32, "batch_size": 256, "n_epochs": 10,
-                                    "policy_kwargs": {"lstm_hidden_size": 64, "enable_critic_lstm": True,
-                                                      "net_arch": {"pi": [64], "vf": [64]}}},
-                                   reference="sb3_contrib", policy="MlpLstmPolicy"),
+    "trpo_cartpole": Case(
+        "TRPO",
+        "CartPole-v1",
+        2,
+        20_000,
+        {"n_steps": 512, "batch_size": 512, "cg_damping": 1e-3, "gae_lambda": 0.98, "n_critic_updates": 20},
+        reference="sb3_contrib",
+    ),
+    "recurrent_ppo_cartpole": Case(
+        "RecurrentPPO",
+        "CartPole-v1",
+        8,
+        4_096,
+        {
+            "n_steps": 32,
+            "batch_size": 256,
+            "n_epochs": 10,
+            "policy_kwargs": {"lstm_hidden_size": 64, "enable_critic_lstm": True, "net_arch": {"pi": [64], "vf": [64]}},
+        },
+        reference="sb3_contrib",
+        policy="MlpLstmPolicy",
+    ),
     # bf16 autocast for the update (AVX512-BF16 CPUs); CrossQ with its default [1024, 1024] critics
-    **{f"{name}_bf16": dataclasses.replace(case, precision="bf16-mixed") for name, case in {
-        "sac_pendulum": Case("SAC", "Pendulum-v1", 1, 1_000),
-        "td3_pendulum": Case("TD3", "Pendulum-v1", 1, 1_000),
-        "tqc_pendulum": Case("TQC", "Pendulum-v1", 1, 1_000, reference="sb3_contrib"),
-        "crossq_pendulum": Case("CrossQ", "Pendulum-v1", 1, 300, reference="sb3_contrib"),
-        "ppo_cartpole_8env": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE),
-    }.items()},
+    **{
+        f"{name}_bf16": dataclasses.replace(case, precision="bf16-mixed")
+        for name, case in {
+            "sac_pendulum": Case("SAC", "Pendulum-v1", 1, 1_000),
+            "td3_pendulum": Case("TD3", "Pendulum-v1", 1, 1_000),
+            "tqc_pendulum": Case("TQC", "Pendulum-v1", 1, 1_000, reference="sb3_contrib"),
+            "crossq_pendulum": Case("CrossQ", "Pendulum-v1", 1, 300, reference="sb3_contrib"),
+            "ppo_cartpole_8env": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE),
+        }.items()
+    },
     # two processes (gloo) share the Zoo's 8 envs; the reference is SB3 in one process with all 8
     "ppo_cartpole_8env_ddp2": Case("PPO", "CartPole-v1", 8, 20_000, PPO_ZOO_CARTPOLE, devices=2, script=True),
-    "maskable_ppo_invalid_actions": Case("MaskablePPO", "InvalidActionEnvDiscrete", 1, 8_192,
-                                         {"n_steps": 256}, reference="sb3_contrib"),
+    "maskable_ppo_invalid_actions": Case(
+        "MaskablePPO", "InvalidActionEnvDiscrete", 1, 8_192, {"n_steps": 256}, reference="sb3_contrib"
+    ),
 }
 
 # Workload shapes: where Lightning's per-step cost and lit_sb3's bookkeeping meet many small steps.
@@ -118,20 +144,27 @@ SHAPES: dict[str, Case] = {
     "a2c_16env": Case("A2C", "CartPole-v1", 16, 40_000),
     "a2c_32env": Case("A2C", "CartPole-v1", 32, 60_000),
     # many updates per collection: as many updates as env steps collected, in groups of 4
-    "dqn_gs-1": Case("DQN", "CartPole-v1", 1, 3_000, {"gradient_steps": -1, "train_freq": 4, "batch_size": 128,
-                                                      "policy_kwargs": {"net_arch": [256, 256]}}),
-    "qrdqn_gs4": Case("QRDQN", "CartPole-v1", 1, 2_000, {"gradient_steps": 4, "train_freq": 4},
-                      reference="sb3_contrib"),
+    "dqn_gs-1": Case(
+        "DQN",
+        "CartPole-v1",
+        1,
+        3_000,
+        {"gradient_steps": -1, "train_freq": 4, "batch_size": 128, "policy_kwargs": {"net_arch": [256, 256]}},
+    ),
+    "qrdqn_gs4": Case(
+        "QRDQN", "CartPole-v1", 1, 2_000, {"gradient_steps": 4, "train_freq": 4}, reference="sb3_contrib"
+    ),
     "sac_gs4": Case("SAC", "Pendulum-v1", 1, 500, {"gradient_steps": 4, "train_freq": 4}),
     # large networks: CrossQ's default [1024, 1024] critics (~12 steps/s), TD3 with the RL Zoo's Pendulum net
     "crossq_1024": Case("CrossQ", "Pendulum-v1", 1, 220, reference="sb3_contrib"),
-    "td3_400_300": Case("TD3", "Pendulum-v1", 1, 1_000, {"learning_rate": 1e-3,
-                                                         "policy_kwargs": {"net_arch": [400, 300]}}),
+    "td3_400_300": Case(
+        "TD3", "Pendulum-v1", 1, 1_000, {"learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}
+    ),
     # image observations (NatureCNN)
-    "ppo_cnn": Case("PPO", "FakeImage64", 4, 2_048, {"n_steps": 128, "batch_size": 64, "n_epochs": 4},
-                    policy="CnnPolicy"),
-    "dqn_cnn": Case("DQN", "FakeImage64", 1, 1_000, {"buffer_size": 5_000, "learning_starts": 200},
-                    policy="CnnPolicy"),
+    "ppo_cnn": Case(
+        "PPO", "FakeImage64", 4, 2_048, {"n_steps": 128, "batch_size": 64, "n_epochs": 4}, policy="CnnPolicy"
+    ),
+    "dqn_cnn": Case("DQN", "FakeImage64", 1, 1_000, {"buffer_size": 5_000, "learning_starts": 200}, policy="CnnPolicy"),
     # train_freq in episodes: one collection per episode, then as many updates as its env steps
     "sac_episode": Case("SAC", "Pendulum-v1", 1, 800, {"train_freq": (1, "episode"), "gradient_steps": -1}),
     "dqn_episode": Case("DQN", "CartPole-v1", 1, 4_000, {"train_freq": (1, "episode"), "gradient_steps": -1}),
@@ -172,8 +205,16 @@ def _train(package: str, case: Case, seed: int, clock: str = "wall") -> float:
 def _train_processes(case: Case, seed: int) -> float:
     """Env steps/s of ``fit`` in ``case.devices`` processes (process start-up not counted)."""
     script = Path(__file__).with_name("ddp_ppo.py")
-    command = [sys.executable, str(script), "--devices", str(case.devices), "--steps", str(case.steps),
-               "--seed", str(seed)]
+    command = [
+        sys.executable,
+        str(script),
+        "--devices",
+        str(case.devices),
+        "--steps",
+        str(case.steps),
+        "--seed",
+        str(seed),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=True)
     return float(json.loads(result.stdout.strip().splitlines()[-1])["steps_per_s"])
 
@@ -204,10 +245,16 @@ def run(case_names: list[str], reps: int, quick: bool = False, clock: str = "wal
                     ratios[side].append(speeds["lit_sb3"][-1] / speeds[side][-1])
                     line += f"  vs {side} {ratios[side][-1]:.3f}"
             print(line, flush=True)
-        rows.append({"case": name, "lit_sb3": statistics.median(speeds["lit_sb3"]),
-                     "reference": statistics.median(speeds["reference"]),
-                     "ratio": statistics.median(ratios["reference"]), "ratios": ratios["reference"],
-                     "vs_default": statistics.median(ratios["lit_default"]) if ratios["lit_default"] else None})
+        rows.append(
+            {
+                "case": name,
+                "lit_sb3": statistics.median(speeds["lit_sb3"]),
+                "reference": statistics.median(speeds["reference"]),
+                "ratio": statistics.median(ratios["reference"]),
+                "ratios": ratios["reference"],
+                "vs_default": statistics.median(ratios["lit_default"]) if ratios["lit_default"] else None,
+            }
+        )
     return rows
 
 
@@ -249,23 +296,44 @@ def run_interleaved(case_names: list[str], chunks: int, quick: bool = False) -> 
                     speeds[side].append((model.num_timesteps - before) / (time.process_time() - start))
         ratios = [lit / ref for lit, ref in zip(speeds["lit_sb3"], speeds["reference"])]
         print(f"  {name}: turns of {turn} steps, ratios " + " ".join(f"{r:.2f}" for r in ratios), flush=True)
-        rows.append({"case": name, "lit_sb3": statistics.median(speeds["lit_sb3"]),
-                     "reference": statistics.median(speeds["reference"]), "ratio": statistics.median(ratios),
-                     "ratios": ratios, "vs_default": None})
+        rows.append(
+            {
+                "case": name,
+                "lit_sb3": statistics.median(speeds["lit_sb3"]),
+                "reference": statistics.median(speeds["reference"]),
+                "ratio": statistics.median(ratios),
+                "ratios": ratios,
+                "vs_default": None,
+            }
+        )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", nargs="*", default=None, choices=[*CASES, *GROUPS],
-                        help="case names or groups (all, shapes); default: all, or shapes with --quick")
+    parser.add_argument(
+        "--cases",
+        nargs="*",
+        default=None,
+        choices=[*CASES, *GROUPS],
+        help="case names or groups (all, shapes); default: all, or shapes with --quick",
+    )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help=f"budgets x {QUICK_FRACTION} (default cases: shapes)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads for both sides (0: torch's default)")
-    parser.add_argument("--clock", choices=list(CLOCKS), default="wall",
-                        help="time repetitions by wall clock or by this process's CPU time (for a busy machine)")
-    parser.add_argument("--interleave", type=int, default=0, metavar="TURNS",
-                        help="instead of whole runs: TURNS alternating turns of one model per side, CPU-timed")
+    parser.add_argument(
+        "--clock",
+        choices=list(CLOCKS),
+        default="wall",
+        help="time repetitions by wall clock or by this process's CPU time (for a busy machine)",
+    )
+    parser.add_argument(
+        "--interleave",
+        type=int,
+        default=0,
+        metavar="TURNS",
+        help="instead of whole runs: TURNS alternating turns of one model per side, CPU-timed",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -277,15 +345,19 @@ def main() -> None:
         rows, clock, reps = run(cases, args.reps, quick=args.quick, clock=args.clock), args.clock, args.reps
     budgets = f" (budgets x {QUICK_FRACTION})" if args.quick else ""
     print(f"\nenv steps per {clock}-clock second{budgets}{' (interleaved turns)' if args.interleave else ''}")
-    print(f"| case | lit_sb3 steps/s | SB3 steps/s | ratio (median of {reps}) | min-max | per repetition "
-          f"| vs lit default |")
+    print(
+        f"| case | lit_sb3 steps/s | SB3 steps/s | ratio (median of {reps}) | min-max | per repetition "
+        f"| vs lit default |"
+    )
     print("|---|---:|---:|---:|---:|---|---:|")
     for row in rows:
         versus = "" if row["vs_default"] is None else f"{row['vs_default']:.3f}"
         spread = f"{min(row['ratios']):.2f}-{max(row['ratios']):.2f}"
         each = " ".join(f"{r:.2f}" for r in row["ratios"])
-        print(f"| {row['case']} | {row['lit_sb3']:.0f} | {row['reference']:.0f} | {row['ratio']:.3f} | {spread} "
-              f"| {each} | {versus} |")
+        print(
+            f"| {row['case']} | {row['lit_sb3']:.0f} | {row['reference']:.0f} | {row['ratio']:.3f} | {spread} "
+            f"| {each} | {versus} |"
+        )
 
 
 if __name__ == "__main__":

@@ -36,18 +36,48 @@ __version__ = "0.1.0"
 # SB3's schedules are plain data: let checkpoints holding them load with torch.load(weights_only=True).
 _torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
 
-_ALGORITHMS = {"A2C": "a2c", "ARS": "ars", "CrossQ": "crossq", "DDPG": "ddpg", "DQN": "dqn", "PPO": "ppo",
-               "MaskablePPO": "ppo_mask", "RecurrentPPO": "ppo_recurrent", "QRDQN": "qrdqn", "SAC": "sac",
-               "TD3": "td3", "TQC": "tqc", "TRPO": "trpo"}
+_ALGORITHMS = {
+    "A2C": "a2c",
+    "ARS": "ars",
+    "CrossQ": "crossq",
+    "DDPG": "ddpg",
+    "DQN": "dqn",
+    "PPO": "ppo",
+    "MaskablePPO": "ppo_mask",
+    "RecurrentPPO": "ppo_recurrent",
+    "QRDQN": "qrdqn",
+    "SAC": "sac",
+    "TD3": "td3",
+    "TQC": "tqc",
+    "TRPO": "trpo",
+}
 _MODULES = {
     **{name: f"lit_sb3.algorithms.{package}" for name, package in _ALGORITHMS.items()},
-    "HerReplayBuffer": "lit_sb3.common.her", "sb3_parity": "lit_sb3.common.optimizers",
-    "RLEnvDataModule": "lit_sb3.datamodule", "RLTrainer": "lit_sb3.trainer",
+    "HerReplayBuffer": "lit_sb3.common.her",
+    "sb3_parity": "lit_sb3.common.optimizers",
+    "RLEnvDataModule": "lit_sb3.datamodule",
+    "RLTrainer": "lit_sb3.trainer",
 }
 
 __all__ = [
-    "A2C", "ARS", "DDPG", "DQN", "PPO", "QRDQN", "SAC", "TD3", "TQC", "TRPO", "CrossQ", "HerReplayBuffer",
-    "MaskablePPO", "RLEnvDataModule", "RLTrainer", "RecurrentPPO", "__version__", "sb3_parity",
+    "A2C",
+    "ARS",
+    "DDPG",
+    "DQN",
+    "PPO",
+    "QRDQN",
+    "SAC",
+    "TD3",
+    "TQC",
+    "TRPO",
+    "CrossQ",
+    "HerReplayBuffer",
+    "MaskablePPO",
+    "RLEnvDataModule",
+    "RLTrainer",
+    "RecurrentPPO",
+    "__version__",
+    "sb3_parity",
 ]
 
 

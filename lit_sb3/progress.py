@@ -51,8 +51,11 @@ class EnvStepProgressBar(ProgressBar):
         delta = pl_module.num_timesteps - self._bar.n
         if delta > 0:
             shown = {"ep_rew_mean": "rollout/ep_rew_mean", "eval": "eval/mean_reward"}
-            postfix = {name: f"{float(trainer.callback_metrics[key]):.1f}" for name, key in shown.items()
-                       if key in trainer.callback_metrics}
+            postfix = {
+                name: f"{float(trainer.callback_metrics[key]):.1f}"
+                for name, key in shown.items()
+                if key in trainer.callback_metrics
+            }
             if postfix:
                 self._bar.set_postfix(postfix, refresh=False)
             self._bar.update(delta)

@@ -255,10 +255,18 @@ class RLTrainer(L.Trainer):
             weights_only = False
         try:
             # a checkpoint loads without unpickling foreign code unless the caller passes weights_only=False
-            with _quiet_lightning(), trusted_checkpoint(ckpt_path if ckpt_path not in (None, "last", "best") and
-                                                        weights_only is not False else None):
-                super().fit(model, train_dataloaders=model.train_dataloader(), ckpt_path=ckpt_path,
-                            weights_only=True if weights_only is None else weights_only)
+            with (
+                _quiet_lightning(),
+                trusted_checkpoint(
+                    ckpt_path if ckpt_path not in (None, "last", "best") and weights_only is not False else None
+                ),
+            ):
+                super().fit(
+                    model,
+                    train_dataloaders=model.train_dataloader(),
+                    ckpt_path=ckpt_path,
+                    weights_only=True if weights_only is None else weights_only,
+                )
         finally:
             datamodule.teardown("fit")
         return model
@@ -291,25 +299,55 @@ class RLTrainer(L.Trainer):
         with _quiet_lightning():
             return run(model, dataloaders=EvalEpisodes(request), **kwargs)
 
-    def validate(self, model: Any = None, dataloaders: Any = None, ckpt_path: Any = None, verbose: bool = True,
-                 datamodule: Any = None, weights_only: bool | None = None) -> Any:
+    def validate(
+        self,
+        model: Any = None,
+        dataloaders: Any = None,
+        ckpt_path: Any = None,
+        verbose: bool = True,
+        datamodule: Any = None,
+        weights_only: bool | None = None,
+    ) -> Any:
         """Run evaluation episodes on the datamodule's val env; logs ``eval/mean_reward`` and friends."""
         if dataloaders is not None:
             raise TypeError("dataloaders: RLTrainer evaluates on envs; pass datamodule=RLEnvDataModule(val_env=...)")
-        return self._evaluate(super().validate, "validate", model, datamodule, ckpt_path=ckpt_path, verbose=verbose,
-                              weights_only=weights_only)
+        return self._evaluate(
+            super().validate,
+            "validate",
+            model,
+            datamodule,
+            ckpt_path=ckpt_path,
+            verbose=verbose,
+            weights_only=weights_only,
+        )
 
-    def test(self, model: Any = None, dataloaders: Any = None, ckpt_path: Any = None, verbose: bool = True,
-             datamodule: Any = None, weights_only: bool | None = None) -> Any:
+    def test(
+        self,
+        model: Any = None,
+        dataloaders: Any = None,
+        ckpt_path: Any = None,
+        verbose: bool = True,
+        datamodule: Any = None,
+        weights_only: bool | None = None,
+    ) -> Any:
         """Run evaluation episodes on the datamodule's test env; logs ``eval/mean_reward`` and friends."""
         if dataloaders is not None:
             raise TypeError("dataloaders: RLTrainer evaluates on envs; pass datamodule=RLEnvDataModule(test_env=...)")
-        return self._evaluate(super().test, "test", model, datamodule, ckpt_path=ckpt_path, verbose=verbose,
-                              weights_only=weights_only)
+        return self._evaluate(
+            super().test, "test", model, datamodule, ckpt_path=ckpt_path, verbose=verbose, weights_only=weights_only
+        )
 
-    def predict(self, model: Any = None, dataloaders: Any = None, datamodule: Any = None,
-                return_predictions: bool | None = None, ckpt_path: Any = None, weights_only: bool | None = None,
-                *, trajectories: bool = False) -> list[dict[str, Any]] | None:
+    def predict(
+        self,
+        model: Any = None,
+        dataloaders: Any = None,
+        datamodule: Any = None,
+        return_predictions: bool | None = None,
+        ckpt_path: Any = None,
+        weights_only: bool | None = None,
+        *,
+        trajectories: bool = False,
+    ) -> list[dict[str, Any]] | None:
         """Run ``n_eval_episodes`` episodes (``deterministic_eval`` actions) on the datamodule's predict env.
 
         :param trajectories: also return each episode's ``observations`` and ``actions`` (one row per step)
@@ -319,6 +357,14 @@ class RLTrainer(L.Trainer):
         """
         if dataloaders is not None:
             raise TypeError("dataloaders: RLTrainer predicts on envs; pass datamodule=RLEnvDataModule(predict_env=...)")
-        batches = self._evaluate(super().predict, "predict", model, datamodule, return_predictions=return_predictions,
-                                 ckpt_path=ckpt_path, weights_only=weights_only, trajectories=trajectories)
+        batches = self._evaluate(
+            super().predict,
+            "predict",
+            model,
+            datamodule,
+            return_predictions=return_predictions,
+            ckpt_path=ckpt_path,
+            weights_only=weights_only,
+            trajectories=trajectories,
+        )
         return None if batches is None else [episode for batch in batches for episode in batch]

@@ -25,9 +25,9 @@ FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w+-]*)\s*$")
 
 @dataclass(frozen=True)
 class Block:
-    line: int          # of the opening fence, 1-based
+    line: int  # of the opening fence, 1-based
     code: str
-    skip: str | None   # the opt-out reason (None: runs)
+    skip: str | None  # the opt-out reason (None: runs)
 
 
 def python_blocks(text: str) -> list[Block]:
@@ -43,7 +43,7 @@ def python_blocks(text: str) -> list[Block]:
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
         if fence["lang"] == "python":
             indent = len(fence["indent"])
-            code = "\n".join(line[indent:] for line in lines[i + 1:end])
+            code = "\n".join(line[indent:] for line in lines[i + 1 : end])
             above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
             opt_out = SKIP.search(above)
             blocks.append(Block(i + 1, code, (opt_out["reason"] or "opted out") if opt_out else None))

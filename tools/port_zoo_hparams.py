@@ -24,21 +24,65 @@ ALGOS = ("ppo", "a2c", "sac", "td3", "ddpg", "dqn", "ars", "tqc", "qrdqn", "cros
 DEFAULT_POLICY = {"ars": "LinearPolicy", "ppo_lstm": "MlpLstmPolicy"}
 # our env group name -> the Zoo's key (MuJoCo: the Zoo tunes -v4, we run -v5)
 ENVS = {
-    "CartPole": "CartPole-v1", "Acrobot": "Acrobot-v1", "MountainCar": "MountainCar-v0",
-    "MountainCarContinuous": "MountainCarContinuous-v0", "Pendulum": "Pendulum-v1",
-    "CartPoleNoVel": "CartPoleNoVel-v1", "PendulumNoVel": "PendulumNoVel-v1",
-    **{name: f"{name}-v4" for name in ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid", "Swimmer", "Reacher",
-                                       "InvertedPendulum", "InvertedDoublePendulum")},
+    "CartPole": "CartPole-v1",
+    "Acrobot": "Acrobot-v1",
+    "MountainCar": "MountainCar-v0",
+    "MountainCarContinuous": "MountainCarContinuous-v0",
+    "Pendulum": "Pendulum-v1",
+    "CartPoleNoVel": "CartPoleNoVel-v1",
+    "PendulumNoVel": "PendulumNoVel-v1",
+    **{
+        name: f"{name}-v4"
+        for name in (
+            "HalfCheetah",
+            "Hopper",
+            "Walker2d",
+            "Ant",
+            "Humanoid",
+            "Swimmer",
+            "Reacher",
+            "InvertedPendulum",
+            "InvertedDoublePendulum",
+        )
+    },
     "MountainCarContinuousNoVel": "MountainCarContinuousNoVel-v0",
     # one Zoo entry for every Atari game
-    **{game: "atari" for game in ("Asteroids", "BeamRider", "Breakout", "Enduro", "MsPacman", "Pong", "Qbert",
-                                  "RoadRunner", "Seaquest", "SpaceInvaders")},
-    "LunarLander": "LunarLander-v3", "LunarLanderContinuous": "LunarLanderContinuous-v3",
-    "BipedalWalker": "BipedalWalker-v3", "BipedalWalkerHardcore": "BipedalWalkerHardcore-v3",
+    **{
+        game: "atari"
+        for game in (
+            "Asteroids",
+            "BeamRider",
+            "Breakout",
+            "Enduro",
+            "MsPacman",
+            "Pong",
+            "Qbert",
+            "RoadRunner",
+            "Seaquest",
+            "SpaceInvaders",
+        )
+    },
+    "LunarLander": "LunarLander-v3",
+    "LunarLanderContinuous": "LunarLanderContinuous-v3",
+    "BipedalWalker": "BipedalWalker-v3",
+    "BipedalWalkerHardcore": "BipedalWalkerHardcore-v3",
     "CarRacing": "CarRacing-v3",
-    **{f"MiniGrid-{name}": f"MiniGrid-{name}-v0" for name in (
-        "DoorKey-5x5", "Empty-Random-5x5", "FourRooms", "GoToDoor-5x5", "KeyCorridorS3R1", "LockedRoom",
-        "MultiRoom-N4-S5", "ObstructedMaze-2Dlh", "PutNear-6x6-N2", "RedBlueDoors-6x6", "Unlock")},
+    **{
+        f"MiniGrid-{name}": f"MiniGrid-{name}-v0"
+        for name in (
+            "DoorKey-5x5",
+            "Empty-Random-5x5",
+            "FourRooms",
+            "GoToDoor-5x5",
+            "KeyCorridorS3R1",
+            "LockedRoom",
+            "MultiRoom-N4-S5",
+            "ObstructedMaze-2Dlh",
+            "PutNear-6x6-N2",
+            "RedBlueDoors-6x6",
+            "Unlock",
+        )
+    },
     **{f"{name}BulletEnv": f"{name}BulletEnv-v0" for name in ("Ant", "HalfCheetah", "Hopper", "Reacher", "Walker2D")},
     **{f"Fetch{task}": f"Fetch{task}-v1" for task in ("Reach", "Push", "Slide", "PickAndPlace")},
     **{f"Panda{task}": f"Panda{task}-v1" for task in ("Reach", "Push", "Slide", "PickAndPlace", "Stack")},
@@ -46,15 +90,19 @@ ENVS = {
 }
 CLASS_PATHS = {"nn": "torch.nn", "th.nn": "torch.nn", "torch.nn": "torch.nn"}
 # bare class names the Zoo's files use (its own imports)
-CLASS_NAMES = {"RMSpropTFLike": "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike",
-               "HerReplayBuffer": "lit_sb3.HerReplayBuffer"}
+CLASS_NAMES = {
+    "RMSpropTFLike": "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike",
+    "HerReplayBuffer": "lit_sb3.HerReplayBuffer",
+}
 # the Zoo's wrapper classes -> ours (the Zoo's resize wrapper only turns the YAML list into a tuple, as ours does)
 ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
-WRAPPERS = {ATARI_WRAPPER: ATARI_WRAPPER,
-            "minigrid.wrappers.FlatObsWrapper": "minigrid.wrappers.FlatObsWrapper",
-            "rl_zoo3.wrappers.FrameSkip": "lit_bench.config.wrappers.FrameSkip",
-            "rl_zoo3.wrappers.YAMLCompatResizeObservation": "lit_bench.config.wrappers.ResizeObservation",
-            "gymnasium.wrappers.transform_observation.GrayscaleObservation": "gymnasium.wrappers.GrayscaleObservation"}
+WRAPPERS = {
+    ATARI_WRAPPER: ATARI_WRAPPER,
+    "minigrid.wrappers.FlatObsWrapper": "minigrid.wrappers.FlatObsWrapper",
+    "rl_zoo3.wrappers.FrameSkip": "lit_bench.config.wrappers.FrameSkip",
+    "rl_zoo3.wrappers.YAMLCompatResizeObservation": "lit_bench.config.wrappers.ResizeObservation",
+    "gymnasium.wrappers.transform_observation.GrayscaleObservation": "gymnasium.wrappers.GrayscaleObservation",
+}
 NOISE = {"normal": "lit_bench.config.noise.normal", "ornstein-uhlenbeck": "lit_bench.config.noise.ornstein_uhlenbeck"}
 SKIP = {"n_timesteps", "n_envs", "normalize", "policy", "noise_type", "noise_std", "env_wrapper", "frame_stack"}
 
@@ -95,8 +143,12 @@ def value_of(value: Any) -> Any:
     if isinstance(value, str) and value in CLASS_NAMES:
         return class_node(value)
     if isinstance(value, str) and value.startswith("lin_"):
-        return {"_target_": "stable_baselines3.common.utils.LinearSchedule", "start": float(value[4:]), "end": 0.0,
-                "end_fraction": 1.0}
+        return {
+            "_target_": "stable_baselines3.common.utils.LinearSchedule",
+            "start": float(value[4:]),
+            "end": 0.0,
+            "end_fraction": 1.0,
+        }
     if isinstance(value, str) and value.strip().startswith(("dict(", "{")):
         return node_of(ast.parse(value.strip(), mode="eval").body)
     if isinstance(value, float) and value.is_integer() and abs(value) >= 1:
@@ -117,8 +169,11 @@ def port(algo: str, env: str, key: str, entry: dict[str, Any], default_policy: s
     if entry.get("policy", default_policy) != default_policy:
         algo_node["policy"] = entry["policy"]
     if "noise_type" in entry:
-        algo_node["action_noise"] = {"_target_": NOISE[entry["noise_type"]], "_partial_": True,
-                                     "std": float(entry["noise_std"])}
+        algo_node["action_noise"] = {
+            "_target_": NOISE[entry["noise_type"]],
+            "_partial_": True,
+            "std": float(entry["noise_std"]),
+        }
     doc: dict[str, Any] = {}
     if "n_timesteps" in entry:
         doc["budget"] = int(float(entry["n_timesteps"]))
@@ -134,15 +189,22 @@ def port(algo: str, env: str, key: str, entry: dict[str, Any], default_policy: s
             return None
         env_node["wrappers"] = wrappers
     if "frame_stack" in entry:
-        env_node["vec_wrappers"] = [{"_target_": "stable_baselines3.common.vec_env.VecFrameStack", "_partial_": True,
-                                     "n_stack": int(entry["frame_stack"])}]
+        env_node["vec_wrappers"] = [
+            {
+                "_target_": "stable_baselines3.common.vec_env.VecFrameStack",
+                "_partial_": True,
+                "n_stack": int(entry["frame_stack"]),
+            }
+        ]
     if env_node:
         doc["env"] = env_node
     if algo_node:
         doc["algo"] = algo_node
     note = version_note(key, env_id)
-    header = (f"# @package _global_\n# {algo.upper()} on {key}{note}: ported from rl-baselines3-zoo "
-              f"hyperparams/{algo}.yml @ 22e3ff2, key {key!r}.\n")
+    header = (
+        f"# @package _global_\n# {algo.upper()} on {key}{note}: ported from rl-baselines3-zoo "
+        f"hyperparams/{algo}.yml @ 22e3ff2, key {key!r}.\n"
+    )
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
 
 

@@ -30,20 +30,29 @@ class JoblibLauncher(HydraJoblibLauncher):
             return _core.launch(launcher=self, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
         except TerminatedWorkerError as error:
             if signals.pending() is not None:  # stopped by a signal (a worker that had to exit at once): no reruns
-                return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED, _return_value=None)
-                        for o in job_overrides]
-            print(f"a joblib worker died ({_why(error)}): the jobs that did not finish run again, one at a time",
-                  flush=True)
+                return [
+                    JobReturn(overrides=list(o), status=JobStatus.COMPLETED, _return_value=None) for o in job_overrides
+                ]
+            print(
+                f"a joblib worker died ({_why(error)}): the jobs that did not finish run again, one at a time",
+                flush=True,
+            )
         assert self.config is not None
         sweep_dir, invocation = sweep_path(self.config), os.environ.get(sweep.INVOCATION_ENV, "*")
-        finished = {tuple(r.get("job_overrides") or ()): r.get("objective")
-                    for r in sweep.read_records(sweep_dir, invocation)}
+        finished = {
+            tuple(r.get("job_overrides") or ()): r.get("objective") for r in sweep.read_records(sweep_dir, invocation)
+        }
         returns = []
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
             if tuple(overrides) in finished or signals.pending() is not None:  # done, or the sweep was stopped
                 value = finished.get(tuple(overrides))
-                returns.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED,
-                                         _return_value=math.nan if value is None else value))
+                returns.append(
+                    JobReturn(
+                        overrides=list(overrides),
+                        status=JobStatus.COMPLETED,
+                        _return_value=math.nan if value is None else value,
+                    )
+                )
                 continue
             _fresh_pool()
             try:
@@ -68,9 +77,17 @@ def _why(error: TerminatedWorkerError) -> str:
 def _died(sweep_dir: Path, invocation: str, overrides: Sequence[str], error: TerminatedWorkerError) -> JobReturn:
     """Record the job whose worker died as failed (in the sweep table) and give Hydra a value for it."""
     values = dict(o.split("=", 1) for o in overrides if "=" in o and not o.startswith(("+", "~")))
-    sweep.record(sweep_dir, invocation, {
-        "algo": values.get("algo"), "env": values.get("env"), "seed": values.get("seed"),
-        "backend": values.get("backend"), "status": "failed", "job_overrides": list(overrides),
-        "error": f"its joblib worker died ({_why(error)}); rerun the sweep to resume it: {' '.join(overrides)}",
-    })
+    sweep.record(
+        sweep_dir,
+        invocation,
+        {
+            "algo": values.get("algo"),
+            "env": values.get("env"),
+            "seed": values.get("seed"),
+            "backend": values.get("backend"),
+            "status": "failed",
+            "job_overrides": list(overrides),
+            "error": f"its joblib worker died ({_why(error)}); rerun the sweep to resume it: {' '.join(overrides)}",
+        },
+    )
     return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=math.nan)

@@ -25,9 +25,15 @@ def lost_job(sweep_dir: Path, job_config: DictConfig, overrides: list[str], mess
     num = job_config.hydra.job.num
     with _as_job(job_config):  # the job's names and run directory resolve through its own Hydra config
         summary: dict[str, Any] = {
-            "algo": job_config.get("algo_name"), "env": job_config.get("env_name"), "seed": job_config.get("seed"),
-            "backend": job_config.get("backend"), "status": "failed", "error": message, "job": num,
-            **_run_fields(job_config)}
+            "algo": job_config.get("algo_name"),
+            "env": job_config.get("env_name"),
+            "seed": job_config.get("seed"),
+            "backend": job_config.get("backend"),
+            "status": "failed",
+            "error": message,
+            "job": num,
+            **_run_fields(job_config),
+        }
     invocation = os.environ.get(INVOCATION_ENV)
     if invocation and not any(r.get("job") == num for r in read_records(sweep_dir, invocation)):
         record(sweep_dir, invocation, summary)
@@ -60,7 +66,10 @@ def _run_fields(job_config: DictConfig) -> dict[str, Any]:
     try:
         config = resolved(job_config)
         identity = identify(config)
-        return {"run_dir": str(run_path(config, identity)), "variant": identity.variant,
-                "config_id": identity.config_id}
+        return {
+            "run_dir": str(run_path(config, identity)),
+            "variant": identity.variant,
+            "config_id": identity.config_id,
+        }
     except Exception:  # a config that fails to resolve failed in the job too, which recorded it
         return {"run_dir": None}

@@ -56,8 +56,9 @@ class RayLauncher(Launcher):
             with open_dict(job_config):
                 job_config.hydra.job.id = f"ray_{num}"  # the worker has no scheduler id of its own
                 job_config.hydra.job.num = num
-            task = _launcher_util.launch_job_on_ray(self.hydra_context, self.ray_cfg.remote, job_config,
-                                                    self.task_function, Singleton.get_state())
+            task = _launcher_util.launch_job_on_ray(
+                self.hydra_context, self.ray_cfg.remote, job_config, self.task_function, Singleton.get_state()
+            )
             jobs.append((job_config, list(overrides), task))
         results = []
         for job_config, overrides, task in jobs:
@@ -67,7 +68,13 @@ class RayLauncher(Launcher):
                 raise  # the job's own exception (the harness records its failures itself): as Hydra's launcher
             except ray.exceptions.RayError as error:  # the worker or its node died: the job never returned
                 reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                results.append(lost_job(sweep_dir, job_config, overrides,
-                                        f"Ray worker died ({type(error).__name__}: {reason[:160]}); "
-                                        f"rerun the same command to resume it"))
+                results.append(
+                    lost_job(
+                        sweep_dir,
+                        job_config,
+                        overrides,
+                        f"Ray worker died ({type(error).__name__}: {reason[:160]}); "
+                        f"rerun the same command to resume it",
+                    )
+                )
         return results

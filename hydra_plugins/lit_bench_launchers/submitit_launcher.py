@@ -39,14 +39,21 @@ def _await(launcher: Any, jobs: Sequence[Any], job_overrides: Sequence[Sequence[
             job_config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
             job_config.hydra.job.num = len(results) + launcher.initial_job_idx
             state = job.state
-            results.append(lost_job(sweep_dir, job_config, list(overrides),
-                                    f"SLURM job {job.job_id} ended without a result ({state}); its log: "
-                                    f"{job.paths.stderr}; rerun the same command to resume it"))
+            results.append(
+                lost_job(
+                    sweep_dir,
+                    job_config,
+                    list(overrides),
+                    f"SLURM job {job.job_id} ended without a result ({state}); its log: "
+                    f"{job.paths.stderr}; rerun the same command to resume it",
+                )
+            )
             log.debug(str(error))
     return results
 
 
 if _submitit is not None:
+
     class _AwaitEveryJob:
         """Submits as hydra-submitit-launcher does, then awaits every job (``_await``)."""
 

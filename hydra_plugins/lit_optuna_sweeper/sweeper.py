@@ -27,17 +27,16 @@ from omegaconf import DictConfig, OmegaConf
 class LitOptunaSweeperConf:
     _target_: str = "hydra_plugins.lit_optuna_sweeper.sweeper.LitOptunaSweeper"
     direction: str = "maximize"
-    n_trials: int = 20              # trials in the study in all: a rerun asks only the missing ones
-    n_jobs: int = 2                 # trials asked per batch (the launcher runs a batch's jobs in parallel)
+    n_trials: int = 20  # trials in the study in all: a rerun asks only the missing ones
+    n_jobs: int = 2  # trials asked per batch (the launcher runs a batch's jobs in parallel)
     study_name: Optional[str] = None  # noqa: UP045  null: <sweep>/<algo dir>/<env>
-    storage: Optional[str] = None     # noqa: UP045  null: <out_dir>/<sweep>/optuna.journal; or an RDB URL
+    storage: Optional[str] = None  # noqa: UP045  null: <out_dir>/<sweep>/optuna.journal; or an RDB URL
     sampler: Dict[str, Any] = field(default_factory=lambda: {"name": "tpe"})  # noqa: UP006
     pruner: Dict[str, Any] = field(default_factory=lambda: {"name": "none"})  # noqa: UP006
     params: Dict[str, Any] = field(default_factory=dict)  # noqa: UP006  key: Hydra sweep syntax or Optuna spec
 
 
-ConfigStore.instance().store(group="hydra/sweeper", name="lit_optuna", node=LitOptunaSweeperConf,
-                             provider="lit_bench")
+ConfigStore.instance().store(group="hydra/sweeper", name="lit_optuna", node=LitOptunaSweeperConf, provider="lit_bench")
 
 
 def _quoted(text: str) -> str:
@@ -45,8 +44,17 @@ def _quoted(text: str) -> str:
 
 
 class LitOptunaSweeper(Sweeper):
-    def __init__(self, direction: str, n_trials: int, n_jobs: int, study_name: Optional[str],  # noqa: UP045
-                 storage: Optional[str], sampler: Any, pruner: Any, params: Any) -> None:  # noqa: UP045
+    def __init__(
+        self,
+        direction: str,
+        n_trials: int,
+        n_jobs: int,
+        study_name: Optional[str],  # noqa: UP045
+        storage: str | None,
+        sampler: Any,
+        pruner: Any,
+        params: Any,
+    ) -> None:
         self.direction = direction
         self.n_trials = int(n_trials)
         self.n_jobs = max(int(n_jobs), 1)
@@ -61,7 +69,8 @@ class LitOptunaSweeper(Sweeper):
         self.hydra_context = hydra_context
         self.config = config
         self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config)
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
 
     def sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
         from lit_bench.config.checks import ConfigError
@@ -82,8 +91,9 @@ class LitOptunaSweeper(Sweeper):
         from lit_bench.control.hpo_results import write_results
 
         if self.direction not in studies.DIRECTIONS:
-            raise ConfigError(f"hydra.sweeper.direction={self.direction}: choose one of "
-                              f"{', '.join(studies.DIRECTIONS)}")
+            raise ConfigError(
+                f"hydra.sweeper.direction={self.direction}: choose one of {', '.join(studies.DIRECTIONS)}"
+            )
         space, fixed = studies.search_space(self.params, arguments)
         studies.make_pruner(self.pruner)  # a mistake in the pruner is found before any trial runs
         seeds = int(self.config.hpo.seeds)
@@ -97,14 +107,18 @@ class LitOptunaSweeper(Sweeper):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         storage = studies.open_storage(url)
         with _study_lock(sweep_dir, name):
-            study = optuna.create_study(study_name=name, storage=storage, direction=self.direction,
-                                        load_if_exists=True)
+            study = optuna.create_study(study_name=name, storage=storage, direction=self.direction, load_if_exists=True)
             if study.direction.name.lower() != self.direction:
-                raise ConfigError(f"hydra.sweeper.direction={self.direction}: study {name} in {url} was created "
-                                  f"to {study.direction.name.lower()}; use another study_name or sweep=")
-            study = optuna.load_study(study_name=name, storage=storage,
-                                      sampler=studies.make_sampler(self.sampler, offset=len(study.trials)),
-                                      pruner=studies.make_pruner(self.pruner))
+                raise ConfigError(
+                    f"hydra.sweeper.direction={self.direction}: study {name} in {url} was created "
+                    f"to {study.direction.name.lower()}; use another study_name or sweep="
+                )
+            study = optuna.load_study(
+                study_name=name,
+                storage=storage,
+                sampler=studies.make_sampler(self.sampler, offset=len(study.trials)),
+                pruner=studies.make_pruner(self.pruner),
+            )
             returns = self._run(study, space, fixed, seed_list, how, url)
             rows, found = write_results(study, sweep_dir, url=url, metric=str(self.config.objective.metric), how=how)
             plot_study(rows, found, self.direction, sweep_dir / "report")
@@ -118,8 +132,15 @@ class LitOptunaSweeper(Sweeper):
         algo = algo_dir(str(choices.get("algo")), str(self.config.backend), bool(self.config.parity))
         return f"{self.config.sweep}/{algo}/{choices.get('env')}"
 
-    def _run(self, study: Any, space: Dict[str, Any], fixed: List[str], seeds: List[int],  # noqa: UP006
-             how: str, url: str) -> List[Sequence[JobReturn]]:  # noqa: UP006
+    def _run(
+        self,
+        study: Any,
+        space: dict[str, Any],
+        fixed: list[str],
+        seeds: List[int],  # noqa: UP006
+        how: str,
+        url: str,
+    ) -> List[Sequence[JobReturn]]:  # noqa: UP006
         """Keep ``n_jobs`` trials running: a new one starts as soon as one ends (a pruned trial frees its worker at
         once). The basic launcher runs jobs in this process, one batch of ``n_jobs`` trials after the other."""
         from optuna.trial import TrialState
@@ -127,10 +148,12 @@ class LitOptunaSweeper(Sweeper):
         from lit_bench.control import signals
 
         resumed = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))  # a killed sweep's trials
-        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
-                                                             TrialState.FAIL)))
-        print(f"study {study.study_name} ({url}): {done} trials finished, {len(resumed)} to resume from their "
-              f"checkpoints, {max(self.n_trials - done - len(resumed), 0)} new", flush=True)
+        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)))
+        print(
+            f"study {study.study_name} ({url}): {done} trials finished, {len(resumed)} to resume from their "
+            f"checkpoints, {max(self.n_trials - done - len(resumed), 0)} new",
+            flush=True,
+        )
         lock = threading.Lock()
         state = {"started": done, "stopped": False}
         returns: List[Sequence[JobReturn]] = []  # noqa: UP006
@@ -147,8 +170,11 @@ class LitOptunaSweeper(Sweeper):
             return study._storage.get_trial(trial._trial_id)
 
         def launch(batch: List[Any]) -> None:  # noqa: UP006
-            overrides = [self._overrides(fixed, trial, seed, len(seeds) > 1, study.study_name, url)
-                         for trial in batch for seed in trial.user_attrs.get("seeds", seeds)]
+            overrides = [
+                self._overrides(fixed, trial, seed, len(seeds) > 1, study.study_name, url)
+                for trial in batch
+                for seed in trial.user_attrs.get("seeds", seeds)
+            ]
             with lock:
                 if self.job_idx == 0:
                     self.validate_batch_is_legal(overrides)
@@ -159,7 +185,7 @@ class LitOptunaSweeper(Sweeper):
                 at = 0
                 for trial in batch:
                     count = len(trial.user_attrs.get("seeds", seeds))
-                    if not _tell(study, trial, launched[at:at + count], how):
+                    if not _tell(study, trial, launched[at : at + count], how):
                         state["stopped"] = True  # interrupted: it resumes from its checkpoint next time
                     at += count
 
@@ -189,17 +215,32 @@ class LitOptunaSweeper(Sweeper):
         return returns
 
     @staticmethod
-    def _overrides(fixed: List[str], trial: Any, seed: int, seeded: bool, study: str,  # noqa: UP006
-                   url: str) -> List[str]:  # noqa: UP006
+    def _overrides(
+        fixed: list[str],
+        trial: Any,
+        seed: int,
+        seeded: bool,
+        study: str,
+        url: str,
+    ) -> List[str]:  # noqa: UP006
         from lit_bench.control.study import override_value
 
-        keys = {*trial.params, "seed", "hpo.study", "hpo.storage", "hpo.trial"} if seeded else \
-            {*trial.params, "hpo.study", "hpo.storage", "hpo.trial"}
+        keys = (
+            {*trial.params, "seed", "hpo.study", "hpo.storage", "hpo.trial"}
+            if seeded
+            else {*trial.params, "hpo.study", "hpo.storage", "hpo.trial"}
+        )
         kept = [line for line in fixed if line.split("=", 1)[0].lstrip("+~") not in keys]
         chosen = [f"{key}={override_value(value)}" for key, value in trial.params.items()]
         seed_override = [f"seed={seed}"] if seeded else []
-        return [*kept, *chosen, *seed_override, f"hpo.study={_quoted(study)}", f"hpo.storage={_quoted(url)}",
-                f"hpo.trial={trial.number}"]
+        return [
+            *kept,
+            *chosen,
+            *seed_override,
+            f"hpo.study={_quoted(study)}",
+            f"hpo.storage={_quoted(url)}",
+            f"hpo.trial={trial.number}",
+        ]
 
 
 def _run_dir(ret: JobReturn) -> Optional[str]:  # noqa: UP045
@@ -260,8 +301,10 @@ class _study_lock:
             fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.handle.close()
-            raise ConfigError(f"study {self.name}: another sweep is running it ({self.path} is locked); wait for "
-                              f"it or set hydra.sweeper.study_name") from None
+            raise ConfigError(
+                f"study {self.name}: another sweep is running it ({self.path} is locked); wait for "
+                f"it or set hydra.sweeper.study_name"
+            ) from None
 
     def __exit__(self, *exc: Any) -> None:
         fcntl.flock(self.handle, fcntl.LOCK_UN)

@@ -37,8 +37,15 @@ def interpolate_to_grid(timesteps: Sequence[float], values: Sequence[float], gri
     return runs_on_grid(np.zeros(t.size, dtype=int), 1, t, np.asarray(values, dtype=float), grid)[0]
 
 
-def runs_on_grid(runs: np.ndarray, n_runs: int, timesteps: np.ndarray, values: np.ndarray,
-                 grid: Sequence[float] | np.ndarray, *, chunk: int = 1 << 22) -> np.ndarray:
+def runs_on_grid(
+    runs: np.ndarray,
+    n_runs: int,
+    timesteps: np.ndarray,
+    values: np.ndarray,
+    grid: Sequence[float] | np.ndarray,
+    *,
+    chunk: int = 1 << 22,
+) -> np.ndarray:
     """Every run's curve interpolated linearly onto ``grid`` at once: ``[n_runs, len(grid)]``, NaN outside the steps a
     run covered (a run without points: all NaN). ``runs[i]`` numbers the run of point ``i`` (0 .. n_runs - 1; -1: no
     run, left out). The numbers are ``np.interp``'s (same formula, same float operations): the steps are laid out as a
@@ -55,8 +62,10 @@ def runs_on_grid(runs: np.ndarray, n_runs: int, timesteps: np.ndarray, values: n
     steps, vals = np.full((n_runs, width), np.inf), np.full((n_runs, width), np.nan)
     steps[code, column], vals[code, column] = t, v
     rows = max(chunk // (width * max(g.size, 1)), 1)  # bounds the [rows, width, grid] comparison
-    at_or_below = np.concatenate([(steps[a:a + rows, :, None] <= g).sum(axis=1) for a in range(0, n_runs, rows)]
-                                 or [np.zeros((0, g.size), dtype=int)])
+    at_or_below = np.concatenate(
+        [(steps[a : a + rows, :, None] <= g).sum(axis=1) for a in range(0, n_runs, rows)]
+        or [np.zeros((0, g.size), dtype=int)]
+    )
     r = np.arange(n_runs)[:, None]
     last = np.maximum(counts - 1, 0)[:, None]
     j = np.clip(at_or_below - 1, 0, width - 2)  # interval [j, j + 1] (np.interp: steps[j] <= g < steps[j + 1])
@@ -165,8 +174,16 @@ def curve_band(
     return iqm_band(matrix, steps, x=x, n_boot=n_boot, seed=seed)
 
 
-def iqm_band(matrix: np.ndarray, steps: np.ndarray, *, x: str = "timesteps", n_boot: int = 500,
-             confidence: float = 0.95, seed: int = 0, chunk: int = 1 << 22) -> pd.DataFrame:
+def iqm_band(
+    matrix: np.ndarray,
+    steps: np.ndarray,
+    *,
+    x: str = "timesteps",
+    n_boot: int = 500,
+    confidence: float = 0.95,
+    seed: int = 0,
+    chunk: int = 1 << 22,
+) -> pd.DataFrame:
     """Per column of a ``[runs, points]`` matrix (runs' curves on a grid, NaN where a run has no value): ``x``
     (``steps``), mean, median, IQM and its stratified-bootstrap CI across the column's runs, ``n_runs``; columns
     without values are left out.
@@ -191,7 +208,7 @@ def iqm_band(matrix: np.ndarray, steps: np.ndarray, *, x: str = "timesteps", n_b
         out["mean"][where], out["median"][where] = values.mean(axis=1), np.median(values, axis=1)
         order = np.argsort(values, axis=1, kind="stable")
         ordered = np.take_along_axis(values, order, axis=1)
-        out["iqm"][where] = ordered[:, cut:n - cut].mean(axis=1)
+        out["iqm"][where] = ordered[:, cut : n - cut].mean(axis=1)
         # resamples sort each value's rank (int16 sorts faster than float64), then read the values in that order:
         # the same ascending sequence as sorting the values, so the same sums
         rank = np.empty(order.shape, dtype=np.int16 if n < 2**15 else np.int64)
@@ -199,14 +216,14 @@ def iqm_band(matrix: np.ndarray, steps: np.ndarray, *, x: str = "timesteps", n_b
         index = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
         step = max(chunk // (n_boot * n), 1)  # bounds the [columns, n_boot, runs] resample
         for a in range(0, picked.size, step):
-            resampled = np.take(rank[a:a + step], index, axis=1).reshape(-1, n)  # [columns * n_boot, runs]
+            resampled = np.take(rank[a : a + step], index, axis=1).reshape(-1, n)  # [columns * n_boot, runs]
             resampled.sort(axis=1)
             first = np.repeat(np.arange(a, min(a + step, picked.size)) * n, n_boot)[:, None]  # column's offset
-            trimmed = ordered.ravel()[resampled[:, cut:n - cut] + first]
+            trimmed = ordered.ravel()[resampled[:, cut : n - cut] + first]
             stats = trimmed.mean(axis=1).reshape(-1, n_boot)  # (2-D, as _per_sample: the same sums)
             quantile = np.nanquantile if np.isnan(stats).any() else np.quantile  # (nanquantile: a loop over rows)
             low, high = quantile(stats, [alpha, 1.0 - alpha], axis=1)
-            out["ci_low"][where[a:a + step]], out["ci_high"][where[a:a + step]] = low, high
+            out["ci_low"][where[a : a + step]], out["ci_high"][where[a : a + step]] = low, high
     return pd.DataFrame({x: np.asarray(steps, dtype=float)[columns], **out, "n_runs": n_runs[columns]})
 
 
@@ -228,7 +245,12 @@ class PairedComparison:
 
 
 def paired_bootstrap_ci(
-    x: np.ndarray, y: np.ndarray, statistic: Statistic = iqm, *, n_boot: int = 2000, confidence: float = 0.95,
+    x: np.ndarray,
+    y: np.ndarray,
+    statistic: Statistic = iqm,
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float, float]:
     """``statistic(x) - statistic(y)`` and its percentile CI, resampling runs (rows) jointly (x[i], y[i]: one seed).
@@ -274,8 +296,14 @@ def paired_comparison(
     if len(seeds) < 2:
         low = high = float("nan")  # one pair has no interval
     return PairedComparison(
-        seeds=seeds, differences=[float(d) for d in x - y], a_iqm=iqm(x), b_iqm=iqm(y), iqm_difference=point,
-        ci_low=low, ci_high=high, ci_flagged=len(seeds) < MIN_SEEDS_FOR_CI,
+        seeds=seeds,
+        differences=[float(d) for d in x - y],
+        a_iqm=iqm(x),
+        b_iqm=iqm(y),
+        iqm_difference=point,
+        ci_low=low,
+        ci_high=high,
+        ci_flagged=len(seeds) < MIN_SEEDS_FOR_CI,
         probability_of_improvement=probability_of_improvement(x, y),
         verdict=verdict(low, high, len(seeds), name=name),
     )
@@ -283,8 +311,11 @@ def paired_comparison(
 
 def ratio_spread(numerator: Mapping[int, float], denominator: Mapping[int, float]) -> tuple[float, float, float]:
     """Median, min and max over shared keys (seeds) of ``numerator / denominator`` (e.g. the env-steps/s ratio)."""
-    keys = [k for k in sorted(set(numerator) & set(denominator))
-            if np.isfinite(numerator[k]) and np.isfinite(denominator[k]) and denominator[k] > 0]
+    keys = [
+        k
+        for k in sorted(set(numerator) & set(denominator))
+        if np.isfinite(numerator[k]) and np.isfinite(denominator[k]) and denominator[k] > 0
+    ]
     if not keys:
         return float("nan"), float("nan"), float("nan")
     ratios = np.array([numerator[k] / denominator[k] for k in keys])
@@ -299,8 +330,12 @@ def rliable_scores(evals: pd.DataFrame) -> dict[str, np.ndarray]:
     """
     returns = evals[(evals.metric == "mean_return") & (evals.status == "completed")].dropna(subset=["value"])
     several_sweeps = returns.sweep.nunique() > 1
-    finals = returns.groupby(["sweep", "algo", "variant", "backend", "env", "run_dir"]).apply(
-        lambda run: final_score(run.timesteps, run.value), include_groups=False).rename("final").reset_index()
+    finals = (
+        returns.groupby(["sweep", "algo", "variant", "backend", "env", "run_dir"])
+        .apply(lambda run: final_score(run.timesteps, run.value), include_groups=False)
+        .rename("final")
+        .reset_index()
+    )
     envs = sorted(finals.env.unique())
     scores = {}
     for (sweep, algo, variant, backend), group in finals.groupby(["sweep", "algo", "variant", "backend"]):

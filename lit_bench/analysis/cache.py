@@ -59,8 +59,15 @@ class Parsed:
 
     @staticmethod
     def empty(n_metrics: int) -> Parsed:
-        return Parsed([], np.zeros((0, SIGNATURE), np.int64), [], np.zeros(0, np.int64), np.zeros(0),
-                      np.zeros((0, n_metrics)), np.zeros((0, n_metrics), bool))
+        return Parsed(
+            [],
+            np.zeros((0, SIGNATURE), np.int64),
+            [],
+            np.zeros(0, np.int64),
+            np.zeros(0),
+            np.zeros((0, n_metrics)),
+            np.zeros((0, n_metrics), bool),
+        )
 
     def take(self, runs: np.ndarray) -> Parsed:
         """The runs at positions ``runs`` (in that order) with their evaluations."""
@@ -70,17 +77,26 @@ class Parsed:
         sizes = counts[runs]
         offsets = np.repeat(starts[runs] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
         picked = np.arange(int(sizes.sum())) + offsets
-        return Parsed([self.run_dirs[r] for r in runs], self.signatures[runs], [self.rows[r] for r in runs],
-                      np.repeat(np.arange(runs.size), sizes), self.timesteps[picked], self.values[picked],
-                      self.present[runs])
+        return Parsed(
+            [self.run_dirs[r] for r in runs],
+            self.signatures[runs],
+            [self.rows[r] for r in runs],
+            np.repeat(np.arange(runs.size), sizes),
+            self.timesteps[picked],
+            self.values[picked],
+            self.present[runs],
+        )
 
     @staticmethod
     def concat(parts: list[Parsed]) -> Parsed:
         offsets = np.cumsum([0] + [len(p.rows) for p in parts])
         return Parsed(
-            [d for p in parts for d in p.run_dirs], np.concatenate([p.signatures for p in parts]),
-            [r for p in parts for r in p.rows], np.concatenate([p.eval_run + o for p, o in zip(parts, offsets)]),
-            np.concatenate([p.timesteps for p in parts]), np.concatenate([p.values for p in parts]),
+            [d for p in parts for d in p.run_dirs],
+            np.concatenate([p.signatures for p in parts]),
+            [r for p in parts for r in p.rows],
+            np.concatenate([p.eval_run + o for p, o in zip(parts, offsets)]),
+            np.concatenate([p.timesteps for p in parts]),
+            np.concatenate([p.values for p in parts]),
             np.concatenate([p.present for p in parts]),
         )
 
@@ -109,16 +125,22 @@ def read(sweep_dir: Path) -> Parsed | None:
                 return None
             parsed = Parsed(
                 [str(sweep_dir / rel) for rel in json.loads(_text(data["run_dirs"]))],
-                data["signatures"].astype(np.int64), json.loads(_text(data["rows"])),
-                data["eval_run"].astype(np.int64), data["timesteps"].astype(float), data["values"].astype(float),
+                data["signatures"].astype(np.int64),
+                json.loads(_text(data["rows"])),
+                data["eval_run"].astype(np.int64),
+                data["timesteps"].astype(float),
+                data["values"].astype(float),
                 data["present"].astype(bool),
             )
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, UnicodeDecodeError):
         return None
     n = len(parsed.run_dirs)
     valid = (
-        isinstance(parsed.rows, list) and len(parsed.rows) == n and all(isinstance(r, dict) for r in parsed.rows)
-        and parsed.signatures.shape == (n, SIGNATURE) and parsed.present.shape == (n, len(EVAL_FIELDS) - 1)
+        isinstance(parsed.rows, list)
+        and len(parsed.rows) == n
+        and all(isinstance(r, dict) for r in parsed.rows)
+        and parsed.signatures.shape == (n, SIGNATURE)
+        and parsed.present.shape == (n, len(EVAL_FIELDS) - 1)
         and parsed.values.shape == (parsed.eval_run.size, len(EVAL_FIELDS) - 1)
         and parsed.timesteps.shape == parsed.eval_run.shape
         and bool(np.all((parsed.eval_run >= 0) & (parsed.eval_run < n)))
@@ -129,12 +151,20 @@ def read(sweep_dir: Path) -> Parsed | None:
 
 def write(sweep_dir: Path, parsed: Parsed) -> None:
     """Replace the cache of ``sweep_dir`` atomically; a sweep that cannot be written to simply has no cache."""
+
     def save(tmp: Path) -> None:
         with tmp.open("wb") as file:  # a file object: np.savez would append ".npz" to a bare path
-            np.savez(file, key=_bytes(_key(sweep_dir)),
-                     run_dirs=_bytes(json.dumps([os.path.relpath(d, sweep_dir) for d in parsed.run_dirs])),
-                     signatures=parsed.signatures, rows=_bytes(json.dumps(parsed.rows)), eval_run=parsed.eval_run,
-                     timesteps=parsed.timesteps, values=parsed.values, present=parsed.present)
+            np.savez(
+                file,
+                key=_bytes(_key(sweep_dir)),
+                run_dirs=_bytes(json.dumps([os.path.relpath(d, sweep_dir) for d in parsed.run_dirs])),
+                signatures=parsed.signatures,
+                rows=_bytes(json.dumps(parsed.rows)),
+                eval_run=parsed.eval_run,
+                timesteps=parsed.timesteps,
+                values=parsed.values,
+                present=parsed.present,
+            )
 
     with contextlib.suppress(OSError):
         atomic_write(sweep_dir / CACHE_FILE, save)

@@ -16,8 +16,12 @@ import matplotlib.pyplot as plt
 
 from lit_bench.store.rundir import atomic_write, read_csv
 
-STYLE = {"completed": ("tab:blue", "o", "-"), "pruned": ("tab:gray", "x", "--"), "failed": ("tab:red", "s", ":"),
-         "running": ("tab:orange", ".", ":")}
+STYLE = {
+    "completed": ("tab:blue", "o", "-"),
+    "pruned": ("tab:gray", "x", "--"),
+    "failed": ("tab:red", "s", ":"),
+    "running": ("tab:orange", ".", ":"),
+}
 DPI = 120
 
 
@@ -85,8 +89,15 @@ def intermediate(rows: Sequence[dict[str, Any]]) -> Any:
         state = row["state"] if row["state"] in STYLE else "running"
         color, marker, line = STYLE[state]
         n = sum(r["state"] == state for r in rows)
-        ax.plot(steps, values, color=color, linestyle=line, alpha=0.8, linewidth=1,
-                label=None if state in labelled else f"{state} (n={n})")
+        ax.plot(
+            steps,
+            values,
+            color=color,
+            linestyle=line,
+            alpha=0.8,
+            linewidth=1,
+            label=None if state in labelled else f"{state} (n={n})",
+        )
         labelled.add(state)
         if state == "pruned":
             ax.scatter(steps[-1:], values[-1:], color=color, marker=marker, zorder=3)
@@ -115,6 +126,9 @@ def plot_sweep(sweep_dir: Path, out: Path) -> list[Path]:
         return []
     best = sweep_dir / "best_trial.yaml"
     direction = "minimize" if best.is_file() and "\ndirection: minimize\n" in best.read_text() else "maximize"
-    found = {r["param"]: float(r["importance"]) for r in read_csv(sweep_dir / "param_importances.csv")} \
-        if (sweep_dir / "param_importances.csv").is_file() else {}
+    found = (
+        {r["param"]: float(r["importance"]) for r in read_csv(sweep_dir / "param_importances.csv")}
+        if (sweep_dir / "param_importances.csv").is_file()
+        else {}
+    )
     return plot_study(read_csv(trials), found, direction, out)

@@ -36,6 +36,7 @@ from lit_bench.store.rundir import EVAL_FIELDS, RunDir, read_evaluations_npz
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]
 METRICS = [f for f in EVAL_FIELDS if f != "timesteps"]
 
+
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """Run directories under each path or glob (a directory holding ``summary.json`` or ``eval.csv``)."""
     found: dict[str, Path] = {}  # real path -> the first spelling of it: a run named twice is one run
@@ -109,8 +110,9 @@ def _number(value: Any) -> float:
     return float("nan")
 
 
-def _completed_run_problem(run_dir: Path, summary: dict[str, Any], timesteps: np.ndarray,
-                           returns: np.ndarray) -> str | None:
+def _completed_run_problem(
+    run_dir: Path, summary: dict[str, Any], timesteps: np.ndarray, returns: np.ndarray
+) -> str | None:
     """A completed run's final evaluation is at the end of its budget: an eval.csv that stops earlier was cut.
 
     ``timesteps`` and ``returns`` are its evaluations in file order; the last one is the last of the latest step.
@@ -121,8 +123,9 @@ def _completed_run_problem(run_dir: Path, summary: dict[str, Any], timesteps: np
     last_step, last_return = float(timesteps[last]), float(returns[last])
     steps = _number(summary.get("timesteps"))
     if np.isfinite(steps) and last_step < steps:
-        return (f"{run_dir / 'eval.csv'}: ends at {int(last_step)} env steps but the run completed "
-                f"{int(steps)} (truncated)")
+        return (
+            f"{run_dir / 'eval.csv'}: ends at {int(last_step)} env steps but the run completed {int(steps)} (truncated)"
+        )
     final = _number(summary.get("final_mean_return"))
     if not np.isnan(final) and abs(last_return - final) > 1e-6 * max(1.0, abs(final)):
         return f"{run_dir / 'eval.csv'}: last return {last_return:g} is not summary.json's final {final:g}"
@@ -135,8 +138,14 @@ _HEADER = (",".join(EVAL_FIELDS) + "\n").encode()
 def _plain(data: bytes) -> bool:
     """An eval.csv exactly as the harness writes it (its header, whole lines of all fields, nothing quoted), whose
     rows can be parsed together with other runs' rows; any other file is read on its own (``read_eval_csv``)."""
-    return (data.startswith(_HEADER) and data.endswith(b"\n") and b"\n\n" not in data and b'"' not in data
-            and b"\r" not in data and data.count(b",") == (len(EVAL_FIELDS) - 1) * data.count(b"\n"))
+    return (
+        data.startswith(_HEADER)
+        and data.endswith(b"\n")
+        and b"\n\n" not in data
+        and b'"' not in data
+        and b"\r" not in data
+        and data.count(b",") == (len(EVAL_FIELDS) - 1) * data.count(b"\n")
+    )
 
 
 @dataclass
@@ -163,10 +172,16 @@ def _read_one(path: Path, position: int, evals: _Evals) -> None:
     if problem:
         evals.problems[position] = problem
     elif not frame.empty:
-        columns = [pd.to_numeric(frame[m], errors="coerce").to_numpy(float) if m in frame
-                   else np.full(len(frame), np.nan) for m in METRICS]
-        evals.add(position, frame.timesteps.to_numpy(float), np.stack(columns, axis=1),
-                  np.array([m in frame for m in METRICS]))
+        columns = [
+            pd.to_numeric(frame[m], errors="coerce").to_numpy(float) if m in frame else np.full(len(frame), np.nan)
+            for m in METRICS
+        ]
+        evals.add(
+            position,
+            frame.timesteps.to_numpy(float),
+            np.stack(columns, axis=1),
+            np.array([m in frame for m in METRICS]),
+        )
 
 
 def _read_plain(files: list[tuple[int, Path, bytes]], evals: _Evals) -> bool:
@@ -190,10 +205,10 @@ def _read_plain(files: list[tuple[int, Path, bytes]], evals: _Evals) -> bool:
     bad = np.isnan(numbers[:, 0]) | np.isnan(numbers[:, EVAL_FIELDS.index("mean_return")])
     keep = np.ones(len(numbers), dtype=bool)
     for k in np.unique(np.searchsorted(start, np.flatnonzero(bad), side="right") - 1):
-        row = int(np.argmax(bad[start[k]:start[k] + counts[k]])) + 1
+        row = int(np.argmax(bad[start[k] : start[k] + counts[k]])) + 1
         pos, path, _ = files[k]
         evals.problems[pos] = f"{path}: row {row} has no number for timesteps or mean_return"
-        keep[start[k]:start[k] + counts[k]] = False
+        keep[start[k] : start[k] + counts[k]] = False
     evals.run.append(position[keep])
     evals.timesteps.append(numbers[keep, 0])
     evals.values.append(numbers[keep, 1:])
@@ -223,7 +238,7 @@ def read_eval_csvs(paths: list[Path], chunk: int = 2000) -> _Evals:
         if not data:
             continue
         if _plain(data):
-            plain.append((position, path, data[len(_HEADER):]))
+            plain.append((position, path, data[len(_HEADER) :]))
         else:
             _read_one(path, position, evals)
         if len(plain) == chunk:
@@ -261,7 +276,7 @@ def parse_runs(run_dirs: list[Path], workers: int = 1) -> cache.Parsed:
     if workers <= 1:
         return _parse_runs(run_dirs)
     size = -(-len(run_dirs) // workers)
-    parts = [run_dirs[start:start + size] for start in range(0, len(run_dirs), size)]
+    parts = [run_dirs[start : start + size] for start in range(0, len(run_dirs), size)]
     with ProcessPoolExecutor(workers - 1, mp_context=mp.get_context("fork")) as pool:
         others = [pool.submit(_parse_runs, part) for part in parts[1:]]  # (their results come back pickled)
         first = _parse_runs(parts[0])
@@ -286,7 +301,8 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
         if problem is None and status == "completed":
             s, e = bounds[i], bounds[i + 1]
             problem = evals.problems.get(i) or _completed_run_problem(
-                run_dir, summary or {}, timesteps[s:e], values[s:e, METRICS.index("mean_return")])
+                run_dir, summary or {}, timesteps[s:e], values[s:e, METRICS.index("mean_return")]
+            )
         elif problem is None:
             problem = evals.problems.get(i)
         row.update(status="damaged" if problem else status, problem=problem)
@@ -298,8 +314,15 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
     keep = ~damaged[run]  # a damaged run's evaluations are never used
     if not keep.all():
         run, timesteps, values = run[keep], timesteps[keep], values[keep]
-    return cache.Parsed([str(d) for d in run_dirs], signatures.reshape(len(run_dirs), cache.SIGNATURE), rows, run,
-                        timesteps, values, present)
+    return cache.Parsed(
+        [str(d) for d in run_dirs],
+        signatures.reshape(len(run_dirs), cache.SIGNATURE),
+        rows,
+        run,
+        timesteps,
+        values,
+        present,
+    )
 
 
 def sweep_dir(run_dir: Path) -> Path | None:
@@ -316,7 +339,7 @@ def _sweep_of(parent: Path) -> Path | None:
         end -= 1
     if end < 3:
         return None
-    root = Path(*parts[:end - 2])
+    root = Path(*parts[: end - 2])
     return None if root == Path(root.anchor) else root
 
 
@@ -406,8 +429,9 @@ def evaluations_table(parsed: cache.Parsed, runs: pd.DataFrame, metrics: Sequenc
     return pd.DataFrame(table)
 
 
-def load_tables(paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None, use_cache: bool = True,
-                workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_tables(
+    paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None, use_cache: bool = True, workers: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(load_runs, load_evaluations)`` of ``paths`` from one pass over their files (``metrics``: only these; files
     not cached are parsed by ``workers`` processes)."""
     parsed = read_runs(paths, use_cache=use_cache, workers=workers)
@@ -431,8 +455,9 @@ def load_runs(paths: Iterable[str | Path], *, use_cache: bool = True, hyperparam
     return runs.join(hyperparameter_columns(runs))
 
 
-def load_evaluations(paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None,
-                     use_cache: bool = True) -> pd.DataFrame:
+def load_evaluations(
+    paths: Iterable[str | Path], *, metrics: Sequence[str] | None = None, use_cache: bool = True
+) -> pd.DataFrame:
     """The long table of every evaluation of every run (``metrics``: only these); a run with no evaluation keeps one
     row with NaN values (damaged runs too: their evaluations are not used)."""
     return load_tables(paths, metrics=metrics, use_cache=use_cache)[1]
@@ -449,10 +474,16 @@ def load_episode_returns(paths: Iterable[str | Path]) -> pd.DataFrame:
         if not data:
             continue
         n_evals, n_episodes = data["results"].shape
-        frames.append(pd.DataFrame({
-            **{c: getattr(run, c) for c in RUN_COLUMNS},
-            "timesteps": np.repeat(data["timesteps"], n_episodes), "episode": np.tile(np.arange(n_episodes), n_evals),
-            "return": data["results"].ravel(), "length": data["ep_lengths"].ravel(),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    **{c: getattr(run, c) for c in RUN_COLUMNS},
+                    "timesteps": np.repeat(data["timesteps"], n_episodes),
+                    "episode": np.tile(np.arange(n_episodes), n_evals),
+                    "return": data["results"].ravel(),
+                    "length": data["ep_lengths"].ravel(),
+                }
+            )
+        )
     columns = [*RUN_COLUMNS, "timesteps", "episode", "return", "length"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)

@@ -49,8 +49,14 @@ def normalizer(env_id: str, reference_dir: Path = REFERENCE_DIR) -> Normalizer |
     atari = _csv(ATARI, reference_dir)
     if not atari.empty and env_id in set(atari.env_id):
         row = atari[atari.env_id == env_id].iloc[0]
-        return Normalizer(env_id, float(row.random), float(row.human), "human-normalized",
-                          f"random: {row.source}", f"human: {row.source}")
+        return Normalizer(
+            env_id,
+            float(row.random),
+            float(row.human),
+            "human-normalized",
+            f"random: {row.source}",
+            f"human: {row.source}",
+        )
     randoms = _csv(RANDOM_SCORES, reference_dir)
     measured = randoms[randoms.env_id == env_id] if not randoms.empty else randoms
     if measured.empty:
@@ -65,9 +71,14 @@ def normalizer(env_id: str, reference_dir: Path = REFERENCE_DIR) -> Normalizer |
         if float(best.mean_reward) <= float(low.mean_return):
             return None
         version = "" if same else f" (trained on {ref_id})"
-        return Normalizer(env_id, float(low.mean_return), float(best.mean_reward), "Zoo-normalized",
-                          f"random policy, {low.episodes} episodes, measured: {low.command}",
-                          f"best RL Zoo agent: {best.algo}, {best.mean_reward:g}{version} ({best.source})")
+        return Normalizer(
+            env_id,
+            float(low.mean_return),
+            float(best.mean_reward),
+            "Zoo-normalized",
+            f"random policy, {low.episodes} episodes, measured: {low.command}",
+            f"best RL Zoo agent: {best.algo}, {best.mean_reward:g}{version} ({best.source})",
+        )
     return None
 
 
@@ -76,8 +87,14 @@ def normalization_table(env_ids: list[str], reference_dir: Path = REFERENCE_DIR)
     rows = []
     for env_id in sorted(set(env_ids)):
         found = normalizer(env_id, reference_dir)
-        rows.append({"env_id": env_id, "kind": found.kind if found else "not normalized",
-                     "low": found.low if found else np.nan, "high": found.high if found else np.nan,
-                     "low_source": found.low_source if found else "",
-                     "high_source": found.high_source if found else ""})
+        rows.append(
+            {
+                "env_id": env_id,
+                "kind": found.kind if found else "not normalized",
+                "low": found.low if found else np.nan,
+                "high": found.high if found else np.nan,
+                "low_source": found.low_source if found else "",
+                "high_source": found.high_source if found else "",
+            }
+        )
     return pd.DataFrame(rows, columns=["env_id", "kind", "low", "high", "low_source", "high_source"])

@@ -36,11 +36,20 @@ def paired_columns(a: pd.DataFrame, b: pd.DataFrame, *, seed: int = 0, name: str
         return None
     fps_ratio = agg.ratio_spread(a.fps.to_dict(), b.fps.to_dict())
     return {
-        "n": len(result.seeds), "seeds": result.seeds, "a_iqm": result.a_iqm, "b_iqm": result.b_iqm,
-        "differences": result.differences, "iqm_difference": result.iqm_difference, "ci_low": result.ci_low,
-        "ci_high": result.ci_high, "ci_flagged": result.ci_flagged,
-        "probability_of_improvement": result.probability_of_improvement, "verdict": result.verdict,
-        "fps_ratio_median": fps_ratio[0], "fps_ratio_min": fps_ratio[1], "fps_ratio_max": fps_ratio[2],
+        "n": len(result.seeds),
+        "seeds": result.seeds,
+        "a_iqm": result.a_iqm,
+        "b_iqm": result.b_iqm,
+        "differences": result.differences,
+        "iqm_difference": result.iqm_difference,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "ci_flagged": result.ci_flagged,
+        "probability_of_improvement": result.probability_of_improvement,
+        "verdict": result.verdict,
+        "fps_ratio_median": fps_ratio[0],
+        "fps_ratio_min": fps_ratio[1],
+        "fps_ratio_max": fps_ratio[2],
     }
 
 
@@ -60,13 +69,18 @@ class ConfigName:
     def parse(cls, text: str) -> ConfigName:
         match = re.fullmatch(r"(?P<algo>[^@\[\]]+)(@(?P<backend>[^@\[\]]+))?(\[(?P<variant>.*)\])?", text.strip())
         if match is None:
-            raise CompareError(f"--compare {text}: name a config as ALGO[@BACKEND][[VARIANT]], e.g. ppo, ppo@sb3, "
-                               f"ppo[algo.learning_rate=0.001]")
+            raise CompareError(
+                f"--compare {text}: name a config as ALGO[@BACKEND][[VARIANT]], e.g. ppo, ppo@sb3, "
+                f"ppo[algo.learning_rate=0.001]"
+            )
         return cls(match["algo"], match["backend"] or "lit", match["variant"])
 
     def __str__(self) -> str:
-        return self.algo + ("" if self.backend == "lit" else f"@{self.backend}") + (
-            f"[{self.variant}]" if self.variant else "")
+        return (
+            self.algo
+            + ("" if self.backend == "lit" else f"@{self.backend}")
+            + (f"[{self.variant}]" if self.variant else "")
+        )
 
     def select(self, per_run: pd.DataFrame) -> pd.DataFrame:
         chosen = (per_run.algo == self.algo) & (per_run.backend == self.backend)
@@ -83,14 +97,23 @@ def label(runs: pd.DataFrame) -> str:
 
 def _row(kind: str, a: pd.DataFrame, b: pd.DataFrame, seed: int) -> dict[str, Any] | None:
     if not (one_run_per_seed(a) and one_run_per_seed(b)):
-        print(f"warning: {label(a)} vs {label(b)} on {a.env.iloc[0]}: several runs per seed; not compared",
-              file=sys.stderr)
+        print(
+            f"warning: {label(a)} vs {label(b)} on {a.env.iloc[0]}: several runs per seed; not compared",
+            file=sys.stderr,
+        )
         return None
     columns = paired_columns(a, b, seed=seed, name=str(a.algo.iloc[0]))
     if columns is None:
         return None
-    return {"kind": kind, "a": label(a), "b": label(b), "sweep": a.sweep.iloc[0], "env": a.env.iloc[0],
-            "env_id": a.env_id.iloc[0], **columns}
+    return {
+        "kind": kind,
+        "a": label(a),
+        "b": label(b),
+        "sweep": a.sweep.iloc[0],
+        "env": a.env.iloc[0],
+        "env_id": a.env_id.iloc[0],
+        **columns,
+    }
 
 
 def _configs(runs: pd.DataFrame) -> list[pd.DataFrame]:
@@ -104,21 +127,30 @@ def variant_pairs(per_run: pd.DataFrame, *, seed: int = 0) -> list[dict[str, Any
     variants = per_run[per_run.base.notna() & (per_run.base != per_run.algo)]
     for a in _configs(variants):
         first = a.iloc[0]
-        same = (per_run.algo == first.base) & (per_run.sweep == first.sweep) & (per_run.env == first.env) & (
-            per_run.backend == first.backend) & (per_run.budget == first.budget)
+        same = (
+            (per_run.algo == first.base)
+            & (per_run.sweep == first.sweep)
+            & (per_run.env == first.env)
+            & (per_run.backend == first.backend)
+            & (per_run.budget == first.budget)
+        )
         candidates = _configs(per_run[same])
         if len(candidates) > 1:
             candidates = [c for c in candidates if c.variant.iloc[0] == first.variant]
         if len(candidates) == 1:
             rows.append(_row("variant vs base", a, candidates[0], seed))
         elif per_run[same].size:
-            print(f"warning: {label(a)} on {first.env}: several configs of its base {first.base} at budget "
-                  f"{first.budget:g}; name one with --compare", file=sys.stderr)
+            print(
+                f"warning: {label(a)} on {first.env}: several configs of its base {first.base} at budget "
+                f"{first.budget:g}; name one with --compare",
+                file=sys.stderr,
+            )
     return [r for r in rows if r is not None]
 
 
-def named_pairs(per_run: pd.DataFrame, a_name: ConfigName, b_name: ConfigName, *,
-                seed: int = 0) -> list[dict[str, Any]]:
+def named_pairs(
+    per_run: pd.DataFrame, a_name: ConfigName, b_name: ConfigName, *, seed: int = 0
+) -> list[dict[str, Any]]:
     """``a_name`` vs ``b_name`` on every env both ran; one line when a name matches nothing or several configs."""
     sides = [name.select(per_run) for name in (a_name, b_name)]
     for name, runs in zip((a_name, b_name), sides):
@@ -136,14 +168,17 @@ def named_pairs(per_run: pd.DataFrame, a_name: ConfigName, b_name: ConfigName, *
     return [r for r in rows if r is not None]
 
 
-def ablation_table(runs: pd.DataFrame, per_run: pd.DataFrame, *, compare: list[tuple[str, str]] | None = None,
-                   seed: int = 0) -> pd.DataFrame:
+def ablation_table(
+    runs: pd.DataFrame, per_run: pd.DataFrame, *, compare: list[tuple[str, str]] | None = None, seed: int = 0
+) -> pd.DataFrame:
     """Variant-vs-base pairs, then the ``compare`` pairs (names as ``ConfigName``), from ``summarize.run_table``'s
     per-run table and the runs table (for ``base`` and ``budget``)."""
     extra = runs.drop_duplicates("run_dir").set_index("run_dir").reindex(columns=["base", "budget"])
     finals = per_run.dropna(subset=["final"])
-    finals = finals.assign(base=extra.base.reindex(finals.run_dir).to_numpy(),
-                           budget=pd.to_numeric(extra.budget.reindex(finals.run_dir), errors="coerce").to_numpy())
+    finals = finals.assign(
+        base=extra.base.reindex(finals.run_dir).to_numpy(),
+        budget=pd.to_numeric(extra.budget.reindex(finals.run_dir), errors="coerce").to_numpy(),
+    )
     rows = variant_pairs(finals, seed=seed)
     for a, b in compare or []:
         rows += named_pairs(finals, ConfigName.parse(a), ConfigName.parse(b), seed=seed)
@@ -152,18 +187,26 @@ def ablation_table(runs: pd.DataFrame, per_run: pd.DataFrame, *, compare: list[t
 
 def ablation_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: one row per pair and env."""
-    lines = [f"## Paired comparisons (final = {agg.FINAL})", "",
-             "| A | B | env | n | A IQM | B IQM | A - B per seed | IQM(A) - IQM(B) [95% CI] | P(A > B) | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## Paired comparisons (final = {agg.FINAL})",
+        "",
+        "| A | B | env | n | A IQM | B IQM | A - B per seed | IQM(A) - IQM(B) [95% CI] | P(A > B) | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in table.itertuples():
         per_seed = ", ".join(f"{s}: {d:+.1f}" for s, d in zip(r.seeds, r.differences))
         ci = f" [{r.ci_low:+.1f}, {r.ci_high:+.1f}]{'‡' if r.ci_flagged else ''}" if np.isfinite(r.ci_low) else ""
-        lines.append(f"| {r.a} | {r.b} | {r.env} | {r.n} | {r.a_iqm:.1f} | {r.b_iqm:.1f} | {per_seed} | "
-                     f"{r.iqm_difference:+.1f}{ci} | {r.probability_of_improvement:.2f} | {r.verdict} |")
-    lines += ["", "Same seeds on both sides; the CI resamples seeds jointly (a paired, stratified bootstrap); the "
-              "verdict reads it (better / worse when it excludes 0, else indistinguishable) and is withheld under "
-              f"{agg.MIN_SEEDS_FOR_CI} seeds (‡). A variant (base: <algo>) is paired with its base's runs of the "
-              "same sweep, env and budget; --compare A B pairs any two configs."]
+        lines.append(
+            f"| {r.a} | {r.b} | {r.env} | {r.n} | {r.a_iqm:.1f} | {r.b_iqm:.1f} | {per_seed} | "
+            f"{r.iqm_difference:+.1f}{ci} | {r.probability_of_improvement:.2f} | {r.verdict} |"
+        )
+    lines += [
+        "",
+        "Same seeds on both sides; the CI resamples seeds jointly (a paired, stratified bootstrap); the "
+        "verdict reads it (better / worse when it excludes 0, else indistinguishable) and is withheld under "
+        f"{agg.MIN_SEEDS_FOR_CI} seeds (‡). A variant (base: <algo>) is paired with its base's runs of the "
+        "same sweep, env and budget; --compare A B pairs any two configs.",
+    ]
     return "\n".join(lines)
 
 
@@ -175,6 +218,7 @@ def ablation_figure(table: pd.DataFrame | None) -> tuple[Any, str] | None:
 
     rows = table.assign(
         label=[f"A: {r.a}\nB: {r.b}\n{r.env}" for r in table.itertuples()],
-        note=[f"n={r.n}\nP(A>B)={r.probability_of_improvement:.2f}\n{r.verdict}" for r in table.itertuples()])
+        note=[f"n={r.n}\nP(A>B)={r.probability_of_improvement:.2f}\n{r.verdict}" for r in table.itertuples()],
+    )
     ax = plot.paired_differences(plot.new_axes(width=10.0, height=1.8 + 0.9 * len(rows)), rows, names=("A", "B"))
     return ax, "ablations"

@@ -37,8 +37,10 @@ class _Scale:
     """The y-range of the runs' data; levels far outside it (references, thresholds) become notes, not lines."""
 
     def __init__(self, bands: Mapping[str, pd.DataFrame]) -> None:
-        values = np.concatenate([b[c].to_numpy(float) for b in bands.values() for c in ("ci_low", "ci_high", "iqm")]
-                                or [np.array([0.0, 1.0])])
+        values = np.concatenate(
+            [b[c].to_numpy(float) for b in bands.values() for c in ("ci_low", "ci_high", "iqm")]
+            or [np.array([0.0, 1.0])]
+        )
         values = values[np.isfinite(values)]
         self.low, self.high = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
         self.span = max(self.high - self.low, 0.05 * max(abs(self.high), abs(self.low), 1.0))
@@ -92,15 +94,23 @@ def learning_curves(
     own: list[Artist] = []
     for i, (name, band) in enumerate(bands.items()):
         line_style = (styles or {}).get(name)
-        kwargs = {} if line_style is None else {"color": line_style.color, "ls": line_style.linestyle,
-                                                "marker": line_style.marker}
+        kwargs = (
+            {}
+            if line_style is None
+            else {"color": line_style.color, "ls": line_style.linestyle, "marker": line_style.marker}
+        )
         if line_style is not None and line_style.linewidth:
             kwargs["lw"] = line_style.linewidth
         every = max(len(band) // 8, 1)  # markers staggered between lines, so coinciding curves show both
-        (line,) = ax.plot(band["timesteps"], band["iqm"], label=f"{name} (n={int(band['n_runs'].max())})",
-                          markevery=(i * max(every // 3, 1) % every, every), mfc="none", **kwargs)
-        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], color=line.get_color(), alpha=0.15,
-                        lw=0)
+        (line,) = ax.plot(
+            band["timesteps"],
+            band["iqm"],
+            label=f"{name} (n={int(band['n_runs'].max())})",
+            markevery=(i * max(every // 3, 1) % every, every),
+            mfc="none",
+            **kwargs,
+        )
+        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], color=line.get_color(), alpha=0.15, lw=0)
         own.append(line)
         x_max = max(x_max, float(band["timesteps"].max()))
     scale = _Scale(bands)
@@ -115,19 +125,37 @@ def learning_curves(
                 for y in near:
                     scale.include(y)
                 clipped = " (partly off the scale)" if len(near) < len(shown) else ""
-                (line,) = ax.plot(shown["timesteps"], shown["mean_reward"], ls=":", lw=1.0, color=style.REFERENCE_COLOR,
-                                  marker=marker, mfc="none", label=f"{ref.label} eval curve, 1 seed{clipped}")
+                (line,) = ax.plot(
+                    shown["timesteps"],
+                    shown["mean_reward"],
+                    ls=":",
+                    lw=1.0,
+                    color=style.REFERENCE_COLOR,
+                    marker=marker,
+                    mfc="none",
+                    label=f"{ref.label} eval curve, 1 seed{clipped}",
+                )
                 extra.append(line)
             elif not shown.empty:
-                notes.append(f"not drawn: {ref.label} eval curve (1 seed), {shown['mean_reward'].min():g} to "
-                             f"{shown['mean_reward'].max():g} (off the scale)")
+                notes.append(
+                    f"not drawn: {ref.label} eval curve (1 seed), {shown['mean_reward'].min():g} to "
+                    f"{shown['mean_reward'].max():g} (off the scale)"
+                )
         where = f"{ref.label}: {ref.score:.4g} at {_steps(ref.budget)} steps (1 agent)"
         if ref.budget > x_max * 1.05:
             notes.append(f"not drawn: {where} (beyond these runs' budget)")
         elif scale.near(ref.score):
             scale.include(ref.score)
-            (star,) = ax.plot([ref.budget], [ref.score], marker=ref.marker or "*", ms=9, color=style.REFERENCE_COLOR,
-                              mec="k", ls="none", label=where)  # (filled: the agent's final score, not its curve)
+            (star,) = ax.plot(
+                [ref.budget],
+                [ref.score],
+                marker=ref.marker or "*",
+                ms=9,
+                color=style.REFERENCE_COLOR,
+                mec="k",
+                ls="none",
+                label=where,
+            )  # (filled: the agent's final score, not its curve)
             extra.append(star)
         else:
             notes.append(f"not drawn: {where} (off the scale)")
@@ -162,8 +190,9 @@ def place_legend(ax: Axes, entries: Sequence[Artist], notes: Sequence[str] = (),
         figure.set_figheight(figure.get_figheight() + lines * style.legend_points() * 1.5 / 72)
         # matplotlib fills a legend's columns first: reordered, the entries read row by row, in the given order
         entries = [entries[i] for c in range(ncols) for i in range(c, len(entries), ncols)]
-        box = figure.legend(handles=entries, loc="outside lower center", ncols=ncols, title=title,
-                            title_fontsize="small")
+        box = figure.legend(
+            handles=entries, loc="outside lower center", ncols=ncols, title=title, title_fontsize="small"
+        )
     elif where == "beside":
         box = figure.legend(handles=list(entries), loc="outside right upper", title=title, title_fontsize="small")
     else:
@@ -174,25 +203,46 @@ def place_legend(ax: Axes, entries: Sequence[Artist], notes: Sequence[str] = (),
 def _coinciding(bands: Mapping[str, pd.DataFrame]) -> list[tuple[str, str]]:
     """Pairs of labels whose curves are identical (e.g. lit and SB3 on the same seeds with bit-identical results)."""
     labels = list(bands)
-    return [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]
-            if bands[a]["timesteps"].to_numpy().shape == bands[b]["timesteps"].to_numpy().shape
-            and np.allclose(bands[a]["timesteps"], bands[b]["timesteps"])
-            and np.allclose(bands[a]["iqm"], bands[b]["iqm"], equal_nan=True)]
+    return [
+        (a, b)
+        for i, a in enumerate(labels)
+        for b in labels[i + 1 :]
+        if bands[a]["timesteps"].to_numpy().shape == bands[b]["timesteps"].to_numpy().shape
+        and np.allclose(bands[a]["timesteps"], bands[b]["timesteps"])
+        and np.allclose(bands[a]["iqm"], bands[b]["iqm"], equal_nan=True)
+    ]
 
 
-def intervals(ax: Axes, y: np.ndarray, value: np.ndarray, low: np.ndarray, high: np.ndarray, *,
-              colors: Sequence[str], markers: Sequence[str], filled: Sequence[bool]) -> None:
+def intervals(
+    ax: Axes,
+    y: np.ndarray,
+    value: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    *,
+    colors: Sequence[str],
+    markers: Sequence[str],
+    filled: Sequence[bool],
+) -> None:
     """Point estimates with their intervals, one row each, in a few artists whatever the rows: the intervals one
     line collection (with caps), the points one scatter per marker (open markers: white inside)."""
     y, value = np.asarray(y, dtype=float), np.asarray(value, dtype=float)
     ax.hlines(y, low, high, colors=list(colors), lw=plt.rcParams["lines.linewidth"])
-    ax.scatter(np.r_[low, high], np.r_[y, y], marker="|", c=list(colors) * 2, s=40,
-               linewidths=plt.rcParams["lines.linewidth"])
+    ax.scatter(
+        np.r_[low, high], np.r_[y, y], marker="|", c=list(colors) * 2, s=40, linewidths=plt.rcParams["lines.linewidth"]
+    )
     for marker in dict.fromkeys(markers):
         rows = np.flatnonzero(np.asarray(markers) == marker)
         faces = [colors[i] if filled[i] else "white" for i in rows]
-        ax.scatter(value[rows], y[rows], marker=marker, c=faces, edgecolors=[colors[i] for i in rows], zorder=3,
-                   s=plt.rcParams["lines.markersize"] ** 2 * 1.6)
+        ax.scatter(
+            value[rows],
+            y[rows],
+            marker=marker,
+            c=faces,
+            edgecolors=[colors[i] for i in rows],
+            zorder=3,
+            s=plt.rcParams["lines.markersize"] ** 2 * 1.6,
+        )
 
 
 def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", xlabel: str = "final return") -> Axes:
@@ -201,13 +251,27 @@ def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", x
     ``reference`` (optional) is a published single agent's value at the same budget, a grey star."""
     rows = summary.reset_index(drop=True)
     y = np.arange(len(rows))
-    intervals(ax, y, rows[value].to_numpy(float), rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float),
-              colors=list(rows["color"]) if "color" in rows else ["C0"] * len(rows),
-              markers=list(rows["marker"]) if "marker" in rows else ["o"] * len(rows),
-              filled=list(rows["backend"] != "sb3") if "backend" in rows else [True] * len(rows))
+    intervals(
+        ax,
+        y,
+        rows[value].to_numpy(float),
+        rows["ci_low"].to_numpy(float),
+        rows["ci_high"].to_numpy(float),
+        colors=list(rows["color"]) if "color" in rows else ["C0"] * len(rows),
+        markers=list(rows["marker"]) if "marker" in rows else ["o"] * len(rows),
+        filled=list(rows["backend"] != "sb3") if "backend" in rows else [True] * len(rows),
+    )
     if "reference" in rows and np.isfinite(rows["reference"].to_numpy(float)).any():
-        ax.scatter(rows["reference"], y, marker="*", s=90, color=style.REFERENCE_COLOR, edgecolors="k", zorder=3,
-                   label=rows.attrs.get("reference_label", "published reference at the same budget"))
+        ax.scatter(
+            rows["reference"],
+            y,
+            marker="*",
+            s=90,
+            color=style.REFERENCE_COLOR,
+            edgecolors="k",
+            zorder=3,
+            label=rows.attrs.get("reference_label", "published reference at the same budget"),
+        )
         if not ax.get_figure(root=True).legends:  # (one legend for a figure of several panels)
             place_legend(ax, [ax.collections[-1]])
     ax.set_yticks(y, rows["label"])
@@ -227,11 +291,17 @@ def throughput(ax: Axes, summary: pd.DataFrame) -> Axes:
     xerr = None
     if {"fps_low", "fps_high"} <= set(rows):
         xerr = np.vstack([fps - rows["fps_low"].to_numpy(float), rows["fps_high"].to_numpy(float) - fps])
-    bars = ax.barh(rows["label"], fps, xerr=xerr, capsize=4, color=rows.get("color", "tab:blue"),
-                   hatch=rows.get("hatch"), edgecolor="white")
+    bars = ax.barh(
+        rows["label"],
+        fps,
+        xerr=xerr,
+        capsize=4,
+        color=rows.get("color", "tab:blue"),
+        hatch=rows.get("hatch"),
+        edgecolor="white",
+    )
     notes = rows["note"] if "note" in rows else [""] * len(rows)
-    ax.bar_label(bars, labels=[f"{v:,.0f}/s  {n}".rstrip() for v, n in zip(fps, notes)], padding=6,
-                 fontsize="small")
+    ax.bar_label(bars, labels=[f"{v:,.0f}/s  {n}".rstrip() for v, n in zip(fps, notes)], padding=6, fontsize="small")
     right = np.nanmax(xerr[1] + fps) if xerr is not None else np.nanmax(fps)
     ax.set_xlim(0, right * 1.6)  # room for the numbers
     ax.invert_yaxis()  # first row on top, as in the tables
@@ -252,11 +322,14 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame, names: tuple[str, st
         color = "tab:orange" if r.ci_flagged else "tab:blue"
         xerr = [[r.iqm_difference - r.ci_low], [r.ci_high - r.iqm_difference]] if len(r.differences) > 1 else None
         ax.errorbar([r.iqm_difference], [i], xerr=xerr, fmt="D", color=color, capsize=5)
-        ax.annotate(r.note, (0.01, i - 0.22), xycoords=("axes fraction", "data"), va="bottom", fontsize="small",
-                    color="0.3")  # (above its row, inside the plot: the plot keeps the figure's width)
+        ax.annotate(
+            r.note, (0.01, i - 0.22), xycoords=("axes fraction", "data"), va="bottom", fontsize="small", color="0.3"
+        )  # (above its row, inside the plot: the plot keeps the figure's width)
     ax.axvline(0.0, color="k", lw=1)
-    handles = [Line2D([], [], marker="o", ls="none", color="0.45", label=f"one seed: {a} - {b}"),
-               Line2D([], [], marker="D", color="tab:blue", label=f"IQM({a}) - IQM({b}), 95% CI")]
+    handles = [
+        Line2D([], [], marker="o", ls="none", color="0.45", label=f"one seed: {a} - {b}"),
+        Line2D([], [], marker="D", color="tab:blue", label=f"IQM({a}) - IQM({b}), 95% CI"),
+    ]
     if rows["ci_flagged"].any():
         handles.append(Line2D([], [], marker="D", color="tab:orange", label="... under 5 seeds: CI unreliable"))
     ax.legend(handles=handles, fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=3)

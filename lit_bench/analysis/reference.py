@@ -48,8 +48,7 @@ def reference_score(algo: str, env_id: str, reference_dir: Path = REFERENCE_DIR)
         row = scores[(scores.algo == algo) & (scores.env_id == ref_id)]
         if not row.empty:
             r = row.iloc[0]
-            return Reference(float(r.mean_reward), float(r.std_reward), int(r.n_timesteps), ref_id, same,
-                             str(r.source))
+            return Reference(float(r.mean_reward), float(r.std_reward), int(r.n_timesteps), ref_id, same, str(r.source))
     return None
 
 
@@ -79,8 +78,9 @@ class BudgetReference:
 
 
 @cache
-def reference_at_budget(algo: str, env_id: str, budget: float,
-                        reference_dir: Path = REFERENCE_DIR) -> BudgetReference | None:
+def reference_at_budget(
+    algo: str, env_id: str, budget: float, reference_dir: Path = REFERENCE_DIR
+) -> BudgetReference | None:
     """SB3's value at exactly ``budget`` env steps: the benchmark score when its budget is ours, else the Zoo agent's
     eval curve interpolated linearly at ``budget``; None when the curve does not cover ``budget`` (no extrapolation).
     """

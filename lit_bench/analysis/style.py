@@ -17,8 +17,20 @@ from matplotlib import colors as mcolors
 from matplotlib.lines import Line2D
 
 # Okabe & Ito's colour-blind safe palette (black left out: it is the references' colour), then tab10's others
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#8C564B", "#7F7F7F",
-           "#BCBD22", "#17BECF", "#9467BD"]
+PALETTE = [
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#8C564B",
+    "#7F7F7F",
+    "#BCBD22",
+    "#17BECF",
+    "#9467BD",
+]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 BACKEND_LINES = {"lit": "-", "sb3": "--"}  # SB3 dashed: equal curves both show
 REFERENCE_COLOR = "0.25"  # the RL Zoo's single-seed curve and other published numbers: dark grey
@@ -37,15 +49,52 @@ class Style:
 
 STYLES = {
     # a two-column paper: one column is ~3.3 in wide, the page ~7 in; 8 pt text as the body's footnotes
-    "paper": Style("paper", 3.4, 2.5, 7.0, {
-        "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
-        "legend.fontsize": 7, "figure.titlesize": 9, "lines.linewidth": 1.3, "lines.markersize": 3.5,
-        "axes.linewidth": 0.6, "grid.linewidth": 0.5, "legend.frameon": False, "font.family": "serif",
-        "axes.spines.top": False, "axes.spines.right": False, "savefig.pad_inches": 0.02, "pdf.fonttype": 42}),
-    "screen": Style("screen", 8.0, 4.5, 12.0, {
-        "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
-        "legend.fontsize": 9, "figure.titlesize": 12, "lines.linewidth": 1.8, "lines.markersize": 5,
-        "legend.frameon": False, "axes.spines.top": False, "axes.spines.right": False, "pdf.fonttype": 42}),
+    "paper": Style(
+        "paper",
+        3.4,
+        2.5,
+        7.0,
+        {
+            "font.size": 8,
+            "axes.titlesize": 8,
+            "axes.labelsize": 8,
+            "xtick.labelsize": 7,
+            "ytick.labelsize": 7,
+            "legend.fontsize": 7,
+            "figure.titlesize": 9,
+            "lines.linewidth": 1.3,
+            "lines.markersize": 3.5,
+            "axes.linewidth": 0.6,
+            "grid.linewidth": 0.5,
+            "legend.frameon": False,
+            "font.family": "serif",
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "savefig.pad_inches": 0.02,
+            "pdf.fonttype": 42,
+        },
+    ),
+    "screen": Style(
+        "screen",
+        8.0,
+        4.5,
+        12.0,
+        {
+            "font.size": 10,
+            "axes.titlesize": 11,
+            "axes.labelsize": 10,
+            "xtick.labelsize": 9,
+            "ytick.labelsize": 9,
+            "legend.fontsize": 9,
+            "figure.titlesize": 12,
+            "lines.linewidth": 1.8,
+            "lines.markersize": 5,
+            "legend.frameon": False,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "pdf.fonttype": 42,
+        },
+    ),
 }
 _current = ["screen"]
 
@@ -103,8 +152,9 @@ class Look:
         for algo in algos:
             own = [c for c in configs if c[1] == algo]
             for k, config in enumerate(own):
-                self.color[config] = (PALETTE[k % len(PALETTE)] if len(algos) == 1
-                                      else shade(self.algo_color[algo], k, len(own)))
+                self.color[config] = (
+                    PALETTE[k % len(PALETTE)] if len(algos) == 1 else shade(self.algo_color[algo], k, len(own))
+                )
 
     @classmethod
     def of(cls, summary: Any) -> Look:
@@ -120,8 +170,10 @@ class Look:
 def backend_handles(backends: Iterable[str]) -> list[Line2D]:
     """Legend entries saying which line style is which backend (only those present)."""
     names = {"lit": "lit_sb3", "sb3": "SB3"}
-    return [Line2D([], [], color="0.3", ls=BACKEND_LINES.get(b, ":"), label=names.get(b, b))
-            for b in sorted(set(backends), key=lambda b: (b != "lit", b))]
+    return [
+        Line2D([], [], color="0.3", ls=BACKEND_LINES.get(b, ":"), label=names.get(b, b))
+        for b in sorted(set(backends), key=lambda b: (b != "lit", b))
+    ]
 
 
 def split_variant(variant: str) -> dict[str, str]:

@@ -71,7 +71,11 @@ def optimality_gap(x: np.ndarray, counts: np.ndarray | None = None, gamma: float
 
 
 AGGREGATES: dict[str, Callable[[np.ndarray, np.ndarray | None], np.ndarray]] = {
-    "IQM": iqm, "mean": mean, "median": median, "optimality gap": optimality_gap}
+    "IQM": iqm,
+    "mean": mean,
+    "median": median,
+    "optimality gap": optimality_gap,
+}
 
 
 def _matrix(scores: np.ndarray) -> np.ndarray:
@@ -100,8 +104,14 @@ def _chunks(n_boot: int, size: int) -> list[int]:
     return [min(step, n_boot - a) for a in range(0, n_boot, step)]
 
 
-def interval(statistic: Callable[[np.ndarray, np.ndarray | None], np.ndarray], scores: np.ndarray, *,
-             n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def interval(
+    statistic: Callable[[np.ndarray, np.ndarray | None], np.ndarray],
+    scores: np.ndarray,
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(point, low, high)`` of a (vector-valued) statistic of ``[runs, tasks]`` scores (``statistic(x, counts)``):
     its value and the percentile interval of its stratified bootstrap."""
     x = _matrix(scores)
@@ -113,49 +123,70 @@ def interval(statistic: Callable[[np.ndarray, np.ndarray | None], np.ndarray], s
     return point, low, high
 
 
-def aggregate_table(scores: Mapping[str, np.ndarray], *, n_boot: int = 2000, confidence: float = 0.95,
-                    seed: int = 0) -> pd.DataFrame:
+def aggregate_table(
+    scores: Mapping[str, np.ndarray], *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
     """One row per name and aggregate: ``name, metric, value, ci_low, ci_high, runs, tasks``."""
     import pandas as pd
 
     def all_four(x: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
         means = _task_means(x, _counts_of(x, counts))  # (mean and median share them)
-        return np.stack([iqm(x, counts), means.mean(axis=1), np.median(means, axis=1), optimality_gap(x, counts)],
-                        axis=1)  # (AGGREGATES' order)
+        return np.stack(
+            [iqm(x, counts), means.mean(axis=1), np.median(means, axis=1), optimality_gap(x, counts)], axis=1
+        )  # (AGGREGATES' order)
 
     rows = []
     for name, matrix in scores.items():
         x = _matrix(matrix)
         point, low, high = interval(all_four, x, n_boot=n_boot, confidence=confidence, seed=seed)
-        rows += [{"name": name, "metric": metric, "value": point[k], "ci_low": low[k], "ci_high": high[k],
-                  "runs": x.shape[0], "tasks": x.shape[1]} for k, metric in enumerate(AGGREGATES)]
+        rows += [
+            {
+                "name": name,
+                "metric": metric,
+                "value": point[k],
+                "ci_low": low[k],
+                "ci_high": high[k],
+                "runs": x.shape[0],
+                "tasks": x.shape[1],
+            }
+            for k, metric in enumerate(AGGREGATES)
+        ]
     return pd.DataFrame(rows, columns=["name", "metric", "value", "ci_low", "ci_high", "runs", "tasks"])
 
 
-def score_distribution(x: np.ndarray, taus: Sequence[float] | np.ndarray,
-                       counts: np.ndarray | None = None) -> np.ndarray:
+def score_distribution(
+    x: np.ndarray, taus: Sequence[float] | np.ndarray, counts: np.ndarray | None = None
+) -> np.ndarray:
     """Fraction of all runs x tasks with a score above each ``tau``, per sample: ``[boot, taus]``."""
     c = _counts_of(x, counts)
     above = (np.asarray(x, dtype=float).reshape(-1, 1) > np.asarray(taus, dtype=float)).astype(float)
     return c.reshape(len(c), -1).astype(float) @ above / c[0].size  # (a float product: BLAS's)
 
 
-def performance_profile(scores: Mapping[str, np.ndarray], taus: Sequence[float] | np.ndarray, *,
-                        n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def performance_profile(
+    scores: Mapping[str, np.ndarray],
+    taus: Sequence[float] | np.ndarray,
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Run-score distributions: ``name, tau, fraction, ci_low, ci_high`` (stratified bootstrap CI per tau)."""
     import pandas as pd
 
     t = np.asarray(taus, dtype=float)
     frames = []
     for name, matrix in scores.items():
-        point, low, high = interval(lambda x, c: score_distribution(x, t, c), matrix, n_boot=n_boot,
-                                    confidence=confidence, seed=seed)
+        point, low, high = interval(
+            lambda x, c: score_distribution(x, t, c), matrix, n_boot=n_boot, confidence=confidence, seed=seed
+        )
         frames.append(pd.DataFrame({"name": name, "tau": t, "fraction": point, "ci_low": low, "ci_high": high}))
     return pd.concat(frames, ignore_index=True)
 
 
-def improvement_probability(x: np.ndarray, y: np.ndarray, x_counts: np.ndarray | None = None,
-                            y_counts: np.ndarray | None = None) -> np.ndarray:
+def improvement_probability(
+    x: np.ndarray, y: np.ndarray, x_counts: np.ndarray | None = None, y_counts: np.ndarray | None = None
+) -> np.ndarray:
     """P(X > Y) + P(X = Y) / 2 per task, averaged over tasks, per sample (``[boot]``).
 
     Per task, each X run counts the Y runs below it and half those equal to it: with Y sorted once, that is the
@@ -174,24 +205,33 @@ def improvement_probability(x: np.ndarray, y: np.ndarray, x_counts: np.ndarray |
     return total / a.shape[1]
 
 
-def probability_of_improvement(x: np.ndarray, y: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95,
-                               seed: int = 0) -> tuple[float, float, float]:
+def probability_of_improvement(
+    x: np.ndarray, y: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
     """``(P(X > Y), low, high)`` over the tasks both have: X and Y (``[runs, tasks]``, any run counts) resampled
     independently within each task."""
     a, b = _matrix(x), _matrix(y)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"probability_of_improvement: X has {a.shape[1]} tasks, Y {b.shape[1]}")
     rng = np.random.default_rng(seed)
-    stats = np.concatenate([improvement_probability(a, b, stratified_counts(a.shape, k, rng),
-                                                    stratified_counts(b.shape, k, rng))
-                            for k in _chunks(n_boot, a.size + b.size)])
+    stats = np.concatenate(
+        [
+            improvement_probability(a, b, stratified_counts(a.shape, k, rng), stratified_counts(b.shape, k, rng))
+            for k in _chunks(n_boot, a.size + b.size)
+        ]
+    )
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(stats, [alpha, 1.0 - alpha])
     return float(improvement_probability(a, b)[0]), float(low), float(high)
 
 
-def improvement_table(scores: Mapping[str, np.ndarray], pairs: Sequence[tuple[str, str]] | None = None, *,
-                      n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def improvement_table(
+    scores: Mapping[str, np.ndarray],
+    pairs: Sequence[tuple[str, str]] | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """P(X > Y) [95% CI] for ``pairs`` of names (default: every pair, in the order given): ``x, y, probability,
     ci_low, ci_high, runs_x, runs_y, tasks``."""
     import pandas as pd
@@ -199,6 +239,16 @@ def improvement_table(scores: Mapping[str, np.ndarray], pairs: Sequence[tuple[st
     rows = []
     for a, b in pairs if pairs is not None else list(combinations(scores, 2)):
         p, low, high = probability_of_improvement(scores[a], scores[b], n_boot=n_boot, seed=seed)
-        rows.append({"x": a, "y": b, "probability": p, "ci_low": low, "ci_high": high,
-                     "runs_x": len(scores[a]), "runs_y": len(scores[b]), "tasks": np.shape(scores[a])[1]})
+        rows.append(
+            {
+                "x": a,
+                "y": b,
+                "probability": p,
+                "ci_low": low,
+                "ci_high": high,
+                "runs_x": len(scores[a]),
+                "runs_y": len(scores[b]),
+                "tasks": np.shape(scores[a])[1],
+            }
+        )
     return pd.DataFrame(rows, columns=["x", "y", "probability", "ci_low", "ci_high", "runs_x", "runs_y", "tasks"])

@@ -51,8 +51,9 @@ def suite_of(per_run: pd.DataFrame, look: style.Look) -> Suite | None:
     configs = list(dict.fromkeys((s, a, v) for s, a, v, _ in entries))
     short = dict(zip(configs, style.short_labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
     result = Suite(tasks, {}, {}, [normalizer(t).kind for t in tasks])  # type: ignore[union-attr]
-    left_out = sorted({f"{a}{f'[{v}]' if v else ''} / {b} ({s})" for (s, a, v, b), e in envs_of.items()
-                       if not tasks_set <= e})
+    left_out = sorted(
+        {f"{a}{f'[{v}]' if v else ''} / {b} ({s})" for (s, a, v, b), e in envs_of.items() if not tasks_set <= e}
+    )
     if left_out:
         result.notes.append(f"not on every env of the suite, left out: {', '.join(left_out)}")
     for key in entries:
@@ -65,10 +66,17 @@ def suite_of(per_run: pd.DataFrame, look: style.Look) -> Suite | None:
         result.scores[name] = np.stack([normalizer(t)(c[:n]) for t, c in zip(tasks, per_task)], axis=1)  # type: ignore[misc]
         result.lines[name] = look.line(*key)
     names = list(result.scores)
-    paired = [(f"{short[c]} / lit", f"{short[c]} / sb3") for c in configs
-              if f"{short[c]} / lit" in result.scores and f"{short[c]} / sb3" in result.scores]
-    others = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]  # configs against each other: same backend
-              if (a, b) not in paired and a.rsplit(" / ", 1)[1] == b.rsplit(" / ", 1)[1]]
+    paired = [
+        (f"{short[c]} / lit", f"{short[c]} / sb3")
+        for c in configs
+        if f"{short[c]} / lit" in result.scores and f"{short[c]} / sb3" in result.scores
+    ]
+    others = [
+        (a, b)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]  # configs against each other: same backend
+        if (a, b) not in paired and a.rsplit(" / ", 1)[1] == b.rsplit(" / ", 1)[1]
+    ]
     result.pairs = (paired + others)[:MAX_PAIRS]
     return result
 
@@ -89,9 +97,16 @@ def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0, aggregates: pd.Data
     for ax, metric in zip(axes, suite.AGGREGATES):
         rows = aggregates[aggregates.metric == metric].set_index("name").loc[names]
         lines = [found.lines[n] for n in names]
-        plot.intervals(ax, np.arange(len(names)), rows.value.to_numpy(), rows.ci_low.to_numpy(),
-                       rows.ci_high.to_numpy(), colors=[line.color for line in lines],
-                       markers=[line.marker for line in lines], filled=[line.linestyle != "--" for line in lines])
+        plot.intervals(
+            ax,
+            np.arange(len(names)),
+            rows.value.to_numpy(),
+            rows.ci_low.to_numpy(),
+            rows.ci_high.to_numpy(),
+            colors=[line.color for line in lines],
+            markers=[line.marker for line in lines],
+            filled=[line.linestyle != "--" for line in lines],
+        )
         ax.set_title(metric + (" (lower is better)" if metric == "optimality gap" else ""))
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(range(len(names)), names)
@@ -103,11 +118,21 @@ def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0, aggregates: pd.Data
     _profiles(profile_ax, found, n_boot=n_boot, seed=seed)
     _improvements(improvement_ax, found, n_boot=n_boot, seed=seed)
     runs = sorted({m.shape[0] for m in found.scores.values()})
-    figure.suptitle(f"suite of {len(found.tasks)} envs: {', '.join(found.tasks)}; runs per env: "
-                    + ", ".join(map(str, runs)))
-    handles = [Line2D([], [], color=found.lines[n].color, marker=found.lines[n].marker, ls=found.lines[n].linestyle,
-                      mfc="white" if found.lines[n].linestyle == "--" else found.lines[n].color, label=n)
-               for n in names]
+    figure.suptitle(
+        f"suite of {len(found.tasks)} envs: {', '.join(found.tasks)}; runs per env: " + ", ".join(map(str, runs))
+    )
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=found.lines[n].color,
+            marker=found.lines[n].marker,
+            ls=found.lines[n].linestyle,
+            mfc="white" if found.lines[n].linestyle == "--" else found.lines[n].color,
+            label=n,
+        )
+        for n in names
+    ]
     plot.place_legend(profile_ax, handles, found.notes)
     return axes[0]
 
@@ -133,9 +158,16 @@ def _improvements(ax: Axes, found: Suite, *, n_boot: int, seed: int) -> None:
         return
     table = suite.improvement_table(found.scores, found.pairs, n_boot=n_boot, seed=seed)
     y = np.arange(len(table))
-    plot.intervals(ax, y, table.probability.to_numpy(), table.ci_low.to_numpy(), table.ci_high.to_numpy(),
-                   colors=[found.lines[x].color for x in table.x], markers=["o"] * len(table),
-                   filled=[True] * len(table))
+    plot.intervals(
+        ax,
+        y,
+        table.probability.to_numpy(),
+        table.ci_low.to_numpy(),
+        table.ci_high.to_numpy(),
+        colors=[found.lines[x].color for x in table.x],
+        markers=["o"] * len(table),
+        filled=[True] * len(table),
+    )
     ax.axvline(0.5, color="k", lw=0.8, ls=":")
     ax.set_yticks(y, [pair_label(r.x, r.y) for r in table.itertuples()])
     ax.set_ylim(-0.6, len(table) - 0.4)

@@ -50,8 +50,14 @@ class Returns:
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(run_dirs) + 1))  # (code -1, no run dir, comes first)
         info = evals.iloc[rows[order[bounds[:-1]]]].drop(columns=["timesteps", "metric", "value"])
-        return cls(np.asarray(run_dirs, dtype=object), info.reset_index(drop=True), order, bounds,
-                   evals.timesteps.to_numpy(float)[rows], evals.value.to_numpy(float)[rows])
+        return cls(
+            np.asarray(run_dirs, dtype=object),
+            info.reset_index(drop=True),
+            order,
+            bounds,
+            evals.timesteps.to_numpy(float)[rows],
+            evals.value.to_numpy(float)[rows],
+        )
 
     @classmethod
     def of_parsed(cls, parsed: cache.Parsed, runs: pd.DataFrame, *, x: str = "timesteps") -> Returns:
@@ -63,13 +69,15 @@ class Returns:
         value = parsed.values[:, column]
         steps = parsed.timesteps if x == "timesteps" else parsed.values[:, METRICS.index(x)]
         usable = (runs.status != "damaged").to_numpy(bool)
-        rows = np.flatnonzero(parsed.present[parsed.eval_run, column] & usable[parsed.eval_run] & ~np.isnan(value)
-                              & ~np.isnan(steps))
+        rows = np.flatnonzero(
+            parsed.present[parsed.eval_run, column] & usable[parsed.eval_run] & ~np.isnan(value) & ~np.isnan(steps)
+        )
         run = parsed.eval_run[rows]  # (in order: a run's rows are contiguous, in file order)
         starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if run.size else np.zeros(0, dtype=np.int64)
         info = pd.DataFrame({c: runs[c].to_numpy()[run[starts]] for c in RUN_COLUMNS})
-        return cls(info.run_dir.to_numpy(object), info, np.arange(run.size), np.r_[starts, run.size],
-                   steps[rows], value[rows])
+        return cls(
+            info.run_dir.to_numpy(object), info, np.arange(run.size), np.r_[starts, run.size], steps[rows], value[rows]
+        )
 
     def of_runs(self, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, codes)`` of the points of ``runs`` (indices): code i for the points of ``runs[i]``."""
@@ -91,19 +99,22 @@ def run_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, returns: Return
     table = info[keys].reset_index(drop=True)
     steps, values, order, bounds = returns.timesteps, returns.values, returns.order, returns.bounds
     completed = (table.status == "completed").to_numpy()
-    thresholds, fps = (pd.to_numeric(info[c], errors="coerce").to_numpy(float) if c in info else
-                       np.full(len(info), np.nan) for c in ("threshold", "fps"))
+    thresholds, fps = (
+        pd.to_numeric(info[c], errors="coerce").to_numpy(float) if c in info else np.full(len(info), np.nan)
+        for c in ("threshold", "fps")
+    )
     final, to_threshold = np.full(len(table), np.nan), np.full(len(table), np.nan)
     for k in range(len(table)):
-        rows = order[bounds[k]:bounds[k + 1]]
+        rows = order[bounds[k] : bounds[k + 1]]
         if completed[k]:
             final[k] = agg.final_score(steps[rows], values[rows])
         to_threshold[k] = agg.steps_to_threshold(steps[rows], values[rows], thresholds[k])
     return table.assign(final=final, steps_to_threshold=to_threshold, fps=np.where(completed, fps, np.nan))
 
 
-def summary_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int = 0,
-                  per_run: pd.DataFrame | None = None) -> pd.DataFrame:
+def summary_table(
+    runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int = 0, per_run: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """One row per (sweep, algo, backend, env, config): run counts, final IQM [95% CI], SB3's reference at the same
     budget (a variant's: its base's) and the ratio to it, steps to threshold, env steps/s. ``per_run``:
     ``run_table(runs, evals)`` if known (``evals`` is then not read)."""
@@ -126,14 +137,23 @@ def summary_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int =
             trained = budget
         finals = results.final.dropna().to_numpy()
         scores = _final_scores(finals, seed)
-        rows.append({
-            **identity, "variant": str(group_runs.variant.iloc[0]), "base": base, "env_id": env_id,
-            "seeds": int(finals.size),
-            **_status_counts(group_runs.status), "budget": budget, "trained": trained, **scores,
-            "threshold": number(group_runs.get("threshold")),
-            **_threshold_columns(results.steps_to_threshold.to_numpy(float)), **_fps_columns(results.fps.dropna()),
-            **_reference_columns(base or str(identity["algo"]), env_id, trained),  # a variant: its base's
-        })
+        rows.append(
+            {
+                **identity,
+                "variant": str(group_runs.variant.iloc[0]),
+                "base": base,
+                "env_id": env_id,
+                "seeds": int(finals.size),
+                **_status_counts(group_runs.status),
+                "budget": budget,
+                "trained": trained,
+                **scores,
+                "threshold": number(group_runs.get("threshold")),
+                **_threshold_columns(results.steps_to_threshold.to_numpy(float)),
+                **_fps_columns(results.fps.dropna()),
+                **_reference_columns(base or str(identity["algo"]), env_id, trained),  # a variant: its base's
+            }
+        )
     return with_ratio(pd.DataFrame(rows))
 
 
@@ -169,25 +189,35 @@ def with_ratio(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
-    point, low, high = agg.stratified_bootstrap_ci(finals, agg.iqm, seed=seed) if finals.size else (
-        np.nan, np.nan, np.nan)
+    point, low, high = (
+        agg.stratified_bootstrap_ci(finals, agg.iqm, seed=seed) if finals.size else (np.nan, np.nan, np.nan)
+    )
     if finals.size < 2:
         low = high = np.nan  # one value has no interval
-    return {"final_iqm": point, "ci_low": low, "ci_high": high,
-            "ci_flagged": bool(finals.size < agg.MIN_SEEDS_FOR_CI),
-            "final_mean": float(np.mean(finals)) if finals.size else np.nan}
+    return {
+        "final_iqm": point,
+        "ci_low": low,
+        "ci_high": high,
+        "ci_flagged": bool(finals.size < agg.MIN_SEEDS_FOR_CI),
+        "final_mean": float(np.mean(finals)) if finals.size else np.nan,
+    }
 
 
 def _status_counts(status: pd.Series) -> dict[str, int]:
-    return {"failed": int((status == "failed").sum()),
-            "incomplete": int(status.isin(["incomplete", "interrupted", "pruned"]).sum()),  # pruned: an Optuna trial
-            "damaged": int((status == "damaged").sum())}
+    return {
+        "failed": int((status == "failed").sum()),
+        "incomplete": int(status.isin(["incomplete", "interrupted", "pruned"]).sum()),  # pruned: an Optuna trial
+        "damaged": int((status == "damaged").sum()),
+    }
 
 
 def _threshold_columns(to_threshold: np.ndarray) -> dict[str, Any]:
     reached = np.isfinite(to_threshold)
-    return {"steps_to_threshold_median": float(np.median(to_threshold[reached])) if reached.any() else np.nan,
-            "solved_seeds": int(reached.sum()), "threshold_runs": int(to_threshold.size)}
+    return {
+        "steps_to_threshold_median": float(np.median(to_threshold[reached])) if reached.any() else np.nan,
+        "solved_seeds": int(reached.sum()),
+        "threshold_runs": int(to_threshold.size),
+    }
 
 
 def _fps_columns(fps: pd.Series) -> dict[str, float]:
@@ -211,8 +241,9 @@ def _reference_columns(algo: str, env_id: str | None, budget: float) -> dict[str
     }
 
 
-def comparison_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int = 0,
-                     per_run: pd.DataFrame | None = None) -> pd.DataFrame:
+def comparison_table(
+    runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int = 0, per_run: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """lit vs SB3 for every (sweep, algo, env, variant) that ran on both backends, paired by seed (``per_run``:
     ``run_table(runs, evals)`` if known)."""
     per_run = (run_table(runs, evals) if per_run is None else per_run).dropna(subset=["final"])
@@ -223,19 +254,33 @@ def comparison_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: in
         if set(sides) != {"lit", "sb3"}:
             continue
         if not all(one_run_per_seed(s) and s.backend.nunique() == 1 for s in sides.values()):
-            print(f"warning: {dict(zip(PAIR, key))}: several runs per seed and backend; not compared",
-                  file=sys.stderr)
+            print(f"warning: {dict(zip(PAIR, key))}: several runs per seed and backend; not compared", file=sys.stderr)
             continue
         columns = paired_columns(sides["lit"], sides["sb3"], seed=seed, name="lit")
         if columns is not None:
-            rows.append({**dict(zip(PAIR, key)), "env_id": pair.env_id.iloc[0], "n": columns.pop("n"),
-                         "seeds": columns.pop("seeds"), "lit_iqm": columns.pop("a_iqm"),
-                         "sb3_iqm": columns.pop("b_iqm"), **columns})  # (the columns of comparison.csv, in order)
+            rows.append(
+                {
+                    **dict(zip(PAIR, key)),
+                    "env_id": pair.env_id.iloc[0],
+                    "n": columns.pop("n"),
+                    "seeds": columns.pop("seeds"),
+                    "lit_iqm": columns.pop("a_iqm"),
+                    "sb3_iqm": columns.pop("b_iqm"),
+                    **columns,
+                }
+            )  # (the columns of comparison.csv, in order)
     return pd.DataFrame(rows)
 
 
-def curve_bands(evals: pd.DataFrame | None, summary: pd.DataFrame, *, seed: int = 0, n_points: int = 50,
-                n_boot: int = 300, returns: Returns | None = None) -> dict[Any, pd.DataFrame]:
+def curve_bands(
+    evals: pd.DataFrame | None,
+    summary: pd.DataFrame,
+    *,
+    seed: int = 0,
+    n_points: int = 50,
+    n_boot: int = 300,
+    returns: Returns | None = None,
+) -> dict[Any, pd.DataFrame]:
     """Per summary row (by its index): the IQM [95% CI] band of its runs' evaluation returns on an even grid up to
     its shortest run (damaged runs left out); a row without evaluations has none. ``returns``: ``Returns.of(evals)``
     when the caller has it already (``evals`` is then not read)."""

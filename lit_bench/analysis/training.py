@@ -18,8 +18,16 @@ from lit_bench.analysis.load import RUN_COLUMNS
 from lit_bench.store.rundir import RunDir
 
 STEP_COLUMNS = ("time/total_timesteps", "step")  # env steps of a metrics row (the first present)
-PREFERRED = ("rollout/ep_rew_mean", "train/loss", "train/value_loss", "train/critic_loss", "train/actor_loss",
-             "train/entropy_loss", "train/ent_coef", "train/approx_kl")  # drawn first when present
+PREFERRED = (
+    "rollout/ep_rew_mean",
+    "train/loss",
+    "train/value_loss",
+    "train/critic_loss",
+    "train/actor_loss",
+    "train/entropy_loss",
+    "train/ent_coef",
+    "train/approx_kl",
+)  # drawn first when present
 NOT_HYPERPARAMETERS = {"seed", "out_dir", "sweep", "force", "algo_dir", "algo_name", "env_name", "hydra"}
 
 
@@ -70,8 +78,14 @@ def metric_band(long: pd.DataFrame, metric: str, *, n_points: int = 40, seed: in
     return agg.iqm_band(matrix, grid, n_boot=300, seed=seed)
 
 
-def draw_metric(ax: Axes, bands: Mapping[str, pd.DataFrame], lines: Mapping[str, style.LineStyle], metric: str,
-                *, xlabel: str = "env steps") -> Axes:
+def draw_metric(
+    ax: Axes,
+    bands: Mapping[str, pd.DataFrame],
+    lines: Mapping[str, style.LineStyle],
+    metric: str,
+    *,
+    xlabel: str = "env steps",
+) -> Axes:
     """One training metric: an IQM line with its 95% CI band per label, in the labels' styles."""
     from matplotlib.ticker import EngFormatter
 
@@ -115,8 +129,9 @@ def hyperparameter_columns(runs: pd.DataFrame) -> pd.DataFrame:
     for key, run_dir in zip(keys, runs.run_dir):
         if key not in per_config:
             config = RunDir(Path(run_dir)).read_config() or {}
-            per_config[key] = {k: v for k, v in flatten(config).items()
-                               if k.split(".", 1)[0] not in NOT_HYPERPARAMETERS}
+            per_config[key] = {
+                k: v for k, v in flatten(config).items() if k.split(".", 1)[0] not in NOT_HYPERPARAMETERS
+            }
     table = pd.DataFrame([per_config[k] for k in keys], index=runs.index)
     differing = [c for c in table.columns if table[c].astype(str).nunique(dropna=False) > 1 and c not in runs]
     return table[sorted(differing)]

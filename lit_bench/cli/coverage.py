@@ -54,12 +54,15 @@ def env_groups(conf: Path | None = None) -> dict[str, tuple[str, dict]]:
 
 
 @cache
-def build_problem(env_id: str, package: str | tuple[str, ...] | None, extra: str | None, name: str,
-                  make: bool) -> str | None:
+def build_problem(
+    env_id: str, package: str | tuple[str, ...] | None, extra: str | None, name: str, make: bool
+) -> str | None:
     """Why the env cannot be used here (missing extra, fails to build), or None."""
     try:
-        require_package(OmegaConf.create({"package": list(package) if isinstance(package, tuple) else package,
-                                          "extra": extra}), name)
+        require_package(
+            OmegaConf.create({"package": list(package) if isinstance(package, tuple) else package, "extra": extra}),
+            name,
+        )
     except ConfigError as error:
         return str(error)
     if env_id not in gym.envs.registry:
@@ -114,8 +117,10 @@ def summary(rows: list[Row]) -> str:
     parts = [f"{name} {sum(r.runnable for r in fam)}/{len(fam)}" for name, fam in sorted(families.items())]
     runnable = sum(r.runnable for r in rows)
     tuned = sum(r.runnable and r.tuned for r in rows)
-    return (f"{'; '.join(parts)}\ncoverage: {runnable}/{len(rows)} SB3 reference scores runnable "
-            f"({tuned} with the Zoo's tuned hyperparameters)")
+    return (
+        f"{'; '.join(parts)}\ncoverage: {runnable}/{len(rows)} SB3 reference scores runnable "
+        f"({tuned} with the Zoo's tuned hyperparameters)"
+    )
 
 
 def describe(row: Row) -> str:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 CHECKPOINTS = ("last", "best")
 RENDER_MODES = ("human",)
 
+
 class EnjoyError(Exception):
     """A mistake or a refused file: printed as one line, exit code 2."""
 
@@ -97,11 +98,13 @@ def load_vecnormalize(path: Path, env: VecNormalize, trust: bool = False) -> Non
     env.training, env.norm_reward = False, False
 
 
-def make_eval_env(cfg: DictConfig, vecnormalize: Path | None = None, render_mode: str | None = None,
-                  trust: bool = False) -> VecEnv:
+def make_eval_env(
+    cfg: DictConfig, vecnormalize: Path | None = None, render_mode: str | None = None, trust: bool = False
+) -> VecEnv:
     """The run's evaluation env, built as the harness built it (same factory, wrappers, kwargs and seed)."""
-    train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"),
-                                    render_mode=render_mode)
+    train_env, eval_env = make_envs(
+        cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"), render_mode=render_mode
+    )
     train_env.close()
     if isinstance(eval_env, VecNormalize):
         if vecnormalize is None:
@@ -120,8 +123,10 @@ def load_lit(cls: type, path: Path, trust: bool) -> Any:
     except pickle.UnpicklingError as error:
         refused = re.search(r"GLOBAL (\S+)", str(error))
         what = refused.group(1) if refused else "objects"
-        raise EnjoyError(f"checkpoint: {path} holds {what}, which torch.load(weights_only=True) refuses; "
-                         f"rerun with --trust if you trust this run") from None
+        raise EnjoyError(
+            f"checkpoint: {path} holds {what}, which torch.load(weights_only=True) refuses; "
+            f"rerun with --trust if you trust this run"
+        ) from None
 
 
 def _serialized_keys(path: Path) -> list[str]:
@@ -137,10 +142,16 @@ def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dic
     from lit_bench.run.backends import algorithm_kwargs_for
 
     kwargs = algorithm_kwargs_for(cfg.algo, env.action_space, "sb3")
-    defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
-                if p.default is not inspect.Parameter.empty}
-    known = {"observation_space": env.observation_space, "action_space": env.action_space,
-             "policy_class": cls.policy_aliases.get(str(cfg.algo.policy), cfg.algo.policy)}
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    known = {
+        "observation_space": env.observation_space,
+        "action_space": env.action_space,
+        "policy_class": cls.policy_aliases.get(str(cfg.algo.policy), cfg.algo.policy),
+    }
     return {key: known.get(key, kwargs.get(key, defaults.get(key))) for key in _serialized_keys(path)}
 
 
@@ -164,13 +175,21 @@ def load_model(run: RunDir, cfg: DictConfig, checkpoint: str, env: VecEnv, trust
 
 def play(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, episodes: int, deterministic: bool) -> list[Episode]:
     """``episodes`` episodes with the harness's own evaluation loop (masks, LSTM states and episode starts)."""
-    returns, lengths = evaluate_episodes(model, env, n_eval_episodes=episodes, deterministic=deterministic,
-                                         return_episode_rewards=True, warn=False)
+    returns, lengths = evaluate_episodes(
+        model, env, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True, warn=False
+    )
     return [Episode(float(r), int(n)) for r, n in zip(returns, lengths)]
 
 
-def enjoy(run_dir: str | Path, episodes: int = 3, deterministic: bool | None = None, video: str | Path | None = None,
-          checkpoint: str = "last", render: str | None = None, trust: bool = False) -> list[Episode]:
+def enjoy(
+    run_dir: str | Path,
+    episodes: int = 3,
+    deterministic: bool | None = None,
+    video: str | Path | None = None,
+    checkpoint: str = "last",
+    render: str | None = None,
+    trust: bool = False,
+) -> list[Episode]:
     """Play ``episodes`` episodes of a run's checkpoint on its evaluation env; write ``video`` when given.
     ``trust`` (``--trust``, or ``LIT_SB3_TRUST=1`` in the environment) loads whatever the run's files name."""
     try:
@@ -208,19 +227,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lit_bench.enjoy", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run directory (holds config.yaml and checkpoints/)")
     parser.add_argument("--episodes", type=int, default=3, help="episodes to play (default 3)")
-    parser.add_argument("--deterministic", dest="deterministic", action="store_true", default=None,
-                        help="act deterministically (default: as the run's evaluations did)")
+    parser.add_argument(
+        "--deterministic",
+        dest="deterministic",
+        action="store_true",
+        default=None,
+        help="act deterministically (default: as the run's evaluations did)",
+    )
     parser.add_argument("--stochastic", dest="deterministic", action="store_false", help="sample actions")
     parser.add_argument("--video", default=None, help="write the episodes to this .mp4 or .gif")
     parser.add_argument("--checkpoint", default="last", help=f"which checkpoint: {', '.join(CHECKPOINTS)}")
     parser.add_argument("--render", default=None, help="show the episodes in a window: human")
-    parser.add_argument("--trust", action="store_true",
-                        help="load whatever the run's files name: its config's targets and packages, every pickle "
-                             "(only for run directories you trust)")
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="load whatever the run's files name: its config's targets and packages, every pickle "
+        "(only for run directories you trust)",
+    )
     args = parser.parse_args(argv)
     try:
-        played = enjoy(args.run_dir, args.episodes, args.deterministic, args.video, args.checkpoint, args.render,
-                       args.trust)
+        played = enjoy(
+            args.run_dir, args.episodes, args.deterministic, args.video, args.checkpoint, args.render, args.trust
+        )
     except (EnjoyError, ConfigError, CheckpointError) as error:
         print(f"enjoy: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -36,7 +36,7 @@ class ExportError(ValueError):
 @dataclass(frozen=True)
 class Exported:
     run_dir: Path
-    folder: Path            # <out>/<group>/<algo>/<EnvId>_<n>
+    folder: Path  # <out>/<group>/<algo>/<EnvId>_<n>
     group: str
     algo: str
     env_id: str
@@ -72,8 +72,9 @@ def _link(target: Path, link: Path) -> None:
     if link.is_symlink() or link.exists():
         if link.is_symlink() and (link.parent / os.readlink(link)).resolve() == target.resolve():
             return
-        raise ExportError(f"--out: {link} exists and is not a link to {target}; nothing was overwritten: choose "
-                          f"another --out")
+        raise ExportError(
+            f"--out: {link} exists and is not a link to {target}; nothing was overwritten: choose another --out"
+        )
     link.symlink_to(relative)
 
 
@@ -82,8 +83,10 @@ def export(paths: Sequence[str | Path], out: Path) -> tuple[list[Exported], int]
     exported, left_out = plan(paths, out)
     folders = [e.folder for e in exported]
     if len(set(folders)) != len(folders):  # two configs with one shortened variant name: never merge their runs
-        raise ExportError("runs of two configs map to the same Zoo folder (their variant names are shortened alike); "
-                          "export them one at a time, each with its own --out")
+        raise ExportError(
+            "runs of two configs map to the same Zoo folder (their variant names are shortened alike); "
+            "export them one at a time, each with its own --out"
+        )
     for entry in exported:
         entry.folder.mkdir(parents=True, exist_ok=True)
         run = RunDir(entry.run_dir)
@@ -103,8 +106,11 @@ def commands(exported: list[Exported], out: Path) -> list[str]:
         f"python -m rl_zoo3.plots.all_plots -a {' '.join(algos)} -e {' '.join(envs)} -f {folders} "
         f"-l {' '.join(groups)} -o {out / 'all_plots'} --no-display",  # (it adds .pkl)
         f"python -m rl_zoo3.plots.plot_from_file -i {out / 'all_plots.pkl'} -o {out / 'all_plots.svg'}",
-        *(f"python -m rl_zoo3.plots.plot_train -a {algo} -e {' '.join(envs)} -f {out / g}"
-          for g in groups for algo in algos),
+        *(
+            f"python -m rl_zoo3.plots.plot_train -a {algo} -e {' '.join(envs)} -f {out / g}"
+            for g in groups
+            for algo in algos
+        ),
     ]
 
 

@@ -1,6 +1,6 @@
 """Main job on defaults: PPO with the RL Zoo's CartPole-v1 hyperparameters, then a deterministic evaluation.
 
-    python -m lit_bench.quickstart [--budget 100000] [--seed 0] [--out results/runs/quickstart]
+python -m lit_bench.quickstart [--budget 100000] [--seed 0] [--out results/runs/quickstart]
 """
 
 from __future__ import annotations
@@ -22,8 +22,16 @@ def main() -> None:
 
     # rl-baselines3-zoo hyperparams/ppo.yml, CartPole-v1
     model = PPO(
-        "MlpPolicy", n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-        learning_rate=LinearSchedule(1e-3, 0.0, 1.0), clip_range=LinearSchedule(0.2, 0.0, 1.0), seed=args.seed,
+        "MlpPolicy",
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=LinearSchedule(1e-3, 0.0, 1.0),
+        clip_range=LinearSchedule(0.2, 0.0, 1.0),
+        seed=args.seed,
     )
     data = RLEnvDataModule(train_env="CartPole-v1", n_envs=8, seed=args.seed, n_eval_episodes=20)
     trainer = RLTrainer(max_steps=args.budget, default_root_dir=args.out, run_name="ppo_cartpole")

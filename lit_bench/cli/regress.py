@@ -55,8 +55,9 @@ def sweep_dir_of(suite: dict[str, Any], backend: str, out_dir: Path, kind: str =
     return out_dir / f"regress_{suite['name']}_{'parity_' if kind == 'parity' else ''}{backend}"
 
 
-def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None,
-              kind: str = "entries") -> list[Path]:
+def run_suite(
+    suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None, kind: str = "entries"
+) -> list[Path]:
     """Run every entry of the suite's ``kind`` list ("entries" or "parity") for ``backend`` (entries sharing algo,
     budget and overrides as one multirun); returns the run directories these runs wrote (runs of other configs left
     in the same sweep directory by earlier suite versions are neither touched nor measured). Parity entries run
@@ -72,11 +73,22 @@ def run_suite(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str 
             groups.setdefault(key, []).append(entry["env"])
     for (algo, budget, overrides), envs in groups.items():
         command = [
-            sys.executable, "-m", "lit_bench.cli.bench", "-m", f"algo={algo}", f"env={','.join(envs)}",
-            f"seed={seeds}", *([f"budget={budget}"] if budget is not None else []), f"backend={backend}",
-            f"sweep={sweep}", f"out_dir={out_dir}", f"eval.episodes={suite.get('eval_episodes', 5)}",
+            sys.executable,
+            "-m",
+            "lit_bench.cli.bench",
+            "-m",
+            f"algo={algo}",
+            f"env={','.join(envs)}",
+            f"seed={seeds}",
+            *([f"budget={budget}"] if budget is not None else []),
+            f"backend={backend}",
+            f"sweep={sweep}",
+            f"out_dir={out_dir}",
+            f"eval.episodes={suite.get('eval_episodes', 5)}",
             *([] if suite.get("resume") else ["force=true"]),
-            *([f"hydra/launcher={launcher}"] if launcher else []), *switch, *overrides,
+            *([f"hydra/launcher={launcher}"] if launcher else []),
+            *switch,
+            *overrides,
         ]
         print(f"[regress] {' '.join(command[2:])}", flush=True)
         # failures are recorded per run and judged below
@@ -101,7 +113,8 @@ def thresholds(scores: dict[str, pd.DataFrame], margin: float) -> pd.DataFrame:
     merged = None
     for backend, table in scores.items():
         part = table[["algo", "env", "final_iqm", "ci_low"]].rename(
-            columns={"final_iqm": f"{backend}_final_iqm", "ci_low": f"{backend}_ci_low"})
+            columns={"final_iqm": f"{backend}_final_iqm", "ci_low": f"{backend}_ci_low"}
+        )
         merged = part if merged is None else merged.merge(part, on=["algo", "env"], how="outer")
     assert merged is not None
     lows = merged[[f"{b}_ci_low" for b in scores]].min(axis=1)
@@ -114,20 +127,29 @@ def compare(table: pd.DataFrame, baselines: pd.DataFrame, suite: dict[str, Any] 
     """Measured vs threshold for every suite entry; a missing or failed measurement is a regression too, and so is
     an entry of ``suite`` that has no recorded threshold."""
     if suite is not None:
-        entries = pd.DataFrame([{"algo": e["algo"], "env": e["env"]} for e in suite["entries"] if not e.get("skip")],
-                               columns=["algo", "env"])
+        entries = pd.DataFrame(
+            [{"algo": e["algo"], "env": e["env"]} for e in suite["entries"] if not e.get("skip")],
+            columns=["algo", "env"],
+        )
         baselines = entries.merge(baselines, on=["algo", "env"], how="left")
     merged = baselines[["algo", "env", "threshold"]].merge(
-        table[["algo", "env", "seeds", "failed", "final_iqm", "ci_low", "ci_high"]], on=["algo", "env"], how="left")
+        table[["algo", "env", "seeds", "failed", "final_iqm", "ci_low", "ci_high"]], on=["algo", "env"], how="left"
+    )
     merged["passed"] = (merged.final_iqm >= merged.threshold) & (merged.failed.fillna(1) == 0)
     return merged
 
 
 def parity_result(suite: dict[str, Any], lit_runs: pd.DataFrame, sb3_runs: pd.DataFrame) -> pd.DataFrame:
     """Per parity entry and seed: both backends' final evaluations; passed when both completed with equal values."""
-    expected = pd.DataFrame([{"algo": e["algo"], "env": e["env"], "seed": seed}
-                             for e in suite.get("parity", []) if not e.get("skip") for seed in suite["seeds"]],
-                            columns=["algo", "env", "seed"])
+    expected = pd.DataFrame(
+        [
+            {"algo": e["algo"], "env": e["env"], "seed": seed}
+            for e in suite.get("parity", [])
+            if not e.get("skip")
+            for seed in suite["seeds"]
+        ],
+        columns=["algo", "env", "seed"],
+    )
     keys = {"algo": str, "env": str, "seed": int}
     result = expected.astype(keys)
     for backend, runs in (("lit", lit_runs), ("sb3", sb3_runs)):
@@ -135,8 +157,9 @@ def parity_result(suite: dict[str, Any], lit_runs: pd.DataFrame, sb3_runs: pd.Da
         part = part.dropna(subset=["algo", "env", "seed"]).astype(keys)
         part = part.rename(columns={"status": f"{backend}_status", "final_mean_return": f"{backend}_final"})
         result = result.merge(part, on=["algo", "env", "seed"], how="left")
-    result["passed"] = ((result.lit_status == "completed") & (result.sb3_status == "completed")
-                        & (result.lit_final == result.sb3_final))
+    result["passed"] = (
+        (result.lit_status == "completed") & (result.sb3_status == "completed") & (result.lit_final == result.sb3_final)
+    )
     return result
 
 
@@ -150,29 +173,36 @@ def check_parity(suite: dict[str, Any], out_dir: Path, launcher: str | None = No
 
 
 def print_parity(result: pd.DataFrame) -> None:
-    print(f"\nexact parity (lit_sb3 parity=true vs SB3)\n{'algo':<6} {'env':<18} {'seed':>4} {'lit':>12} {'sb3':>12}"
-          f"  verdict")
+    print(
+        f"\nexact parity (lit_sb3 parity=true vs SB3)\n{'algo':<6} {'env':<18} {'seed':>4} {'lit':>12} {'sb3':>12}"
+        f"  verdict"
+    )
     for r in result.itertuples():
         lit, sb3 = (f"{v:.4f}" if pd.notna(v) else "-" for v in (r.lit_final, r.sb3_final))
         print(f"{r.algo:<6} {r.env:<18} {r.seed:>4} {lit:>12} {sb3:>12}  {'identical' if r.passed else 'DIFFERENT'}")
 
 
 def print_table(result: pd.DataFrame) -> None:
-    print(f"\n{'algo':<6} {'env':<18} {'seeds':>5} {'failed':>6} {'final IQM':>10} {'95% CI':>20} "
-          f"{'threshold':>10}  verdict")
+    print(
+        f"\n{'algo':<6} {'env':<18} {'seeds':>5} {'failed':>6} {'final IQM':>10} {'95% CI':>20} "
+        f"{'threshold':>10}  verdict"
+    )
     for r in result.itertuples():
         ci = f"[{r.ci_low:.1f}, {r.ci_high:.1f}]" if pd.notna(r.ci_low) else "-"
         score = f"{r.final_iqm:.1f}" if pd.notna(r.final_iqm) else "-"
-        print(f"{r.algo:<6} {r.env:<18} {_int(r.seeds):>5} {_int(r.failed):>6} {score:>10} {ci:>20} "
-              f"{r.threshold:>10.1f}  {'ok' if r.passed else 'REGRESSION'}")
+        print(
+            f"{r.algo:<6} {r.env:<18} {_int(r.seeds):>5} {_int(r.failed):>6} {score:>10} {ci:>20} "
+            f"{r.threshold:>10.1f}  {'ok' if r.passed else 'REGRESSION'}"
+        )
 
 
 def _int(value: Any) -> str:
     return "-" if pd.isna(value) else str(int(value))
 
 
-def measure(suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None, *,
-            report: bool = False) -> pd.DataFrame:
+def measure(
+    suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None, *, report: bool = False
+) -> pd.DataFrame:
     """Run the suite's entries on ``backend``; their summary table (and, with ``report``, the full report written to
     ``<sweep>/report``: the CI artifact)."""
     runs = run_suite(suite, backend, out_dir, launcher)
@@ -185,8 +215,9 @@ def report_dir(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
     return sweep_dir_of(suite, backend, out_dir) / "report"
 
 
-def record(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None, *,
-           keep_others: bool = False) -> int:
+def record(
+    suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None, *, keep_others: bool = False
+) -> int:
     """Measure both backends and (re)write the thresholds; ``keep_others``: entries not measured now keep theirs."""
     scores = {backend: measure(suite, backend, out_dir, launcher) for backend in BACKENDS}
     table = thresholds(scores, float(suite["margin"]))
@@ -269,23 +300,54 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", default="ci")
     parser.add_argument("--out-dir", type=Path, default=Path("results") / "runs")
     parser.add_argument("--record", action="store_true", help="measure both backends and rewrite the thresholds")
-    parser.add_argument("--baselines", type=Path, default=None,
-                        help="thresholds CSV (default: the shipped results/baselines/; --record from an installed "
-                        "wheel: ./results/baselines/)")
-    parser.add_argument("--only", nargs="*", default=None, metavar="ALGO:ENV",
-                        help="run only these entries (with --record: update only their thresholds)")
-    parser.add_argument("--launcher", default=None, help="Hydra launcher for the runs (conf/hydra/launcher/: slurm, "
-                        "ray, ray_local, ...); default: joblib, one process per core")
-    parser.add_argument("--dry-run", action="store_true", help="print the multiruns, their resources and the "
-                        "estimated core-hours (results/reference/suite_cost.csv); run nothing")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply every budget by this factor (at least "
-                        f"{suite_plan.MIN_SCALED_BUDGET} steps), e.g. 0.001 to test the suite machinery end to end")
+    parser.add_argument(
+        "--baselines",
+        type=Path,
+        default=None,
+        help="thresholds CSV (default: the shipped results/baselines/; --record from an installed "
+        "wheel: ./results/baselines/)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        metavar="ALGO:ENV",
+        help="run only these entries (with --record: update only their thresholds)",
+    )
+    parser.add_argument(
+        "--launcher",
+        default=None,
+        help="Hydra launcher for the runs (conf/hydra/launcher/: slurm, "
+        "ray, ray_local, ...); default: joblib, one process per core",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the multiruns, their resources and the "
+        "estimated core-hours (results/reference/suite_cost.csv); run nothing",
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply every budget by this factor (at least "
+        f"{suite_plan.MIN_SCALED_BUDGET} steps), e.g. 0.001 to test the suite machinery end to end",
+    )
     continuing = parser.add_mutually_exclusive_group()
-    continuing.add_argument("--resume", dest="resume", action="store_true", default=None,
-                            help="keep completed runs, resume interrupted and failed ones from their checkpoints "
-                            "(default for reference suites: zoo_*)")
-    continuing.add_argument("--fresh", dest="resume", action="store_false",
-                            help="train every run again (force=true; default for threshold suites: ci, nightly)")
+    continuing.add_argument(
+        "--resume",
+        dest="resume",
+        action="store_true",
+        default=None,
+        help="keep completed runs, resume interrupted and failed ones from their checkpoints "
+        "(default for reference suites: zoo_*)",
+    )
+    continuing.add_argument(
+        "--fresh",
+        dest="resume",
+        action="store_false",
+        help="train every run again (force=true; default for threshold suites: ci, nightly)",
+    )
     args = parser.parse_args(argv)
     suite = load_suite(args.suite)
     suite["resume"] = bool(suite.get("reference")) if args.resume is None else args.resume
@@ -295,8 +357,11 @@ def main(argv: list[str] | None = None) -> int:
         scale(suite, args.scale)
     if args.dry_run:
         return dry_run(suite, args.launcher)
-    mode = ("resuming: completed runs are kept (--fresh trains all again)" if suite["resume"] else
-            "fresh: every run trains again (--resume keeps completed runs)")
+    mode = (
+        "resuming: completed runs are kept (--fresh trains all again)"
+        if suite["resume"]
+        else "fresh: every run trains again (--resume keeps completed runs)"
+    )
     print(f"[regress] {mode}", flush=True)
     baseline_file = args.baselines or baselines_dir() / f"{suite['name']}.csv"
     if args.record and args.baselines is None and source_checkout() is None:

@@ -78,7 +78,8 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         "",
         "| run | env | n (other runs) | final IQM [95% CI] | ratio to SB3 (against, n) | RL Zoo at this budget "
         "(1 seed) | RL Zoo benchmark (1 agent) | steps to threshold (solved / runs) | env steps/s (min-max) |"
-        + " video |" * video_column,
+        + " video |"
+        * video_column,
         "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
     ]
     sources, overshoots = {}, []
@@ -86,9 +87,11 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         trained = getattr(r, "trained", r.budget)
         over = bool(np.isfinite(trained) and np.isfinite(r.budget) and trained != r.budget)
         if over:
-            overshoots.append(f"{OVERSHOOT} {label(r, several)} on {r.env}: {trained:.0f} env steps trained (budget="
-                              f"{r.budget:.0f}): the last rollout runs to its end, as in SB3; labelled and compared "
-                              f"with SB3 at {trained:.0f}.")
+            overshoots.append(
+                f"{OVERSHOOT} {label(r, several)} on {r.env}: {trained:.0f} env steps trained (budget="
+                f"{r.budget:.0f}): the last rollout runs to its end, as in SB3; labelled and compared "
+                f"with SB3 at {trained:.0f}."
+            )
         bench = "-"
         if np.isfinite(r.sb3_reference):
             flag = "" if r.reference_same_version else f" ({r.sb3_reference_env}†)"
@@ -112,15 +115,21 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         )
     lines.append("")
     lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
-    lines.append("Ratio: the final IQM over SB3's: the same config's backend=sb3 runs when there are any (n seeds), "
-                 "else the RL Zoo benchmark when trained for this budget (one agent); the Zoo's single-seed eval "
-                 "curve below its budget is shown, never a denominator.")
+    lines.append(
+        "Ratio: the final IQM over SB3's: the same config's backend=sb3 runs when there are any (n seeds), "
+        "else the RL Zoo benchmark when trained for this budget (one agent); the Zoo's single-seed eval "
+        "curve below its budget is shown, never a denominator."
+    )
     lines += overshoots
-    lines.append(f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
-                 "reach the env's threshold (median over runs that did).")
+    lines.append(
+        f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
+        "reach the env's threshold (median over runs that did)."
+    )
     if (summary.reference_same_version == False).any():  # noqa: E712 - None means no reference
-        lines.append("† SB3's reference was trained on an older env version (see results/reference/"
-                     "env_version_map.csv); compare with care.")
+        lines.append(
+            "† SB3's reference was trained on an older env version (see results/reference/"
+            "env_version_map.csv); compare with care."
+        )
     if comparison is not None and not comparison.empty:
         lines += ["", comparison_markdown(comparison, several)]
     return "\n".join(lines) + "\n"
@@ -145,16 +154,23 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
     for r in comparison.itertuples():
         per_seed = ", ".join(f"{s}: {d:+.1f}" for s, d in zip(r.seeds, r.differences))
         ci = f" [{r.ci_low:+.1f}, {r.ci_high:+.1f}]{FLAG if r.ci_flagged else ''}" if r.n > 1 else ""
-        ratio = "-" if not np.isfinite(r.fps_ratio_median) else f"{r.fps_ratio_median:.2f}x" + (
-            f" ({r.fps_ratio_min:.2f}-{r.fps_ratio_max:.2f})" if r.fps_ratio_min != r.fps_ratio_max else "")
+        ratio = (
+            "-"
+            if not np.isfinite(r.fps_ratio_median)
+            else f"{r.fps_ratio_median:.2f}x"
+            + (f" ({r.fps_ratio_min:.2f}-{r.fps_ratio_max:.2f})" if r.fps_ratio_min != r.fps_ratio_max else "")
+        )
         lines.append(
             f"| {label(r, several_sweeps, backend=False)} | {r.env} | {r.n} | {r.lit_iqm:.1f} | {r.sb3_iqm:.1f} | "
             f"{per_seed} | {r.iqm_difference:+.1f}{ci} | "
             f"{r.probability_of_improvement:.2f} | {r.verdict} | {ratio} |"
         )
-    lines += ["", f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
-              f"reads it (\"lit better\" / \"lit worse\" when it excludes 0, else \"indistinguishable\") and is "
-              f"withheld under {agg.MIN_SEEDS_FOR_CI} seeds ({FLAG})."]
+    lines += [
+        "",
+        f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
+        f'reads it ("lit better" / "lit worse" when it excludes 0, else "indistinguishable") and is '
+        f"withheld under {agg.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
+    ]
     return "\n".join(lines)
 
 
@@ -182,8 +198,9 @@ def _score(r: tuple) -> str:
 def _fps(r: tuple) -> str:
     if not np.isfinite(r.fps_median):
         return "-"
-    return f"{r.fps_median:.0f} ({r.fps_low:.0f}-{r.fps_high:.0f})" if r.fps_low != r.fps_high else (
-        f"{r.fps_median:.0f}")
+    return (
+        f"{r.fps_median:.0f} ({r.fps_low:.0f}-{r.fps_high:.0f})" if r.fps_low != r.fps_high else (f"{r.fps_median:.0f}")
+    )
 
 
 def _steps(value: float) -> str:
@@ -214,17 +231,27 @@ def _save(named: tuple[plt.Axes, str] | None, out: Path, suffixes: Sequence[str]
     for suffix in suffixes:
         path = out / f"{name}{suffix}"
         options = {"pil_kwargs": {"compress_level": 1}} if suffix == ".png" else {}
-        atomic_write(path, lambda tmp, s=suffix, o=options: figure.savefig(tmp, dpi=DPI, format=s[1:], bbox_inches=bbox,
-                                                                         **o))
+        atomic_write(
+            path, lambda tmp, s=suffix, o=options: figure.savefig(tmp, dpi=DPI, format=s[1:], bbox_inches=bbox, **o)
+        )
         paths.append(path)
     plt.close(figure)
     return paths
 
 
-def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
-            comparison: pd.DataFrame | None = None, seed: int = 0, suffixes: Sequence[str] = (".png", ".pdf"),
-            workers: int = 1, x: str = "timesteps", extra: Sequence[Drawing] | None = None,
-            ablations: pd.DataFrame | None = None) -> list[Path]:
+def figures(
+    evals: pd.DataFrame | Returns,
+    summary: pd.DataFrame,
+    out: Path,
+    *,
+    comparison: pd.DataFrame | None = None,
+    seed: int = 0,
+    suffixes: Sequence[str] = (".png", ".pdf"),
+    workers: int = 1,
+    x: str = "timesteps",
+    extra: Sequence[Drawing] | None = None,
+    ablations: pd.DataFrame | None = None,
+) -> list[Path]:
     """Learning curves per env (with the RL Zoo's, labelled as one seed), final-score intervals per env, throughput,
     lit-vs-SB3 differences, paired ablations, and ``extra``.
 
@@ -240,11 +267,15 @@ def figures(evals: pd.DataFrame | Returns, summary: pd.DataFrame, out: Path, *,
     returns = evals if isinstance(evals, Returns) else Returns.of(evals)
     curves: list[Drawing] = [
         partial(_curves, env, rows, partial(curve_bands, None, rows, seed=seed, returns=returns), look, several, x)
-        for env, rows in summary.groupby("env", sort=True)]
-    per_config: list[Drawing] = [partial(_final_scores, labelled, look),
-                                 partial(_throughput, labelled, comparison, look),
-                                 partial(_comparison, comparison, several), partial(ablation_figure, ablations),
-                                 *(extra or ())]
+        for env, rows in summary.groupby("env", sort=True)
+    ]
+    per_config: list[Drawing] = [
+        partial(_final_scores, labelled, look),
+        partial(_throughput, labelled, comparison, look),
+        partial(_comparison, comparison, several),
+        partial(ablation_figure, ablations),
+        *(extra or ()),
+    ]
     drawings = curves + per_config
     workers = min(workers, len(drawings)) if "fork" in mp.get_all_start_methods() else 1
     if workers <= 1:
@@ -312,8 +343,14 @@ def _drain() -> dict[int, list[Path]]:
     return _queue[0].drain()
 
 
-def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.DataFrame]], look: style.Look,
-            several: bool, x: str = "timesteps") -> tuple[plt.Axes, str] | None:
+def _curves(
+    env: str,
+    rows: pd.DataFrame,
+    bands_of: Callable[[], dict[Any, pd.DataFrame]],
+    look: style.Look,
+    several: bool,
+    x: str = "timesteps",
+) -> tuple[plt.Axes, str] | None:
     """One env's learning curves: a band per config and backend (the config's colour, the backend's line style),
     one legend entry per config, the RL Zoo's single-seed curve once per algorithm (steps axis only)."""
     bands = bands_of()  # (computed here: in the figure's worker when drawn in parallel)
@@ -333,16 +370,29 @@ def _curves(env: str, rows: pd.DataFrame, bands_of: Callable[[], dict[Any, pd.Da
         ref = reference_score(algo, r.env_id) if isinstance(r.env_id, str) and x == "timesteps" else None
         if ref is not None and algo not in references:
             version = "" if ref.same_version else f" ({ref.reference_env_id})"
-            references[algo] = plot.ReferenceMark(ref.score, ref.budget, f"RL Zoo {algo}{version}",
-                                                  reference_curve(algo, r.env_id), look.marker[r.algo])
+            references[algo] = plot.ReferenceMark(
+                ref.score, ref.budget, f"RL Zoo {algo}{version}", reference_curve(algo, r.env_id), look.marker[r.algo]
+            )
     backends = sorted({str(b) for b in rows.backend})
     notes = {c: _seeds_note(seeds[c]) for c in configs}
     same = len(set(notes.values())) == 1  # then said once, in the title
-    handles = [Line2D([], [], color=look.line(*c, "lit").color, marker=look.marker[c[1]], mfc="none",
-                      label=short[c] + ("" if same else f" ({notes[c]})")) for c in configs]
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=look.line(*c, "lit").color,
+            marker=look.marker[c[1]],
+            mfc="none",
+            label=short[c] + ("" if same else f" ({notes[c]})"),
+        )
+        for c in configs
+    ]
     first = rows.iloc[0]
     ax = plot.learning_curves(
-        plot.new_axes(), named, styles=styles, references=references,
+        plot.new_axes(),
+        named,
+        styles=styles,
+        references=references,
         handles=handles + style.backend_handles(backends) * (len(backends) > 1 or "sb3" in backends),
         threshold=first.threshold if np.isfinite(first.threshold) else None,
         title=f"{first.env_id or env}" + (f" ({next(iter(notes.values()))} seeds each)" if same else ""),
@@ -358,8 +408,10 @@ def short_labels(rows: pd.DataFrame, *, backend: bool = True) -> list[str]:
     configs = list(zip(rows.sweep, rows.algo, rows.variant.fillna("")))
     names = style.short_labels(configs, with_sweep=rows.sweep.nunique() > 1)
     several_envs = rows.env.nunique() > 1
-    return [name + (f" / {r.backend}" if backend else "") + (f" · {r.env}" if several_envs else "")
-            for name, r in zip(names, rows.itertuples())]
+    return [
+        name + (f" / {r.backend}" if backend else "") + (f" · {r.env}" if several_envs else "")
+        for name, r in zip(names, rows.itertuples())
+    ]
 
 
 def _seeds_note(seeds: dict[str, int]) -> str:
@@ -377,36 +429,54 @@ def _final_scores(labelled: pd.DataFrame, look: style.Look) -> tuple[plt.Axes, s
         return None
     envs = sorted(finite.env.unique())
     sizes = [int((finite.env == env).sum()) for env in envs]
-    _, axes = plt.subplots(len(envs), 1, squeeze=False, layout="constrained", height_ratios=sizes,
-                           figsize=(plot.rows_width([f"{t} (n=000)" for t in finite.label]),
-                                    plot.rows_height(sum(sizes)) + 0.5 * (len(envs) - 1)))
+    _, axes = plt.subplots(
+        len(envs),
+        1,
+        squeeze=False,
+        layout="constrained",
+        height_ratios=sizes,
+        figsize=(
+            plot.rows_width([f"{t} (n=000)" for t in finite.label]),
+            plot.rows_height(sum(sizes)) + 0.5 * (len(envs) - 1),
+        ),
+    )
     for ax, env in zip(axes[:, 0], envs):
         rows = finite[finite.env == env]
         zoo = rows.reference_at_budget.where(rows.sb3_reference_budget == rows.budget)  # a whole agent only
         configs = list(zip(rows.sweep, rows.algo, rows.variant))
         short = style.short_labels(configs, with_sweep=rows.sweep.nunique() > 1)
         with_ref = rows.assign(
-            label=[f"{name} / {r.backend} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
-                   for name, r in zip(short, rows.itertuples())], reference=zoo,
-            ci_low=rows.ci_low.fillna(rows.final_iqm), ci_high=rows.ci_high.fillna(rows.final_iqm),
-            color=[look.line(*c, "lit").color for c in configs], marker=[look.marker[c[1]] for c in configs])
+            label=[
+                f"{name} / {r.backend} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
+                for name, r in zip(short, rows.itertuples())
+            ],
+            reference=zoo,
+            ci_low=rows.ci_low.fillna(rows.final_iqm),
+            ci_high=rows.ci_high.fillna(rows.final_iqm),
+            color=[look.line(*c, "lit").color for c in configs],
+            marker=[look.marker[c[1]] for c in configs],
+        )
         with_ref.attrs["reference_label"] = "RL Zoo benchmark at this budget (1 agent)"
         plot.final_scores(ax, with_ref, xlabel="")
         ax.set_title(str(rows.env_id.iloc[0] or env), loc="left")
-    axes[-1, 0].set_xlabel("final return (IQM over seeds, 95% CI)"
-                           + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable"
-                              if finite.ci_flagged.any() else ""))
+    axes[-1, 0].set_xlabel(
+        "final return (IQM over seeds, 95% CI)"
+        + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable" if finite.ci_flagged.any() else "")
+    )
     return axes[0, 0], "final_scores"
 
 
-def _throughput(labelled: pd.DataFrame, comparison: pd.DataFrame | None,
-                look: style.Look) -> tuple[plt.Axes, str] | None:
+def _throughput(
+    labelled: pd.DataFrame, comparison: pd.DataFrame | None, look: style.Look
+) -> tuple[plt.Axes, str] | None:
     fps = labelled[np.isfinite(labelled.fps_median)].rename(columns={"fps_median": "fps"})
     if fps.empty:
         return None
-    fps = fps.assign(note=[_ratio_note(r, comparison) for r in fps.itertuples()],
-                     color=[look.line(r.sweep, r.algo, r.variant, r.backend).color for r in fps.itertuples()],
-                     hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()])
+    fps = fps.assign(
+        note=[_ratio_note(r, comparison) for r in fps.itertuples()],
+        color=[look.line(r.sweep, r.algo, r.variant, r.backend).color for r in fps.itertuples()],
+        hatch=["//" if r.backend == "sb3" else "" for r in fps.itertuples()],
+    )
     ax = plot.new_axes(width=plot.rows_width(list(fps.label)), height=plot.rows_height(len(fps)))
     return plot.throughput(ax, fps), "throughput"
 
@@ -415,17 +485,25 @@ def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axe
     if comparison is None or comparison.empty:
         return None
     rows = comparison.assign(
-        label=[f"{name} / {r.env}" for name, r in zip(style.short_labels(list(zip(
-            comparison.sweep, comparison.algo, comparison.variant.fillna(""))), with_sweep=several),
-            comparison.itertuples())],
-        note=[f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
-              + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
-              for r in comparison.itertuples()])
+        label=[
+            f"{name} / {r.env}"
+            for name, r in zip(
+                style.short_labels(
+                    list(zip(comparison.sweep, comparison.algo, comparison.variant.fillna(""))), with_sweep=several
+                ),
+                comparison.itertuples(),
+            )
+        ],
+        note=[
+            f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
+            + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
+            for r in comparison.itertuples()
+        ],
+    )
     return plot.paired_differences(plot.new_axes(height=plot.rows_height(2 * len(rows)) + 0.4), rows), "comparison"
 
 
-def _training(env: str, runs: pd.DataFrame, look: style.Look,
-              wanted: Sequence[str]) -> tuple[plt.Axes, str] | None:
+def _training(env: str, runs: pd.DataFrame, look: style.Look, wanted: Sequence[str]) -> tuple[plt.Axes, str] | None:
     """One env's training metrics (``train/metrics.csv``) against env steps: a panel per metric, a band per config
     and backend in the curves' styles, one legend; None when no run of the env has the file."""
     if not any(os.path.isfile(os.path.join(d, "train", "metrics.csv")) for d in runs.run_dir):
@@ -437,8 +515,7 @@ def _training(env: str, runs: pd.DataFrame, look: style.Look,
     configs = list(dict.fromkeys(zip(long.sweep, long.algo, long.variant)))
     short = dict(zip(configs, style.short_labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
     current = style.current()
-    _, axes = plt.subplots(1, len(metrics), squeeze=False, layout="constrained",
-                           figsize=(current.wide, current.height))
+    _, axes = plt.subplots(1, len(metrics), squeeze=False, layout="constrained", figsize=(current.wide, current.height))
     handles = {}
     for ax, metric in zip(axes[0], metrics):
         bands, lines = {}, {}
@@ -447,8 +524,13 @@ def _training(env: str, runs: pd.DataFrame, look: style.Look,
             band = training.metric_band(group, metric)
             if not band.empty:
                 bands[name], lines[name] = band, look.line(sweep, algo, variant, backend)
-                handles[name] = Line2D([], [], color=lines[name].color, ls=lines[name].linestyle,
-                                       label=f"{name} (n={int(band.n_runs.max())})")
+                handles[name] = Line2D(
+                    [],
+                    [],
+                    color=lines[name].color,
+                    ls=lines[name].linestyle,
+                    label=f"{name} (n={int(band.n_runs.max())})",
+                )
         training.draw_metric(ax, bands, lines, metric)
     axes[0, 0].set_ylabel("IQM over seeds (95% CI)")
     plot.place_legend(axes[0, 0], list(handles.values()))
@@ -464,8 +546,12 @@ def _ratio_note(row: tuple, comparison: pd.DataFrame | None) -> str:
     """On a lit bar: its env-steps/s ratio to SB3's on the same seeds (median, min-max)."""
     if comparison is None or comparison.empty or row.backend == "sb3":
         return ""
-    match = comparison[(comparison.sweep == row.sweep) & (comparison.algo == row.algo) & (comparison.env == row.env)
-                       & (comparison.variant == row.variant)]
+    match = comparison[
+        (comparison.sweep == row.sweep)
+        & (comparison.algo == row.algo)
+        & (comparison.env == row.env)
+        & (comparison.variant == row.variant)
+    ]
     if match.empty or not np.isfinite(match.fps_ratio_median.iloc[0]):
         return ""
     m = match.iloc[0]
@@ -487,18 +573,35 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def write_report(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-                 workers: int | None = None, x: str = "steps", look: str = "screen",
-                 compare: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+def write_report(
+    paths: Sequence[str | Path],
+    out: Path,
+    *,
+    seed: int = 0,
+    formats: Sequence[str] = FORMATS,
+    workers: int | None = None,
+    x: str = "steps",
+    look: str = "screen",
+    compare: Sequence[tuple[str, str]] = (),
+) -> pd.DataFrame:
     """Everything the CLI writes (figures in ``formats``, drawn by ``workers`` processes, default
     ``usable_cpus()``; ``x`` and ``look``: the CLI's ``--x`` and ``--style``; ``compare``: pairs of config names,
     ``lit_bench.analysis.paired``); returns the summary table."""
-    return _write(paths, out, seed=seed, formats=formats, workers=workers or usable_cpus(), x=X_AXES[x],
-                  look=look, compare=compare)[0]
+    return _write(
+        paths,
+        out,
+        seed=seed,
+        formats=formats,
+        workers=workers or usable_cpus(),
+        x=X_AXES[x],
+        look=look,
+        compare=compare,
+    )[0]
 
 
-def tables(paths: Sequence[str | Path], *, seed: int = 0,
-           workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def tables(
+    paths: Sequence[str | Path], *, seed: int = 0, workers: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(evals, summary, comparison)`` of the runs under ``paths``; damaged runs named on stderr and left out (run
     files not cached are parsed by ``workers`` processes).
 
@@ -508,9 +611,9 @@ def tables(paths: Sequence[str | Path], *, seed: int = 0,
     return evaluations_table(parsed, runs, ["mean_return"]), summary, comparison  # (the report uses the returns only)
 
 
-def _tables(paths: Sequence[str | Path], *, seed: int = 0, workers: int = 1,
-            compare: Sequence[tuple[str, str]] = ()) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame,
-                                                              pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _tables(
+    paths: Sequence[str | Path], *, seed: int = 0, workers: int = 1, compare: Sequence[tuple[str, str]] = ()
+) -> tuple[Parsed, pd.DataFrame, Returns, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``tables`` without the long table: ``(parsed runs, runs, their returns, summary, comparison, per run,
     ablations)`` (ablations: ``lit_bench.analysis.paired``, variants vs their bases and the ``compare`` pairs)."""
     where = ", ".join(map(str, paths))
@@ -532,8 +635,15 @@ def _tables(paths: Sequence[str | Path], *, seed: int = 0, workers: int = 1,
         ablations = ablation_table(runs, per_run, compare=list(compare), seed=seed)
     except CompareError as error:
         raise SystemExit(f"report: {error}") from None
-    return (parsed, runs, returns, with_videos(summary, runs), comparison_table(runs, None, seed=seed, per_run=per_run),
-            per_run, ablations)
+    return (
+        parsed,
+        runs,
+        returns,
+        with_videos(summary, runs),
+        comparison_table(runs, None, seed=seed, per_run=per_run),
+        per_run,
+        ablations,
+    )
 
 
 def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -548,12 +658,22 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(videos=[videos(row) for _, row in summary.iterrows()] if len(summary) else [])
 
 
-def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Sequence[str] = FORMATS,
-           workers: int = 1, x: str = "timesteps", look: str = "screen", train_metrics: Sequence[str] = (),
-           compare: Sequence[tuple[str, str]] = ()) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _write(
+    paths: Sequence[str | Path],
+    out: Path,
+    *,
+    seed: int = 0,
+    formats: Sequence[str] = FORMATS,
+    workers: int = 1,
+    x: str = "timesteps",
+    look: str = "screen",
+    train_metrics: Sequence[str] = (),
+    compare: Sequence[tuple[str, str]] = (),
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Write the report; returns the summary, the lit-vs-SB3 comparison and the other paired comparisons."""
-    parsed, runs, returns, summary, comparison, per_run, ablations = _tables(paths, seed=seed, workers=workers,
-                                                                             compare=compare)
+    parsed, runs, returns, summary, comparison, per_run, ablations = _tables(
+        paths, seed=seed, workers=workers, compare=compare
+    )
     style.use(look)
     look_of = style.Look.of(summary)
     found = suite_page.suite_of(per_run, look_of)
@@ -565,8 +685,11 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
     if not comparison.empty:
         atomic_write_text(out / "comparison.csv", comparison.to_csv(index=False))
     extra = []
-    extra += [partial(_training, env, rows, look_of, train_metrics) for env, rows in runs.groupby("env", sort=True)
-              if train_metrics != ["none"]]
+    extra += [
+        partial(_training, env, rows, look_of, train_metrics)
+        for env, rows in runs.groupby("env", sort=True)
+        if train_metrics != ["none"]
+    ]
     if found is not None:  # normalized scores over several envs: the suite's tables and page
         aggregates = suite.aggregate_table(found.scores, seed=seed)
         atomic_write_text(out / "suite.csv", aggregates.to_csv(index=False))
@@ -574,8 +697,18 @@ def _write(paths: Sequence[str | Path], out: Path, *, seed: int = 0, formats: Se
         extra.append(partial(_suite_page, found, seed, aggregates))
     if not ablations.empty:
         atomic_write_text(out / "ablations.csv", ablations.to_csv(index=False))
-    figures(returns, summary, out, comparison=comparison, seed=seed, suffixes=[f".{f}" for f in formats],
-            workers=workers, x=x, extra=extra, ablations=ablations)
+    figures(
+        returns,
+        summary,
+        out,
+        comparison=comparison,
+        seed=seed,
+        suffixes=[f".{f}" for f in formats],
+        workers=workers,
+        x=x,
+        extra=extra,
+        ablations=ablations,
+    )
     for path in paths:  # a sweep directory of an Optuna study: its figures too (lit_bench.analysis.hpo)
         plot_sweep(Path(path), out)
     return summary, comparison, ablations
@@ -590,30 +723,68 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("runs", nargs="+", help="run directories, sweep directories or globs")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run path>/report)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
-    parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS),
-                        help="file formats of the figures (png alone: ~30%% less time drawing)")
-    parser.add_argument("--workers", type=_positive, default=usable_cpus(),
-                        help="processes drawing the figures (default: the usable CPUs; 1: all in this process)")
-    parser.add_argument("--style", choices=list(style.STYLES), default="screen",
-                        help="figure sizes and fonts: screen, or paper (one column of a two-column paper)")
-    parser.add_argument("--x", choices=list(X_AXES), default="steps",
-                        help="x-axis of the learning curves: env steps, or wall-clock seconds of training")
-    parser.add_argument("--train-metrics", nargs="+", default=[], metavar="METRIC",
-                        help="train/metrics.csv columns drawn in training_<env> (default: the rollout return and "
-                             "the main losses present; none: no training figures)")
-    parser.add_argument("--compare", nargs=2, action="append", default=[], metavar=("A", "B"),
-                        help="pair two configs by seed, each named ALGO[@BACKEND][[VARIANT]] (e.g. my_ppo ppo, "
-                        "ppo ppo@sb3); repeatable. Variants (base: <algo>) are paired with their base without it")
+    parser.add_argument(
+        "--formats",
+        nargs="+",
+        choices=FORMATS,
+        default=list(FORMATS),
+        help="file formats of the figures (png alone: ~30%% less time drawing)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive,
+        default=usable_cpus(),
+        help="processes drawing the figures (default: the usable CPUs; 1: all in this process)",
+    )
+    parser.add_argument(
+        "--style",
+        choices=list(style.STYLES),
+        default="screen",
+        help="figure sizes and fonts: screen, or paper (one column of a two-column paper)",
+    )
+    parser.add_argument(
+        "--x",
+        choices=list(X_AXES),
+        default="steps",
+        help="x-axis of the learning curves: env steps, or wall-clock seconds of training",
+    )
+    parser.add_argument(
+        "--train-metrics",
+        nargs="+",
+        default=[],
+        metavar="METRIC",
+        help="train/metrics.csv columns drawn in training_<env> (default: the rollout return and "
+        "the main losses present; none: no training figures)",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("A", "B"),
+        help="pair two configs by seed, each named ALGO[@BACKEND][[VARIANT]] (e.g. my_ppo ppo, "
+        "ppo ppo@sb3); repeatable. Variants (base: <algo>) are paired with their base without it",
+    )
     args = parser.parse_args(argv)
     out = args.out or Path(str(args.runs[0]).rstrip("*/")) / "report"
     writable_out(out)
     try:
-        summary, comparison, ablations = _write(args.runs, out, seed=args.seed, formats=args.formats,
-                                                workers=args.workers, x=X_AXES[args.x], look=args.style,
-                                                train_metrics=args.train_metrics, compare=args.compare)
+        summary, comparison, ablations = _write(
+            args.runs,
+            out,
+            seed=args.seed,
+            formats=args.formats,
+            workers=args.workers,
+            x=X_AXES[args.x],
+            look=args.style,
+            train_metrics=args.train_metrics,
+            compare=args.compare,
+        )
     except OSError as error:  # e.g. the disk filled while the figures were written
-        raise SystemExit(f"report: cannot write the report to {out} ({error.strerror or error}); "
-                         f"choose another folder with --out DIR") from None
+        raise SystemExit(
+            f"report: cannot write the report to {out} ({error.strerror or error}); "
+            f"choose another folder with --out DIR"
+        ) from None
     print(markdown(summary, comparison) + _ablations_text(ablations))
     print(f"report written to {out}/ (summary.csv, summary.md, {'comparison.csv, ' if len(comparison) else ''}figures)")
 
@@ -627,8 +798,10 @@ def writable_out(out: Path) -> None:
     try:
         tempfile.TemporaryFile(dir=existing).close()
     except OSError as error:
-        raise SystemExit(f"report: cannot write the report to {out} ({error.strerror or error}); "
-                         f"choose a writable folder with --out DIR") from None
+        raise SystemExit(
+            f"report: cannot write the report to {out} ({error.strerror or error}); "
+            f"choose a writable folder with --out DIR"
+        ) from None
 
 
 def _positive(text: str) -> int:

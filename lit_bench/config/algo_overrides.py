@@ -79,8 +79,9 @@ def rewrite(args: list[str]) -> list[str]:
     except Exception:  # Hydra reports a malformed command line itself
         return args
     choice = next((o for o in parsed if o.key_or_group == "algo" and o.package is None and not o.is_delete()), None)
-    per_algo = [(i, o) for i, o in zip(positions, parsed)
-                if o.key_or_group.startswith("algo.") and args[i][0] not in "+~"]
+    per_algo = [
+        (i, o) for i, o in zip(positions, parsed) if o.key_or_group.startswith("algo.") and args[i][0] not in "+~"
+    ]
     if choice is None or not choice.is_sweep_override() or not per_algo:
         return args
     search_path = _search_path(args, parsed)
@@ -97,10 +98,15 @@ def rewrite(args: list[str]) -> list[str]:
         lacking = [n for n, cfg in configs.items() if OmegaConf.select(cfg, key, default=_MISSING) is _MISSING]
         if lacking:
             having = [n for n in names if n not in lacking]
-            has = f"only {', '.join(having)} of the sweep {'has' if len(having) == 1 else 'have'} it" if having \
+            has = (
+                f"only {', '.join(having)} of the sweep {'has' if len(having) == 1 else 'have'} it"
+                if having
                 else "no algorithm of the sweep has it"
+            )
             verb = "has" if len(lacking) == 1 else "have"
-            raise OverrideError(f"{args[i]}: algo={', algo='.join(lacking)} {verb} no hyperparameter {key} ({has}); "
-                                f"sweep the algorithms that have it separately")
+            raise OverrideError(
+                f"{args[i]}: algo={', algo='.join(lacking)} {verb} no hyperparameter {key} ({has}); "
+                f"sweep the algorithms that have it separately"
+            )
         rewritten[i] = f"++{args[i]}"
     return rewritten

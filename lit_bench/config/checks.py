@@ -105,11 +105,14 @@ def check_declared_action_space(cls: type, algo_name: str, env_name: str, declar
         raise _unsupported_actions(cls, supported, algo_name, env_name, declared)
 
 
-def _unsupported_actions(cls: type, supported: tuple[type, ...], algo_name: str, env_name: str,
-                         has: str) -> ConfigError:
+def _unsupported_actions(
+    cls: type, supported: tuple[type, ...], algo_name: str, env_name: str, has: str
+) -> ConfigError:
     names = ", ".join(s.__name__ for s in supported)
-    return ConfigError(f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
-                       f"{env_name} has {has} actions")
+    return ConfigError(
+        f"algo={algo_name} cannot act in env={env_name}: {cls.__name__} supports {names} actions, "
+        f"{env_name} has {has} actions"
+    )
 
 
 def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any) -> None:
@@ -127,9 +130,7 @@ def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any
             f"(use a masked env, e.g. env=InvalidActionDiscrete)"
         )
     if isinstance(env.observation_space, spaces.Dict) and policy != "MultiInputPolicy":
-        raise ConfigError(
-            f"env={env_name} has Dict observations: set algo.policy=MultiInputPolicy (got {policy})"
-        )
+        raise ConfigError(f"env={env_name} has Dict observations: set algo.policy=MultiInputPolicy (got {policy})")
 
 
 def _positive_int(name: str, value: Any, optional: bool = False) -> None:
@@ -157,16 +158,20 @@ def check_sweep(sweep: Any, out_dir: Any) -> None:
     text = str(sweep)
     parts = Path(text).parts
     if not text or Path(text).is_absolute() or ".." in parts or not parts:
-        raise ConfigError(f"sweep={sweep}: a sweep name is a relative path below out_dir (e.g. sweep=ppo_tuning or "
-                          f"sweep=2026/ppo), without '..'; to write elsewhere, set out_dir=")
+        raise ConfigError(
+            f"sweep={sweep}: a sweep name is a relative path below out_dir (e.g. sweep=ppo_tuning or "
+            f"sweep=2026/ppo), without '..'; to write elsewhere, set out_dir="
+        )
     try:
         name_max = os.pathconf(str(out_dir) if Path(str(out_dir)).is_dir() else ".", "PC_NAME_MAX")
     except (OSError, ValueError):
         name_max = 255
     long = next((p for p in parts if len(os.fsencode(p)) > name_max), None)
     if long is not None:
-        raise ConfigError(f"sweep={text[:40]}...: the part {long[:20]}... is {len(os.fsencode(long))} bytes, longer "
-                          f"than the file system's {name_max}; choose a shorter sweep name")
+        raise ConfigError(
+            f"sweep={text[:40]}...: the part {long[:20]}... is {len(os.fsencode(long))} bytes, longer "
+            f"than the file system's {name_max}; choose a shorter sweep name"
+        )
 
 
 def check_run_options(cfg: DictConfig) -> None:
@@ -181,8 +186,9 @@ def check_run_options(cfg: DictConfig) -> None:
         _positive_int(name, OmegaConf.select(cfg, name), optional=True)
     for name, optional in (("stop_timeout_s", False), ("step_timeout_s", True)):
         value = cfg.get(name)
-        if not (optional and value is None) and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                                 or not value > 0):
+        if not (optional and value is None) and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+        ):
             raise ConfigError(f"{name}={value}: must be a positive number of seconds" + (" or null" * optional))
     for name in ("eval.deterministic", "checkpoint.replay_buffer", "force"):
         value = OmegaConf.select(cfg, name)
@@ -221,8 +227,17 @@ def check_hyperparameter_values(cls: type, algo_cfg: DictConfig) -> None:
 
 # Lightning Trainer options that change how much is trained (or for how long): the budget is budget= env steps.
 TRAINING_LENGTH_OPTIONS = (
-    "max_epochs", "min_epochs", "max_steps", "min_steps", "max_time", "fast_dev_run", "overfit_batches",
-    "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+    "max_epochs",
+    "min_epochs",
+    "max_steps",
+    "min_steps",
+    "max_time",
+    "fast_dev_run",
+    "overfit_batches",
+    "limit_train_batches",
+    "limit_val_batches",
+    "limit_test_batches",
+    "limit_predict_batches",
 )
 
 
@@ -230,9 +245,11 @@ def check_trainer_options(cfg: DictConfig) -> None:
     """No ``trainer.*`` option may shorten or stretch a run: a run is complete only when it trained its budget."""
     for name in TRAINING_LENGTH_OPTIONS:
         if name in cfg.trainer:
-            raise ConfigError(f"trainer.{name}={cfg.trainer[name]}: changes how many env steps are trained; the "
-                              f"harness trains exactly budget= env steps (set budget=, and eval.every= for "
-                              f"evaluations; remove trainer.{name})")
+            raise ConfigError(
+                f"trainer.{name}={cfg.trainer[name]}: changes how many env steps are trained; the "
+                f"harness trains exactly budget= env steps (set budget=, and eval.every= for "
+                f"evaluations; remove trainer.{name})"
+            )
 
 
 _PRECISION_ALIASES = {"32": "32-true", "bf16": "bf16-mixed", "16": "16-mixed"}  # Lightning's short names
@@ -244,6 +261,8 @@ def check_precision(cfg: DictConfig) -> None:
 
     precision = str(cfg.trainer.get("precision", "32-true"))
     if str(cfg.backend) == "lit" and _PRECISION_ALIASES.get(precision, precision) not in SUPPORTED_PRECISIONS:
-        raise ConfigError(f"trainer.precision: one of {', '.join(SUPPORTED_PRECISIONS)} (16-mixed runs as bf16-mixed "
-                          f"on CPU; the policies compute in float32, so 64-true and *-true halves do not apply), "
-                          f"got {precision!r}")
+        raise ConfigError(
+            f"trainer.precision: one of {', '.join(SUPPORTED_PRECISIONS)} (16-mixed runs as bf16-mixed "
+            f"on CPU; the policies compute in float32, so 64-true and *-true halves do not apply), "
+            f"got {precision!r}"
+        )

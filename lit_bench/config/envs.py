@@ -27,8 +27,9 @@ def require_package(env_cfg: DictConfig, env_name: str) -> None:
             importlib.import_module(str(module))
     except ImportError as error:
         extra = env_cfg.get("extra") or "envs"
-        raise ConfigError(f"env={env_name} needs the '{extra}' extra (missing module {error.name!r}): "
-                          f"pip install 'lit-sb3[{extra}]'") from None
+        raise ConfigError(
+            f"env={env_name} needs the '{extra}' extra (missing module {error.name!r}): pip install 'lit-sb3[{extra}]'"
+        ) from None
 
 
 def env_source(env_cfg: DictConfig, env_name: str) -> str | Callable[..., gym.Env]:
@@ -78,9 +79,16 @@ def normalize_kwargs(env_cfg: DictConfig, gamma: float | None) -> dict[str, Any]
     return kwargs
 
 
-def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None,
-              render_mode: str | None = None, monitor_dir: str | None = None, append_monitor: bool = False,
-              outer: Callable[[gym.Env], gym.Env] | None = None) -> tuple[VecEnv, VecEnv]:
+def make_envs(
+    env_cfg: DictConfig,
+    env_name: str,
+    seed: int,
+    gamma: float | None,
+    render_mode: str | None = None,
+    monitor_dir: str | None = None,
+    append_monitor: bool = False,
+    outer: Callable[[gym.Env], gym.Env] | None = None,
+) -> tuple[VecEnv, VecEnv]:
     """Training VecEnv (``n_envs`` copies, VecNormalize when configured) and a one-env evaluation VecEnv.
 
     Both have the same wrappers; SB3's ``Monitor`` sits innermost (``make_vec_env``), so evaluation scores are
@@ -97,8 +105,9 @@ def make_envs(env_cfg: DictConfig, env_name: str, seed: int, gamma: float | None
     if outer is not None:
         inner, wrap = wrap, (lambda env: outer(inner(env) if inner else env))
     common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": wrap}
-    monitor = {"monitor_dir": monitor_dir, "monitor_kwargs": {"override_existing": not append_monitor}} \
-        if monitor_dir else {}
+    monitor = (
+        {"monitor_dir": monitor_dir, "monitor_kwargs": {"override_existing": not append_monitor}} if monitor_dir else {}
+    )
     train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common, **monitor), env_cfg)
     if render_mode is not None:
         common["env_kwargs"] = {**common["env_kwargs"], "render_mode": render_mode}

@@ -52,8 +52,13 @@ CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources:
 NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console", "stop_timeout_s", "step_timeout_s")
 # How a run is observed: recorded, never part of the directory; hashed at these values (the shipped defaults)
 OBSERVATION: dict[str, Any] = {
-    "logger": {"extra": {}}, "trainer.enable_progress_bar": False, "trainer.log_every_n_steps": 1,
-    "eval.video": False, "eval.video_every": None, "log_interval": None, "checkpoint.every": None,
+    "logger": {"extra": {}},
+    "trainer.enable_progress_bar": False,
+    "trainer.log_every_n_steps": 1,
+    "eval.video": False,
+    "eval.video_every": None,
+    "log_interval": None,
+    "checkpoint.every": None,
 }
 OBSERVATION_KEYS = (*OBSERVATION, "console")
 _ABSENT = object()
@@ -66,11 +71,11 @@ _defaults_cache: dict[tuple[str, ...], dict[str, Any]] = {}
 
 @dataclass(frozen=True)
 class RunIdentity:
-    subdir: Path           # relative to <out_dir>/<sweep>
-    config_id: str         # the config without its seed
-    config_hash: str       # the config with its seed
-    variant: str           # "" for the composed defaults
-    overrides: list[str]   # key=value of every difference from the composed defaults
+    subdir: Path  # relative to <out_dir>/<sweep>
+    config_id: str  # the config without its seed
+    config_hash: str  # the config with its seed
+    variant: str  # "" for the composed defaults
+    overrides: list[str]  # key=value of every difference from the composed defaults
 
 
 def resolved(cfg: DictConfig) -> dict[str, Any]:
@@ -200,7 +205,10 @@ def identify(cfg: DictConfig | dict[str, Any]) -> RunIdentity:
     if variant:
         subdir /= f"{variant}-{cid}"
     return RunIdentity(
-        subdir=subdir / f"seed_{config['seed']}", config_id=cid, config_hash=config_hash(config), variant=variant,
+        subdir=subdir / f"seed_{config['seed']}",
+        config_id=cid,
+        config_hash=config_hash(config),
+        variant=variant,
         overrides=[key if key.startswith("~") else f"{key}={_text(value)}" for key, value in diffs],
     )
 
@@ -229,7 +237,7 @@ def run_subdir(_root_: DictConfig) -> str:
 def parse_run_path(run_dir: Path) -> dict[str, Any]:
     """algo / env / seed / sweep / variant of a run directory from its path (for runs without ``summary.json``)."""
     parts = list(run_dir.parts)
-    seed = parts.pop()[len("seed_"):] if parts and parts[-1].startswith("seed_") else None
+    seed = parts.pop()[len("seed_") :] if parts and parts[-1].startswith("seed_") else None
     variant = ""
     if parts and _VARIANT_DIR.search(parts[-1]):
         variant = _VARIANT_DIR.sub("", parts.pop())

@@ -45,8 +45,9 @@ def user_config_dirs(value: str | None = None) -> list[Path]:
     for entry in filter(None, text.split(os.pathsep)):
         path = Path(entry).expanduser().resolve()
         if not path.is_dir():
-            raise UserConfigError(f"{ENV_VAR}: {entry} is not a directory (config directories: algo/, env/, "
-                                  f"algo_env/, suite/ ...)")
+            raise UserConfigError(
+                f"{ENV_VAR}: {entry} is not a directory (config directories: algo/, env/, algo_env/, suite/ ...)"
+            )
         if path not in dirs:
             dirs.append(path)
     return dirs
@@ -62,7 +63,7 @@ def _searchpath_entries(value: str) -> list[str]:
         if entry.startswith("pkg://"):
             from importlib.resources import files
 
-            module = entry[len("pkg://"):].strip("/").replace("/", ".")
+            module = entry[len("pkg://") :].strip("/").replace("/", ".")
             found.append(str(files(module)))
         else:
             found.append(entry.removeprefix("file://"))
@@ -97,7 +98,7 @@ class LayeredConfigSource(ConfigSource):
         super().__init__(provider=provider, path=path)
         from hydra._internal.core_plugins.file_config_source import FileConfigSource
 
-        self.dirs = [Path(d) for d in path[len(f"{SCHEME}://"):].split(os.pathsep) if d]
+        self.dirs = [Path(d) for d in path[len(f"{SCHEME}://") :].split(os.pathsep) if d]
         self.layers = [FileConfigSource(provider, str(d)) for d in self.dirs]
 
     @staticmethod
@@ -117,8 +118,12 @@ class LayeredConfigSource(ConfigSource):
         return self._layer(config_path) is not None or self._tuned_base(_name(config_path)) is not None
 
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
-        found = {name for layer in self.layers if layer.is_group(config_path)
-                 for name in layer.list(config_path, results_filter)}
+        found = {
+            name
+            for layer in self.layers
+            if layer.is_group(config_path)
+            for name in layer.list(config_path, results_filter)
+        }
         return sorted(found)
 
     def load_config(self, config_path: str) -> ConfigResult:
@@ -131,7 +136,7 @@ class LayeredConfigSource(ConfigSource):
             return self._variant_tuned(*tuned)
         result = layer.load_config(config_path)
         if name.startswith("algo/") and isinstance(result.config, DictConfig) and BASE_KEY in result.config:
-            base = self.base_of(name[len("algo/"):])
+            base = self.base_of(name[len("algo/") :])
             defaults = list(result.config.get("defaults", []))
             result.config.defaults = [base, *defaults] if "_self_" in defaults else [base, *defaults, "_self_"]
         return result
@@ -156,17 +161,18 @@ class LayeredConfigSource(ConfigSource):
             choices = ", ".join(n for n in names if BASE_KEY not in (self._own(n) or {}))  # (not variants)
             raise ConfigCompositionException(f"{where}: not an algo config; choose one of {choices}")
         if self.base_of(base) is not None:
-            raise ConfigCompositionException(f"{where} is itself a variant (of {self.base_of(base)}); name the "
-                                             f"algorithm it varies as {BASE_KEY}")
+            raise ConfigCompositionException(
+                f"{where} is itself a variant (of {self.base_of(base)}); name the algorithm it varies as {BASE_KEY}"
+            )
         return base
 
     def _tuned_base(self, name: str) -> tuple[str, str, str] | None:
         """``algo_env/<variant>_<env>`` without a file: (variant, its base, env) when the base has a tuned file."""
         if not name.startswith("algo_env/"):
             return None
-        pair = name[len("algo_env/"):]
+        pair = name[len("algo_env/") :]
         for cut in (i for i, c in enumerate(pair) if c == "_"):
-            algo, env = pair[:cut], pair[cut + 1:]
+            algo, env = pair[:cut], pair[cut + 1 :]
             base = self.base_of(algo) if self._own(algo) is not None else None
             if base is not None and self._layer(f"algo_env/{base}_{env}.yaml") is not None:
                 return algo, base, env

@@ -78,7 +78,7 @@ def current_spelling(name: str) -> str:
     """``name`` with a module that moved (``MOVED``: old module -> new module) spelled as it is now."""
     for old, new in MOVED.items():
         if name == old or name.startswith((f"{old}.", f"{old}:")):
-            return new + name[len(old):]
+            return new + name[len(old) :]
     return name
 
 
@@ -107,8 +107,10 @@ def check_run_config(tree: Any, source: str) -> None:
     """Refuse (:class:`UntrustedConfig`, one line) the first node of ``tree`` (a run's ``config.yaml``, parsed with
     ``yaml.safe_load``) naming code outside the harness's config groups and the allow-list."""
     for where in _interpolations(tree):
-        raise UntrustedConfig(f"{source}: {where} is an interpolation (${{...}}), which a recorded config never "
-                              f"holds and resolving could run code; rerun with --trust if you trust this run")
+        raise UntrustedConfig(
+            f"{source}: {where} is an interpolation (${{...}}), which a recorded config never "
+            f"holds and resolving could run code; rerun with --trust if you trust this run"
+        )
     for where, kind, name in code_names(tree):
         if not trusted_name(kind, name):
             what = "an env package" if kind == "package" else "code"

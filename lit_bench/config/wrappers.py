@@ -31,8 +31,10 @@ class KeepObservationEntries(gym.ObservationWrapper):
         if keep is None:
             env_id = env.spec.id if env.spec is not None else None
             if env_id not in POSITION_INDICES:
-                raise ValueError(f"keep: no default for env {env_id!r}; give the indices (defaults exist for "
-                                 f"{', '.join(POSITION_INDICES)})")
+                raise ValueError(
+                    f"keep: no default for env {env_id!r}; give the indices (defaults exist for "
+                    f"{', '.join(POSITION_INDICES)})"
+                )
             keep = POSITION_INDICES[env_id]
         self.keep = np.asarray(keep, dtype=np.int64)
         if self.keep.size == 0 or self.keep.min() < 0 or self.keep.max() >= space.shape[0]:
@@ -49,8 +51,11 @@ def no_velocity_env(env_id: str, **kwargs: Any) -> gym.Env:
 
 
 # The RL Zoo's ids (rl_zoo3/import_envs.py registers the same names), so that references map one to one.
-NO_VELOCITY_IDS = {"CartPoleNoVel-v1": "CartPole-v1", "PendulumNoVel-v1": "Pendulum-v1",
-                   "MountainCarContinuousNoVel-v0": "MountainCarContinuous-v0"}
+NO_VELOCITY_IDS = {
+    "CartPoleNoVel-v1": "CartPole-v1",
+    "PendulumNoVel-v1": "Pendulum-v1",
+    "MountainCarContinuousNoVel-v0": "MountainCarContinuous-v0",
+}
 for _new_id, _base_id in NO_VELOCITY_IDS.items():
     if _new_id not in gym.envs.registry:
         gym.register(_new_id, entry_point="lit_bench.config.wrappers:no_velocity_env", kwargs={"env_id": _base_id})

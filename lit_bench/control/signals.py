@@ -134,8 +134,7 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if stop_file and in_sweep_process():  # only the sweep stops the sweep (a requeued submitit job must run)
         open(stop_file, "a").close()
     if not worker:
-        print(f"\n{name}: stopping at the next checkpoint (send it again to stop at once)", file=sys.stderr,
-              flush=True)
+        print(f"\n{name}: stopping at the next checkpoint (send it again to stop at once)", file=sys.stderr, flush=True)
         for pid in _workers():
             _kill(pid, signum)
 

@@ -20,10 +20,21 @@ if TYPE_CHECKING:
     import optuna
     from optuna.distributions import BaseDistribution
 
-SAMPLERS = {"tpe": "TPESampler", "random": "RandomSampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
-            "qmc": "QMCSampler"}
-PRUNERS = {"none": "NopPruner", "median": "MedianPruner", "percentile": "PercentilePruner",
-           "halving": "SuccessiveHalvingPruner", "hyperband": "HyperbandPruner", "threshold": "ThresholdPruner"}
+SAMPLERS = {
+    "tpe": "TPESampler",
+    "random": "RandomSampler",
+    "cmaes": "CmaEsSampler",
+    "gp": "GPSampler",
+    "qmc": "QMCSampler",
+}
+PRUNERS = {
+    "none": "NopPruner",
+    "median": "MedianPruner",
+    "percentile": "PercentilePruner",
+    "halving": "SuccessiveHalvingPruner",
+    "hyperband": "HyperbandPruner",
+    "threshold": "ThresholdPruner",
+}
 DIRECTIONS = ("maximize", "minimize")
 JOURNAL_SUFFIX = ".journal"
 AGGREGATES = ("mean", "iqm")
@@ -77,11 +88,16 @@ def distribution_from_mapping(key: str, spec: Mapping[str, Any]) -> BaseDistribu
             return CategoricalDistribution(list(spec["choices"]))
         if kind == "float":
             step = spec.get("step")
-            return FloatDistribution(float(spec["low"]), float(spec["high"]), log=bool(spec.get("log", False)),
-                                     step=None if step is None else float(step))
+            return FloatDistribution(
+                float(spec["low"]),
+                float(spec["high"]),
+                log=bool(spec.get("log", False)),
+                step=None if step is None else float(step),
+            )
         if kind == "int":
-            return IntDistribution(int(spec["low"]), int(spec["high"]), log=bool(spec.get("log", False)),
-                                   step=int(spec.get("step", 1)))
+            return IntDistribution(
+                int(spec["low"]), int(spec["high"]), log=bool(spec.get("log", False)), step=int(spec.get("step", 1))
+            )
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"hydra.sweeper.params.{key}: {type(error).__name__}: {error}") from None
     raise ConfigError(f"hydra.sweeper.params.{key}.type={kind}: choose one of float, int, categorical")
@@ -115,8 +131,9 @@ def _plain(choice: Any) -> Any:
     return choice if choice is None or isinstance(choice, (bool, int, float, str)) else str(choice)
 
 
-def search_space(params: Mapping[str, Any] | None, arguments: list[str]) -> tuple[dict[str, BaseDistribution],
-                                                                                    list[str]]:
+def search_space(
+    params: Mapping[str, Any] | None, arguments: list[str]
+) -> tuple[dict[str, BaseDistribution], list[str]]:
     """(distributions by key, the fixed overrides): ``params`` from the sweeper's config, then the command line's
     sweep overrides (which win); the command line's other overrides are passed to every trial unchanged, and one
     that sets a key of ``params`` takes it out of the search (``algo.gamma=0.99`` fixes it)."""
@@ -130,8 +147,10 @@ def search_space(params: Mapping[str, Any] | None, arguments: list[str]) -> tupl
         else:
             override = parser.parse_override(f"{key}={value}")
             if not override.is_sweep_override():
-                raise ConfigError(f"hydra.sweeper.params.{key}={value}: not a search space; use choice(...), "
-                                  f"interval(...) or range(...)")
+                raise ConfigError(
+                    f"hydra.sweeper.params.{key}={value}: not a search space; use choice(...), "
+                    f"interval(...) or range(...)"
+                )
             space[str(key)] = distribution_from_sweep(str(key), override.value())
     fixed = []
     for override in parser.parse_overrides(arguments):
@@ -143,8 +162,10 @@ def search_space(params: Mapping[str, Any] | None, arguments: list[str]) -> tupl
             fixed.append(override.input_line)
             space.pop(override.get_key_element(), None)
     if not space:
-        raise ConfigError("the search space is empty: give it in hydra.sweeper.params or on the command line, e.g. "
-                          "'algo.learning_rate=tag(log, interval(1e-5, 1e-2))'")
+        raise ConfigError(
+            "the search space is empty: give it in hydra.sweeper.params or on the command line, e.g. "
+            "'algo.learning_rate=tag(log, interval(1e-5, 1e-2))'"
+        )
     return space, fixed
 
 

@@ -88,14 +88,23 @@ def resources(launcher: str | None, threads: int = 1) -> dict[str, Any]:
     config = yaml.safe_load(path.read_text()) or {}
     cpus = config.get("cpus_per_task", threads)
     remote = (config.get("ray") or {}).get("remote") or {}
-    return {"launcher": launcher, "cpus": threads if not isinstance(cpus, int) else cpus,
-            "mem_gb": config.get("mem_gb"), "timeout_min": config.get("timeout_min"),
-            "max_num_timeout": config.get("max_num_timeout"),
-            **({"ray_cpus": remote.get("num_cpus")} if remote else {})}
+    return {
+        "launcher": launcher,
+        "cpus": threads if not isinstance(cpus, int) else cpus,
+        "mem_gb": config.get("mem_gb"),
+        "timeout_min": config.get("timeout_min"),
+        "max_num_timeout": config.get("max_num_timeout"),
+        **({"ray_cpus": remote.get("num_cpus")} if remote else {}),
+    }
 
 
-def plan(entries: list[Entry], seeds: int, launcher: str | None, cost_table: dict[tuple[str, str], float],
-         budget_of: dict[tuple[str, str], int] | None = None) -> dict[str, Any]:
+def plan(
+    entries: list[Entry],
+    seeds: int,
+    launcher: str | None,
+    cost_table: dict[tuple[str, str], float],
+    budget_of: dict[tuple[str, str], int] | None = None,
+) -> dict[str, Any]:
     """Per multirun: command words, runs, core-hours (None where no cost is measured); and the totals."""
     family = family_of()
     limits = resources(launcher)
@@ -114,38 +123,66 @@ def plan(entries: list[Entry], seeds: int, launcher: str | None, cost_table: dic
             longest = max(longest, run_hours)
             hours += run_hours * seeds
         total += hours
-        lines.append({"algo": algo, "envs": envs, "budget": budget, "overrides": list(overrides),
-                      "runs": len(envs) * seeds, "core_hours": hours if known else None})
-    return {"multiruns": lines, "runs": sum(line["runs"] for line in lines), "core_hours": total,
-            "longest_run_hours": longest, "unmeasured": unmeasured, "resources": limits}
+        lines.append(
+            {
+                "algo": algo,
+                "envs": envs,
+                "budget": budget,
+                "overrides": list(overrides),
+                "runs": len(envs) * seeds,
+                "core_hours": hours if known else None,
+            }
+        )
+    return {
+        "multiruns": lines,
+        "runs": sum(line["runs"] for line in lines),
+        "core_hours": total,
+        "longest_run_hours": longest,
+        "unmeasured": unmeasured,
+        "resources": limits,
+    }
 
 
 def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores_per_node: int = 32) -> str:
     """The plan as text: one line per multirun, then totals, requeues and the wall time on N nodes (one run per
     core, perfect packing: the longest run bounds it from below)."""
     limits = result["resources"]
-    out = [f"resources per run ({limits['launcher']}): {limits['cpus']} CPU"
-           + (f", {limits['mem_gb']} GB" if limits.get("mem_gb") else "")
-           + (f", time limit {limits['timeout_min']} min" if limits.get("timeout_min") else "")]
+    out = [
+        f"resources per run ({limits['launcher']}): {limits['cpus']} CPU"
+        + (f", {limits['mem_gb']} GB" if limits.get("mem_gb") else "")
+        + (f", time limit {limits['timeout_min']} min" if limits.get("timeout_min") else "")
+    ]
     for line in result["multiruns"]:
         cost = "cost not measured" if line["core_hours"] is None else f"{line['core_hours']:10.1f} core-h"
         budget = line["budget"] if line["budget"] is not None else "zoo"
         extra = f" {' '.join(line['overrides'])}" if line["overrides"] else ""
-        out.append(f"  algo={line['algo']} env={','.join(line['envs'])} budget={budget}{extra}: "
-                   f"{line['runs']} runs, {cost}")
+        out.append(
+            f"  algo={line['algo']} env={','.join(line['envs'])} budget={budget}{extra}: {line['runs']} runs, {cost}"
+        )
     core_hours = result["core_hours"]
-    out.append(f"total: {len(result['multiruns'])} multiruns, {result['runs']} runs, {core_hours:.1f} core-hours "
-               f"measured" + (f" (+{len(result['unmeasured'])} entries without a measured cost: "
-                              f"{', '.join(result['unmeasured'][:8])}{' ...' if len(result['unmeasured']) > 8 else ''})"
-                              if result["unmeasured"] else ""))
+    out.append(
+        f"total: {len(result['multiruns'])} multiruns, {result['runs']} runs, {core_hours:.1f} core-hours "
+        f"measured"
+        + (
+            f" (+{len(result['unmeasured'])} entries without a measured cost: "
+            f"{', '.join(result['unmeasured'][:8])}{' ...' if len(result['unmeasured']) > 8 else ''})"
+            if result["unmeasured"]
+            else ""
+        )
+    )
     timeout = limits.get("timeout_min")
     if timeout:
         requeues = math.ceil(result["longest_run_hours"] * 60 / timeout) - 1
         allowed = limits.get("max_num_timeout")
-        out.append(f"longest run: {result['longest_run_hours']:.1f} h of CPU: {max(requeues, 0)} requeues at a "
-                   f"{timeout}-minute limit" + (f" (max_num_timeout {allowed}: raise it, "
-                                                f"hydra.launcher.max_num_timeout=...)"
-                                                if allowed is not None and requeues > allowed else ""))
+        out.append(
+            f"longest run: {result['longest_run_hours']:.1f} h of CPU: {max(requeues, 0)} requeues at a "
+            f"{timeout}-minute limit"
+            + (
+                f" (max_num_timeout {allowed}: raise it, hydra.launcher.max_num_timeout=...)"
+                if allowed is not None and requeues > allowed
+                else ""
+            )
+        )
     for n in nodes:
         wall = max(core_hours / (n * cores_per_node), result["longest_run_hours"])
         out.append(f"  on {n} node(s) of {cores_per_node} cores: >= {wall:.1f} h wall")

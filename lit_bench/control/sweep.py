@@ -31,8 +31,24 @@ from lit_bench.store.rundir import RunDir, atomic_write_text, open_no_follow
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong to this multirun
 TAG_ENV = "LIT_BENCH_SWEEP_TAG"  # optional prefix of the multirun id (``regress`` finds its own records by it)
 MAX_ROWS = 40  # one screen; beyond it only the jobs that did not complete are listed
-RECORD_KEYS = ("algo", "env", "seed", "backend", "variant", "config_id", "status", "timesteps", "final_mean_return",
-               "objective", "wall_time_s", "error", "run_dir", "pruned_at", "job", "job_overrides")
+RECORD_KEYS = (
+    "algo",
+    "env",
+    "seed",
+    "backend",
+    "variant",
+    "config_id",
+    "status",
+    "timesteps",
+    "final_mean_return",
+    "objective",
+    "wall_time_s",
+    "error",
+    "run_dir",
+    "pruned_at",
+    "job",
+    "job_overrides",
+)
 
 
 class RunFailed(RuntimeError):
@@ -86,8 +102,11 @@ def record_job(cfg: DictConfig, summary: dict[str, Any]) -> None:
     invocation = os.environ.get(INVOCATION_ENV)
     hydra_cfg = HydraConfig.get()
     if invocation and hydra_cfg.mode == RunMode.MULTIRUN:  # (its overrides: which jobs the launcher ran)
-        record(sweep_path(cfg), invocation,
-               {**summary, "job": hydra_cfg.job.num, "job_overrides": list(hydra_cfg.overrides.task)})
+        record(
+            sweep_path(cfg),
+            invocation,
+            {**summary, "job": hydra_cfg.job.num, "job_overrides": list(hydra_cfg.overrides.task)},
+        )
 
 
 def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
@@ -132,8 +151,10 @@ def table(records: list[dict[str, Any]]) -> str:
     """One line per job (skipped = already completed by an earlier or concurrent job), then the counts."""
     rows = records if len(records) <= MAX_ROWS else [r for r in records if r.get("status") != "completed"]
     width = max([7, *(len(r.get("variant") or "") for r in rows)])
-    lines = [f"{'algo':<12} {'env':<22} {'variant':<{width}} {'seed':>4} {'backend':<7} {'status':<10} {'steps':>9} "
-             f"{'final':>9} {'objective':>9} {'wall_s':>8}  error"]
+    lines = [
+        f"{'algo':<12} {'env':<22} {'variant':<{width}} {'seed':>4} {'backend':<7} {'status':<10} {'steps':>9} "
+        f"{'final':>9} {'objective':>9} {'wall_s':>8}  error"
+    ]
     for r in rows:
         final, objective = r.get("final_mean_return"), r.get("objective")
         lines.append(
@@ -162,9 +183,13 @@ def write_best_trial(sweep_dir: Path, best: dict[str, Any], direction: str) -> P
     run = RunDir(best["run_dir"])
     summary = run.read_summary() or {}
     content = {
-        "direction": direction, "objective": best["objective"], "run_dir": best["run_dir"],
-        "variant": best.get("variant"), "config_id": best.get("config_id"),
-        "overrides": summary.get("overrides"), "config": run.read_config(),
+        "direction": direction,
+        "objective": best["objective"],
+        "run_dir": best["run_dir"],
+        "variant": best.get("variant"),
+        "config_id": best.get("config_id"),
+        "overrides": summary.get("overrides"),
+        "config": run.read_config(),
     }
     path = sweep_dir / "best_trial.yaml"
     atomic_write_text(path, yaml.safe_dump(content, sort_keys=False))
@@ -211,12 +236,18 @@ def report(sweep_dir: Path, invocation: str | None, direction: str | None = None
     best = best_trial(records, direction) if direction else None
     if best is not None and direction is not None:
         path = write_best_trial(sweep_dir, best, direction)
-        print(f"best ({direction}, objective {metric}): {best['objective']:.2f} "
-              f"{best.get('variant') or '(defaults)'} seed {best.get('seed')} -> {path}", flush=True)
+        print(
+            f"best ({direction}, objective {metric}): {best['objective']:.2f} "
+            f"{best.get('variant') or '(defaults)'} seed {best.get('seed')} -> {path}",
+            flush=True,
+        )
     stopped = signals.pending()
     if stopped is not None:
-        print(f"sweep stopped by {signal.Signals(stopped).name}: runs not listed did not start; "
-              f"rerun the same command to resume", flush=True)
+        print(
+            f"sweep stopped by {signal.Signals(stopped).name}: runs not listed did not start; "
+            f"rerun the same command to resume",
+            flush=True,
+        )
         sys.exit(128 + stopped)
     if any(r.get("status") not in ("completed", "skipped", "pruned") for r in records):
         sys.exit(1)

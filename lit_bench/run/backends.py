@@ -144,12 +144,17 @@ def train_sb3(job: Job) -> Any:
         _resume_sb3(job, model)
     formats: list[KVWriter] = [MetricsCSV(job.run), *sb3_output_formats(job.cfg, job.run)]
     model.set_logger(Logger(folder=str(job.run.train_dir), output_formats=formats))
-    checkpoint = SB3Checkpoint(job.run, job.checkpoint_every, job.evaluator.wall_time,
-                               replay_buffer=bool(job.cfg.checkpoint.replay_buffer))
+    checkpoint = SB3Checkpoint(
+        job.run, job.checkpoint_every, job.evaluator.wall_time, replay_buffer=bool(job.cfg.checkpoint.replay_buffer)
+    )
     log_interval = {} if job.cfg.get("log_interval") is None else {"log_interval": int(job.cfg.log_interval)}
     callbacks = [job.evaluator, checkpoint, SB3StopOnSignal(checkpoint)]
-    model.learn(total_timesteps=job.budget - model.num_timesteps, callback=callbacks,
-                reset_num_timesteps=not job.resume, **log_interval)
+    model.learn(
+        total_timesteps=job.budget - model.num_timesteps,
+        callback=callbacks,
+        reset_num_timesteps=not job.resume,
+        **log_interval,
+    )
     return model
 
 

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
 
 
-
 def best_state(run: RunDir) -> dict[str, Any] | None:
     """``{"timesteps", "mean_return"}`` of the kept best model, or None when there is none yet."""
     try:
@@ -63,8 +62,9 @@ class BestCheckpoint:
         if isinstance(env, VecNormalize):
             atomic_write(vecnormalize_path, lambda tmp: env.save(str(tmp)))
         atomic_write(model_path, lambda tmp: self._save_model(model, tmp))
-        atomic_write_json(self.run.checkpoints / BEST_STATE,
-                          {"timesteps": int(row["timesteps"]), "mean_return": self.best})
+        atomic_write_json(
+            self.run.checkpoints / BEST_STATE, {"timesteps": int(row["timesteps"]), "mean_return": self.best}
+        )
 
     def _save_model(self, model: BaseAlgorithm | SB3Algorithm, path: Path) -> None:
         if self.backend == "sb3":
@@ -77,7 +77,8 @@ class BestCheckpoint:
             # trainer.save_checkpoint without its barrier: only rank 0 evaluates in a multi-process run
             trainer = model.trainer
             trainer.strategy.checkpoint_io.save_checkpoint(
-                trainer._checkpoint_connector.dump_checkpoint(weights_only=True), str(path))
+                trainer._checkpoint_connector.dump_checkpoint(weights_only=True), str(path)
+            )
         finally:
             if keep_buffer:
                 model.checkpoint_replay_buffer = True

@@ -61,8 +61,9 @@ def zip_problem(path: Path) -> str | None:
     return f"corrupt member {bad}" if bad is not None else None
 
 
-def install_checkpoint(run: RunDir, name: str, write: Callable[[Path], None], timesteps: int,
-                       wall_time_s: float) -> None:
+def install_checkpoint(
+    run: RunDir, name: str, write: Callable[[Path], None], timesteps: int, wall_time_s: float
+) -> None:
     """Write ``checkpoints/<name>`` through ``write(tmp)``: check it, keep the current one as ``previous``, move it
     into place, then record ``state.json``. A file that does not check out is dropped with one warning line (the
     run goes on; the last good checkpoint stays)."""
@@ -89,8 +90,13 @@ def save_lit_checkpoint(trainer: L.Trainer, module: Any, run: RunDir, wall_time_
         trainer.save_checkpoint(os.devnull, weights_only=False)
         return
     # weights_only=False saves the full training state (optimizers, loops), not "load with weights_only"
-    install_checkpoint(run, LIT_CHECKPOINT, lambda tmp: trainer.save_checkpoint(str(tmp), weights_only=False),
-                       module.num_timesteps, wall_time_s)
+    install_checkpoint(
+        run,
+        LIT_CHECKPOINT,
+        lambda tmp: trainer.save_checkpoint(str(tmp), weights_only=False),
+        module.num_timesteps,
+        wall_time_s,
+    )
     save_vecnormalize(module.get_env(), run)
 
 
@@ -109,8 +115,15 @@ def save_sb3_checkpoint(model: SB3Algorithm, run: RunDir, wall_time_s: float, re
     save_vecnormalize(model.get_env(), run)
 
 
-def save_checkpoint(backend: str, model: BaseAlgorithm | SB3Algorithm, run: RunDir, wall_time_s: float, *,
-                    trainer: L.Trainer | None = None, replay_buffer: bool = True) -> None:
+def save_checkpoint(
+    backend: str,
+    model: BaseAlgorithm | SB3Algorithm,
+    run: RunDir,
+    wall_time_s: float,
+    *,
+    trainer: L.Trainer | None = None,
+    replay_buffer: bool = True,
+) -> None:
     """Checkpoint a running job now, for either backend (``trainer`` is the lit backend's RLTrainer)."""
     if backend == "lit":
         assert trainer is not None, "save_checkpoint: the lit backend needs its trainer"

@@ -52,8 +52,9 @@ class ConsoleProgress:
     :param stream: where to write (stderr)
     """
 
-    def __init__(self, name: str, budget: int, every: int, mode: str, heartbeat_s: float = 60.0,
-                 stream: TextIO | None = None) -> None:
+    def __init__(
+        self, name: str, budget: int, every: int, mode: str, heartbeat_s: float = 60.0, stream: TextIO | None = None
+    ) -> None:
         self.name, self.budget, self.every, self.mode = name, budget, every, mode
         self.heartbeat_s = heartbeat_s
         self.stream = stream or sys.stderr
@@ -67,11 +68,15 @@ class ConsoleProgress:
     def status(self) -> str:
         steps, elapsed = self.steps, time.monotonic() - self.started
         rate = (steps - (self.steps_at_start or 0)) / elapsed if elapsed > 0 else 0.0
-        parts = [f"{steps:,}/{self.budget:,} env steps ({100 * steps / max(self.budget, 1):.0f}%)",
-                 f"{rate:,.0f} steps/s"]
+        parts = [
+            f"{steps:,}/{self.budget:,} env steps ({100 * steps / max(self.budget, 1):.0f}%)",
+            f"{rate:,.0f} steps/s",
+        ]
         if self.last is not None:
-            parts.append(f"eval {self.last['mean_return']:.1f} +/- {self.last['std_return']:.1f} "
-                         f"at {int(self.last['timesteps']):,}")
+            parts.append(
+                f"eval {self.last['mean_return']:.1f} +/- {self.last['std_return']:.1f} "
+                f"at {int(self.last['timesteps']):,}"
+            )
         next_eval = (steps // self.every + 1) * self.every
         if next_eval <= self.budget:
             parts.append(f"next eval at {next_eval:,}")
@@ -83,8 +88,9 @@ class ConsoleProgress:
         if self.mode == "lines":
             first = min((steps // self.every + 1) * self.every, self.budget)
             resumed = f" (resumed at {steps:,})" if steps else ""
-            self._write(f"[{self.name}] training to {self.budget:,} env steps{resumed}; first evaluation at "
-                        f"{first:,}\n")
+            self._write(
+                f"[{self.name}] training to {self.budget:,} env steps{resumed}; first evaluation at {first:,}\n"
+            )
 
     def step(self, steps: int) -> None:
         """After an env step: refresh the bar, or print a heartbeat (cheap when neither is due)."""

@@ -60,10 +60,19 @@ class PeriodicEval(BaseCallback):
     :param progress: the run's live console (told every env step and every evaluation)
     """
 
-    def __init__(self, eval_env: VecEnv, run: RunDir, every: int, episodes: int, deterministic: bool,
-                 wall_time_offset: float = 0.0, seed: int | None = None, video: EvalVideo | None = None,
-                 on_evaluated: Sequence[Callable[[Any, dict[str, Any]], None]] = (),
-                 progress: ConsoleProgress | None = None) -> None:
+    def __init__(
+        self,
+        eval_env: VecEnv,
+        run: RunDir,
+        every: int,
+        episodes: int,
+        deterministic: bool,
+        wall_time_offset: float = 0.0,
+        seed: int | None = None,
+        video: EvalVideo | None = None,
+        on_evaluated: Sequence[Callable[[Any, dict[str, Any]], None]] = (),
+        progress: ConsoleProgress | None = None,
+    ) -> None:
         super().__init__(verbose=0)
         self.eval_env = eval_env
         self.run = run
@@ -129,13 +138,20 @@ class PeriodicEval(BaseCallback):
         timesteps = int(model.num_timesteps)
         video_path = self.video.path_for(timesteps) if self.video is not None else None
         with recording(video_path, self.eval_env) if video_path else nullcontext(self.eval_env) as env:
-            returns, lengths = evaluate_episodes(model, env, n_eval_episodes=self.episodes,
-                                                 deterministic=self.deterministic, return_episode_rewards=True,
-                                                 callback=record_success)
+            returns, lengths = evaluate_episodes(
+                model,
+                env,
+                n_eval_episodes=self.episodes,
+                deterministic=self.deterministic,
+                return_episode_rewards=True,
+                callback=record_success,
+            )
         self.eval_seconds += time.perf_counter() - begin
         if not np.isfinite(np.mean(returns)):  # not written: eval.csv holds scores only
-            raise Diverged(f"diverged: the evaluation at {timesteps} env steps has mean return {np.mean(returns)} "
-                           f"(non-finite rewards, or non-finite parameters); its last checkpoint is kept")
+            raise Diverged(
+                f"diverged: the evaluation at {timesteps} env steps has mean return {np.mean(returns)} "
+                f"(non-finite rewards, or non-finite parameters); its last checkpoint is kept"
+            )
         row = {
             "timesteps": timesteps,
             "wall_time_s": round(self.wall_time(), 3),
@@ -156,8 +172,7 @@ class PeriodicEval(BaseCallback):
             hook(model, row)
         return row
 
-    def _append_history(self, timesteps: int, returns: list[float], lengths: list[int],
-                        successes: list[float]) -> None:
+    def _append_history(self, timesteps: int, returns: list[float], lengths: list[int], successes: list[float]) -> None:
         entry = {"timesteps": timesteps, "results": list(returns), "ep_lengths": list(lengths)}
         if successes:
             entry["successes"] = successes

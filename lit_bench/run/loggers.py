@@ -45,8 +45,10 @@ def check_loggers(cfg: DictConfig) -> None:
     for name, node in logger_nodes(cfg).items():
         package = _PACKAGE_OF.get(_kind(node))
         if package and importlib.util.find_spec(package) is None:
-            raise ConfigError(f"logger={name}: needs the {package} package, which is not installed; install the "
-                              f"loggers extra: {EXTRA}")
+            raise ConfigError(
+                f"logger={name}: needs the {package} package, which is not installed; install the "
+                f"loggers extra: {EXTRA}"
+            )
 
 
 def wandb_identity(cfg: DictConfig, run: RunDir) -> dict[str, Any]:
@@ -92,8 +94,7 @@ class WandbOutputFormat(KVWriter):
         define_env_step_axis(self.run)
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
-        metrics = {k: float(v) for k, v in key_values.items()
-                   if "wandb" not in key_excluded.get(k, ()) and scalar(v)}
+        metrics = {k: float(v) for k, v in key_values.items() if "wandb" not in key_excluded.get(k, ()) and scalar(v)}
         if metrics:  # _step is the env step too, as SB3's own W&B runs have it
             self.run.log({**metrics, ENV_STEP_AXIS: int(step)}, step=int(step))
 
@@ -121,14 +122,20 @@ def sb3_output_formats(cfg: DictConfig, run: RunDir) -> list[KVWriter]:
     for node in logger_nodes(cfg).values():
         kind = _kind(node)
         if kind == "TensorBoardLogger":
-            formats.append(TensorBoardOutputFormat(str(run.root / str(node.get("name", "train")) /
-                                                       str(node.get("version", "tb")))))
+            formats.append(
+                TensorBoardOutputFormat(str(run.root / str(node.get("name", "train")) / str(node.get("version", "tb"))))
+            )
         elif kind == "WandbLogger":
             settings = OmegaConf.to_container(node, resolve=True)
             assert isinstance(settings, dict)
-            formats.append(WandbOutputFormat(
-                project=settings.get("project"), mode="offline" if settings.get("offline") else None,
-                dir=str(run.root), **wandb_identity(cfg, run)))
+            formats.append(
+                WandbOutputFormat(
+                    project=settings.get("project"),
+                    mode="offline" if settings.get("offline") else None,
+                    dir=str(run.root),
+                    **wandb_identity(cfg, run),
+                )
+            )
         else:
             raise ConfigError(f"logger: {node.get('_target_')} has no sb3-backend equivalent; use it with backend=lit")
     return formats

@@ -25,4 +25,4 @@ def score(rows: list[dict[str, Any]], objective: Any) -> float:
         return float("nan")
     if objective.metric == "final":
         return returns[-1]
-    return iqm(returns[-int(objective.last):])
+    return iqm(returns[-int(objective.last) :])

@@ -46,8 +46,13 @@ def git_state() -> dict[str, Any]:
 
 def provenance() -> dict[str, Any]:
     """The summary's fields written when a run starts (``cluster`` only for a job of a scheduler)."""
-    found = {"started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(),
-             "python": platform.python_version(), "versions": versions(), "git": git_state()}
+    found = {
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "versions": versions(),
+        "git": git_state(),
+    }
     job = scheduler_job()
     return {**found, "cluster": job} if job else found
 
@@ -59,19 +64,34 @@ def scheduler_job() -> dict[str, Any] | None:
         import submitit
 
         job = submitit.JobEnvironment()
-        return {"scheduler": "slurm", "job_id": job.job_id, "node": job.hostname,
-                "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0)), "pid": os.getpid(),
-                "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr)}
+        return {
+            "scheduler": "slurm",
+            "job_id": job.job_id,
+            "node": job.hostname,
+            "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0)),
+            "pid": os.getpid(),
+            "stdout": str(job.paths.stdout),
+            "stderr": str(job.paths.stderr),
+        }
     if "SLURM_JOB_ID" in os.environ:  # a job of sbatch / srun that is not submitit's
-        return {"scheduler": "slurm", "job_id": os.environ["SLURM_JOB_ID"],
-                "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0))}
+        return {
+            "scheduler": "slurm",
+            "job_id": os.environ["SLURM_JOB_ID"],
+            "restarts": int(os.environ.get("SLURM_RESTART_COUNT", 0)),
+        }
     if "ray" in sys.modules:
         import ray
 
         if ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE:
             context = ray.get_runtime_context()
-            return {"scheduler": "ray", "job_id": context.get_job_id(), "node": context.get_node_id(),
-                    "task_id": context.get_task_id(), "pid": os.getpid(), "logs": _ray_log_dir()}
+            return {
+                "scheduler": "ray",
+                "job_id": context.get_job_id(),
+                "node": context.get_node_id(),
+                "task_id": context.get_task_id(),
+                "pid": os.getpid(),
+                "logs": _ray_log_dir(),
+            }
     return None
 
 

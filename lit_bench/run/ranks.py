@@ -54,17 +54,23 @@ def check_processes(cfg: DictConfig, algo_cls: type) -> None:
     if str(cfg.backend) != "lit":
         raise ConfigError(f"trainer.devices={devices}: backend=sb3 trains in one process; use backend=lit")
     if str(cfg.trainer.get("strategy", "auto")) != "ddp":
-        raise ConfigError(f"trainer.strategy: multi-process runs (trainer.devices={devices}) need trainer.strategy=ddp "
-                          f"(each process builds its own envs), got {cfg.trainer.get('strategy')!r}")
+        raise ConfigError(
+            f"trainer.strategy: multi-process runs (trainer.devices={devices}) need trainer.strategy=ddp "
+            f"(each process builds its own envs), got {cfg.trainer.get('strategy')!r}"
+        )
     if not getattr(algo_cls, "multi_process_update", False):
-        raise ConfigError(f"trainer.devices={devices}: {algo_cls.__name__} trains in one process (multi-process "
-                          f"training: PPO, A2C, TRPO, MaskablePPO, RecurrentPPO); run seeds in parallel with -m")
+        raise ConfigError(
+            f"trainer.devices={devices}: {algo_cls.__name__} trains in one process (multi-process "
+            f"training: PPO, A2C, TRPO, MaskablePPO, RecurrentPPO); run seeds in parallel with -m"
+        )
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
-        raise ConfigError(f"trainer.devices={devices}: multi-process training runs one run per command (Lightning "
-                          f"starts the other processes by re-running it); drop -m, or use trainer.devices=1 in sweeps")
+        raise ConfigError(
+            f"trainer.devices={devices}: multi-process training runs one run per command (Lightning "
+            f"starts the other processes by re-running it); drop -m, or use trainer.devices=1 in sweeps"
+        )
 
 
 def hand_plan(plan: dict[str, Any]) -> None:
@@ -75,8 +81,10 @@ def hand_plan(plan: dict[str, Any]) -> None:
 def received_plan() -> dict[str, Any]:
     text = os.environ.get(PLAN_ENV)
     if text is None:
-        raise ConfigError("trainer.devices: this process is rank > 0 of a multi-process run but rank 0 handed it no "
-                          "plan; start the run with python run.py ... trainer.devices=N (Lightning starts the ranks)")
+        raise ConfigError(
+            "trainer.devices: this process is rank > 0 of a multi-process run but rank 0 handed it no "
+            "plan; start the run with python run.py ... trainer.devices=N (Lightning starts the ranks)"
+        )
     return json.loads(text)
 
 
@@ -86,17 +94,31 @@ def run_rank(cfg: DictConfig, prepare: Callable[[DictConfig], tuple[type, int]])
     :param prepare: the checks rank 0 runs before any env exists (``lit_bench.run.train``'s): algorithm class, budget
     """
     rank = process_rank()
-    summary: dict[str, Any] = {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed,
-                               "backend": str(cfg.backend), "rank": rank, "status": "running"}
+    summary: dict[str, Any] = {
+        "algo": str(cfg.algo_name),
+        "env": str(cfg.env_name),
+        "seed": cfg.seed,
+        "backend": str(cfg.backend),
+        "rank": rank,
+        "status": "running",
+    }
     train_env = eval_env = None
     try:
         plan = received_plan()
         algo_cls, budget = prepare(cfg)
         torch.set_num_threads(int(cfg.threads))  # as rank 0
         train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"))
-        job = Job(cfg=cfg, algo_cls=algo_cls, run=RunDir(plan["run_dir"]), train_env=train_env, evaluator=None,
-                  budget=budget, seed=int(cfg.seed), checkpoint_every=int(plan["checkpoint_every"]),
-                  resume=bool(plan["resume"]))
+        job = Job(
+            cfg=cfg,
+            algo_cls=algo_cls,
+            run=RunDir(plan["run_dir"]),
+            train_env=train_env,
+            evaluator=None,
+            budget=budget,
+            seed=int(cfg.seed),
+            checkpoint_every=int(plan["checkpoint_every"]),
+            resume=bool(plan["resume"]),
+        )
         model = train_lit(job)
         summary.update(status="completed", timesteps=int(model.num_timesteps))
     except Interrupted as interrupt:
@@ -150,8 +172,11 @@ def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[Non
 
     class Watcher(_ChildProcessObserver):
         def _terminate_all(self) -> None:
-            failed = [f"rank {i + 1} exited with code {child.returncode}"
-                      for i, child in enumerate(self._child_processes) if child.returncode]
+            failed = [
+                f"rank {i + 1} exited with code {child.returncode}"
+                for i, child in enumerate(self._child_processes)
+                if child.returncode
+            ]
             for child in self._child_processes:
                 child.send_signal(self._termination_signal)
             with lock:
@@ -162,8 +187,9 @@ def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[Non
                     os._exit(1)  # from this thread: the main thread may be blocked in a collective
 
     launch = subprocess_script._launch_process_observer
-    subprocess_script._launch_process_observer = (
-        lambda children: Watcher(main_pid=os.getpid(), child_processes=children).start())
+    subprocess_script._launch_process_observer = lambda children: Watcher(
+        main_pid=os.getpid(), child_processes=children
+    ).start()
     try:
         yield
     finally:

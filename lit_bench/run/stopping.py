@@ -42,8 +42,9 @@ class LitStopOnSignal(L.Callback):
         if trainer.world_size > 1:  # a signal to any rank stops all at this boundary (the checkpoint is collective)
             import torch
 
-            both = trainer.strategy.reduce(torch.tensor([signum or 0, -1 if pruned is None else pruned]),
-                                           reduce_op="max")
+            both = trainer.strategy.reduce(
+                torch.tensor([signum or 0, -1 if pruned is None else pruned]), reduce_op="max"
+            )
             signum, pruned = int(both[0]) or None, None if int(both[1]) < 0 else int(both[1])
         if signum is not None or pruned is not None:
             self.checkpoint.save(trainer, pl_module)

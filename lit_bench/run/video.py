@@ -174,4 +174,3 @@ class EvalVideo:
         if self.every and (timesteps // self.eval_every) % self.every == 0:
             return self.root / f"eval_{timesteps}.mp4"
         return None
-

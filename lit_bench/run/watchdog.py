@@ -77,8 +77,10 @@ class StepWatchdog:
             if since is None or time.monotonic() - since < self.timeout_s:
                 continue
             calls = self._calls
-            self._message = (f"step_timeout_s={self.timeout_s:g}: the env's {self._what} did not return within "
-                             f"{self.timeout_s:g} s (the env stopped responding)")
+            self._message = (
+                f"step_timeout_s={self.timeout_s:g}: the env's {self._what} did not return within "
+                f"{self.timeout_s:g} s (the env stopped responding)"
+            )
             assert self._main is not None
             signal.pthread_kill(self._main, signal.SIGALRM)
             if not self._stop.wait(GRACE_S) and self._calls == calls and self._since is not None:
@@ -100,4 +102,3 @@ class Watched(gym.Wrapper):
     def step(self, action: Any) -> Any:
         with self.watchdog.watch("step"):
             return self.env.step(action)
-

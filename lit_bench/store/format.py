@@ -42,7 +42,14 @@ LOCK = ".lock"  # the writer's flock (pid and host inside)
 METRICS_BEFORE_RESUME = ".metrics.before_resume.csv"  # a resumed run's earlier metrics, until training ends
 
 EVAL_FIELDS = (
-    "timesteps", "wall_time_s", "mean_return", "std_return", "median_return", "mean_ep_length", "success_rate", "fps",
+    "timesteps",
+    "wall_time_s",
+    "mean_return",
+    "std_return",
+    "median_return",
+    "mean_ep_length",
+    "success_rate",
+    "fps",
 )
 
 # Every file of a run directory a user may read (the README's table lists exactly these; test_run_format checks it).
@@ -72,28 +79,44 @@ FILES: dict[str, str] = {
 SUMMARY_FIELDS: dict[str, str] = {
     "format": "the run-directory format (FORMAT); absent: 1",
     "status": "running, completed, failed or interrupted (readers add skipped, incomplete, damaged)",
-    "algo": "the algo config's name", "base": "the algo a variant config derives from (base: <algo>); null: none",
-    "env": "the env config's name", "env_id": "the gymnasium id",
-    "seed": "the seed", "backend": "lit or sb3", "budget": "env steps asked for", "run_dir": "this directory",
-    "sweep": "the sweep's name", "variant": "readable differences from the composed defaults ('' for none)",
-    "config_id": "hash of the config without its seed", "config_hash": "hash of the config with its seed",
+    "algo": "the algo config's name",
+    "base": "the algo a variant config derives from (base: <algo>); null: none",
+    "env": "the env config's name",
+    "env_id": "the gymnasium id",
+    "seed": "the seed",
+    "backend": "lit or sb3",
+    "budget": "env steps asked for",
+    "run_dir": "this directory",
+    "sweep": "the sweep's name",
+    "variant": "readable differences from the composed defaults ('' for none)",
+    "config_id": "hash of the config without its seed",
+    "config_hash": "hash of the config with its seed",
     "overrides": "key=value of every difference from the composed defaults",
     "invocation": "the multirun this run was last started by (its job record)",
     "resumed_from": "env steps of the checkpoint this run resumed from (null: a fresh start)",
-    "started_at": "local time of the start", "finished_at": "local time of the end",
-    "host": "host name", "python": "Python version", "versions": "versions of the packages that shape results",
+    "started_at": "local time of the start",
+    "finished_at": "local time of the end",
+    "host": "host name",
+    "python": "Python version",
+    "versions": "versions of the packages that shape results",
     "git": "commit and dirty flag of the checkout",
     "cluster": "the scheduler job that ran it (SLURM: job id, node, restarts, submitit's stdout / stderr files; Ray: "
-               "job, node, task, worker pid, log folder); absent outside a scheduler",
-    "timesteps": "env steps trained", "final_mean_return": "mean return of the last evaluation, at the budget's end",
-    "final_std_return": "its standard deviation", "final_success_rate": "its success rate (null without one)",
-    "threshold": "the env's solved threshold", "steps_to_threshold": "first step from which the threshold held",
-    "wall_time_s": "training and evaluation seconds", "fps": "env steps per second",
-    "startup_s": "seconds from the start to the first env step", "objective": "the score a sweeper gets",
-    "error": "what went wrong (failed, interrupted)", "traceback": "the traceback of an unexpected error",
+    "job, node, task, worker pid, log folder); absent outside a scheduler",
+    "timesteps": "env steps trained",
+    "final_mean_return": "mean return of the last evaluation, at the budget's end",
+    "final_std_return": "its standard deviation",
+    "final_success_rate": "its success rate (null without one)",
+    "threshold": "the env's solved threshold",
+    "steps_to_threshold": "first step from which the threshold held",
+    "wall_time_s": "training and evaluation seconds",
+    "fps": "env steps per second",
+    "startup_s": "seconds from the start to the first env step",
+    "objective": "the score a sweeper gets",
+    "error": "what went wrong (failed, interrupted)",
+    "traceback": "the traceback of an unexpected error",
     "signal": "the signal that stopped an interrupted run",
     "observation": "how the run was watched (loggers, progress bar, videos, log intervals, checkpoint frequency, "
-                   "console): recorded, never part of its identity",
+    "console): recorded, never part of its identity",
     "note": "what a skipped run's command asked for that did not train it again (another observation setting)",
 }
 
@@ -133,7 +156,7 @@ _OLD = {new: old for old, new in MOVED.items()}
 def _spelled_old(text: str) -> str:
     for new, old in _OLD.items():
         if text == new or text.startswith((f"{new}.", f"{new}:")):
-            return old + text[len(new):]
+            return old + text[len(new) :]
     return text
 
 

@@ -27,8 +27,17 @@ import yaml
 from lit_bench.store import format as fmt
 from lit_bench.store.format import EVAL_FIELDS, FINAL_VIDEO
 
-__all__ = ["EVAL_FIELDS", "FINAL_VIDEO", "RunDir", "atomic_write", "atomic_write_json", "atomic_write_text",
-           "csv_text", "read_csv", "read_evaluations_npz"]
+__all__ = [
+    "EVAL_FIELDS",
+    "FINAL_VIDEO",
+    "RunDir",
+    "atomic_write",
+    "atomic_write_json",
+    "atomic_write_text",
+    "csv_text",
+    "read_csv",
+    "read_evaluations_npz",
+]
 
 
 def fresh_tmp(path: Path, suffix: str = "") -> Path:
@@ -45,8 +54,9 @@ def open_no_follow(path: Path, flags: int) -> int:
         return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as error:
         if error.errno == errno.ELOOP:
-            raise OSError(error.errno, f"{path} is a symlink; the harness never writes through one: remove it") \
-                from None
+            raise OSError(
+                error.errno, f"{path} is a symlink; the harness never writes through one: remove it"
+            ) from None
         raise
 
 
@@ -182,8 +192,12 @@ class RunDir:
         for child in self.root.iterdir():
             if child == self.lock_file or (child.name.startswith(".") and child.name.endswith(".tmp")):
                 continue
-            if child == self.summary and summary is not None and summary.get("status") == "failed" \
-                    and not summary.get("timesteps"):
+            if (
+                child == self.summary
+                and summary is not None
+                and summary.get("status") == "failed"
+                and not summary.get("timesteps")
+            ):
                 continue
             return f"it holds {child.name} but no config.yaml"
         return None
@@ -288,7 +302,7 @@ class RunDir:
                 if steps > per_env:
                     break
                 kept += 1
-            atomic_write_text(path, header + "".join(lines[:kept + 1]))
+            atomic_write_text(path, header + "".join(lines[: kept + 1]))
 
     # ------------------------------------------------------------------ train/metrics.csv
 
@@ -338,6 +352,8 @@ class RunDir:
         except (KeyError, ValueError):
             return "eval.csv is damaged (its last row does not parse)"
         if final_step != summary.get("timesteps") or final_return != summary.get("final_mean_return"):
-            return (f"eval.csv does not end with the final evaluation in summary.json "
-                    f"({final_step} vs {summary.get('timesteps')} env steps)")
+            return (
+                f"eval.csv does not end with the final evaluation in summary.json "
+                f"({final_step} vs {summary.get('timesteps')} env steps)"
+            )
         return None

@@ -154,9 +154,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         ):
             if not isinstance(space, supported):
                 valid = ", ".join(s.__name__ for s in supported)
-                raise ValueError(
-                    f"env: {type(self).__name__} does not support the {name} {space}; supported: {valid}"
-                )
+                raise ValueError(f"env: {type(self).__name__} does not support the {name} {space}; supported: {valid}")
         if self.observation_space is not None:
             check_for_correct_spaces(env, self.observation_space, self.action_space)
 
@@ -215,7 +213,10 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         return list(self._named_optimizers().values())
 
     def _optimizer_step(
-        self, optimizer: Any, loss: torch.Tensor, max_grad_norm: float | None = None,
+        self,
+        optimizer: Any,
+        loss: torch.Tensor,
+        max_grad_norm: float | None = None,
         drop_grads: Sequence[torch.Tensor] = (),
     ) -> None:
         """One step of ``optimizer`` on ``loss`` (see :func:`lit_sb3.common.optim.optimizer_step`)."""
@@ -330,9 +331,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         self._callback = as_callback(self._rl_callback)
         if self._callback is not None:
             self._callback.init_callback(self)  # type: ignore[arg-type]
-            self._callback.on_training_start(
-                {"total_timesteps": self.total_timesteps, "self": self}, {}
-            )
+            self._callback.on_training_start({"total_timesteps": self.total_timesteps, "self": self}, {})
         if pending is not None and "rng" in pending:
             # last, so that nothing between here and the first training step draws from the restored generators
             resume.set_rng_state(pending["rng"])
@@ -394,8 +393,14 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
                 self.ep_success_buffer.append(success)
 
     def _record_rollout_stats(self) -> None:
-        record_rollout_stats(self.sb3_logger, self.ep_info_buffer, self.ep_success_buffer, self.num_timesteps,
-                             self.num_timesteps - self._num_timesteps_at_start, self._start_time)
+        record_rollout_stats(
+            self.sb3_logger,
+            self.ep_info_buffer,
+            self.ep_success_buffer,
+            self.num_timesteps,
+            self.num_timesteps - self._num_timesteps_at_start,
+            self._start_time,
+        )
 
     def dump_logs(self) -> None:
         """Write everything recorded since the last dump, at the current env step."""

@@ -60,7 +60,11 @@ class Acting:
         """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``,
         which calls ``callback(locals(), globals())`` at each step)."""
         return evaluate_policy(
-            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True,
+            self,
+            env,
+            n_eval_episodes=n_episodes,
+            deterministic=deterministic,
+            return_episode_rewards=True,
             callback=callback,
         )
 
@@ -108,9 +112,7 @@ def run_episodes(
     ``length``, plus its ``observations`` and ``actions`` (stacked, one row per step) when ``trajectories``."""
     recorder = TrajectoryRecorder() if trajectories else None
     returns, lengths = algorithm.evaluate_episodes(env, n_episodes, deterministic, callback=recorder)
-    episodes: list[dict[str, Any]] = [
-        {"return": float(r), "length": int(n)} for r, n in zip(returns, lengths)
-    ]
+    episodes: list[dict[str, Any]] = [{"return": float(r), "length": int(n)} for r, n in zip(returns, lengths)]
     if recorder is not None:
         for episode, (observations, actions) in zip(episodes, recorder.finished):
             episode.update(observations=observations, actions=actions)

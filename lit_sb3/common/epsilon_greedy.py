@@ -22,11 +22,17 @@ class EpsilonGreedy(Part):
     :param exploration_fraction: fraction of the training budget over which the probability decays
     """
 
-    sb3_names = ("exploration_rate", "exploration_schedule", "exploration_initial_eps", "exploration_final_eps",
-                 "exploration_fraction")
+    sb3_names = (
+        "exploration_rate",
+        "exploration_schedule",
+        "exploration_initial_eps",
+        "exploration_final_eps",
+        "exploration_fraction",
+    )
 
-    def __init__(self, exploration_initial_eps: float, exploration_final_eps: float,
-                 exploration_fraction: float) -> None:
+    def __init__(
+        self, exploration_initial_eps: float, exploration_final_eps: float, exploration_fraction: float
+    ) -> None:
         for name, value, ok, rule in (
             ("exploration_fraction", exploration_fraction, 0.0 < exploration_fraction <= 1.0, "in (0, 1]"),
             ("exploration_initial_eps", exploration_initial_eps, 0.0 <= exploration_initial_eps <= 1.0, "in [0, 1]"),

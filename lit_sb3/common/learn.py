@@ -106,8 +106,9 @@ def _tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> Tens
     try:
         import tensorboard  # noqa: F401
     except ImportError:
-        raise ImportError("tensorboard_log: writing TensorBoard events needs the tensorboard package "
-                          "(pip install tensorboard)") from None
+        raise ImportError(
+            "tensorboard_log: writing TensorBoard events needs the tensorboard package (pip install tensorboard)"
+        ) from None
     run_id = get_latest_run_id(root, name) + (1 if reset_num_timesteps else 0)
     return SB3TensorBoardLogger(save_dir=root, name="", version=f"{name}_{run_id}", default_hp_metric=False)
 

@@ -27,9 +27,16 @@ from lit_sb3.lightning_compat.internals import attached_trainer, step_between_co
 
 #: hooks of the training loop and of a manual update that may be skipped when nothing overrides them
 HOOKS = (
-    "on_train_epoch_start", "on_train_epoch_end", "on_train_batch_start", "on_train_batch_end",
-    "on_before_batch_transfer", "transfer_batch_to_device", "on_after_batch_transfer", "on_before_backward",
-    "on_after_backward", "on_before_optimizer_step",
+    "on_train_epoch_start",
+    "on_train_epoch_end",
+    "on_train_batch_start",
+    "on_train_batch_end",
+    "on_before_batch_transfer",
+    "transfer_batch_to_device",
+    "on_after_batch_transfer",
+    "on_before_backward",
+    "on_after_backward",
+    "on_before_optimizer_step",
 )
 _UPDATE_HOOKS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step")
 
@@ -62,7 +69,8 @@ def listeners(trainer: L.Trainer) -> Listeners:
         return cached[1]
     transfer = getattr(type(module), "transfer_batch_to_device", None)
     in_module = {
-        hook for hook in HOOKS
+        hook
+        for hook in HOOKS
         if is_overridden(hook, module, L.LightningModule)
         and not (hook == "transfer_batch_to_device" and getattr(transfer, "batch_already_on_device", False))
     }
@@ -70,8 +78,9 @@ def listeners(trainer: L.Trainer) -> Listeners:
     in_strategy = {hook for hook in ("on_train_batch_start",) if is_overridden(hook, strategy, Strategy)}
     # Lightning's default transfer moves tensors to the device: nothing to do on the CPU, or for batches that are there
     on_device = strategy.root_device.type == "cpu" or getattr(transfer, "batch_already_on_device", False)
-    batch_transfer = not on_device or bool(in_module & {"on_before_batch_transfer", "transfer_batch_to_device",
-                                                        "on_after_batch_transfer"})
+    batch_transfer = not on_device or bool(
+        in_module & {"on_before_batch_transfer", "transfer_batch_to_device", "on_after_batch_transfer"}
+    )
     plugin = strategy.precision_plugin
     plain_precision = type(plugin) is Precision or (type(plugin) is MixedPrecision and plugin.scaler is None)
     direct = (
@@ -81,10 +90,17 @@ def listeners(trainer: L.Trainer) -> Listeners:
         and not any(hook in in_module or hook in in_callbacks for hook in _UPDATE_HOOKS)
     )
     direct_step = strategy.model is module and not any(
-        is_overridden(hook, strategy, Strategy) for hook in ("training_step", "post_training_step"))
-    found = Listeners(frozenset(in_callbacks), frozenset(in_module), frozenset(in_strategy),
-                      is_param_in_hook_signature(module.training_step, "batch_idx", min_args=2), batch_transfer, direct,
-                      direct_step)
+        is_overridden(hook, strategy, Strategy) for hook in ("training_step", "post_training_step")
+    )
+    found = Listeners(
+        frozenset(in_callbacks),
+        frozenset(in_module),
+        frozenset(in_strategy),
+        is_param_in_hook_signature(module.training_step, "batch_idx", min_args=2),
+        batch_transfer,
+        direct,
+        direct_step,
+    )
     trainer._lit_listeners = (key, found)
     return found
 

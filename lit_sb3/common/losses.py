@@ -98,8 +98,9 @@ def clipped_double_q_target(
     return rewards + (1.0 - dones) * discounts * next_q
 
 
-def critics_mse_loss(current_q_values: tuple[torch.Tensor, ...] | list[torch.Tensor], target_q: torch.Tensor
-                     ) -> torch.Tensor:
+def critics_mse_loss(
+    current_q_values: tuple[torch.Tensor, ...] | list[torch.Tensor], target_q: torch.Tensor
+) -> torch.Tensor:
     """Sum over the critics of their mean squared error to the (shared) target."""
     return torch.stack([F.mse_loss(q, target_q) for q in current_q_values]).sum()
 

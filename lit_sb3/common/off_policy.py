@@ -111,8 +111,15 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
-        check_off_policy_args(self.learning_starts, self.gradient_steps, self.buffer_size, self.batch_size, self.tau,
-                              self.gamma, self.n_steps)
+        check_off_policy_args(
+            self.learning_starts,
+            self.gradient_steps,
+            self.buffer_size,
+            self.batch_size,
+            self.tau,
+            self.gamma,
+            self.n_steps,
+        )
         replay.check_buffer_class(self.replay_buffer_class)
 
     def _policy_kwargs(self) -> dict[str, Any]:
@@ -146,8 +153,16 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         """Create the replay buffer once (it persists across ``learn`` calls); point HER at the current env."""
         if self.replay_buffer is None or self.replay_buffer.n_envs != env.num_envs:
             self.replay_buffer = replay.make_replay_buffer(
-                self.replay_buffer_class, self.replay_buffer_kwargs, self.buffer_size, self.observation_space,
-                self.action_space, env, self.device, self.optimize_memory_usage, self.n_steps, self.gamma,
+                self.replay_buffer_class,
+                self.replay_buffer_kwargs,
+                self.buffer_size,
+                self.observation_space,
+                self.action_space,
+                env,
+                self.device,
+                self.optimize_memory_usage,
+                self.n_steps,
+                self.gamma,
             )
         self.replay_buffer.device = self.device
         replay.attach_env(self.replay_buffer, env)
@@ -227,8 +242,9 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
                 self.train(gradient_steps=steps, batch_size=self.batch_size)  # SB3's call (callbacks may replace it)
         return True
 
-    def train(self, mode: bool | int = True, batch_size: int | None = None, *,
-              gradient_steps: int | None = None) -> Any:
+    def train(
+        self, mode: bool | int = True, batch_size: int | None = None, *, gradient_steps: int | None = None
+    ) -> Any:
         """Two methods under one name: torch's ``train(mode: bool)`` (what Lightning and ``eval()`` call), and SB3's
         ``train(gradient_steps, batch_size)``: that many updates on replay samples (``batch_size`` defaults to the
         algorithm's), inside a fit or outside one (the RL Zoo's ``ParallelTrainCallback`` trains a copy in a thread).
@@ -239,8 +255,10 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
             self._set_training_mode(True)
         self._update_learning_rate()
         self._metrics.start_over()  # SB3 logs each statistic's mean over its latest train() call
-        self.gradient_updates(int(mode) if gradient_steps is None else gradient_steps,
-                              self.batch_size if batch_size is None else batch_size)
+        self.gradient_updates(
+            int(mode) if gradient_steps is None else gradient_steps,
+            self.batch_size if batch_size is None else batch_size,
+        )
         return None
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
@@ -307,7 +325,13 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
                     return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=False)
             self._update_info_buffer(infos, dones)
             self._last_original_obs = replay.store_transition(
-                replay_buffer, self._last_original_obs, new_obs, buffer_actions, rewards, dones, infos,
+                replay_buffer,
+                self._last_original_obs,
+                new_obs,
+                buffer_actions,
+                rewards,
+                dones,
+                infos,
                 self._vec_normalize_env,
             )
             self._last_obs = new_obs

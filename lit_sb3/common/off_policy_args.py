@@ -23,8 +23,9 @@ def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> Train
     return TrainFreq(int(frequency), TrainFrequencyUnit(unit))
 
 
-def check_off_policy_args(learning_starts: int, gradient_steps: int, buffer_size: int, batch_size: int, tau: float,
-                          gamma: float, n_steps: int) -> None:
+def check_off_policy_args(
+    learning_starts: int, gradient_steps: int, buffer_size: int, batch_size: int, tau: float, gamma: float, n_steps: int
+) -> None:
     """Refuse, in one line naming the argument and its valid range, what the replay loop cannot run with (as SB3, a
     ``batch_size`` above ``buffer_size`` samples with repeats: the Zoo loads agents for acting with buffer_size=1)."""
     if not isinstance(learning_starts, (int, np.integer)) or isinstance(learning_starts, bool) or learning_starts < 0:

@@ -327,8 +327,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             state["iteration"] = self._loop.iteration
             # the last update's train/* values, recorded but dumped only after the next rollout (as SB3 does)
             logger = self.sb3_logger
-            state["pending_logs"] = {key: (float(value), _exclusion(logger.name_to_excluded.get(key)))
-                                     for key, value in logger.name_to_value.items() if _is_number(value)}
+            state["pending_logs"] = {
+                key: (float(value), _exclusion(logger.name_to_excluded.get(key)))
+                for key, value in logger.name_to_value.items()
+                if _is_number(value)
+            }
         return state
 
     def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:

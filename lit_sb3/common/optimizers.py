@@ -34,8 +34,9 @@ def implementation_only(optimizer_kwargs: dict[str, Any] | None) -> bool:
     return bool(optimizer_kwargs) and set(optimizer_kwargs) <= IMPLEMENTATION_KEYS
 
 
-def with_fused_default(optimizer_class: type[torch.optim.Optimizer], optimizer_kwargs: dict[str, Any]
-                       ) -> dict[str, Any]:
+def with_fused_default(
+    optimizer_class: type[torch.optim.Optimizer], optimizer_kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """Adam and AdamW run fused, RMSprop multi-tensor (``foreach``), unless the caller chose an implementation.
 
     RMSprop's multi-tensor step applies the single-tensor step's kernels to each parameter in one call (bit-identical

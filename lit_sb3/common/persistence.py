@@ -129,8 +129,12 @@ class Persistence:
         local = isinstance(checkpoint_path, (str, Path)) and "://" not in str(checkpoint_path)
         with trusted_checkpoint(checkpoint_path if local and weights_only is not False else None):
             model = super().load_from_checkpoint(  # type: ignore[misc]
-                checkpoint_path, map_location=map_location, hparams_file=hparams_file, strict=strict,
-                weights_only=True if weights_only is None else weights_only, **kwargs,
+                checkpoint_path,
+                map_location=map_location,
+                hparams_file=hparams_file,
+                strict=strict,
+                weights_only=True if weights_only is None else weights_only,
+                **kwargs,
             )
         missing = [name for name in getattr(model, "_unsaved_in_checkpoint", []) if name not in kwargs]
         if missing:  # the model was built with the defaults instead: never hand it back as the saved one
@@ -175,8 +179,9 @@ class Persistence:
             else:
                 targets[name].load_state_dict(state, strict=exact_match)
 
-    def save(self: BaseAlgorithm, path: str | Path, exclude: list[str] | None = None,
-             include: list[str] | None = None) -> None:
+    def save(
+        self: BaseAlgorithm, path: str | Path, exclude: list[str] | None = None, include: list[str] | None = None
+    ) -> None:
         """SB3-style zip: hyperparameters, spaces and counters (``data``) plus parameters (``params``).
 
         :param exclude: ``data`` entries to leave out (except those also in ``include``, as in SB3)
@@ -264,22 +269,29 @@ class Persistence:
                 if name in data:
                     setattr(model, name, data[name])
             if hasattr(model, "_last_original_obs") and model._last_original_obs is None:
-                raise ValueError("force_reset: continuing an off-policy run also needs '_last_original_obs' in the zip "
-                                 "(save(include=[..., '_last_original_obs']))")
+                raise ValueError(
+                    "force_reset: continuing an off-policy run also needs '_last_original_obs' in the zip "
+                    "(save(include=[..., '_last_original_obs']))"
+                )
             model._seeded_env = model._env  # the env stands where the zip left it: no reset at train start
         else:
             model._last_obs = None  # a saved observation is stale: the env resets at train start
         return model  # type: ignore[return-value]
 
 
-
 def _unsaved_hyperparameters(model: BaseAlgorithm) -> dict[str, Any]:
     """Constructor arguments Lightning left out of ``hparams`` because they cannot be pickled (lambdas), with the
     model's value of each."""
     parameters = inspect.signature(type(model).__init__).parameters.values()
-    return {p.name: getattr(model, p.name) for p in parameters
-            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in _NOT_HPARAMS
-            and p.name not in model.hparams and p.name != "device" and hasattr(model, p.name)}
+    return {
+        p.name: getattr(model, p.name)
+        for p in parameters
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        and p.name not in _NOT_HPARAMS
+        and p.name not in model.hparams
+        and p.name != "device"
+        and hasattr(model, p.name)
+    }
 
 
 def _warn_about_unsafe_values(data: dict[str, Any], mirrored: set[str]) -> None:
@@ -330,15 +342,19 @@ def _base_state(model: BaseAlgorithm, fmt: StateFormat) -> dict[str, Any]:
     state: dict[str, Any] = {
         "observation_space": space_to_dict(model.observation_space),
         "action_space": space_to_dict(model.action_space),
-        "num_timesteps": model.num_timesteps, "n_updates": model._n_updates, "episode_num": model._episode_num,
-        "rng": resume.rng_state(), "action_space_rng": resume.space_rng_state(model.action_space),
+        "num_timesteps": model.num_timesteps,
+        "n_updates": model._n_updates,
+        "episode_num": model._episode_num,
+        "rng": resume.rng_state(),
+        "action_space_rng": resume.space_rng_state(model.action_space),
         "ep_info_buffer": resume.to_tree(list(model.ep_info_buffer)),
         "ep_success_buffer": resume.to_tree(list(model.ep_success_buffer)),
     }
     env = model._seeded_env
     if model._action_log is not None and env is not None and model._last_obs is not None:
         state["env"] = {
-            "log": model._action_log.state(), "vecnormalize": resume.vecnormalize_state(env),
+            "log": model._action_log.state(),
+            "vecnormalize": resume.vecnormalize_state(env),
             "last_obs": resume.to_tree(model._last_obs),
             "last_episode_starts": resume.to_tree(model._last_episode_starts),
         }

@@ -39,8 +39,9 @@ class ClippedSurrogateUpdate:
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
         if self.normalize_advantage and self.batch_size is not None and self.batch_size <= 1:
-            raise ValueError(f"batch_size: must be > 1 to normalize advantages (or normalize_advantage=False), "
-                             f"got {self.batch_size}")
+            raise ValueError(
+                f"batch_size: must be > 1 to normalize advantages (or normalize_advantage=False), got {self.batch_size}"
+            )
         for name, value in (("clip_range", self._clip_range_raw), ("clip_range_vf", self._clip_range_vf_raw)):
             if isinstance(value, (int, float)) and value <= 0:
                 raise ValueError(f"{name}: must be > 0 (or None for clip_range_vf), got {value}")
@@ -87,8 +88,14 @@ class ClippedSurrogateUpdate:
             policy_loss=self.policy_loss,
         )
 
-    def policy_loss(self, advantages: torch.Tensor, log_prob: torch.Tensor, old_log_prob: torch.Tensor,
-                    clip_range: float, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def policy_loss(
+        self,
+        advantages: torch.Tensor,
+        log_prob: torch.Tensor,
+        old_log_prob: torch.Tensor,
+        clip_range: float,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The policy-gradient part of the loss and the fraction of clipped ratios: PPO's clipped surrogate."""
         return losses.clipped_surrogate_loss(advantages, log_prob, old_log_prob, clip_range, mask)
 

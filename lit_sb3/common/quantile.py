@@ -69,8 +69,7 @@ def tqc_target(
     return (rewards + (1.0 - dones) * discounts * soft).unsqueeze(1)
 
 
-def tqc_actor_loss(log_prob: torch.Tensor, quantiles_pi: torch.Tensor, ent_coef: torch.Tensor | float
-                   ) -> torch.Tensor:
+def tqc_actor_loss(log_prob: torch.Tensor, quantiles_pi: torch.Tensor, ent_coef: torch.Tensor | float) -> torch.Tensor:
     """E[alpha * log pi(a|s) - Q(s, a)] with Q the mean of every critic's quantiles ([batch, n_critics, n])."""
     q_pi = quantiles_pi.mean(dim=2).mean(dim=1, keepdim=True)
     return (ent_coef * log_prob.reshape(-1, 1) - q_pi).mean()

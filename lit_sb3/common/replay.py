@@ -115,7 +115,8 @@ def truncate_last_trajectory(buffer: ReplayBuffer | None, optimize_memory_usage:
         warnings.warn(
             "optimize_memory_usage: the env was reset, so the replay buffer's last trajectory is cut (its last "
             "transition marked done; SB3 issue #46); learn(reset_num_timesteps=False) or optimize_memory_usage=False "
-            "keep it whole", stacklevel=3,
+            "keep it whole",
+            stacklevel=3,
         )
         buffer.dones[(buffer.pos - 1) % buffer.buffer_size] = True
 

@@ -67,8 +67,13 @@ def rng_state() -> dict[str, Any]:
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
         "python": random.getstate(),
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -79,8 +84,15 @@ def rng_state() -> dict[str, Any]:
 def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     np_state = state["numpy"]
-    np.random.set_state((np_state["kind"], np_state["keys"].numpy().astype(np.uint32), np_state["pos"],
-                         np_state["has_gauss"], np_state["cached_gaussian"]))
+    np.random.set_state(
+        (
+            np_state["kind"],
+            np_state["keys"].numpy().astype(np.uint32),
+            np_state["pos"],
+            np_state["has_gauss"],
+            np_state["cached_gaussian"],
+        )
+    )
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     if "cuda" in state and torch.cuda.is_available():
@@ -159,8 +171,12 @@ class ActionLog:
 
     def state(self) -> dict[str, Any]:
         actions = self.actions
-        return {"seeds": self.seeds, "options": to_tree(self.options), "resets": list(self.resets),
-                "actions": None if actions is None else torch.from_numpy(actions.copy())}
+        return {
+            "seeds": self.seeds,
+            "options": to_tree(self.options),
+            "resets": list(self.resets),
+            "actions": None if actions is None else torch.from_numpy(actions.copy()),
+        }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> ActionLog:
@@ -175,8 +191,10 @@ class ActionLog:
         """Reset ``env``'s innermost VecEnv with the recorded seeds and step it through the recorded actions."""
         base = base_vec_env(env)
         if any(seed is None for seed in self.seeds):
-            raise ValueError("resume: the envs were reset without seeds, so they cannot be replayed exactly; "
-                             "give the algorithm a seed")
+            raise ValueError(
+                "resume: the envs were reset without seeds, so they cannot be replayed exactly; "
+                "give the algorithm a seed"
+            )
         base._seeds, base._options = list(self.seeds), [dict(o) for o in self.options]
         base.reset()
         actions, resets = self.actions, sorted(self.resets)
@@ -208,9 +226,15 @@ def vecnormalize_state(env: VecEnv) -> dict[str, Any] | None:
     states = []
     while isinstance(env, VecEnvWrapper):
         if isinstance(env, VecNormalize):
-            states.append({"obs_rms": _rms_state(env.obs_rms), "ret_rms": _rms_state(env.ret_rms),
-                           "returns": to_tree(env.returns), "old_obs": to_tree(env.old_obs),
-                           "old_reward": to_tree(env.old_reward)})
+            states.append(
+                {
+                    "obs_rms": _rms_state(env.obs_rms),
+                    "ret_rms": _rms_state(env.ret_rms),
+                    "returns": to_tree(env.returns),
+                    "old_obs": to_tree(env.old_obs),
+                    "old_reward": to_tree(env.old_reward),
+                }
+            )
         env = env.venv
     return {"layers": states} if states else None
 

@@ -50,26 +50,59 @@ _MODULES_OF = {  # module -> the qualified names defined there that a file may n
     "sb3_contrib.common.recurrent.buffers": ("RecurrentRolloutBuffer", "RecurrentDictRolloutBuffer"),
     "sb3_contrib.common.maskable.buffers": ("MaskableRolloutBuffer", "MaskableDictRolloutBuffer"),
     "stable_baselines3.common.torch_layers": ("FlattenExtractor", "NatureCNN", "CombinedExtractor", "MlpExtractor"),
-    "torch.nn.modules.activation": ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Softplus",
-                                    "SELU", "Mish", "CELU", "ReLU6", "Hardtanh"),
+    "torch.nn.modules.activation": (
+        "ReLU",
+        "Tanh",
+        "ELU",
+        "LeakyReLU",
+        "GELU",
+        "SiLU",
+        "Sigmoid",
+        "Softplus",
+        "SELU",
+        "Mish",
+        "CELU",
+        "ReLU6",
+        "Hardtanh",
+    ),
     "torch.nn.modules.linear": ("Identity",),
-    "torch.optim.adam": ("Adam",), "torch.optim.adamw": ("AdamW",), "torch.optim.sgd": ("SGD",),
+    "torch.optim.adam": ("Adam",),
+    "torch.optim.adamw": ("AdamW",),
+    "torch.optim.sgd": ("SGD",),
     "torch.optim.rmsprop": ("RMSprop",),
     "stable_baselines3.common.sb2_compat.rmsprop_tf_like": ("RMSpropTFLike",),
     # VecNormalize statistics and the spaces they hold
     "stable_baselines3.common.vec_env.vec_normalize": ("VecNormalize",),
     "stable_baselines3.common.running_mean_std": ("RunningMeanStd",),
-    "gymnasium.spaces.box": ("Box",), "gymnasium.spaces.discrete": ("Discrete",),
-    "gymnasium.spaces.multi_discrete": ("MultiDiscrete",), "gymnasium.spaces.multi_binary": ("MultiBinary",),
-    "gymnasium.spaces.dict": ("Dict",), "gymnasium.spaces.tuple": ("Tuple",),
+    "gymnasium.spaces.box": ("Box",),
+    "gymnasium.spaces.discrete": ("Discrete",),
+    "gymnasium.spaces.multi_discrete": ("MultiDiscrete",),
+    "gymnasium.spaces.multi_binary": ("MultiBinary",),
+    "gymnasium.spaces.dict": ("Dict",),
+    "gymnasium.spaces.tuple": ("Tuple",),
     "collections": ("OrderedDict",),
     # what numpy arrays, scalars and generators are pickled with
-    "numpy": ("ndarray", "dtype", "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-              "uint8", "uint16", "uint32", "uint64"),
+    "numpy": (
+        "ndarray",
+        "dtype",
+        "bool",
+        "float16",
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+    ),
     "numpy._core.multiarray": ("_reconstruct", "scalar"),
     "numpy._core.numeric": ("_frombuffer",),
     "numpy.random._pickle": ("__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor"),
-    "numpy.random._generator": ("Generator",), "numpy.random._pcg64": ("PCG64",),
+    "numpy.random._generator": ("Generator",),
+    "numpy.random._pcg64": ("PCG64",),
     "numpy.random._mt19937": ("MT19937",),
     "numpy.random.bit_generator": ("SeedSequence", "__pyx_unpickle_SeedSequence"),
 }
@@ -131,10 +164,16 @@ class _Registry:
             import numpy as np
 
             found: dict[str, Any] = {
-                f"{module}:{name}": None for module, names in _MODULES_OF.items() for name in names}
+                f"{module}:{name}": None for module, names in _MODULES_OF.items() for name in names
+            }
             found = {entry: obj for entry in found if (obj := _import_defined(entry)) is not None}
-            found.update({name: cls for cls in vars(np.dtypes).values()
-                          if isinstance(cls, type) and issubclass(cls, np.dtype) and (name := _defined_name(cls))})
+            found.update(
+                {
+                    name: cls
+                    for cls in vars(np.dtypes).values()
+                    if isinstance(cls, type) and issubclass(cls, np.dtype) and (name := _defined_name(cls))
+                }
+            )
             found.update(_policies())
             self.builtin = found
         return {**self.builtin, **{k: v for k, v in self.user.items() if v is not None}}
@@ -162,8 +201,10 @@ def allow(*objects: Any) -> None:
             _REGISTRY.user[item.__name__] = None
         elif isinstance(item, str) and ":" not in item:
             if not _is_module(item):
-                raise Refused(f"allow: {item!r}: name it as 'module:qualname' (e.g. 'rl_zoo3.utils:"
-                              f"SimpleLinearSchedule'), or as an importable module (an env package)")
+                raise Refused(
+                    f"allow: {item!r}: name it as 'module:qualname' (e.g. 'rl_zoo3.utils:"
+                    f"SimpleLinearSchedule'), or as an importable module (an env package)"
+                )
             _REGISTRY.user[item] = None
         elif isinstance(item, str):
             obj = _import_defined(item)
@@ -177,8 +218,9 @@ def allow(*objects: Any) -> None:
         else:
             entry = _defined_name(item)
             if entry is None:
-                raise Refused(f"allow: {item!r} has no importable name (a lambda or a local class); define it at "
-                              f"module level")
+                raise Refused(
+                    f"allow: {item!r} has no importable name (a lambda or a local class); define it at module level"
+                )
             _REGISTRY.user[entry] = item
 
 
@@ -223,8 +265,26 @@ def _as_entry(name: str) -> str:
 
 
 #: modules whose globals in a file are code (a lambda stored by value, a shell, an import): never worth an allow() hint
-_CODE_MODULES = ("cloudpickle", "dill", "builtins", "copyreg", "types", "marshal", "os:", "posix:", "nt:", "sys:",
-                 "subprocess:", "importlib", "pathlib:", "shutil:", "io:", "runpy:", "pickle:", "_pickle:")
+_CODE_MODULES = (
+    "cloudpickle",
+    "dill",
+    "builtins",
+    "copyreg",
+    "types",
+    "marshal",
+    "os:",
+    "posix:",
+    "nt:",
+    "sys:",
+    "subprocess:",
+    "importlib",
+    "pathlib:",
+    "shutil:",
+    "io:",
+    "runpy:",
+    "pickle:",
+    "_pickle:",
+)
 
 
 def _is_code(name: str) -> bool:
@@ -234,12 +294,15 @@ def _is_code(name: str) -> bool:
 def refusal(found: list[tuple[str, str]], trusted: str = "load(..., trusted=True)", prefix: str = "") -> Refused:
     """The one-line refusal of ``found``: (what holds it, the name it gives), e.g. ("load: a.zip: learning_rate",
     "rl_zoo3.utils:SimpleLinearSchedule"); it names the names and the settings that let them load."""
-    said = "; ".join(f"{what} holds code ({name})" if _is_code(name) else f"{what} names {name}"
-                     for what, name in found)
+    said = "; ".join(
+        f"{what} holds code ({name})" if _is_code(name) else f"{what} names {name}" for what, name in found
+    )
     listable = sorted({_as_entry(n) for _, n in found if not _is_code(n)})
     allow_hint = f"{ALLOW_HINT.format(entry=', '.join(map(repr, listable)))} if you trust it, or " if listable else ""
-    return Refused(f"{prefix}{said}: not on lit_sb3's allow-list (loading it would run code); {allow_hint}"
-                   f"{TRUST_HINT.format(trusted=trusted)}")
+    return Refused(
+        f"{prefix}{said}: not on lit_sb3's allow-list (loading it would run code); {allow_hint}"
+        f"{TRUST_HINT.format(trusted=trusted)}"
+    )
 
 
 class NotAllowed(Refused):
@@ -311,8 +374,9 @@ def checkpoint_globals(path: str | Path) -> list[Any]:
         names = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
     except Exception as error:  # torch raises RuntimeError/OSError/pickle errors for damaged files
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"checkpoint: {path} is not a readable checkpoint (truncated or not written by "
-                              f"torch.save): {reason}") from None
+        raise CheckpointError(
+            f"checkpoint: {path} is not a readable checkpoint (truncated or not written by torch.save): {reason}"
+        ) from None
     allowed: list[Any] = []  # (object, name) pairs, then numpy's dtype classes
     refused: list[str] = []
     for name in names:
@@ -322,8 +386,13 @@ def checkpoint_globals(path: str | Path) -> list[Any]:
         else:
             allowed.append((obj, name))  # torch matches the name the file uses, which is this exact entry
     if refused:
-        raise CheckpointError(str(refusal([(f"checkpoint: {path}", name) for name in refused],
-                                          "load_from_checkpoint(..., weights_only=False)")))
+        raise CheckpointError(
+            str(
+                refusal(
+                    [(f"checkpoint: {path}", name) for name in refused], "load_from_checkpoint(..., weights_only=False)"
+                )
+            )
+        )
     if allowed:  # numpy builds its dtype objects (allow-listed) while unpickling arrays without naming them
         import numpy as np
 

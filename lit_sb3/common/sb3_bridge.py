@@ -105,8 +105,12 @@ def as_callback(callback: MaybeCallback) -> BaseCallback | None:
 
 
 def record_rollout_stats(
-    logger: Logger, episodes: Iterable[dict[str, Any]], successes: Iterable[bool], num_timesteps: int,
-    steps_this_run: int, start_time_ns: int,
+    logger: Logger,
+    episodes: Iterable[dict[str, Any]],
+    successes: Iterable[bool],
+    num_timesteps: int,
+    steps_this_run: int,
+    start_time_ns: int,
 ) -> None:
     """SB3's ``rollout/*`` episode means (over the stats window) and ``time/*`` entries."""
     elapsed = max((time.time_ns() - start_time_ns) / 1e9, 1e-9)

@@ -56,8 +56,11 @@ def _sb3_counterpart(method: Callable[..., Any]) -> Callable[..., Any] | None:
 
 
 def _parameter_names(method: Callable[..., Any]) -> list[str]:
-    return [p.name for p in inspect.signature(method).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("self", "cls")]
+    return [
+        p.name
+        for p in inspect.signature(method).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("self", "cls")
+    ]
 
 
 def _sb3_positional_order(method: Callable[..., Any], inserted: str, removed: str | None = None) -> list[str]:
@@ -75,13 +78,17 @@ def _sb3_positional_order(method: Callable[..., Any], inserted: str, removed: st
 
 def _bind(order: list[str], args: tuple, kwargs: dict[str, Any], call: str, sb3_form: str, spec_form: str) -> dict:
     if len(args) > len(order):
-        raise TypeError(f"{call}: {len(args)} positional arguments, SB3's form takes at most {len(order)} "
-                        f"({sb3_form}); the spec's form is {spec_form}")
+        raise TypeError(
+            f"{call}: {len(args)} positional arguments, SB3's form takes at most {len(order)} "
+            f"({sb3_form}); the spec's form is {spec_form}"
+        )
     bound = dict(zip(order, args))
     twice = sorted(set(bound) & set(kwargs))
     if twice:
-        raise TypeError(f"{call}: {', '.join(twice)} given both by position in SB3's form ({sb3_form}) and by "
-                        f"keyword; use one form (the spec's is {spec_form})")
+        raise TypeError(
+            f"{call}: {', '.join(twice)} given both by position in SB3's form ({sb3_form}) and by "
+            f"keyword; use one form (the spec's is {spec_form})"
+        )
     return {**bound, **kwargs}
 
 
@@ -92,8 +99,10 @@ def constructor_arguments(cls: type, args: tuple, kwargs: dict[str, Any]) -> tup
     name, second = cls.__name__, _parameter_names(cls.__init__)[1]  # type: ignore[misc]
     sb3_form, spec_form = f"{name}(policy, env, {second}, ...)", f"{name}(policy, {second}, ..., env=...)"
     if "env" in kwargs:
-        raise TypeError(f"{name}: env given both second by position (SB3's form {sb3_form}) and as env= (the spec's "
-                        f"form {spec_form}); give it once")
+        raise TypeError(
+            f"{name}: env given both second by position (SB3's form {sb3_form}) and as env= (the spec's "
+            f"form {spec_form}); give it once"
+        )
     order = _sb3_positional_order(cls.__init__, "env")  # type: ignore[misc]
     return (), _bind(order, args, kwargs, name, sb3_form, spec_form)
 
@@ -104,8 +113,9 @@ def learn_arguments(method: Callable[..., Any], owner: str, args: tuple, kwargs:
     kwargs = dict(kwargs)
     if "log_interval" in kwargs:
         if "log_every_n_steps" in kwargs:
-            raise TypeError(f"{call}: log_interval (SB3's name) and log_every_n_steps (the spec's) name the same "
-                            f"setting; give one")
+            raise TypeError(
+                f"{call}: log_interval (SB3's name) and log_every_n_steps (the spec's) name the same setting; give one"
+            )
         kwargs["log_every_n_steps"] = kwargs.pop("log_interval")
     if len(args) >= 2 and is_callback(args[1]):
         order = _sb3_positional_order(method, "callback", removed="env")
@@ -142,8 +152,11 @@ class SB3CallForms(type):
         signature = inspect.signature(cls.__init__)  # type: ignore[misc]
         params = list(signature.parameters.values())[1:]
         names = {p.name for p in params}
-        extra = [inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=None)
-                 for key in SB3_ONLY_INIT_KEYWORDS if key not in names]
+        extra = [
+            inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=None)
+            for key in SB3_ONLY_INIT_KEYWORDS
+            if key not in names
+        ]
         tail = [p for p in params if p.kind == p.VAR_KEYWORD]
         return signature.replace(parameters=[p for p in params if p.kind != p.VAR_KEYWORD] + extra + tail)
 

@@ -16,9 +16,7 @@ def flat_grad(
     retain_graph: bool | None = None,
 ) -> torch.Tensor:
     """d output / d params as one flat vector (parameters ``output`` does not depend on contribute zeros)."""
-    grads = torch.autograd.grad(
-        output, params, create_graph=create_graph, retain_graph=retain_graph, allow_unused=True
-    )
+    grads = torch.autograd.grad(output, params, create_graph=create_graph, retain_graph=retain_graph, allow_unused=True)
     return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for g, p in zip(grads, params)])
 
 

@@ -34,7 +34,15 @@ from lit_sb3.lightning_compat.loops import EnvStepEpochLoop, EnvStepFitLoop, env
 from lit_sb3.lightning_compat.monitors import EnvStepMonitors
 
 __all__ = [
-    "EnvStepEpochLoop", "EnvStepFitLoop", "EnvStepLoggerConnector", "EnvStepMonitors", "attached_trainer",
-    "callback_entry_points", "env_steps", "install", "load_checkpoint_file", "spawns_processes",
+    "EnvStepEpochLoop",
+    "EnvStepFitLoop",
+    "EnvStepLoggerConnector",
+    "EnvStepMonitors",
+    "attached_trainer",
+    "callback_entry_points",
+    "env_steps",
+    "install",
+    "load_checkpoint_file",
+    "spawns_processes",
     "step_between_counters",
 ]

@@ -29,8 +29,7 @@ ENVS = sorted(p.stem for p in (CONF / "env").glob("*.yaml"))
 CORE_ENVS = [e for e in ENVS if "\nextra:" not in (CONF / "env" / f"{e}.yaml").read_text()]
 PAIRS = sorted(p.stem for p in (CONF / "algo_env").glob("*.yaml"))
 # run.py children find crash_env.py (a Hydra _target_ of the failure tests) next to this file
-CHILD_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0",
-             "PYTHONPATH": str(Path(__file__).parent)}
+CHILD_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0", "PYTHONPATH": str(Path(__file__).parent)}
 
 
 def compose_run(*overrides: str) -> DictConfig:
@@ -49,15 +48,27 @@ def lit_class_or_skip(cfg: DictConfig) -> type:
 
 
 def run_py(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "run.py", *args], cwd=REPO, env=env or CHILD_ENV, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "run.py", *args],
+        cwd=REPO,
+        env=env or CHILD_ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def kill_when_checkpointed(args: list[str], sweep_dir: Path, at_least: int, seed: int = 0) -> Path:
     """Start run.py, SIGKILL its process group once the run of ``seed`` under ``sweep_dir`` has a checkpoint of at
     least ``at_least`` steps; returns that run's directory."""
-    process = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "run.py", *args],
+        cwd=REPO,
+        env=CHILD_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     run_dir = None
     try:
         deadline = time.monotonic() + 120
@@ -87,28 +98,66 @@ def find_run(parent: Path, seed: int) -> Path | None:
     return found[0] if found else None
 
 
-TINY = ("env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=512", "eval.every=256", "eval.episodes=2",
-        "log_interval=1")
+TINY = (
+    "env=CartPole",
+    "env.n_envs=8",
+    "algo.n_steps=32",
+    "budget=512",
+    "eval.every=256",
+    "eval.episodes=2",
+    "log_interval=1",
+)
 
 
-def write_run(root: Path, algo: str, env: str, seed: int, backend: str, returns: list[float], *,
-              status: str | None = "completed", env_id: str = "CartPole-v1", every: int = 1000,
-              fps: float = 1000.0, subdir: str = "", **identity: Any) -> Path:
+def write_run(
+    root: Path,
+    algo: str,
+    env: str,
+    seed: int,
+    backend: str,
+    returns: list[float],
+    *,
+    status: str | None = "completed",
+    env_id: str = "CartPole-v1",
+    every: int = 1000,
+    fps: float = 1000.0,
+    subdir: str = "",
+    **identity: Any,
+) -> Path:
     """One run in ``root/<algo>[@sb3]/<env>[/<subdir>]/seed_<n>``; ``identity`` adds summary keys (sweep, config_id,
     variant, ...)."""
     run_dir = root / (f"{algo}@sb3" if backend == "sb3" else algo) / env / subdir / f"seed_{seed}"
     run_dir.mkdir(parents=True)
     lines = [",".join(EVAL_FIELDS)]
     for i, value in enumerate(returns, start=1):
-        row = {"timesteps": i * every, "wall_time_s": i * every / fps, "mean_return": value, "std_return": 1.0,
-               "median_return": value, "mean_ep_length": value, "success_rate": "", "fps": fps}
+        row = {
+            "timesteps": i * every,
+            "wall_time_s": i * every / fps,
+            "mean_return": value,
+            "std_return": 1.0,
+            "median_return": value,
+            "mean_ep_length": value,
+            "success_rate": "",
+            "fps": fps,
+        }
         lines.append(",".join(str(row[f]) for f in EVAL_FIELDS))
     (run_dir / "eval.csv").write_text("\n".join(lines) + "\n")
     if status is not None:
-        summary = {"algo": algo, "env": env, "env_id": env_id, "seed": seed, "backend": backend, "status": status,
-                   "final_mean_return": returns[-1] if returns else None, "fps": fps, "budget": len(returns) * every,
-                   "timesteps": len(returns) * every, "threshold": 475.0, "versions": {"lit_sb3": "0.1.0"},
-                   **identity}
+        summary = {
+            "algo": algo,
+            "env": env,
+            "env_id": env_id,
+            "seed": seed,
+            "backend": backend,
+            "status": status,
+            "final_mean_return": returns[-1] if returns else None,
+            "fps": fps,
+            "budget": len(returns) * every,
+            "timesteps": len(returns) * every,
+            "threshold": 475.0,
+            "versions": {"lit_sb3": "0.1.0"},
+            **identity,
+        }
         if status == "failed":
             summary["error"] = "RuntimeError: boom"
         (run_dir / "summary.json").write_text(json.dumps(summary))
@@ -119,8 +168,15 @@ def make_sweep(root: Path, *, sb3: bool = True) -> Path:
     """ppo on both backends x 3 seeds in one sweep, a2c with one failed and one truncated run (no summary)."""
     sweep = root / "fixture_sweep"
     for seed, offset in enumerate((0.0, 20.0, 40.0)):
-        write_run(sweep, "ppo", "CartPole", seed, "lit", [100 + offset, 300 + offset, 480 + offset / 2],
-                  fps=1000.0 + 100 * seed)
+        write_run(
+            sweep,
+            "ppo",
+            "CartPole",
+            seed,
+            "lit",
+            [100 + offset, 300 + offset, 480 + offset / 2],
+            fps=1000.0 + 100 * seed,
+        )
         if sb3:
             write_run(sweep, "ppo", "CartPole", seed, "sb3", [90 + offset, 280 + offset, 470.0], fps=1250.0)
     write_run(sweep, "a2c", "CartPole", 0, "lit", [], status="failed")
@@ -147,9 +203,26 @@ def make_mixed_sweeps(root: Path) -> Path:
     for env, env_id, base in (("CartPole", "CartPole-v1", 100.0), ("Acrobot", "Acrobot-v1", -300.0)):
         for k, lr in enumerate((0.001, 0.0003)):
             for seed in range(3 if env == "CartPole" else 2):
-                run = write_run(root / "fixture_lr", "ppo", env, seed, "lit",
-                                [base, base + 50 * (k + 1) + seed], env_id=env_id, subdir=f"lr{k}",
-                                sweep="fixture_lr", config_id=f"{env}{k}", variant=f"algo.learning_rate={lr}")
-                write_config_and_metrics(run, {"seed": seed, "sweep": "fixture_lr", "env": {"id": env_id},
-                                               "algo": {"learning_rate": lr, "gamma": 0.99}})
+                run = write_run(
+                    root / "fixture_lr",
+                    "ppo",
+                    env,
+                    seed,
+                    "lit",
+                    [base, base + 50 * (k + 1) + seed],
+                    env_id=env_id,
+                    subdir=f"lr{k}",
+                    sweep="fixture_lr",
+                    config_id=f"{env}{k}",
+                    variant=f"algo.learning_rate={lr}",
+                )
+                write_config_and_metrics(
+                    run,
+                    {
+                        "seed": seed,
+                        "sweep": "fixture_lr",
+                        "env": {"id": env_id},
+                        "algo": {"learning_rate": lr, "gamma": 0.99},
+                    },
+                )
     return root

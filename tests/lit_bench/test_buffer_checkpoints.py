@@ -68,15 +68,27 @@ def test_every_off_policy_pair_checkpoints_its_replay_buffer(algo: str, tmp_path
         if key not in ENV_CACHE:
             ENV_CACHE[key] = make_envs(cfg.env, env_name, 0, cfg.algo.get("gamma"))[0]
         env = ENV_CACHE[key]
-        job = Job(cfg=cfg, algo_cls=cls, run=None, train_env=env, evaluator=None, budget=1, seed=0,  # type: ignore[arg-type]
-                  checkpoint_every=1, resume=False)
+        job = Job(
+            cfg=cfg,
+            algo_cls=cls,
+            run=None,
+            train_env=env,
+            evaluator=None,
+            budget=1,
+            seed=0,  # type: ignore[arg-type]
+            checkpoint_every=1,
+            resume=False,
+        )
         model = cls(**algorithm_kwargs(job, "lit"), seed=0)
         model.check_env(env)
         model.build(env.observation_space, env.action_space)
         model._setup_buffers(env)
         fill(model, env, 60)
-        checkpoint: dict[str, Any] = {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
-                                      "pytorch-lightning_version": lightning.__version__}  # what Trainer writes
+        checkpoint: dict[str, Any] = {
+            "state_dict": model.state_dict(),
+            "hyper_parameters": dict(model.hparams),
+            "pytorch-lightning_version": lightning.__version__,
+        }  # what Trainer writes
         model.on_save_checkpoint(checkpoint)
         torch.save(checkpoint, tmp_path / "model.ckpt")
         loaded = cls.load_from_checkpoint(tmp_path / "model.ckpt", map_location="cpu")

@@ -39,8 +39,9 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     state = tmp_path_factory.mktemp("slurm")
     env = {**CHILD_ENV, "LIT_SLURM_DIR": str(state)}
-    started = subprocess.run(["bash", str(CLUSTER_SCRIPT), "start"], env=env, capture_output=True, text=True,
-                             timeout=600)
+    started = subprocess.run(
+        ["bash", str(CLUSTER_SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert started.returncode == 0, started.stdout + started.stderr
     env["SLURM_CONF"] = str(state / "slurm.conf")
     try:
@@ -59,8 +60,21 @@ def ray_head() -> Iterator[dict[str, str]]:
     # the cluster's own token (Ray's token authentication): not ~/.ray/auth_token, which any other local Ray
     # instance on this machine may rewrite
     env = {**CHILD_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    started = subprocess.run([ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                              "--disable-usage-stats"], env=env, capture_output=True, text=True, timeout=300)
+    started = subprocess.run(
+        [
+            ray,
+            "start",
+            "--head",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         yield {**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}
@@ -69,8 +83,9 @@ def ray_head() -> Iterator[dict[str, str]]:
 
 
 def _sweep(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "run.py", "-m", *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "run.py", "-m", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _summaries(sweep_dir: Path) -> dict[int, dict]:
@@ -82,8 +97,15 @@ def _scores(run_dir: Path) -> list[tuple[str, ...]]:
 
 
 def _start(env: dict[str, str], *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "run.py", "-m", *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "run.py", "-m", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _wait_for(predicate, timeout: float, what: str):  # type: ignore[no-untyped-def]
@@ -105,8 +127,7 @@ def _checkpointed(sweep_dir: Path, seed: int) -> Path | None:
 
 
 def test_slurm_sweep_completes_and_points_at_its_job_logs(slurm: dict[str, str], tmp_path: Path) -> None:
-    done = _sweep(slurm, "hydra/launcher=slurm", *TINY, "budget=256", "seed=0,1,2,3", f"out_dir={tmp_path}",
-                  "sweep=s")
+    done = _sweep(slurm, "hydra/launcher=slurm", *TINY, "budget=256", "seed=0,1,2,3", f"out_dir={tmp_path}", "sweep=s")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 completed (4 runs)" in done.stdout
     summaries = _summaries(tmp_path / "s")
@@ -121,8 +142,16 @@ def test_slurm_time_limit_requeues_and_resumes_bit_identical(slurm: dict[str, st
     """A 1-minute time limit: SLURM sends SIGUSR2 (signal_delay_s before the limit), the run checkpoints, submitit
     requeues the job, the requeued job resumes; the scores equal those of a run never stopped."""
     config = (*TINY, "budget=6000", "seed=0")
-    limited = _sweep(slurm, "hydra/launcher=slurm", "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
-                     "hydra.launcher.max_num_timeout=10", *config, f"out_dir={tmp_path / 'slurm'}", "sweep=t")
+    limited = _sweep(
+        slurm,
+        "hydra/launcher=slurm",
+        "hydra.launcher.timeout_min=1",
+        "hydra.launcher.signal_delay_s=30",
+        "hydra.launcher.max_num_timeout=10",
+        *config,
+        f"out_dir={tmp_path / 'slurm'}",
+        "sweep=t",
+    )
     assert limited.returncode == 0, limited.stdout + limited.stderr
     assert "1 completed (1 runs)" in limited.stdout  # the requeued attempts are one job
     [summary] = _summaries(tmp_path / "slurm" / "t").values()
@@ -130,8 +159,14 @@ def test_slurm_time_limit_requeues_and_resumes_bit_identical(slurm: dict[str, st
     assert summary["resumed_from"] is not None
     log = Path(summary["cluster"]["stdout"]).parent
     assert "Requeued job" in "".join(p.read_text() for p in log.glob("*_log.*"))
-    local = subprocess.run([sys.executable, "run.py", *config, f"out_dir={tmp_path / 'local'}", "sweep=t"], cwd=REPO,
-                           env=CHILD_ENV, capture_output=True, text=True, timeout=600)
+    local = subprocess.run(
+        [sys.executable, "run.py", *config, f"out_dir={tmp_path / 'local'}", "sweep=t"],
+        cwd=REPO,
+        env=CHILD_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert local.returncode == 0, local.stdout + local.stderr
     [uninterrupted] = _summaries(tmp_path / "local" / "t").values()
     assert _scores(Path(summary["run_dir"])) == _scores(Path(uninterrupted["run_dir"]))
@@ -158,8 +193,7 @@ def test_scancel_marks_one_job_interrupted_and_the_rest_complete(slurm: dict[str
 
 
 def test_ray_sweep_on_a_running_cluster(ray_head: dict[str, str], tmp_path: Path) -> None:
-    done = _sweep(ray_head, "hydra/launcher=ray", *TINY, "budget=256", "seed=0,1,2,3", f"out_dir={tmp_path}",
-                  "sweep=r")
+    done = _sweep(ray_head, "hydra/launcher=ray", *TINY, "budget=256", "seed=0,1,2,3", f"out_dir={tmp_path}", "sweep=r")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 completed (4 runs)" in done.stdout  # the workers (other processes of the cluster) recorded their jobs
     for summary in _summaries(tmp_path / "r").values():
@@ -184,12 +218,25 @@ def test_killed_ray_worker_fails_its_job_and_a_rerun_resumes_it(ray_head: dict[s
     assert [s["resumed_from"] is not None for s in sorted(summaries.values(), key=lambda s: s["seed"])].count(True) == 1
 
 
-
 def test_a_reference_suite_end_to_end_on_slurm_scaled_down(slurm: dict[str, str], tmp_path: Path) -> None:
     """``regress --suite zoo_classic --launcher slurm --scale``: the suite's multiruns go through sbatch, the report
     against SB3's reference scores is written; budgets scaled to 0.2% (a2c 500k -> 1000, ppo 100k -> 256)."""
-    command = [sys.executable, "-m", "lit_bench.regress", "--suite", "zoo_classic", "--launcher", "slurm",
-               "--scale", "0.002", "--only", "a2c:CartPole", "ppo:CartPole", "--out-dir", str(tmp_path)]
+    command = [
+        sys.executable,
+        "-m",
+        "lit_bench.regress",
+        "--suite",
+        "zoo_classic",
+        "--launcher",
+        "slurm",
+        "--scale",
+        "0.002",
+        "--only",
+        "a2c:CartPole",
+        "ppo:CartPole",
+        "--out-dir",
+        str(tmp_path),
+    ]
     done = subprocess.run(command, cwd=REPO, env=slurm, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "hydra/launcher=slurm" in done.stdout and "budget=1000" in done.stdout

@@ -17,8 +17,19 @@ pytestmark = pytest.mark.harness
 
 
 def _record(sweep_dir: Path, invocation: str, job: int, status: str, seed: int) -> None:
-    sweep.record(sweep_dir, invocation, {"algo": "ppo", "env": "CartPole", "seed": seed, "backend": "lit",
-                                         "status": status, "job": job, "run_dir": f"r{seed}"})
+    sweep.record(
+        sweep_dir,
+        invocation,
+        {
+            "algo": "ppo",
+            "env": "CartPole",
+            "seed": seed,
+            "backend": "lit",
+            "status": status,
+            "job": job,
+            "run_dir": f"r{seed}",
+        },
+    )
 
 
 def test_a_requeued_job_is_one_row_with_its_last_attempt(tmp_path: Path) -> None:
@@ -39,12 +50,15 @@ def test_records_without_a_job_number_are_each_a_job(tmp_path: Path) -> None:
     assert len(sweep.read_records(tmp_path, "old")) == 2
 
 
-@pytest.mark.parametrize(("launcher", "target"), [
-    ("ray", "hydra_plugins.lit_bench_launchers.ray_launcher.RayLauncher"),
-    ("ray_local", "hydra_plugins.lit_bench_launchers.ray_launcher.RayLauncher"),
-    ("slurm", "hydra_plugins.lit_bench_launchers.submitit_launcher.SlurmLauncher"),
-    ("slurm_local", "hydra_plugins.lit_bench_launchers.submitit_launcher.LocalLauncher"),
-])
+@pytest.mark.parametrize(
+    ("launcher", "target"),
+    [
+        ("ray", "hydra_plugins.lit_bench_launchers.ray_launcher.RayLauncher"),
+        ("ray_local", "hydra_plugins.lit_bench_launchers.ray_launcher.RayLauncher"),
+        ("slurm", "hydra_plugins.lit_bench_launchers.submitit_launcher.SlurmLauncher"),
+        ("slurm_local", "hydra_plugins.lit_bench_launchers.submitit_launcher.LocalLauncher"),
+    ],
+)
 def test_cluster_launchers_are_the_projects(launcher: str, target: str) -> None:
     assert compose_run(f"hydra/launcher={launcher}").hydra.launcher._target_ == target
 
@@ -64,10 +78,15 @@ def _costs(path: Path, rows: list[tuple[str, str, float]]) -> Path:
 
 
 def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> None:
-    entries = suite_plan.scaled([{"algo": "ppo", "env": "CartPole", "budget": 360_000},
-                                 {"algo": "ppo", "env": "Acrobot", "budget": 360_000},
-                                 {"algo": "sac", "env": "HalfCheetah", "budget": 1_000_000},
-                                 {"algo": "tqc", "env": "Pong", "budget": 10_000}], 1.0)
+    entries = suite_plan.scaled(
+        [
+            {"algo": "ppo", "env": "CartPole", "budget": 360_000},
+            {"algo": "ppo", "env": "Acrobot", "budget": 360_000},
+            {"algo": "sac", "env": "HalfCheetah", "budget": 1_000_000},
+            {"algo": "tqc", "env": "Pong", "budget": 10_000},
+        ],
+        1.0,
+    )
     costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("sac", "mujoco", 0.0144)]))
     result = suite_plan.plan(entries, seeds=5, launcher="slurm", cost_table=costs)
     assert result["runs"] == 20 and len(result["multiruns"]) == 3  # ppo's two envs share one multirun
@@ -88,10 +107,14 @@ def test_plan_warns_when_a_run_needs_more_requeues_than_allowed(tmp_path: Path) 
 
 
 def test_scale_shrinks_every_budget_with_a_floor() -> None:
-    suite = {"entries": [{"algo": "ppo", "env": "CartPole", "budget": 1_000_000},
-                         {"algo": "dqn", "env": "Pong", "budget": 10_000, "skip": True},
-                         {"algo": "a2c", "env": "CartPole", "budget": 100_000}],
-             "parity": [{"algo": "sac", "env": "Pendulum", "budget": 1_500}]}
+    suite = {
+        "entries": [
+            {"algo": "ppo", "env": "CartPole", "budget": 1_000_000},
+            {"algo": "dqn", "env": "Pong", "budget": 10_000, "skip": True},
+            {"algo": "a2c", "env": "CartPole", "budget": 100_000},
+        ],
+        "parity": [{"algo": "sac", "env": "Pendulum", "budget": 1_500}],
+    }
     regress.scale(suite, 0.001)
     assert [e["budget"] for e in suite["entries"]] == [1_000, 10_000, suite_plan.MIN_SCALED_BUDGET]
     assert suite["parity"][0]["budget"] == suite_plan.MIN_SCALED_BUDGET
@@ -108,14 +131,18 @@ def test_dry_run_runs_nothing_and_names_the_launchers_resources(capsys: pytest.C
         regress.main(["--suite", "ci", "--launcher", "slurmm", "--dry-run"])
 
 
-@pytest.mark.parametrize(("suite_name", "flags", "forced"), [
-    ("zoo_classic", [], False),          # a reference suite (hours of cluster time) resumes by default
-    ("zoo_classic", ["--fresh"], True),
-    ("ci", [], True),                    # a threshold suite measures the code as it is now
-    ("ci", ["--resume"], False),
-])
+@pytest.mark.parametrize(
+    ("suite_name", "flags", "forced"),
+    [
+        ("zoo_classic", [], False),  # a reference suite (hours of cluster time) resumes by default
+        ("zoo_classic", ["--fresh"], True),
+        ("ci", [], True),  # a threshold suite measures the code as it is now
+        ("ci", ["--resume"], False),
+    ],
+)
 def test_reference_suites_resume_and_threshold_suites_train_afresh(
-        suite_name: str, flags: list[str], forced: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite_name: str, flags: list[str], forced: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     commands: list[list[str]] = []
     monkeypatch.setattr(regress.subprocess, "run", lambda command, **kwargs: commands.append(command))
     monkeypatch.setattr(regress, "check", lambda suite, *args: regress.run_suite(suite, "lit", tmp_path) and 0)
@@ -126,8 +153,11 @@ def test_reference_suites_resume_and_threshold_suites_train_afresh(
 def test_parity_entries_follow_the_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact-parity sub-sweeps of a suite run on the suite's --launcher (they ran locally before)."""
     launchers: list[str | None] = []
-    monkeypatch.setattr(regress, "run_suite", lambda suite, backend, out, launcher=None, kind="entries":
-                        launchers.append(launcher) or [])
+    monkeypatch.setattr(
+        regress,
+        "run_suite",
+        lambda suite, backend, out, launcher=None, kind="entries": launchers.append(launcher) or [],
+    )
     suite = regress.load_suite("ci")
     regress.check_parity(suite, tmp_path, "slurm")
     assert launchers == ["slurm", "slurm"]  # lit and SB3

@@ -19,15 +19,17 @@ from lit_bench.run.console import ConsoleProgress, choose_mode
 from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run
 
 pytestmark = pytest.mark.harness
-STATUS = re.compile(r"^\[ppo CartPole seed 0\] [\d,]+/512 env steps \(\d+%\) \| [\d,]+ steps/s \| eval -?[\d.]+ \+/- "
-                    r"[\d.]+ at [\d,]+( \| next eval at [\d,]+)? \| ETA \d+:\d\d:\d\d$")
+STATUS = re.compile(
+    r"^\[ppo CartPole seed 0\] [\d,]+/512 env steps \(\d+%\) \| [\d,]+ steps/s \| eval -?[\d.]+ \+/- "
+    r"[\d.]+ at [\d,]+( \| next eval at [\d,]+)? \| ETA \d+:\d\d:\d\d$"
+)
 
 
 def test_auto_is_a_bar_for_one_run_on_a_terminal_and_lines_elsewhere():
     assert choose_mode("auto", terminal=True, multirun=False, lightning_bar=False) == "bar"
-    assert choose_mode("auto", terminal=True, multirun=True, lightning_bar=False) == "lines"   # joblib: no bars
+    assert choose_mode("auto", terminal=True, multirun=True, lightning_bar=False) == "lines"  # joblib: no bars
     assert choose_mode("auto", terminal=False, multirun=False, lightning_bar=False) == "lines"  # logs
-    assert choose_mode("auto", terminal=True, multirun=False, lightning_bar=True) == "off"     # Lightning's bar
+    assert choose_mode("auto", terminal=True, multirun=False, lightning_bar=True) == "off"  # Lightning's bar
     assert choose_mode("off", terminal=False, multirun=True, lightning_bar=False) == "off"
     with pytest.raises(ValueError, match=r"console\.progress=loud: choose one of auto, bar, lines, off"):
         choose_mode("loud", terminal=True, multirun=False, lightning_bar=False)
@@ -75,7 +77,11 @@ def test_jobs_sharing_a_terminal_print_lines_not_bars(tmp_path: Path):
     try:
         process = subprocess.Popen(
             [sys.executable, "run.py", "-m", *TINY, "seed=0,1", "hydra.launcher.n_jobs=2", f"out_dir={tmp_path}"],
-            cwd=REPO, env={**CHILD_ENV, "LIT_BENCH_CONSOLE": "auto"}, stdout=subprocess.DEVNULL, stderr=terminal)
+            cwd=REPO,
+            env={**CHILD_ENV, "LIT_BENCH_CONSOLE": "auto"},
+            stdout=subprocess.DEVNULL,
+            stderr=terminal,
+        )
         os.close(terminal)
         chunks = []
         while True:
@@ -92,6 +98,7 @@ def test_jobs_sharing_a_terminal_print_lines_not_bars(tmp_path: Path):
     shown = b"".join(chunks).decode()
     assert "\r[" not in shown  # no bar (a terminal turns "\n" into "\r\n": only that "\r" is there)
     for seed in (0, 1):
-        evaluations = [line for line in shown.splitlines() if line.startswith(f"[ppo CartPole seed {seed}] ") and
-                       "steps/s" in line]
+        evaluations = [
+            line for line in shown.splitlines() if line.startswith(f"[ppo CartPole seed {seed}] ") and "steps/s" in line
+        ]
         assert len(evaluations) == 2, shown[-3000:]

@@ -22,16 +22,20 @@ def _run(tmp_path: Path, status: str) -> tuple[RunDir, dict]:
     return run, json.loads(run.summary.read_text())
 
 
-@pytest.mark.parametrize(("status", "checkpoint", "force", "expected"), [
-    ("completed", None, False, Start("skip")),
-    ("completed", None, True, Start("fresh")),  # force: completed runs are run again
-    ("running", 1000, False, Start("resume", 1000)),  # killed mid-run: from its checkpoint
-    ("interrupted", 1000, True, Start("fresh")),
-    ("running", None, False, Start("fresh")),  # no checkpoint that reads back
-    ("running", 2000, False, Start("resume", 2000)),  # killed in the final evaluation: only it is redone
-])
-def test_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, checkpoint: int | None, force: bool,
-                  expected: Start) -> None:
+@pytest.mark.parametrize(
+    ("status", "checkpoint", "force", "expected"),
+    [
+        ("completed", None, False, Start("skip")),
+        ("completed", None, True, Start("fresh")),  # force: completed runs are run again
+        ("running", 1000, False, Start("resume", 1000)),  # killed mid-run: from its checkpoint
+        ("interrupted", 1000, True, Start("fresh")),
+        ("running", None, False, Start("fresh")),  # no checkpoint that reads back
+        ("running", 2000, False, Start("resume", 2000)),  # killed in the final evaluation: only it is redone
+    ],
+)
+def test_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, checkpoint: int | None, force: bool, expected: Start
+) -> None:
     monkeypatch.setattr(train, "resume_point", lambda run, backend: checkpoint)
     run, summary = _run(tmp_path, status)
     assert decide(run, summary, HELD, backend="lit", budget=2000, force=force) == expected
@@ -43,6 +47,8 @@ def test_a_new_or_damaged_directory_starts_afresh(tmp_path: Path, monkeypatch: p
     run, summary = _run(tmp_path, "completed")
     run.eval_csv.write_text(run.eval_csv.read_text()[:-3])  # the final evaluation's row cut short
     assert decide(run, summary, HELD, backend="lit", budget=2000, force=False) == Start(
-        "fresh", damage="eval.csv is truncated (its last row is incomplete)")
+        "fresh", damage="eval.csv is truncated (its last row is incomplete)"
+    )
     assert decide(run, None, HELD, backend="lit", budget=2000, force=False) == Start(
-        "fresh", damage="summary.json is unreadable")
+        "fresh", damage="summary.json is unreadable"
+    )

@@ -27,8 +27,18 @@ pytestmark = pytest.mark.harness
 
 # One evaluation (after training: eval.every > budget), one episode: that evaluation is the best one, its episode
 # starts from the eval env's seeded first reset, so replaying the best checkpoint must give exactly its return/length.
-TINY = ("algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "budget=128",
-        "eval.every=1000", "eval.episodes=1", "env.normalize={norm_obs:true,norm_reward:true}", "eval.video=true")
+TINY = (
+    "algo=ppo",
+    "env=CartPole",
+    "env.n_envs=1",
+    "algo.n_steps=64",
+    "algo.batch_size=64",
+    "budget=128",
+    "eval.every=1000",
+    "eval.episodes=1",
+    "env.normalize={norm_obs:true,norm_reward:true}",
+    "eval.video=true",
+)
 
 
 VIDEO_EXTRA = all(importlib.util.find_spec(name) for name in ("imageio", "imageio_ffmpeg", "pygame"))
@@ -82,8 +92,9 @@ def test_rebuilt_eval_env_is_the_runs_eval_env(runs: dict[str, Path]) -> None:
 
 
 @pytest.mark.parametrize("backend", ["lit", "sb3"])
-def test_enjoy_best_replays_the_best_evaluation(runs: dict[str, Path], backend: str, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_enjoy_best_replays_the_best_evaluation(
+    runs: dict[str, Path], backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from stable_baselines3.common import save_util
 
     def refuse(*_: Any) -> None:
@@ -149,8 +160,9 @@ def test_enjoy_errors_are_one_line(runs: dict[str, Path], tmp_path: Path, capsys
         assert message in err and err.count("\n") == 1, err
 
 
-def test_missing_video_extra_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture) -> None:
+def test_missing_video_extra_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name))
     with pytest.raises(ConfigError, match=r"imageio_ffmpeg not installed; install the extra: pip install"):
@@ -208,4 +220,8 @@ def test_eval_video_schedule(tmp_path: Path) -> None:
     assert final_only.path_for(1000) == final_only.path_for(1024) == tmp_path / "final.mp4"
     every_third = EvalVideo(tmp_path, budget=1000, eval_every=100, every=3)
     assert [p.name for t in range(100, 1100, 100) if (p := every_third.path_for(t))] == [
-        "eval_300.mp4", "eval_600.mp4", "eval_900.mp4", "final.mp4"]
+        "eval_300.mp4",
+        "eval_600.mp4",
+        "eval_900.mp4",
+        "final.mp4",
+    ]

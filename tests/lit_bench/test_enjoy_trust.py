@@ -22,8 +22,17 @@ from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness
 
-TINY = ("algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "budget=64",
-        "eval.every=1000", "eval.episodes=1", "env.normalize={norm_obs:true,norm_reward:false}")
+TINY = (
+    "algo=ppo",
+    "env=CartPole",
+    "env.n_envs=1",
+    "algo.n_steps=64",
+    "algo.batch_size=64",
+    "budget=64",
+    "eval.every=1000",
+    "eval.episodes=1",
+    "env.normalize={norm_obs:true,norm_reward:false}",
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,46 +85,56 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture) -> str:
 
 def write_text_node(marker: Path) -> dict:
     """pathlib.Path(marker).write_text(...) as an ``_args_`` chain (how a config writes a module to import)."""
-    return {"_target_": "pathlib.Path.write_text", "_args_": [{"_target_": "pathlib.Path", "_args_": [str(marker)]},
-                                                              "import os"]}
+    return {
+        "_target_": "pathlib.Path.write_text",
+        "_args_": [{"_target_": "pathlib.Path", "_args_": [str(marker)]}, "import os"],
+    }
 
 
 CRAFTED = {
     "env.wrappers[0]._target_": lambda c, m: c["env"].__setitem__("wrappers", [write_text_node(m)]),
-    "env.wrappers[0].skip._target_": lambda c, m: c["env"].__setitem__("wrappers", [
-        {"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": write_text_node(m)}]),
-    "env.make._args_[0]._target_": lambda c, m: c["env"].__setitem__("make", {
-        "_target_": "stable_baselines3.common.envs.BitFlippingEnv", "_args_": [write_text_node(m)]}),
-    "env.vec_wrappers[0]._target_": lambda c, m: c["env"].__setitem__("vec_wrappers", [
-        {"_target_": "sys.path.insert", "_args_": [0, str(m.parent / "site")]}]),
+    "env.wrappers[0].skip._target_": lambda c, m: c["env"].__setitem__(
+        "wrappers", [{"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": write_text_node(m)}]
+    ),
+    "env.make._args_[0]._target_": lambda c, m: c["env"].__setitem__(
+        "make", {"_target_": "stable_baselines3.common.envs.BitFlippingEnv", "_args_": [write_text_node(m)]}
+    ),
+    "env.vec_wrappers[0]._target_": lambda c, m: c["env"].__setitem__(
+        "vec_wrappers", [{"_target_": "sys.path.insert", "_args_": [0, str(m.parent / "site")]}]
+    ),
     "env.package": lambda c, m: c["env"].__setitem__("package", "planted_code"),
     "env.package[1]": lambda c, m: c["env"].__setitem__("package", ["Box2D", "planted_code"]),
     "algo._target_": lambda c, m: c["algo"].__setitem__("_target_", "planted_code.Planted"),
-    "algo.policy_kwargs.activation_fn.path": lambda c, m: c["algo"].__setitem__("policy_kwargs", {
-        "activation_fn": {"_target_": "hydra.utils.get_class", "path": "planted_code.Planted"}}),
-    "algo.action_noise._target_": lambda c, m: c["algo"].__setitem__("action_noise", {
-        "_target_": "lit_sb3.common.sb3_bridge.HumanOutputFormat", "_args_": [str(m)]}),  # a re-export
+    "algo.policy_kwargs.activation_fn.path": lambda c, m: c["algo"].__setitem__(
+        "policy_kwargs", {"activation_fn": {"_target_": "hydra.utils.get_class", "path": "planted_code.Planted"}}
+    ),
+    "algo.action_noise._target_": lambda c, m: c["algo"].__setitem__(
+        "action_noise", {"_target_": "lit_sb3.common.sb3_bridge.HumanOutputFormat", "_args_": [str(m)]}
+    ),  # a re-export
 }
 
 
 @pytest.mark.parametrize("node", sorted(CRAFTED))
-def test_crafted_config_runs_nothing(node: str, genuine: Path, planted: Path, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture) -> None:
+def test_crafted_config_runs_nothing(
+    node: str, genuine: Path, planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     run_dir = crafted_copy(genuine, tmp_path, lambda c: CRAFTED[node](c, planted))
     err = refused([str(run_dir)], capsys)
     assert not planted.exists()
     assert f"config.yaml: {node}=" in err and "--trust" in err, err
 
 
-def test_interpolations_in_a_recorded_config_are_refused(genuine: Path, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture) -> None:
+def test_interpolations_in_a_recorded_config_are_refused(
+    genuine: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     run_dir = crafted_copy(genuine, tmp_path, lambda c: c["env"].__setitem__("id", "${oc.env:HOME}"))
     err = refused([str(run_dir)], capsys)
     assert "env.id is an interpolation" in err and "--trust" in err
 
 
-def test_trust_and_allow_open_exactly_what_they_say(genuine: Path, planted: Path, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trust_and_allow_open_exactly_what_they_say(
+    genuine: Path, planted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = crafted_copy(genuine, tmp_path, lambda c: c["env"].__setitem__("package", "planted_code"))
     safe_load.allow("planted_code")  # the user's own env package, registered once
     assert enjoy.main([str(run_dir), "--episodes", "1"]) == 0
@@ -142,9 +161,13 @@ def test_the_harness_config_groups_are_what_a_genuine_run_names(genuine: Path, c
 def test_old_run_directories_name_the_old_module_paths() -> None:
     """Runs recorded before lit_bench's modules moved name lit_bench.noise.* / lit_bench.wrappers.*: exactly those
     names load (old module + the same qualified name), nothing else under the old module."""
-    old = {"algo": {"_target_": "lit_sb3.TD3", "action_noise": {"_target_": "lit_bench.noise.normal", "std": 0.1}},
-           "env": {"package": "lit_bench.wrappers", "wrappers": [
-               {"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "skip": 2}]}}
+    old = {
+        "algo": {"_target_": "lit_sb3.TD3", "action_noise": {"_target_": "lit_bench.noise.normal", "std": 0.1}},
+        "env": {
+            "package": "lit_bench.wrappers",
+            "wrappers": [{"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "skip": 2}],
+        },
+    }
     check_run_config(old, "config.yaml")
     old["env"]["wrappers"].append({"_target_": "lit_bench.wrappers.gym.make", "_args_": ["x"]})
     with pytest.raises(UntrustedConfig, match=r"^config.yaml: env.wrappers\[1\]._target_=lit_bench.wrappers.gym.make "):
@@ -159,14 +182,24 @@ def _text(value: str) -> bytes:
     return b"\x8c" + bytes([len(raw)]) + raw
 
 
-@pytest.mark.parametrize("payload", [
-    lambda m: b"\x80\x04" + _text("gymnasium.spaces.box") + _text("gym.os.system") + b"\x93" + _text(f"touch {m}")
-    + b"\x85R.",  # protocol 4: a dotted name through a module that is allow-listed for its spaces
-    lambda m: f"(Vtouch {m}\nios\nsystem\n.".encode(),  # INST
-    lambda m: f"cos\nsystem\n(Vtouch {m}\ntR.".encode(),  # GLOBAL + REDUCE
-])
-def test_crafted_vecnormalize_pickle_runs_nothing(payload: Any, genuine: Path, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "payload",
+    [
+        lambda m: (
+            b"\x80\x04"
+            + _text("gymnasium.spaces.box")
+            + _text("gym.os.system")
+            + b"\x93"
+            + _text(f"touch {m}")
+            + b"\x85R."
+        ),  # protocol 4: a dotted name through a module that is allow-listed for its spaces
+        lambda m: f"(Vtouch {m}\nios\nsystem\n.".encode(),  # INST
+        lambda m: f"cos\nsystem\n(Vtouch {m}\ntR.".encode(),  # GLOBAL + REDUCE
+    ],
+)
+def test_crafted_vecnormalize_pickle_runs_nothing(
+    payload: Any, genuine: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     run_dir = crafted_copy(genuine, tmp_path, lambda c: None)
     marker = tmp_path / "ran"
     (run_dir / "vecnormalize.pkl").write_bytes(payload(marker))
@@ -191,8 +224,9 @@ def _planted_checkpoint(path: Path, marker: Path) -> None:
     copy.unlink()
 
 
-def test_crafted_checkpoint_runs_nothing_in_enjoy_or_resume(genuine: Path, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture) -> None:
+def test_crafted_checkpoint_runs_nothing_in_enjoy_or_resume(
+    genuine: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     from lit_bench.run.checkpointing import resume_point
     from lit_bench.store.rundir import RunDir
 
@@ -221,8 +255,9 @@ def test_the_users_own_config_directories_are_trusted(tmp_path: Path, monkeypatc
     check_run_config(recorded, "config.yaml")
 
 
-def test_sb3_run_zip_pickles_are_never_unpickled(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture) -> None:
+def test_sb3_run_zip_pickles_are_never_unpickled(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """backend=sb3 runs load from SB3's zip: every pickled entry is rebuilt from the (checked) config instead."""
     import base64
     import json
@@ -241,8 +276,10 @@ def test_sb3_run_zip_pickles_are_never_unpickled(tmp_path_factory: pytest.TempPa
             content = archive.read(item)
             if item.filename == "data":
                 data = json.loads(content)
-                data = {k: {":type:": "x", ":serialized:": code} if isinstance(v, dict) and ":serialized:" in v
-                        else v for k, v in data.items()}
+                data = {
+                    k: {":type:": "x", ":serialized:": code} if isinstance(v, dict) and ":serialized:" in v else v
+                    for k, v in data.items()
+                }
                 content = json.dumps({**data, "extra": {":type:": "x", ":serialized:": code}}).encode()
             out.writestr(item, content)
     planted.replace(last)

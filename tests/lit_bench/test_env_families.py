@@ -28,8 +28,13 @@ from tests.lit_bench.helpers import CONF, REPO, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 
-EXTRA_MODULES = {"atari": ("ale_py", "cv2"), "box2d": ("Box2D", "pygame"), "minigrid": ("minigrid",),
-                 "pybullet": ("pybullet_envs_gymnasium",), "robotics": ("panda_gym", "highway_env")}
+EXTRA_MODULES = {
+    "atari": ("ale_py", "cv2"),
+    "box2d": ("Box2D", "pygame"),
+    "minigrid": ("minigrid",),
+    "pybullet": ("pybullet_envs_gymnasium",),
+    "robotics": ("panda_gym", "highway_env"),
+}
 
 
 def installed(extra: str) -> bool:
@@ -37,8 +42,9 @@ def installed(extra: str) -> bool:
 
 
 def needs(extra: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(not installed(extra), reason=f"the '{extra}' extra is not installed "
-                              f"(pip install 'lit-sb3[{extra}]')")
+    return pytest.mark.skipif(
+        not installed(extra), reason=f"the '{extra}' extra is not installed (pip install 'lit-sb3[{extra}]')"
+    )
 
 
 # (algo whose Zoo settings apply, env group, extra, observation space the agent sees: shape and dtype, or Dict keys)
@@ -53,8 +59,9 @@ WRAPPED = [
 ]
 
 
-@pytest.mark.parametrize(("algo", "env_name", "extra", "expected"),
-                         [pytest.param(*w, marks=needs(w[2]), id=w[1]) for w in WRAPPED])
+@pytest.mark.parametrize(
+    ("algo", "env_name", "extra", "expected"), [pytest.param(*w, marks=needs(w[2]), id=w[1]) for w in WRAPPED]
+)
 def test_wrapped_observations(algo: str, env_name: str, extra: str, expected: object) -> None:
     """Training and evaluation envs give the agent the observations the RL Zoo trains on."""
     cfg = compose_run(f"algo={algo}", f"env={env_name}", "env.n_envs=2")
@@ -97,7 +104,8 @@ def test_atari_trains_on_lives_and_clipped_rewards_but_scores_whole_games() -> N
         for env in (train, evaluation):
             chain = wrapper_chain(env.unwrapped.envs[0])  # type: ignore[attr-defined]
             assert chain.index(EpisodicLifeEnv) < chain.index(Monitor) and chain.index(ClipRewardEnv) < chain.index(
-                Monitor)
+                Monitor
+            )
     finally:
         train.close()
         evaluation.close()
@@ -128,14 +136,16 @@ def test_coverage_lists_every_reference_row() -> None:
 
 
 @pytest.mark.parametrize("package", ["ale_py", "cv2"])
-def test_missing_extra_is_one_line_before_training(package: str, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_extra_is_one_line_before_training(
+    package: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lit_bench.run.train import run
 
     monkeypatch.setitem(sys.modules, package, None)  # `import <package>` now raises ImportError
     summary = run(compose_run("algo=ppo", "env=Breakout", f"out_dir={tmp_path}"))
-    assert summary["error"] == (f"env=Breakout needs the 'atari' extra (missing module {package!r}): "
-                                "pip install 'lit-sb3[atari]'")
+    assert summary["error"] == (
+        f"env=Breakout needs the 'atari' extra (missing module {package!r}): pip install 'lit-sb3[atari]'"
+    )
     assert summary["status"] == "failed" and summary["traceback"] is None
     assert not list(tmp_path.rglob("eval.csv")) and not list(tmp_path.rglob("config.yaml"))
     with pytest.raises(ConfigError, match="needs the 'atari' extra"):
@@ -188,8 +198,17 @@ def test_smoke_minigrid_pybullet_carracing(tmp_path: Path) -> None:
 @pytest.mark.slow
 @needs("robotics")
 def test_smoke_robotics_her(tmp_path: Path) -> None:
-    runs = smoke(tmp_path, "robotics", "algo=tqc", "env=PandaReach,parking", "algo.learning_starts=64",
-                 "algo.batch_size=32", "algo.buffer_size=1000", "++algo.policy_kwargs.net_arch=[32,32]", *SMALL)
+    runs = smoke(
+        tmp_path,
+        "robotics",
+        "algo=tqc",
+        "env=PandaReach,parking",
+        "algo.learning_starts=64",
+        "algo.batch_size=32",
+        "algo.buffer_size=1000",
+        "++algo.policy_kwargs.net_arch=[32,32]",
+        *SMALL,
+    )
     assert set(runs) == {"PandaReach", "parking"}
     for config in runs.values():
         assert config["algo"]["policy"] == "MultiInputPolicy"
@@ -221,6 +240,7 @@ def test_suite_entries_share_multiruns_and_take_a_launcher(tmp_path: Path, monke
     commands: list[list[str]] = []
     monkeypatch.setattr(regress.subprocess, "run", lambda command, **_: commands.append(command))
     regress.run_suite(regress.load_suite("zoo_atari"), "lit", tmp_path, "slurm")
+
     def value(command: list[str], key: str) -> str:
         return next(word for word in command if word.startswith(f"{key}="))
 

@@ -70,8 +70,9 @@ def test_evaluations_npz_is_read_by_a_zoo_style_loader_and_evals_reach_the_logge
     for step in (100, 200):
         model.num_timesteps = step
         rows.append(evaluator.evaluate(model))
-    printed = subprocess.run([sys.executable, "-c", ZOO_LIKE_LOADER, str(run.root)], capture_output=True, text=True,
-                             check=True).stdout.split()
+    printed = subprocess.run(
+        [sys.executable, "-c", ZOO_LIKE_LOADER, str(run.root)], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert printed == [f"{r['timesteps']}:{r['mean_return']:.3f}" for r in rows]
     with np.load(run.root / "evaluations.npz") as data:
         assert data["results"].shape == (2, 3) and data["ep_lengths"].dtype.kind == "i"

@@ -67,7 +67,11 @@ def test_export_links_the_zoo_tree_and_the_zoo_plots_read_it(sweep: Path, tmp_pa
     variant = "budget=512,eval.episodes=2,eval.every=256"  # TINY's differences from the defaults
     lit, sb3 = f"lit_{variant}", f"sb3_{variant}"
     assert sorted(str(e.folder.relative_to(out)) for e in exported) == [
-        f"{lit}/ppo/CartPole-v1_1", f"{lit}/ppo/CartPole-v1_2", f"{sb3}/ppo/CartPole-v1_1", f"{sb3}/ppo/CartPole-v1_2"]
+        f"{lit}/ppo/CartPole-v1_1",
+        f"{lit}/ppo/CartPole-v1_2",
+        f"{sb3}/ppo/CartPole-v1_1",
+        f"{sb3}/ppo/CartPole-v1_2",
+    ]
     for entry in exported:
         files = sorted(p.name for p in entry.folder.iterdir())
         assert files == [*[f"{i}.monitor.csv" for i in range(8)], "evaluations.npz"]
@@ -78,14 +82,30 @@ def test_export_links_the_zoo_tree_and_the_zoo_plots_read_it(sweep: Path, tmp_pa
     env = {**os.environ, "MPLBACKEND": "Agg"}
 
     def zoo(*args: str) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         return done
 
     pkl = tmp_path / "all.pkl"
-    zoo("rl_zoo3.plots.all_plots", "-a", "ppo", "-e", "CartPole-v1", "-f", str(out / lit), str(out / sb3),
-        "-l", "lit", "sb3", "-o", str(pkl.with_suffix("")), "--no-display", "-print")  # it adds .pkl
+    zoo(
+        "rl_zoo3.plots.all_plots",
+        "-a",
+        "ppo",
+        "-e",
+        "CartPole-v1",
+        "-f",
+        str(out / lit),
+        str(out / sb3),
+        "-l",
+        "lit",
+        "sb3",
+        "-o",
+        str(pkl.with_suffix("")),
+        "--no-display",
+        "-print",
+    )  # it adds .pkl
     with pkl.open("rb") as file:
         results = pickle.load(file)
     assert set(results["CartPole-v1"]) == {"PPO-lit", "PPO-sb3"}

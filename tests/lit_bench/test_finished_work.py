@@ -26,13 +26,15 @@ def _completed(tmp_path: Path, *extra: str) -> tuple[list[str], Path, dict]:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"
+    }
 
 
 @pytest.mark.parametrize("backend", ["lit", "sb3"])
-def test_killed_during_the_final_evaluation_only_redoes_it(tmp_path: Path, backend: str,
-                                                           capfd: pytest.CaptureFixture) -> None:
+def test_killed_during_the_final_evaluation_only_redoes_it(
+    tmp_path: Path, backend: str, capfd: pytest.CaptureFixture
+) -> None:
     """state.json at the budget, the final evaluation (256 steps, off the 96-step grid) not in eval.csv yet."""
     overrides, run_dir, first = _completed(tmp_path, f"backend={backend}")
     rows = read_csv(run_dir / "eval.csv")
@@ -49,13 +51,15 @@ def test_killed_during_the_final_evaluation_only_redoes_it(tmp_path: Path, backe
     assert checkpoint.read_bytes() == trained  # not retrained: the checkpoint at the budget is the model evaluated
     scores = ("timesteps", "mean_return", "std_return", "mean_ep_length")
     assert [tuple(r[k] for k in scores) for r in read_csv(run_dir / "eval.csv")] == [
-        tuple(r[k] for k in scores) for r in rows]
+        tuple(r[k] for k in scores) for r in rows
+    ]
     assert "running it again from the start" not in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("how", ["config.yaml unreadable", "config.yaml missing", "config.yaml not a mapping"])
-def test_a_completed_run_that_cannot_be_proven_ours_is_never_deleted(tmp_path: Path, how: str,
-                                                                     capfd: pytest.CaptureFixture) -> None:
+def test_a_completed_run_that_cannot_be_proven_ours_is_never_deleted(
+    tmp_path: Path, how: str, capfd: pytest.CaptureFixture
+) -> None:
     overrides, run_dir, _ = _completed(tmp_path)
     (run_dir / "notes.txt").write_text("a user's own file\n")
     config = run_dir / "config.yaml"
@@ -108,7 +112,6 @@ def test_the_lock_and_written_files_never_follow_a_symlink(tmp_path: Path) -> No
 def test_a_symlinked_lock_is_one_line_from_run_py(tmp_path: Path) -> None:
     overrides = [*TINY, f"out_dir={tmp_path}"]
     cfg = compose_run(*overrides)
-
 
     config = resolved(cfg)
     root = run_path(config, identify(config))

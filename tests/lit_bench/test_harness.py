@@ -69,8 +69,9 @@ def test_env_config_pins_one_env(env_name: str) -> None:
     assert cfg.env.budget > 0 and cfg.budget > 0
 
 
-@pytest.mark.parametrize(("algo", "env_name"), [(a, e) for a in ALGOS for e in CORE_ENVS],
-                         ids=[f"{a}-{e}" for a in ALGOS for e in CORE_ENVS])
+@pytest.mark.parametrize(
+    ("algo", "env_name"), [(a, e) for a in ALGOS for e in CORE_ENVS], ids=[f"{a}-{e}" for a in ALGOS for e in CORE_ENVS]
+)
 def test_every_pair_instantiates_or_fails_clearly(algo: str, env_name: str, built_envs: dict) -> None:
     """Compatible pairs build their algorithm on the real env (both backends); the others fail with one line."""
     import stable_baselines3 as sb3
@@ -97,8 +98,17 @@ def test_every_pair_instantiates_or_fails_clearly(algo: str, env_name: str, buil
         with pytest.raises(ConfigError, match=rf"^env={env_name} has Dict observations: set algo.policy=MultiInput"):
             check_spaces(cls, algo, env_name, cfg.algo.get("policy"), train_env)
         return
-    job = Job(cfg=cfg, algo_cls=cls, run=None, train_env=train_env, evaluator=None, budget=1, seed=0,  # type: ignore[arg-type]
-              checkpoint_every=1, resume=False)
+    job = Job(
+        cfg=cfg,
+        algo_cls=cls,
+        run=None,
+        train_env=train_env,
+        evaluator=None,
+        budget=1,
+        seed=0,  # type: ignore[arg-type]
+        checkpoint_every=1,
+        resume=False,
+    )
     model = cls(**algorithm_kwargs(job, "lit"), seed=0)
     model.check_env(train_env)
     model.build(train_env.observation_space, train_env.action_space)
@@ -141,13 +151,16 @@ def test_budget_precedence() -> None:
     assert compose_run("algo=sac", "env=Pendulum", "budget=123").budget == 123
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    (["budget=0"], "budget=0: the env-step budget must be a positive integer"),
-    (["+algo.n_step=5"], "algo.n_step: PPO (algo=ppo) has no hyperparameter 'n_step'; did you mean n_steps"),
-    (["algo=dqn", "env=HalfCheetah"], "algo=dqn cannot act in env=HalfCheetah: DQN supports Discrete actions"),
-    (["algo=sac", "env=Acrobot"], "algo=sac cannot act in env=Acrobot: SAC supports Box actions"),
-    (["algo=ppo", "env=BitFlipping"], "env=BitFlipping has Dict observations: set algo.policy=MultiInputPolicy"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["budget=0"], "budget=0: the env-step budget must be a positive integer"),
+        (["+algo.n_step=5"], "algo.n_step: PPO (algo=ppo) has no hyperparameter 'n_step'; did you mean n_steps"),
+        (["algo=dqn", "env=HalfCheetah"], "algo=dqn cannot act in env=HalfCheetah: DQN supports Discrete actions"),
+        (["algo=sac", "env=Acrobot"], "algo=sac cannot act in env=Acrobot: SAC supports Box actions"),
+        (["algo=ppo", "env=BitFlipping"], "env=BitFlipping has Dict observations: set algo.policy=MultiInputPolicy"),
+    ],
+)
 def test_bad_input_is_one_line(overrides: list[str], message: str, tmp_path: Path) -> None:
     from lit_bench.run.train import run
 
@@ -167,13 +180,23 @@ def test_unknown_group_option_lists_choices() -> None:
 
 def test_multirun_both_backends_joblib(tmp_path: Path) -> None:
     """4 runs through the real run.py on 2 joblib workers; both backends write the same files and schemas."""
-    result = run_py("-m", "algo=ppo,a2c", "backend=lit,sb3", *TINY, f"out_dir={tmp_path}", "sweep=smoke",
-                    "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    result = run_py(
+        "-m",
+        "algo=ppo,a2c",
+        "backend=lit,sb3",
+        *TINY,
+        f"out_dir={tmp_path}",
+        "sweep=smoke",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 completed (4 runs)" in result.stdout
     for algo in ("ppo", "a2c"):
-        runs = {b: find_run(tmp_path / "smoke" / f"{algo}{suffix}" / "CartPole", 0)
-                for b, suffix in (("lit", ""), ("sb3", "@sb3"))}
+        runs = {
+            b: find_run(tmp_path / "smoke" / f"{algo}{suffix}" / "CartPole", 0)
+            for b, suffix in (("lit", ""), ("sb3", "@sb3"))
+        }
         columns = {}
         for backend, run_dir in runs.items():
             summary = json.loads((run_dir / "summary.json").read_text())
@@ -195,9 +218,21 @@ def test_multirun_both_backends_joblib(tmp_path: Path) -> None:
 
 
 def test_failed_run_leaves_others_and_sweep_resumes(tmp_path: Path) -> None:
-    sweep = ("-m", "algo=ppo", "seed=0,1", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64",
-             "budget=640", "eval.every=128", "eval.episodes=2", f"out_dir={tmp_path}", "sweep=fail",
-             "env.wrappers=[{_target_:crash_env.CrashOnSeed,_partial_:true}]")
+    sweep = (
+        "-m",
+        "algo=ppo",
+        "seed=0,1",
+        "env=CartPole",
+        "env.n_envs=1",
+        "algo.n_steps=64",
+        "algo.batch_size=64",
+        "budget=640",
+        "eval.every=128",
+        "eval.episodes=2",
+        f"out_dir={tmp_path}",
+        "sweep=fail",
+        "env.wrappers=[{_target_:crash_env.CrashOnSeed,_partial_:true}]",
+    )
     result = run_py(*sweep, env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_SEED": "1"})
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 completed, 1 failed (2 runs)" in result.stdout
@@ -217,8 +252,19 @@ def test_failed_run_leaves_others_and_sweep_resumes(tmp_path: Path) -> None:
 
 
 def test_killed_run_resumes_to_full_budget(tmp_path: Path) -> None:
-    args = ["run.py", "algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64",
-            "budget=3200", "eval.every=320", "eval.episodes=2", f"out_dir={tmp_path}", "sweep=kill"]
+    args = [
+        "run.py",
+        "algo=ppo",
+        "env=CartPole",
+        "env.n_envs=1",
+        "algo.n_steps=64",
+        "algo.batch_size=64",
+        "budget=3200",
+        "eval.every=320",
+        "eval.episodes=2",
+        f"out_dir={tmp_path}",
+        "sweep=kill",
+    ]
     run_dir = kill_when_checkpointed(args[1:], tmp_path / "kill", 960)
     state = run_dir / "checkpoints" / "state.json"
     killed = json.loads((run_dir / "summary.json").read_text())

@@ -18,12 +18,22 @@ pytestmark = pytest.mark.harness
 NAN_REWARDS = "env.make={_target_:tests.lit_bench.crash_env.nan_reward_env,_partial_:true}"
 
 
-@pytest.mark.parametrize("option", [
-    "+trainer.limit_train_batches=0", "+trainer.max_epochs=1", "+trainer.fast_dev_run=true", "+trainer.max_steps=10",
-    "+trainer.min_steps=5", "+trainer.overfit_batches=1", "+trainer.limit_val_batches=0", "+trainer.max_time=1",
-])
-def test_a_trainer_option_that_changes_how_much_is_trained_is_refused(tmp_path: Path, option: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "option",
+    [
+        "+trainer.limit_train_batches=0",
+        "+trainer.max_epochs=1",
+        "+trainer.fast_dev_run=true",
+        "+trainer.max_steps=10",
+        "+trainer.min_steps=5",
+        "+trainer.overfit_batches=1",
+        "+trainer.limit_val_batches=0",
+        "+trainer.max_time=1",
+    ],
+)
+def test_a_trainer_option_that_changes_how_much_is_trained_is_refused(
+    tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(train, "make_envs", lambda *a, **k: pytest.fail("refused before any env is built"))
     summary = train.run(compose_run(*TINY, "budget=3000", option, f"out_dir={tmp_path}"))
     name = option.split("=")[0].lstrip("+")
@@ -52,8 +62,17 @@ def test_the_report_counts_each_run_once(tmp_path: Path) -> None:
     assert summary.seeds.tolist() == [3] and bool(summary.ci_flagged.iloc[0])
 
 
-DQN_TINY = ("algo=dqn", "env=CartPole", "budget=256", "eval.every=128", "eval.episodes=2", "algo.learning_starts=32",
-            "algo.buffer_size=500", "algo.train_freq=4", "algo.policy_kwargs={net_arch:[16]}")
+DQN_TINY = (
+    "algo=dqn",
+    "env=CartPole",
+    "budget=256",
+    "eval.every=128",
+    "eval.episodes=2",
+    "algo.learning_starts=32",
+    "algo.buffer_size=500",
+    "algo.train_freq=4",
+    "algo.policy_kwargs={net_arch:[16]}",
+)
 
 
 def test_a_non_finite_score_is_one_honest_status(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
@@ -74,8 +93,7 @@ def test_a_non_finite_score_is_one_honest_status(tmp_path: Path, capfd: pytest.C
     assert "damaged" not in capfd.readouterr().err
 
 
-def test_steps_beyond_the_budget_are_labelled_compared_and_warned(tmp_path: Path,
-                                                                  capfd: pytest.CaptureFixture) -> None:
+def test_steps_beyond_the_budget_are_labelled_compared_and_warned(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
     """PPO with 8 envs x 32 steps: budget=300 trains 512 env steps, as SB3's learn(300) does."""
     summary = train.run(compose_run(*TINY, "budget=300", "eval.every=256", f"out_dir={tmp_path}", "sweep=over"))
     assert summary["status"] == "completed" and summary["timesteps"] == 512 and summary["budget"] == 300

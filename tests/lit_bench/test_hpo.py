@@ -57,15 +57,23 @@ def summary_of(run_dir: str | Path) -> dict:
 
 
 def test_search_space_from_hydra_syntax_and_optuna_yaml() -> None:
-    params = {"algo.gamma": "choice(0.9, 0.99)", "algo.n_epochs": "range(5, 20, 5)",
-              "algo.ent_coef": {"type": "float", "low": 1e-8, "high": 0.1, "log": True},
-              "algo.batch_size": {"type": "categorical", "choices": [64, 128]}, "algo.vf_coef": "0.4,0.5"}
-    space, fixed = studies.search_space(params, [LR, "budget=512", "algo.n_steps=tag(int, interval(8, 64))",
-                                                 "algo.gamma=0.95"])
+    params = {
+        "algo.gamma": "choice(0.9, 0.99)",
+        "algo.n_epochs": "range(5, 20, 5)",
+        "algo.ent_coef": {"type": "float", "low": 1e-8, "high": 0.1, "log": True},
+        "algo.batch_size": {"type": "categorical", "choices": [64, 128]},
+        "algo.vf_coef": "0.4,0.5",
+    }
+    space, fixed = studies.search_space(
+        params, [LR, "budget=512", "algo.n_steps=tag(int, interval(8, 64))", "algo.gamma=0.95"]
+    )
     assert space == {
-        "algo.n_epochs": IntDistribution(5, 15, step=5), "algo.ent_coef": FloatDistribution(1e-8, 0.1, log=True),
-        "algo.batch_size": CategoricalDistribution([64, 128]), "algo.vf_coef": CategoricalDistribution([0.4, 0.5]),
-        "algo.learning_rate": FloatDistribution(1e-4, 1e-2, log=True), "algo.n_steps": IntDistribution(8, 64),
+        "algo.n_epochs": IntDistribution(5, 15, step=5),
+        "algo.ent_coef": FloatDistribution(1e-8, 0.1, log=True),
+        "algo.batch_size": CategoricalDistribution([64, 128]),
+        "algo.vf_coef": CategoricalDistribution([0.4, 0.5]),
+        "algo.learning_rate": FloatDistribution(1e-4, 1e-2, log=True),
+        "algo.n_steps": IntDistribution(8, 64),
     }  # algo.gamma=0.95 on the command line fixes the preset's searched gamma
     assert fixed == ["budget=512", "algo.gamma=0.95"]
     with pytest.raises(ConfigError, match="search space is empty"):
@@ -104,8 +112,9 @@ def test_every_sampler_and_pruner_composes_with_every_preset(preset: str) -> Non
         assert node["sampler"]["name"] == sampler and node["params"] == base["params"]
         assert type(studies.make_sampler(node["sampler"])).__name__ == studies.SAMPLERS[sampler]
     for pruner in PRUNERS:
-        node = _sweeper_node(f"hydra/sweeper={preset}", f"hydra/sweeper/pruner={pruner}",
-                             "hydra/sweeper/sampler=random")
+        node = _sweeper_node(
+            f"hydra/sweeper={preset}", f"hydra/sweeper/pruner={pruner}", "hydra/sweeper/sampler=random"
+        )
         assert node["pruner"]["name"] == pruner and node["sampler"]["name"] == "random"
         assert type(studies.make_pruner(node["pruner"])).__name__ == studies.PRUNERS[pruner]
     if base["params"]:
@@ -141,20 +150,35 @@ def test_a_pruned_job_is_a_pruned_trial_and_its_run_is_kept(tmp_path: Path, monk
 
 def test_the_study_files_list_every_state(tmp_path: Path) -> None:
     study = optuna.create_study(study_name="s/ppo/CartPole", direction="maximize")
-    dist = {"algo.learning_rate": FloatDistribution(1e-4, 1e-2, log=True), "algo.gamma": CategoricalDistribution(
-        [0.9, 0.99])}
+    dist = {
+        "algo.learning_rate": FloatDistribution(1e-4, 1e-2, log=True),
+        "algo.gamma": CategoricalDistribution([0.9, 0.99]),
+    }
     run = tmp_path / "ppo" / "CartPole" / "v-1" / "seed_0"
     run.mkdir(parents=True)
     config = {"algo_name": "ppo", "env_name": "CartPole", "budget": 1024, "seed": 0, "algo": {"gamma": 0.99}}
     (run / "config.yaml").write_text(yaml.safe_dump(config))
-    for number, (state, value, lr) in enumerate([(TrialState.COMPLETE, 90.0, 1e-3), (TrialState.PRUNED, 10.0, 5e-3),
-                                                 (TrialState.FAIL, None, 2e-3), (TrialState.COMPLETE, 120.0, 2e-4),
-                                                 (TrialState.COMPLETE, 60.0, 5e-4)]):
-        study.add_trial(create_trial(
-            state=state, value=value, params={"algo.learning_rate": lr, "algo.gamma": 0.99 if number % 2 else 0.9},
-            distributions=dist, intermediate_values={256: (value or 0.0) / 2, 512: value or 0.0}
-            if state != TrialState.PRUNED else {256: 10.0},
-            user_attrs={"run_dirs": [str(run)], "seeds": [0], **({"pruned_at": 256} if number == 1 else {})}))
+    for number, (state, value, lr) in enumerate(
+        [
+            (TrialState.COMPLETE, 90.0, 1e-3),
+            (TrialState.PRUNED, 10.0, 5e-3),
+            (TrialState.FAIL, None, 2e-3),
+            (TrialState.COMPLETE, 120.0, 2e-4),
+            (TrialState.COMPLETE, 60.0, 5e-4),
+        ]
+    ):
+        study.add_trial(
+            create_trial(
+                state=state,
+                value=value,
+                params={"algo.learning_rate": lr, "algo.gamma": 0.99 if number % 2 else 0.9},
+                distributions=dist,
+                intermediate_values={256: (value or 0.0) / 2, 512: value or 0.0}
+                if state != TrialState.PRUNED
+                else {256: 10.0},
+                user_attrs={"run_dirs": [str(run)], "seeds": [0], **({"pruned_at": 256} if number == 1 else {})},
+            )
+        )
     rows, found = write_results(study, tmp_path, url="mem", metric="final", how="mean")
     assert set(found) == {"algo.learning_rate", "algo.gamma"}
     rows = read_csv(tmp_path / "trials.csv")
@@ -180,25 +204,35 @@ def test_the_study_files_list_every_state(tmp_path: Path) -> None:
 def test_pruning_stops_running_trials_and_keeps_their_checkpoint(tmp_path: Path) -> None:
     """Every evaluation is reported as it happens; the threshold pruner stops both trials after the evaluation at
     512 env steps (warm-up 500): pruned, not failed or completed; force=true continues one to its budget."""
-    result = sweep(tmp_path, "hydra/sweeper=tpe", LR, "budget=1024", "hydra.sweeper.n_trials=2",
-                   "hydra.sweeper.n_jobs=1", "hydra/sweeper/pruner=threshold", "hydra.sweeper.pruner.lower=1e9",
-                   "hydra.sweeper.pruner.n_warmup_steps=500")
+    result = sweep(
+        tmp_path,
+        "hydra/sweeper=tpe",
+        LR,
+        "budget=1024",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweeper.n_jobs=1",
+        "hydra/sweeper/pruner=threshold",
+        "hydra.sweeper.pruner.lower=1e9",
+        "hydra.sweeper.pruner.n_warmup_steps=500",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 pruned (2 runs)" in result.stdout and "pruned after the evaluation at 512 env steps" in result.stdout
     rows = trials(tmp_path)
     assert [r["state"] for r in rows] == ["pruned", "pruned"]
     for row in rows:
-        assert json.loads(row["intermediate_values"]) == {"256": pytest.approx(float(
-            read_csv(Path(row["run_dirs"]) / "eval.csv")[0]["mean_return"])), "512": pytest.approx(float(
-                read_csv(Path(row["run_dirs"]) / "eval.csv")[1]["mean_return"]))}
+        assert json.loads(row["intermediate_values"]) == {
+            "256": pytest.approx(float(read_csv(Path(row["run_dirs"]) / "eval.csv")[0]["mean_return"])),
+            "512": pytest.approx(float(read_csv(Path(row["run_dirs"]) / "eval.csv")[1]["mean_return"])),
+        }
         summary = summary_of(row["run_dirs"])
         assert (summary["status"], summary["pruned_at"], summary["timesteps"]) == ("pruned", 512, 512)
         assert (Path(row["run_dirs"]) / "checkpoints" / "last.ckpt").is_file()
     lr = float(rows[0]["params_algo.learning_rate"])
     again = run_py(*TINY, "budget=1024", f"algo.learning_rate={lr!r}", f"out_dir={tmp_path}", "sweep=hpo")
     assert "already completed" not in again.stdout and "PRUNED" in again.stdout  # a plain rerun: still pruned
-    forced = run_py(*TINY, "budget=1024", f"algo.learning_rate={lr!r}", f"out_dir={tmp_path}", "sweep=hpo",
-                    "force=true")
+    forced = run_py(
+        *TINY, "budget=1024", f"algo.learning_rate={lr!r}", f"out_dir={tmp_path}", "sweep=hpo", "force=true"
+    )
     assert forced.returncode == 0, forced.stdout + forced.stderr
     summary = summary_of(rows[0]["run_dirs"])
     assert (summary["status"], summary["resumed_from"], summary["timesteps"]) == ("completed", 512, 1024)
@@ -206,8 +240,13 @@ def test_pruning_stops_running_trials_and_keeps_their_checkpoint(tmp_path: Path)
 
 
 def test_a_failed_trial_is_failed_and_the_study_carries_on(tmp_path: Path) -> None:
-    result = sweep(tmp_path, "hydra/sweeper=tpe", "algo.learning_rate=choice(1e30)", "hydra.sweeper.n_trials=1",
-                   "hydra.sweeper.n_jobs=1")
+    result = sweep(
+        tmp_path,
+        "hydra/sweeper=tpe",
+        "algo.learning_rate=choice(1e30)",
+        "hydra.sweeper.n_trials=1",
+        "hydra.sweeper.n_jobs=1",
+    )
     assert result.returncode == 1, result.stdout + result.stderr  # the sweep table reports the failure
     assert "1 failed (1 runs)" in result.stdout
     assert [r["state"] for r in trials(tmp_path)] == ["failed"]
@@ -215,8 +254,14 @@ def test_a_failed_trial_is_failed_and_the_study_carries_on(tmp_path: Path) -> No
 
 
 def _kill_when(args: list[str], done: Callable[[], bool], timeout: float = 300) -> None:
-    process = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "run.py", *args],
+        cwd=REPO,
+        env=CHILD_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not done():
@@ -228,8 +273,18 @@ def _kill_when(args: list[str], done: Callable[[], bool], timeout: float = 300) 
 
 
 def test_a_killed_study_resumes_its_running_trial_and_trains_nothing_twice(tmp_path: Path) -> None:
-    args = ["-m", *TINY, "budget=1024", f"out_dir={tmp_path}", "sweep=hpo", "hydra/launcher=basic",
-            "hydra/sweeper=tpe", LR, "hydra.sweeper.n_trials=3", "hydra.sweeper.n_jobs=1"]
+    args = [
+        "-m",
+        *TINY,
+        "budget=1024",
+        f"out_dir={tmp_path}",
+        "sweep=hpo",
+        "hydra/launcher=basic",
+        "hydra/sweeper=tpe",
+        LR,
+        "hydra.sweeper.n_trials=3",
+        "hydra.sweeper.n_jobs=1",
+    ]
 
     def second_trial_checkpointed() -> bool:
         runs = [p.parent.parent for p in (tmp_path / "hpo").glob("ppo/CartPole/*/seed_0/checkpoints/state.json")]
@@ -256,8 +311,15 @@ def test_a_killed_study_resumes_its_running_trial_and_trains_nothing_twice(tmp_p
 def test_a_trial_over_seeds_reports_their_aggregate(tmp_path: Path) -> None:
     """hpo.seeds=2: one trial, two runs (seeds 0 and 1) in parallel (joblib); its value and its intermediate values
     are the mean."""
-    result = sweep(tmp_path, "hydra/sweeper=tpe", LR, "hydra.sweeper.n_trials=1", "hydra.sweeper.n_jobs=1",
-                   "hpo.seeds=2", launcher="joblib")
+    result = sweep(
+        tmp_path,
+        "hydra/sweeper=tpe",
+        LR,
+        "hydra.sweeper.n_trials=1",
+        "hydra.sweeper.n_jobs=1",
+        "hpo.seeds=2",
+        launcher="joblib",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     (row,) = trials(tmp_path)
     run_dirs = row["run_dirs"].split(";")
@@ -265,25 +327,34 @@ def test_a_trial_over_seeds_reports_their_aggregate(tmp_path: Path) -> None:
     objectives = [summary_of(d)["objective"] for d in run_dirs]
     assert float(row["value"]) == pytest.approx(sum(objectives) / 2)
     curves = [read_csv(Path(d) / "eval.csv") for d in run_dirs]
-    expected = {r0["timesteps"]: (float(r0["mean_return"]) + float(r1["mean_return"])) / 2
-                for r0, r1 in zip(*curves)}
+    expected = {r0["timesteps"]: (float(r0["mean_return"]) + float(r1["mean_return"])) / 2 for r0, r1 in zip(*curves)}
     assert json.loads(row["intermediate_values"]) == pytest.approx(expected)
     best = yaml.safe_load((tmp_path / "hpo" / "best_trial.yaml").read_text())
     assert best["seeds"] == [0, 1] and best["aggregate"] == "mean" and best["seed_values"] == objectives
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", [("slurm_local", "hydra_plugins.hydra_submitit_launcher"),
-                                      ("ray_local", "hydra_plugins.hydra_ray_launcher")], ids=lambda x: x[0])
+@pytest.mark.parametrize(
+    "launcher",
+    [("slurm_local", "hydra_plugins.hydra_submitit_launcher"), ("ray_local", "hydra_plugins.hydra_ray_launcher")],
+    ids=lambda x: x[0],
+)
 def test_trials_in_parallel_workers_report_prune_and_resume(tmp_path: Path, launcher: tuple[str, str]) -> None:
     """submitit (its local executor) and Ray: 4 trials, 2 at a time, each reporting from its worker process and
     pruned there (after the evaluation at 768 env steps); the same command again finds the study finished."""
     name, module = launcher
     pytest.importorskip(module, reason="needs `pip install -e .[cluster]`")
-    args = ["hydra/sweeper=tpe", LR, "budget=1024", "hydra.sweeper.n_trials=4", "hydra.sweeper.n_jobs=2",
-            "hydra/sweeper/pruner=threshold", "hydra.sweeper.pruner.lower=1e9",
-            "hydra.sweeper.pruner.n_warmup_steps=700",
-            *(["hydra.launcher.ray.init.address=local"] if name == "ray_local" else [])]  # never a cluster found
+    args = [
+        "hydra/sweeper=tpe",
+        LR,
+        "budget=1024",
+        "hydra.sweeper.n_trials=4",
+        "hydra.sweeper.n_jobs=2",
+        "hydra/sweeper/pruner=threshold",
+        "hydra.sweeper.pruner.lower=1e9",
+        "hydra.sweeper.pruner.n_warmup_steps=700",
+        *(["hydra.launcher.ray.init.address=local"] if name == "ray_local" else []),
+    ]  # never a cluster found
     result = sweep(tmp_path, *args, launcher=name)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 pruned (4 runs)" in result.stdout
@@ -302,8 +373,13 @@ def test_a_trial_whose_config_already_ran_is_told_from_that_run(tmp_path: Path) 
     assert plain.returncode == 0, plain.stdout + plain.stderr
     (run_dir,) = (tmp_path / "hpo").glob("ppo/CartPole/*/seed_0")
     trained = (run_dir / "eval.csv").stat().st_mtime_ns
-    result = sweep(tmp_path, "hydra/sweeper=tpe", "algo.learning_rate=choice(0.001)", "hydra.sweeper.n_trials=1",
-                   "hydra.sweeper.n_jobs=1")
+    result = sweep(
+        tmp_path,
+        "hydra/sweeper=tpe",
+        "algo.learning_rate=choice(0.001)",
+        "hydra.sweeper.n_trials=1",
+        "hydra.sweeper.n_jobs=1",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "already completed, skipped" in result.stdout
     (row,) = trials(tmp_path)

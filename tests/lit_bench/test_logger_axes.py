@@ -13,9 +13,13 @@ import pytest
 from lit_bench.run.loggers import ENV_STEP_AXIS
 from tests.lit_bench.helpers import TINY, compose_run, read_csv
 
-pytestmark = [pytest.mark.harness, pytest.mark.skipif(
-    importlib.util.find_spec("wandb") is None or importlib.util.find_spec("tensorboard") is None,
-    reason="needs the loggers extra")]
+pytestmark = [
+    pytest.mark.harness,
+    pytest.mark.skipif(
+        importlib.util.find_spec("wandb") is None or importlib.util.find_spec("tensorboard") is None,
+        reason="needs the loggers extra",
+    ),
+]
 
 _BLOCK, _HEADER = 32768, 7  # the .wandb file: LevelDB's log format (32 KiB blocks; records: crc, length, type)
 
@@ -31,10 +35,10 @@ def wandb_records(path: Path) -> list:
         if _BLOCK - offset % _BLOCK < _HEADER:  # a block's tail too short for a header is padding
             offset += _BLOCK - offset % _BLOCK
             continue
-        _, length, kind = struct.unpack("<IHB", data[offset:offset + _HEADER])
+        _, length, kind = struct.unpack("<IHB", data[offset : offset + _HEADER])
         if kind == 0:
             break
-        pending += data[offset + _HEADER:offset + _HEADER + length]
+        pending += data[offset + _HEADER : offset + _HEADER + length]
         offset += _HEADER + length
         if kind in (1, 4):  # a full record, or the last part of one
             record = wandb_internal_pb2.Record()
@@ -75,8 +79,9 @@ def test_tensorboard_and_wandb_plot_against_env_steps(backend: str, tmp_path: Pa
     [events] = (run_dir / "train" / "tb").glob("events.*")
     board = EventAccumulator(str(events))
     board.Reload()
-    assert {e.step for e in board.Scalars("rollout/ep_rew_mean")} == {s for s, r in dumps.items()
-                                                                       if r.get("rollout/ep_rew_mean")}
+    assert {e.step for e in board.Scalars("rollout/ep_rew_mean")} == {
+        s for s, r in dumps.items() if r.get("rollout/ep_rew_mean")
+    }
     assert {e.step: e.value for e in board.Scalars("eval/mean_reward")} == pytest.approx(evals)
 
     rows, axes = _wandb_log(run_dir)

@@ -23,8 +23,10 @@ def _logger_cfg(*overrides: str):
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=list(overrides))
     # the names the harness derives from Hydra's runtime choices, set by hand outside a Hydra app
-    return OmegaConf.merge(cfg, {"algo_name": "ppo", "algo_dir": "ppo@sb3", "env_name": "CartPole",
-                                 "backend": "sb3", "sweep": "s1", "seed": 3})
+    return OmegaConf.merge(
+        cfg,
+        {"algo_name": "ppo", "algo_dir": "ppo@sb3", "env_name": "CartPole", "backend": "sb3", "sweep": "s1", "seed": 3},
+    )
 
 
 def test_loggers_compose_as_a_list():
@@ -38,16 +40,23 @@ def test_a_missing_logger_package_is_one_line_naming_the_extra(monkeypatch):
     find_spec = importlib.util.find_spec
     # tensorboard present (installed or not: the check asks only find_spec), wandb missing
     present = {"tensorboard": importlib.machinery.ModuleSpec("tensorboard", None)}
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "wandb" else present.get(name) or find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "wandb" else present.get(name) or find_spec(name, *a),
+    )
     with pytest.raises(ConfigError) as error:
         loggers.check_loggers(cfg)
-    assert str(error.value) == ("logger=wandb: needs the wandb package, which is not installed; install the loggers "
-                                "extra: pip install -e '.[loggers]'")
+    assert str(error.value) == (
+        "logger=wandb: needs the wandb package, which is not installed; install the loggers "
+        "extra: pip install -e '.[loggers]'"
+    )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("wandb") is None or importlib.util.find_spec("tensorboard") is None,
-                    reason="needs the loggers extra")
+@pytest.mark.skipif(
+    importlib.util.find_spec("wandb") is None or importlib.util.find_spec("tensorboard") is None,
+    reason="needs the loggers extra",
+)
 def test_lightning_loggers_carry_the_run_identity(tmp_path):
     from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger, WandbLogger
     from stable_baselines3.common.logger import TensorBoardOutputFormat
@@ -74,10 +83,28 @@ def test_lightning_loggers_carry_the_run_identity(tmp_path):
 def test_both_backends_log_eval_returns_to_tensorboard_at_the_env_step(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    command = [sys.executable, "run.py", "-m", "algo=ppo", "env=CartPole", "seed=0", "budget=1000",
-               "backend=lit,sb3", "logger=[tensorboard]", "sweep=tb", f"out_dir={tmp_path}", "hydra/launcher=basic"]
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=600,
-                   env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    command = [
+        sys.executable,
+        "run.py",
+        "-m",
+        "algo=ppo",
+        "env=CartPole",
+        "seed=0",
+        "budget=1000",
+        "backend=lit,sb3",
+        "logger=[tensorboard]",
+        "sweep=tb",
+        f"out_dir={tmp_path}",
+        "hydra/launcher=basic",
+    ]
+    subprocess.run(
+        command,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=600,
+        env={**__import__("os").environ, "OMP_NUM_THREADS": "1"},
+    )
     for algo_dir in ("ppo", "ppo@sb3"):
         [run] = (tmp_path / "tb" / algo_dir / "CartPole").glob("**/seed_0")  # under its variant directory
         logged = {}

@@ -13,10 +13,15 @@ from lit_bench.store.format import MOVED
 
 
 def _config(noise: str, wrappers: str) -> dict:
-    return {"algo": {"_target_": "lit_sb3.TD3", "action_noise": {"_target_": f"{noise}.normal", "_partial_": True,
-                                                                  "std": 0.1}},
-            "env": {"package": wrappers, "wrappers": [{"_target_": f"{wrappers}.FrameSkip", "skip": 2}]},
-            "seed": 3, "sweep": "x"}
+    return {
+        "algo": {
+            "_target_": "lit_sb3.TD3",
+            "action_noise": {"_target_": f"{noise}.normal", "_partial_": True, "std": 0.1},
+        },
+        "env": {"package": wrappers, "wrappers": [{"_target_": f"{wrappers}.FrameSkip", "skip": 2}]},
+        "seed": 3,
+        "sweep": "x",
+    }
 
 
 def test_an_old_run_directory_names_resolve_to_the_moved_modules():

@@ -21,14 +21,20 @@ from tests.lit_bench.helpers import CHILD_ENV, compose_run, find_run, read_csv, 
 DDP = ("trainer.devices=2", "trainer.strategy=ddp")
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    (["algo=sac", "env=Pendulum", *DDP], "trainer.devices=2: SAC trains in one process (multi-process training: PPO"),
-    (["algo=ars", *DDP], "trainer.devices=2: ARS trains in one process"),
-    (["trainer.devices=2"], "trainer.strategy: multi-process runs (trainer.devices=2) need trainer.strategy=ddp"),
-    (["backend=sb3", *DDP], "trainer.devices=2: backend=sb3 trains in one process; use backend=lit"),
-    (["trainer.devices=two"], "trainer.devices: a number of processes (1, 2, ...), got 'two'"),
-    (["trainer.precision=64-true"], "trainer.precision: one of 32-true, bf16-mixed, 16-mixed (16-mixed runs as"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["algo=sac", "env=Pendulum", *DDP],
+            "trainer.devices=2: SAC trains in one process (multi-process training: PPO",
+        ),
+        (["algo=ars", *DDP], "trainer.devices=2: ARS trains in one process"),
+        (["trainer.devices=2"], "trainer.strategy: multi-process runs (trainer.devices=2) need trainer.strategy=ddp"),
+        (["backend=sb3", *DDP], "trainer.devices=2: backend=sb3 trains in one process; use backend=lit"),
+        (["trainer.devices=two"], "trainer.devices: a number of processes (1, 2, ...), got 'two'"),
+        (["trainer.precision=64-true"], "trainer.precision: one of 32-true, bf16-mixed, 16-mixed (16-mixed runs as"),
+    ],
+)
 def test_bad_multi_process_settings_fail_in_one_line(overrides: list[str], message: str, tmp_path: Path) -> None:
     summary = run(compose_run(*overrides, f"out_dir={tmp_path}"))
     assert summary["status"] == "failed" and summary["error"].startswith(message), summary["error"]
@@ -54,8 +60,9 @@ def _checkpoint_steps(path: Path) -> int:
 
 @pytest.mark.slow
 def test_two_process_run_writes_one_run_directory(tmp_path: Path) -> None:
-    result = run_py("algo=ppo", "env=CartPole", *DDP, "budget=2048", "eval.every=1024", f"out_dir={tmp_path}",
-                    timeout=600)
+    result = run_py(
+        "algo=ppo", "env=CartPole", *DDP, "budget=2048", "eval.every=1024", f"out_dir={tmp_path}", timeout=600
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("ppo on CartPole") == 1  # rank 0 reports the run; rank 1 prints nothing
     run_dir = find_run(tmp_path / "default", 0)
@@ -76,9 +83,17 @@ def _processes_of(out_dir: Path) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("crash_seed", [0, 10_000], ids=["rank0", "rank1"])  # rank r's first env: seed + 10_000 r
 def test_a_failing_rank_fails_the_run(crash_seed: int, tmp_path: Path) -> None:
-    result = run_py("algo=ppo", "env=CartPole", *DDP, "budget=8192", "eval.every=4096", f"out_dir={tmp_path}",
-                    "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnSeed,_partial_:true}]",
-                    env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_SEED": str(crash_seed)}, timeout=600)
+    result = run_py(
+        "algo=ppo",
+        "env=CartPole",
+        *DDP,
+        "budget=8192",
+        "eval.every=4096",
+        f"out_dir={tmp_path}",
+        "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnSeed,_partial_:true}]",
+        env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_SEED": str(crash_seed)},
+        timeout=600,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "injected failure (test)" in result.stdout + result.stderr  # the failing rank's own error is shown
     summary = json.loads((find_run(tmp_path / "default", 0) / "summary.json").read_text())
@@ -92,9 +107,16 @@ def test_a_failing_rank_fails_the_run(crash_seed: int, tmp_path: Path) -> None:
 def test_a_rank_failing_before_fit_fails_the_run(tmp_path: Path) -> None:
     """Rank 1 fails building its env while rank 0 waits for it in the rendezvous: the run is recorded as failed and
     exits 1 (Lightning's launcher would SIGKILL rank 0: exit 137, the summary still saying running)."""
-    result = run_py("algo=ppo", "env=CartPole", *DDP, "budget=4096", f"out_dir={tmp_path}",
-                    "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnRank,_partial_:true}]",
-                    env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_RANK": "1"}, timeout=300)
+    result = run_py(
+        "algo=ppo",
+        "env=CartPole",
+        *DDP,
+        "budget=4096",
+        f"out_dir={tmp_path}",
+        "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnRank,_partial_:true}]",
+        env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_RANK": "1"},
+        timeout=300,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "injected failure before fit (test)" in result.stderr  # rank 1's own error
     summary = json.loads((find_run(tmp_path / "default", 0) / "summary.json").read_text())

@@ -92,10 +92,15 @@ def test_a_disk_that_fills_while_summary_json_is_written(tmp_path: Path, monkeyp
     assert on_disk["status"] == "failed" and on_disk["error"].startswith("OSError: [Errno 28]")
 
 
-@pytest.mark.parametrize(("sweep", "why"), [
-    ("../../x", "a relative path below out_dir"), ("<tmp>/abs", "a relative path below out_dir"),
-    ("a/../../b", "a relative path below out_dir"), ("x" * 300, "longer than"),
-])
+@pytest.mark.parametrize(
+    ("sweep", "why"),
+    [
+        ("../../x", "a relative path below out_dir"),
+        ("<tmp>/abs", "a relative path below out_dir"),
+        ("a/../../b", "a relative path below out_dir"),
+        ("x" * 300, "longer than"),
+    ],
+)
 def test_a_sweep_name_outside_out_dir_or_too_long_is_refused(tmp_path: Path, sweep: str, why: str) -> None:
     out = tmp_path / "out" / "runs"
     result = run_py(*TINY, f"out_dir={out}", f"sweep={sweep.replace('<tmp>', str(tmp_path))}")
@@ -107,8 +112,9 @@ def test_a_sweep_name_outside_out_dir_or_too_long_is_refused(tmp_path: Path, swe
 
 
 @pytest.mark.parametrize("backend", ["lit", "sb3"])
-def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(tmp_path: Path, backend: str,
-                                                               capsys: pytest.CaptureFixture) -> None:
+def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(
+    tmp_path: Path, backend: str, capsys: pytest.CaptureFixture
+) -> None:
     summary = train.run(compose_run(*TINY, f"backend={backend}", f"out_dir={tmp_path}"))
     run = RunDir(summary["run_dir"])
     checkpoint = run.checkpoints / ("last.ckpt" if backend == "lit" else "last.zip")

@@ -63,8 +63,11 @@ def test_hyperparameters_of_a_kwargs_subclass_come_from_its_mro():
     assert {"policy", "n_steps", "clip_range", "vf_coef"} <= set(params) and params["vf_coef"].default == 1.0
     node = OmegaConf.create({"_target_": "x.MyPPO", "base": "ppo", "policy": "MlpPolicy", "n_steps": 64})
     check_hyperparameters(MyPPO, node, "my_ppo")  # the old check: "has no hyperparameter 'policy'; valid: vf_coef"
-    with pytest.raises(ConfigError, match=r"^algo.n_stepz: MyPPO \(algo=my_ppo\) has no hyperparameter 'n_stepz'; "
-                                          r"did you mean n_steps\?$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^algo.n_stepz: MyPPO \(algo=my_ppo\) has no hyperparameter 'n_stepz'; "
+        r"did you mean n_steps\?$",
+    ):
         check_hyperparameters(MyPPO, OmegaConf.create({"n_stepz": 3}), "my_ppo")
     with pytest.raises(ConfigError, match=r"algo.n_epochs=ten: must be a number"):  # PPO's default says int
         check_hyperparameter_values(MyPPO, OmegaConf.create({"n_epochs": "ten"}))
@@ -89,27 +92,39 @@ def test_a_variant_composes_its_base_and_the_bases_tuned_values(tmp_path, monkey
 
 
 def test_a_variants_own_tuned_file_is_used_as_it_is(tmp_path, monkeypatch):
-    user = _user_dir(tmp_path / "conf", {**VARIANT, "algo_env/my_ppo_CartPole.yaml": "# @package _global_\n"
-                                         "algo: {n_steps: 16}\n"})
+    user = _user_dir(
+        tmp_path / "conf", {**VARIANT, "algo_env/my_ppo_CartPole.yaml": "# @package _global_\nalgo: {n_steps: 16}\n"}
+    )
     cfg = _compose(user, "algo=my_ppo", "env=CartPole", monkeypatch=monkeypatch)
     assert cfg.algo.n_steps == 16 and cfg.algo.batch_size == 64  # not the base's tuned batch_size 256
 
 
 def test_a_user_entry_replaces_the_builtin_with_one_line(tmp_path, monkeypatch, capfd):
-    user = _user_dir(tmp_path / "conf", {"algo/ppo.yaml": "_target_: lit_sb3.PPO\npolicy: MlpPolicy\nn_steps: 99\n",
-                                         "env/Mine.yaml": "id: CartPole-v1\nbudget: 100\n"})
+    user = _user_dir(
+        tmp_path / "conf",
+        {
+            "algo/ppo.yaml": "_target_: lit_sb3.PPO\npolicy: MlpPolicy\nn_steps: 99\n",
+            "env/Mine.yaml": "id: CartPole-v1\nbudget: 100\n",
+        },
+    )
     cfg = _compose(user, "algo=ppo", "env=CartPoleNoVel", monkeypatch=monkeypatch)
     assert cfg.algo.n_steps == 99 and "gamma" not in cfg.algo  # the user's file, not merged with the built-in
     assert capfd.readouterr().err.splitlines() == [
-        f"lit-bench: algo/ppo.yaml from {user} replaces the built-in algo/ppo.yaml"]
+        f"lit-bench: algo/ppo.yaml from {user} replaces the built-in algo/ppo.yaml"
+    ]
     assert _compose(user, "env=Mine", monkeypatch=monkeypatch).env.budget == 100  # a new option beside the others
 
 
 def test_bad_bases_and_directories_fail_in_one_line(tmp_path, monkeypatch):
-    user = _user_dir(tmp_path / "conf", {"algo/a.yaml": "_target_: x.A\nbase: nope\n",
-                                         "algo/b.yaml": "_target_: x.B\nbase: my_ppo\n", **VARIANT})
-    with pytest.raises(ConfigCompositionException, match=r"algo/a.yaml: base: nope: not an algo config; choose "
-                                                         r"one of a2c, ars, crossq, ddpg, dqn, ppo, ppo_lstm"):
+    user = _user_dir(
+        tmp_path / "conf",
+        {"algo/a.yaml": "_target_: x.A\nbase: nope\n", "algo/b.yaml": "_target_: x.B\nbase: my_ppo\n", **VARIANT},
+    )
+    with pytest.raises(
+        ConfigCompositionException,
+        match=r"algo/a.yaml: base: nope: not an algo config; choose "
+        r"one of a2c, ars, crossq, ddpg, dqn, ppo, ppo_lstm",
+    ):
         _compose(user, "algo=a", monkeypatch=monkeypatch)
     with pytest.raises(ConfigCompositionException, match=r"base: my_ppo is itself a variant \(of ppo\)"):
         _compose(user, "algo=b", monkeypatch=monkeypatch)
@@ -122,8 +137,10 @@ def test_command_line_directories_come_first(tmp_path, monkeypatch):
     for d in dirs:
         d.mkdir()
     monkeypatch.setenv(config_sources.ENV_VAR, str(dirs[3]))
-    config_sources.fold_command_line(["-m", "algo=x", f"hydra.searchpath=[file://{dirs[1]},{dirs[2]}]",
-                                      "--config-dir", str(dirs[0])])
-    assert os.environ[config_sources.ENV_VAR].split(os.pathsep) == [str(d) for d in (dirs[0], dirs[1], dirs[2],
-                                                                                     dirs[3])]
+    config_sources.fold_command_line(
+        ["-m", "algo=x", f"hydra.searchpath=[file://{dirs[1]},{dirs[2]}]", "--config-dir", str(dirs[0])]
+    )
+    assert os.environ[config_sources.ENV_VAR].split(os.pathsep) == [
+        str(d) for d in (dirs[0], dirs[1], dirs[2], dirs[3])
+    ]
     assert config_sources.user_config_dirs() == dirs

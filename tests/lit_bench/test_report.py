@@ -43,8 +43,17 @@ def test_report_cli_writes_every_file(tmp_path, capsys):
     make_sweep(tmp_path)
     out = tmp_path / "report"
     report.main([str(tmp_path / "fixture_sweep*"), "--out", str(out)])
-    for name in ("summary.csv", "summary.md", "comparison.csv", "curves_CartPole.png", "curves_CartPole.pdf",
-                 "final_scores.png", "throughput.png", "comparison.png", "comparison.pdf"):
+    for name in (
+        "summary.csv",
+        "summary.md",
+        "comparison.csv",
+        "curves_CartPole.png",
+        "curves_CartPole.pdf",
+        "final_scores.png",
+        "throughput.png",
+        "comparison.png",
+        "comparison.pdf",
+    ):
         assert (out / name).stat().st_size > 0, name
     summary = pd.read_csv(out / "summary.csv").set_index(["algo", "backend"])
     ppo = summary.loc[("ppo", "lit")]
@@ -169,8 +178,11 @@ def test_paired_comparison_table(tmp_path):
     assert row.n == 5 and row.iqm_difference == pytest.approx(5.0)
     assert row.ci_low == pytest.approx(5.0) and row.ci_high == pytest.approx(5.0) and row.verdict == "lit better"
     assert row.probability_of_improvement > 0.5 and row.fps_ratio_median == pytest.approx(1.0)
-    assert "| ppo | CartPole | 5 | 420.0 | 415.0 | 0: +5.0, 1: +5.0, 2: +5.0, 3: +5.0, 4: +5.0 | +5.0 [+5.0, +5.0] |" \
-        in text and "| lit better | 1.00x |" in text
+    assert (
+        "| ppo | CartPole | 5 | 420.0 | 415.0 | 0: +5.0, 1: +5.0, 2: +5.0, 3: +5.0, 4: +5.0 | +5.0 [+5.0, +5.0] |"
+        in text
+        and "| lit better | 1.00x |" in text
+    )
 
 
 def test_sweeps_and_configs_are_never_merged_by_seed(tmp_path):
@@ -179,8 +191,18 @@ def test_sweeps_and_configs_are_never_merged_by_seed(tmp_path):
     _equal_budget_sweep(tmp_path / "B", 2, sweep="B")
     for config_id, variant in (("c1", ""), ("c2", "learning_rate=0.001")):
         for seed in range(2):
-            write_run(tmp_path / "hp", "ppo", "CartPole", seed, "lit", [1.0, 2.0 if config_id == "c1" else 3.0],
-                      subdir=variant or "default", sweep="hp", config_id=config_id, variant=variant)
+            write_run(
+                tmp_path / "hp",
+                "ppo",
+                "CartPole",
+                seed,
+                "lit",
+                [1.0, 2.0 if config_id == "c1" else 3.0],
+                subdir=variant or "default",
+                sweep="hp",
+                config_id=config_id,
+                variant=variant,
+            )
     summary, comparison, md = _tables(tmp_path / "A", tmp_path / "B", tmp_path / "hp")
     assert len(summary) == 2 + 2 + 2 and summary.seeds.eq(2).all()  # never 4 "seeds" from two sweeps
     hp = summary[summary.sweep == "hp"].set_index("variant")

@@ -13,9 +13,18 @@ from tests.lit_bench.helpers import compose_run, find_run, kill_when_checkpointe
 
 pytestmark = pytest.mark.harness
 
-SAC_TINY = ("algo=sac", "env=Pendulum", "budget=400", "eval.every=100", "checkpoint.every=50", "eval.episodes=1",
-            "algo.learning_starts=100", "algo.buffer_size=150", "algo.batch_size=32",
-            "algo.policy_kwargs={net_arch:[32,32]}")
+SAC_TINY = (
+    "algo=sac",
+    "env=Pendulum",
+    "budget=400",
+    "eval.every=100",
+    "checkpoint.every=50",
+    "eval.episodes=1",
+    "algo.learning_starts=100",
+    "algo.buffer_size=150",
+    "algo.batch_size=32",
+    "algo.policy_kwargs={net_arch:[32,32]}",
+)
 SCORE_FIELDS = ("timesteps", "mean_return", "std_return", "median_return", "mean_ep_length")
 
 
@@ -41,9 +50,21 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> No
 
 def failed_run(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Path]:
     """A PPO run that crashed after 300 env steps, leaving last.ckpt (256 steps) and previous.ckpt (192) behind."""
-    overrides = ["algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=32", "algo.batch_size=32", "budget=480",
-                 "eval.every=160", "checkpoint.every=64", "eval.episodes=2", f"seed={seed}", f"out_dir={tmp_path}",
-                 "sweep=faults", "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnSeed,_partial_:true}]"]
+    overrides = [
+        "algo=ppo",
+        "env=CartPole",
+        "env.n_envs=1",
+        "algo.n_steps=32",
+        "algo.batch_size=32",
+        "budget=480",
+        "eval.every=160",
+        "checkpoint.every=64",
+        "eval.episodes=2",
+        f"seed={seed}",
+        f"out_dir={tmp_path}",
+        "sweep=faults",
+        "env.wrappers=[{_target_:tests.lit_bench.crash_env.CrashOnSeed,_partial_:true}]",
+    ]
     monkeypatch.setenv("LIT_BENCH_TEST_CRASH_SEED", str(seed))
     summary = run(compose_run(*overrides))
     monkeypatch.delenv("LIT_BENCH_TEST_CRASH_SEED")
@@ -51,8 +72,9 @@ def failed_run(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> tu
     return overrides, Path(summary["run_dir"])
 
 
-def test_damaged_or_missing_checkpoint_never_wedges_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capfd: pytest.CaptureFixture) -> None:
+def test_damaged_or_missing_checkpoint_never_wedges_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
+) -> None:
     overrides, run_dir = failed_run(tmp_path, 0, monkeypatch)
     last, previous = run_dir / "checkpoints" / "last.ckpt", run_dir / "checkpoints" / "previous.ckpt"
     assert last.is_file() and previous.is_file()

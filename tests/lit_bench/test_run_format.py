@@ -52,7 +52,8 @@ def test_a_directory_without_format_reads_as_version_1(tmp_path: Path):
 def test_a_newer_format_is_named_in_one_line_and_left_alone(tmp_path: Path):
     run_dir = write_run(tmp_path / "new", "ppo", "CartPole", 0, "lit", [10.0, 20.0], format=fmt.FORMAT + 1)
     assert fmt.format_problem(RunDir(run_dir).read_summary()) == (
-        f"run-directory format {fmt.FORMAT + 1}, newer than this lit_bench reads (1..{fmt.FORMAT}): upgrade lit_bench")
+        f"run-directory format {fmt.FORMAT + 1}, newer than this lit_bench reads (1..{fmt.FORMAT}): upgrade lit_bench"
+    )
     runs = load_runs([tmp_path / "new"])
     assert runs.status.tolist() == ["damaged"]
     assert runs.problem[0] == f"{run_dir / fmt.SUMMARY}: {fmt.format_problem({'format': fmt.FORMAT + 1})}"

@@ -38,8 +38,17 @@ def test_identity_maps_each_config_to_its_own_directory() -> None:
     default = identify(compose_run("algo=ppo", "env=CartPole"))
     assert default.subdir == Path("ppo/CartPole/seed_0") and default.variant == "" and default.overrides == []
     # the value the tuned algo_env file already sets, volatile keys and the location are not differences
-    same = identify(compose_run("algo=ppo", "env=CartPole", "budget=100000", "force=true", "sweep=x", "out_dir=/y",
-                                "objective.metric=iqm_last"))
+    same = identify(
+        compose_run(
+            "algo=ppo",
+            "env=CartPole",
+            "budget=100000",
+            "force=true",
+            "sweep=x",
+            "out_dir=/y",
+            "objective.metric=iqm_last",
+        )
+    )
     assert same.subdir == default.subdir and same.config_hash == default.config_hash
     seed1 = identify(compose_run("algo=ppo", "env=CartPole", "seed=1"))
     assert seed1.config_id == default.config_id and seed1.config_hash != default.config_hash
@@ -119,8 +128,9 @@ def test_job_result_is_the_objective_and_a_failed_trial_has_no_value() -> None:
 
 def test_learning_rate_sweep_writes_one_directory_per_value(tmp_path: Path) -> None:
     """Issue #10 reproduction 1, incl. a diverging value: every config its own directory and continuous eval.csv."""
-    result = run_py("-m", *TINY, "algo.learning_rate=3e-4,1e-3,1e30", f"out_dir={tmp_path}", "sweep=lr",
-                    "hydra/launcher=basic")
+    result = run_py(
+        "-m", *TINY, "algo.learning_rate=3e-4,1e-3,1e30", f"out_dir={tmp_path}", "sweep=lr", "hydra/launcher=basic"
+    )
     assert result.returncode == 1, result.stdout + result.stderr  # the diverging run failed, honestly
     assert "2 completed, 1 failed (3 runs)" in result.stdout
     runs = load_runs([tmp_path / "lr"])
@@ -153,15 +163,31 @@ def test_second_writer_waits_for_the_lock_and_a_killed_holder_never_blocks(tmp_p
     args = [*TINY, f"out_dir={tmp_path}", "sweep=lock"]
     run_dir = RunDir(tmp_path / "lock" / identify(compose_run(*args)).subdir)
     run_dir.root.mkdir(parents=True)
-    holder = subprocess.Popen([sys.executable, "-c", (  # a killed holder: its lock dies with it
-        "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); print('held', "
-        "flush=True); time.sleep(600)"), str(run_dir.lock_file)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (  # a killed holder: its lock dies with it
+                "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); print('held', "
+                "flush=True); time.sleep(600)"
+            ),
+            str(run_dir.lock_file),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(holder, "held", 30)
     holder.kill()
     holder.wait()
     with run_dir.lock():  # taken at once
-        process = subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "run.py", *args],
+            cwd=REPO,
+            env=CHILD_ENV,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             _wait_for(process, "being written by pid", 120)
             time.sleep(1.0)
@@ -178,10 +204,20 @@ def test_second_writer_waits_for_the_lock_and_a_killed_holder_never_blocks(tmp_p
 @pytest.mark.slow
 def test_two_identical_sweeps_at_once_write_each_run_once(tmp_path: Path) -> None:
     """Issue #10 reproduction 3: both copies end honestly, each run written exactly once."""
-    args = [sys.executable, "run.py", "-m", *TINY, "seed=0,1", f"out_dir={tmp_path}", "sweep=race",
-            "hydra/launcher=basic"]
-    copies = [subprocess.Popen(args, cwd=REPO, env=CHILD_ENV, text=True, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT) for _ in range(2)]
+    args = [
+        sys.executable,
+        "run.py",
+        "-m",
+        *TINY,
+        "seed=0,1",
+        f"out_dir={tmp_path}",
+        "sweep=race",
+        "hydra/launcher=basic",
+    ]
+    copies = [
+        subprocess.Popen(args, cwd=REPO, env=CHILD_ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for _ in range(2)
+    ]
     outputs = [c.communicate(timeout=300)[0] for c in copies]
     for copy, out in zip(copies, outputs):
         assert copy.returncode == 0, out
@@ -200,9 +236,17 @@ def test_two_identical_sweeps_at_once_write_each_run_once(tmp_path: Path) -> Non
 def test_optuna_sweep_three_trials(tmp_path: Path) -> None:
     """The Optuna sweeper (TPE preset): 3 trials, 3 directories, the best trial's config next to the sweep."""
     pytest.importorskip("optuna", minversion="4.0", reason="needs `pip install -e .[hpo]`")
-    result = run_py("-m", "hydra/sweeper=tpe", "hydra.sweeper.n_trials=3", "hydra.sweeper.n_jobs=3",
-                    "algo.learning_rate=tag(log, interval(1e-4, 1e-2))", *TINY, f"out_dir={tmp_path}",
-                    "sweep=hpo", "hydra/launcher=basic")
+    result = run_py(
+        "-m",
+        "hydra/sweeper=tpe",
+        "hydra.sweeper.n_trials=3",
+        "hydra.sweeper.n_jobs=3",
+        "algo.learning_rate=tag(log, interval(1e-4, 1e-2))",
+        *TINY,
+        f"out_dir={tmp_path}",
+        "sweep=hpo",
+        "hydra/launcher=basic",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 completed (3 runs)" in result.stdout
     runs = load_runs([tmp_path / "hpo"])
@@ -216,8 +260,16 @@ def test_optuna_sweep_three_trials(tmp_path: Path) -> None:
     assert os.path.basename(best["run_dirs"][0]) == "seed_0"
 
 
-OBSERVED = ("logger=tensorboard", "trainer.enable_progress_bar=true", "trainer.log_every_n_steps=5", "eval.video=true",
-            "eval.video_every=2", "log_interval=3", "checkpoint.every=128", "console.progress=off")
+OBSERVED = (
+    "logger=tensorboard",
+    "trainer.enable_progress_bar=true",
+    "trainer.log_every_n_steps=5",
+    "eval.video=true",
+    "eval.video_every=2",
+    "log_interval=3",
+    "checkpoint.every=128",
+    "console.progress=off",
+)
 
 
 def test_observation_settings_never_change_the_directory() -> None:
@@ -232,12 +284,21 @@ def test_observation_settings_never_change_the_directory() -> None:
     # the directories of runs made before observation settings left the identity keep their names
     config = resolved(compose_run("algo=ppo", "env=CartPole", "algo.learning_rate=1e-3"))
     new_nodes = ("console", "hpo", "stop_timeout_s", "step_timeout_s")  # not in the configs of those runs
-    before = {k: v for k, v in config.items()
-              if k not in ("force", "objective", "out_dir", "sweep", "seed", "hydra", *new_nodes)}
+    before = {
+        k: v
+        for k, v in config.items()
+        if k not in ("force", "objective", "out_dir", "sweep", "seed", "hydra", *new_nodes)
+    }
     assert lr.config_id == _digest(legacy_spelling(before), 10)
     # what changes the numbers still does
-    for override in ("eval.episodes=3", "eval.every=1000", "trainer.precision=bf16-mixed",
-                     "checkpoint.replay_buffer=false", "parity=true", "threads=2"):
+    for override in (
+        "eval.episodes=3",
+        "eval.every=1000",
+        "trainer.precision=bf16-mixed",
+        "checkpoint.replay_buffer=false",
+        "parity=true",
+        "threads=2",
+    ):
         assert identify(compose_run("algo=ppo", "env=CartPole", override)).subdir != default.subdir, override
 
 

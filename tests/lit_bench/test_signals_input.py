@@ -33,26 +33,32 @@ def _not_writable_dir(tmp_path: Path) -> str:
     return "/sys/lit_bench_runs"  # root may write anywhere but to a read-only file system
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("seed=abc", "seed=abc: must be a non-negative integer"),
-    ("seed=1.5", "seed=1.5: must be a non-negative integer"),
-    ("env.n_envs=0", "env.n_envs=0: must be a positive integer"),
-    ("threads=0", "threads=0: must be a positive integer"),
-    ("log_interval=0", "log_interval=0: must be a positive integer or null"),
-    ("eval.deterministic=maybe", "eval.deterministic=maybe: must be true or false"),
-    ("checkpoint.every=0", "checkpoint.every=0: must be a positive integer or null"),
-    ("eval.episodes=abc", "eval.episodes=abc: must be a positive integer"),
-    ("algo.learning_rate=abc", "algo.learning_rate=abc: must be a number or a schedule node"),
-    ("algo.normalize_advantage=maybe", "algo.normalize_advantage=maybe: must be true or false"),
-    ("algo.policy_kwargs={activation_fn:torch.nn.ReLU}",
-     "algo.policy_kwargs.activation_fn=torch.nn.ReLU: a class is a config node, not a string: "
-     "{_target_: hydra.utils.get_class, path: torch.nn.ReLU}"),
-    ("out_dir=/proc/lit_bench_nope", "out_dir=/proc/lit_bench_nope: cannot write results there"),
-    ("out_dir=<file>", "is a file, not a directory"),
-    ("out_dir=<not writable>", "cannot write results there"),
-])
-def test_bad_input_fails_before_any_env(override: str, message: str, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("seed=abc", "seed=abc: must be a non-negative integer"),
+        ("seed=1.5", "seed=1.5: must be a non-negative integer"),
+        ("env.n_envs=0", "env.n_envs=0: must be a positive integer"),
+        ("threads=0", "threads=0: must be a positive integer"),
+        ("log_interval=0", "log_interval=0: must be a positive integer or null"),
+        ("eval.deterministic=maybe", "eval.deterministic=maybe: must be true or false"),
+        ("checkpoint.every=0", "checkpoint.every=0: must be a positive integer or null"),
+        ("eval.episodes=abc", "eval.episodes=abc: must be a positive integer"),
+        ("algo.learning_rate=abc", "algo.learning_rate=abc: must be a number or a schedule node"),
+        ("algo.normalize_advantage=maybe", "algo.normalize_advantage=maybe: must be true or false"),
+        (
+            "algo.policy_kwargs={activation_fn:torch.nn.ReLU}",
+            "algo.policy_kwargs.activation_fn=torch.nn.ReLU: a class is a config node, not a string: "
+            "{_target_: hydra.utils.get_class, path: torch.nn.ReLU}",
+        ),
+        ("out_dir=/proc/lit_bench_nope", "out_dir=/proc/lit_bench_nope: cannot write results there"),
+        ("out_dir=<file>", "is a file, not a directory"),
+        ("out_dir=<not writable>", "cannot write results there"),
+    ],
+)
+def test_bad_input_fails_before_any_env(
+    override: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def no_envs(*args: object, **kwargs: object) -> None:
         raise AssertionError("envs were built for a config that should have been refused")
 
@@ -75,8 +81,9 @@ def test_cli_bad_input_one_line_and_multirun_carries_on(tmp_path: Path) -> None:
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.strip() == f"Error: out_dir={a_file}: is a file, not a directory"
 
-    result = run_py("-m", *TINY, "seed=abc,1.5", "budget=64", f"out_dir={tmp_path}", "sweep=bad",
-                    "hydra/launcher=basic")
+    result = run_py(
+        "-m", *TINY, "seed=abc,1.5", "budget=64", f"out_dir={tmp_path}", "sweep=bad", "hydra/launcher=basic"
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert "2 failed (2 runs)" in result.stdout  # the sweep went on after the first bad job
@@ -107,8 +114,13 @@ def test_damaged_completed_run_is_rerun_not_skipped(tmp_path: Path, capsys: pyte
     assert first["status"] == "completed"
     run_dir = Path(first["run_dir"])
     assert train.run(cfg)["status"] == "skipped"  # intact: skipped
-    for how in ("eval.csv truncated", "eval.csv rows lost", "eval.csv empty", "eval.csv missing",
-                "summary.json unreadable"):
+    for how in (
+        "eval.csv truncated",
+        "eval.csv rows lost",
+        "eval.csv empty",
+        "eval.csv missing",
+        "summary.json unreadable",
+    ):
         capsys.readouterr()
         _damage(run_dir, how)
         again = train.run(cfg)
@@ -122,13 +134,27 @@ def test_damaged_completed_run_is_rerun_not_skipped(tmp_path: Path, capsys: pyte
 # ------------------------------------------------------------------------------------------ signals
 
 
-LONG = ("algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "eval.every=320",
-        "eval.episodes=2")
+LONG = (
+    "algo=ppo",
+    "env=CartPole",
+    "env.n_envs=1",
+    "algo.n_steps=64",
+    "algo.batch_size=64",
+    "eval.every=320",
+    "eval.episodes=2",
+)
 
 
 def _start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env=CHILD_ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "run.py", *args],
+        cwd=REPO,
+        env=CHILD_ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _located(run_dir: Path) -> Path:
@@ -176,8 +202,18 @@ def test_sigint_run_checkpoints_exits_130_and_resumes(tmp_path: Path) -> None:
 
 
 def test_sigterm_sequential_sweep_sb3_table_and_143(tmp_path: Path) -> None:
-    process = _start(["-m", *LONG, "seed=0,1", "backend=sb3", "budget=20000", f"out_dir={tmp_path}", "sweep=sig",
-                      "hydra/launcher=basic"])
+    process = _start(
+        [
+            "-m",
+            *LONG,
+            "seed=0,1",
+            "backend=sb3",
+            "budget=20000",
+            f"out_dir={tmp_path}",
+            "sweep=sig",
+            "hydra/launcher=basic",
+        ]
+    )
     [seed_0] = _wait_for_checkpoint(process, tmp_path / "sig" / "ppo@sb3" / "CartPole" / "seed_0")
     root = seed_0.parent
     os.kill(process.pid, signal.SIGTERM)
@@ -191,8 +227,18 @@ def test_sigterm_sequential_sweep_sb3_table_and_143(tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", ["ctrl-c", pytest.param("sigterm-parent", marks=pytest.mark.slow)])
 def test_joblib_sweep_stops_with_table(how: str, tmp_path: Path) -> None:
     """Ctrl-C reaches the whole process group; SIGTERM (kill, timeout) only the parent, which forwards it."""
-    process = _start(["-m", *LONG, "seed=0,1,2", "budget=20000", f"out_dir={tmp_path}", "sweep=sig",
-                      "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])
+    process = _start(
+        [
+            "-m",
+            *LONG,
+            "seed=0,1,2",
+            "budget=20000",
+            f"out_dir={tmp_path}",
+            "sweep=sig",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+        ]
+    )
     parent = tmp_path / "sig" / "ppo" / "CartPole"
     root = _wait_for_checkpoint(process, parent / "seed_0", parent / "seed_1")[0].parent
     if how == "ctrl-c":
@@ -240,8 +286,9 @@ def test_submitit_preempted_job_checkpoints_requeues_and_resumes(tmp_path: Path)
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     process = _start(["-m", *LONG, "hydra/launcher=slurm_local", "budget=1600", f"out_dir={tmp_path}", "sweep=sub"])
     [run_dir] = _wait_for_checkpoint(process, tmp_path / "sub" / "ppo" / "CartPole" / "seed_0")
-    tasks = [pid for pid in _descendants(process.pid)
-             if "submitit.core._submit" in Path(f"/proc/{pid}/cmdline").read_text()]
+    tasks = [
+        pid for pid in _descendants(process.pid) if "submitit.core._submit" in Path(f"/proc/{pid}/cmdline").read_text()
+    ]
     assert len(tasks) == 1, tasks
     os.kill(tasks[0], signal.SIGUSR2)
     output, _ = process.communicate(timeout=300)

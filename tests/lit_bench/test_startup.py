@@ -41,8 +41,7 @@ print(json.dumps({"parent": parent, "train": train, "ppo": algorithms()}))
 
 def test_sweep_parent_and_run_import_only_what_they_use() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["parent"] == [], f"a sweep's parent process imports {found['parent']}"

@@ -21,14 +21,27 @@ from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, find_run
 
 pytestmark = pytest.mark.harness
 
-PPO = ("algo=ppo", "env=CartPole", "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "eval.episodes=2",
-       "checkpoint.every=64")
+PPO = (
+    "algo=ppo",
+    "env=CartPole",
+    "env.n_envs=1",
+    "algo.n_steps=64",
+    "algo.batch_size=64",
+    "eval.episodes=2",
+    "checkpoint.every=64",
+)
 HANGING = "env.make={_target_:tests.lit_bench.crash_env.hanging_env,_partial_:true}"
 
 
 def _start(args: list[str], log: Path, **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "run.py", *args], cwd=REPO, env={**CHILD_ENV, **env},
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "run.py", *args],
+        cwd=REPO,
+        env={**CHILD_ENV, **env},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def _wait_for(condition: object, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
@@ -59,8 +72,11 @@ def _summary(root: Path) -> dict:
 
 def test_sigterm_stops_a_run_whose_env_hangs_within_stop_timeout(tmp_path: Path) -> None:
     marker, log = tmp_path / "hanging", tmp_path / "log"
-    process = _start([*PPO, HANGING, "budget=20000", "eval.every=10000", "stop_timeout_s=3", f"out_dir={tmp_path}"],
-                     log, **{HANG_AFTER_ENV: "300", HANG_MARKER_ENV: str(marker)})
+    process = _start(
+        [*PPO, HANGING, "budget=20000", "eval.every=10000", "stop_timeout_s=3", f"out_dir={tmp_path}"],
+        log,
+        **{HANG_AFTER_ENV: "300", HANG_MARKER_ENV: str(marker)},
+    )
     _wait_for(marker.exists, process, log)
     code, output, took = _stopped(process, log, within=30)
     assert code == 143 and took < 3 + 10, (code, took, output)
@@ -72,8 +88,11 @@ def test_sigterm_stops_a_run_whose_env_hangs_within_stop_timeout(tmp_path: Path)
 
 def test_step_timeout_fails_a_run_whose_env_stops_responding(tmp_path: Path) -> None:
     marker, log = tmp_path / "hanging", tmp_path / "log"
-    process = _start([*PPO, HANGING, "budget=20000", "eval.every=10000", "step_timeout_s=2", f"out_dir={tmp_path}"],
-                     log, **{HANG_AFTER_ENV: "300", HANG_MARKER_ENV: str(marker)})
+    process = _start(
+        [*PPO, HANGING, "budget=20000", "eval.every=10000", "step_timeout_s=2", f"out_dir={tmp_path}"],
+        log,
+        **{HANG_AFTER_ENV: "300", HANG_MARKER_ENV: str(marker)},
+    )
     try:
         process.wait(timeout=90)
     finally:
@@ -95,6 +114,7 @@ def test_sigterm_during_a_long_evaluation_stops_it(tmp_path: Path) -> None:
     def evaluating() -> bool:  # the checkpoint before the evaluation at 256, then a moment into it
         found = list(states.rglob("state.json"))
         return bool(found) and json.loads(found[0].read_text())["timesteps"] >= 192
+
     _wait_for(evaluating, process, log)
     time.sleep(2)
     code, output, took = _stopped(process, log, within=30)
@@ -124,10 +144,28 @@ def test_sigterm_while_waiting_for_another_process_run_lock(tmp_path: Path) -> N
 def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp_path: Path) -> None:
     kill = "env.wrappers=[{_target_:tests.lit_bench.crash_env.KillOnSeed,_partial_:true}]"
     result = subprocess.run(
-        [sys.executable, "run.py", "-m", "algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=256",
-         "eval.episodes=2", kill, "seed=0,10,20", f"out_dir={tmp_path}", "sweep=died",
-         "hydra.launcher.n_jobs=2"],
-        cwd=REPO, env={**CHILD_ENV, "LIT_BENCH_TEST_KILL_SEED": "10"}, capture_output=True, text=True, timeout=400)
+        [
+            sys.executable,
+            "run.py",
+            "-m",
+            "algo=ppo",
+            "env=CartPole",
+            "env.n_envs=8",
+            "algo.n_steps=32",
+            "budget=256",
+            "eval.episodes=2",
+            kill,
+            "seed=0,10,20",
+            f"out_dir={tmp_path}",
+            "sweep=died",
+            "hydra.launcher.n_jobs=2",
+        ],
+        cwd=REPO,
+        env={**CHILD_ENV, "LIT_BENCH_TEST_KILL_SEED": "10"},
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 1 and "Traceback" not in output, output
     assert "2 completed, 1 failed (3 runs)" in output

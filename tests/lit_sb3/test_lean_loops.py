@@ -150,10 +150,15 @@ def test_lean_path_calls_overridden_hooks_in_lightnings_order_with_lightnings_st
     (lean_events, lean_state, lean_step, lean_params), (events, state, step, params) = runs["lean"], runs["lightning"]
     assert lean_events == events
     assert events[:9] == [
-        "callback.on_train_epoch_start", "module.on_train_epoch_start",
-        "callback.on_train_batch_start", "module.on_train_batch_start",
-        "callback.on_train_batch_end", "module.on_train_batch_end",
-        "callback.on_train_epoch_end", "module.on_train_epoch_end", "monitor.on_train_epoch_end",
+        "callback.on_train_epoch_start",
+        "module.on_train_epoch_start",
+        "callback.on_train_batch_start",
+        "module.on_train_batch_start",
+        "callback.on_train_batch_end",
+        "module.on_train_batch_end",
+        "callback.on_train_epoch_end",
+        "module.on_train_epoch_end",
+        "monitor.on_train_epoch_end",
     ]
     assert lean_state == state and lean_step == step == 60
     assert all(torch.equal(lean_params[k], params[k]) for k in params)

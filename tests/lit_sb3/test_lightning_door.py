@@ -13,8 +13,12 @@ _DEFINED = re.compile(r"(?:def |class |self\.)(_[a-z]\w*)\b")
 
 
 def _private_names(files: list[Path]) -> set[str]:
-    return {name for path in files for name in _DEFINED.findall(path.read_text(errors="ignore"))
-            if not name.startswith("__")}
+    return {
+        name
+        for path in files
+        for name in _DEFINED.findall(path.read_text(errors="ignore"))
+        if not name.startswith("__")
+    }
 
 
 LIGHTNING_PRIVATE = _private_names(list(Path(lightning.__file__).parent.rglob("*.py")))
@@ -28,8 +32,11 @@ def test_lightning_private_names_are_used_only_in_the_compat_package():
     for path in OUTSIDE:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "lightning":
-                found += [f"{path.name}: from {node.module} import {a.name}" for a in node.names
-                          if a.name.startswith("_") or "._" in f".{node.module}"]
+                found += [
+                    f"{path.name}: from {node.module} import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") or "._" in f".{node.module}"
+                ]
             elif isinstance(node, ast.Attribute) and node.attr in LIGHTNING_PRIVATE - OURS:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
     assert not found, "private Lightning names outside lit_sb3/lightning_compat:\n" + "\n".join(found)

@@ -59,12 +59,15 @@ def test_readme_checkpoint_example_saves_without_enable_checkpointing(tmp_path):
     assert not _trainer(64).checkpoint_callbacks  # no ModelCheckpoint given: nothing saved behind the user's back
 
 
-@pytest.mark.parametrize("make, env_id, every, expected", [
-    # PPO: a rollout is 64 env steps; saved after the update of the rollout that crosses each multiple of 100
-    (_ppo, "CartPole-v1", 100, [128, 256, 320, 448, 512]),
-    # DQN: one training step covers 16 env steps (4 rounds of train_freq=4)
-    (lambda: DQN("MlpPolicy", learning_starts=32, seed=0), "CartPole-v1", 100, [112, 208, 304, 400, 512]),
-])
+@pytest.mark.parametrize(
+    "make, env_id, every, expected",
+    [
+        # PPO: a rollout is 64 env steps; saved after the update of the rollout that crosses each multiple of 100
+        (_ppo, "CartPole-v1", 100, [128, 256, 320, 448, 512]),
+        # DQN: one training step covers 16 env steps (4 rounds of train_freq=4)
+        (lambda: DQN("MlpPolicy", learning_starts=32, seed=0), "CartPole-v1", 100, [112, 208, 304, 400, 512]),
+    ],
+)
 def test_every_n_train_steps_counts_env_steps(tmp_path, make, env_id, every, expected):
     checkpoint = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=every, save_top_k=-1, filename="{step}")
     model = make()
@@ -75,8 +78,9 @@ def test_every_n_train_steps_counts_env_steps(tmp_path, make, env_id, every, exp
 
 
 def test_lightning_callbacks_log_at_env_steps(tmp_path):
-    trainer = _trainer(256, callbacks=[LearningRateMonitor(logging_interval="step")], logger=CSVLogger(tmp_path),
-                       log_every_n_steps=1)
+    trainer = _trainer(
+        256, callbacks=[LearningRateMonitor(logging_interval="step")], logger=CSVLogger(tmp_path), log_every_n_steps=1
+    )
     trainer.fit(_ppo(), datamodule=RLEnvDataModule(train_env="CartPole-v1", seed=0))
     metrics = pd.read_csv(glob.glob(str(tmp_path / "**" / "metrics.csv"), recursive=True)[0])
     lr_steps = metrics.dropna(subset=["lr-Adam"])["step"].tolist()
@@ -88,8 +92,10 @@ def test_lightning_callbacks_log_at_env_steps(tmp_path):
 
 def test_early_stopping_on_rollout_reward_on_and_off_policy():
     # min_delta no run can reach: stop after `patience` checks without improvement
-    for model, env_id, per_check in ((_ppo(), "CartPole-v1", 64),
-                                     (DQN("MlpPolicy", learning_starts=32, seed=0), "CartPole-v1", None)):
+    for model, env_id, per_check in (
+        (_ppo(), "CartPole-v1", 64),
+        (DQN("MlpPolicy", learning_starts=32, seed=0), "CartPole-v1", None),
+    ):
         stopper = EarlyStopping(monitor="rollout/ep_rew_mean", mode="max", patience=2, min_delta=1e9)
         _trainer(20_000, callbacks=[stopper]).fit(model, datamodule=RLEnvDataModule(train_env=env_id, seed=0))
         assert model.num_timesteps < 2_000, type(model).__name__
@@ -105,7 +111,8 @@ def test_early_stopping_on_eval_reward():
     stopper = EarlyStopping(monitor="eval/mean_reward", mode="max", patience=1, min_delta=1e9, strict=False)
     model = _ppo()
     _trainer(20_000, callbacks=[stopper], rl_callback=evaluator).fit(
-        model, datamodule=RLEnvDataModule(train_env="CartPole-v1", seed=0))
+        model, datamodule=RLEnvDataModule(train_env="CartPole-v1", seed=0)
+    )
     assert stopper.wait_count == 1
     assert model.num_timesteps == 128  # evaluated at 64 and 128: no improvement at the second
 
@@ -142,8 +149,9 @@ def test_predict_returns_episodes_with_optional_trajectories():
 
 
 def test_predict_masked_actions_stay_valid():
-    data = RLEnvDataModule(train_env=lambda: InvalidActionEnvDiscrete(dim=10, n_invalid_actions=5), seed=0,
-                           n_eval_episodes=2)
+    data = RLEnvDataModule(
+        train_env=lambda: InvalidActionEnvDiscrete(dim=10, n_invalid_actions=5), seed=0, n_eval_episodes=2
+    )
     model = MaskablePPO("MlpPolicy", n_steps=64, seed=0)
     trainer = _trainer(64)
     trainer.fit(model, datamodule=data)
@@ -159,10 +167,21 @@ ALGORITHMS = {
     "PPO": (lambda: PPO("MlpPolicy", n_steps=64, batch_size=32, seed=0), "CartPole-v1"),
     "A2C": (lambda: A2C("MlpPolicy", seed=0), "CartPole-v1"),
     "TRPO": (lambda: TRPO("MlpPolicy", n_steps=128, batch_size=64, seed=0), "CartPole-v1"),
-    "MaskablePPO": (lambda: MaskablePPO("MlpPolicy", n_steps=64, batch_size=32, seed=0),
-                    lambda: InvalidActionEnvDiscrete(dim=10, n_invalid_actions=5)),
-    "RecurrentPPO": (lambda: RecurrentPPO("MlpLstmPolicy", n_steps=64, batch_size=32, n_epochs=2, seed=0,
-                                          policy_kwargs={"lstm_hidden_size": 16, **_SMALL}), "Pendulum-v1"),
+    "MaskablePPO": (
+        lambda: MaskablePPO("MlpPolicy", n_steps=64, batch_size=32, seed=0),
+        lambda: InvalidActionEnvDiscrete(dim=10, n_invalid_actions=5),
+    ),
+    "RecurrentPPO": (
+        lambda: RecurrentPPO(
+            "MlpLstmPolicy",
+            n_steps=64,
+            batch_size=32,
+            n_epochs=2,
+            seed=0,
+            policy_kwargs={"lstm_hidden_size": 16, **_SMALL},
+        ),
+        "Pendulum-v1",
+    ),
     "ARS": (lambda: ARS("LinearPolicy", n_delta=2, seed=0), "Pendulum-v1"),
     "SAC": (lambda: SAC("MlpPolicy", **_OFF), "Pendulum-v1"),
     "TD3": (lambda: TD3("MlpPolicy", **_OFF), "Pendulum-v1"),
@@ -226,8 +245,7 @@ def test_16_mixed_on_cpu_trains_under_bf16_autocast():
 # ---------------------------------------------------------------------- several processes
 
 
-@pytest.mark.parametrize("make", [lambda: SAC("MlpPolicy"), lambda: ARS("LinearPolicy")],
-                         ids=["SAC", "ARS"])
+@pytest.mark.parametrize("make", [lambda: SAC("MlpPolicy"), lambda: ARS("LinearPolicy")], ids=["SAC", "ARS"])
 def test_multi_process_refuses_algorithms_without_collective_update(make):
     model = make()
     trainer = _trainer(64, accelerator="cpu", devices=2, strategy="ddp")

@@ -163,8 +163,9 @@ def test_tensorboard_log_writes_sb3s_runs(tmp_path):
 def test_load_takes_tensorboard_log(tmp_path):
     pytest.importorskip("tensorboard")
     PPO("MlpPolicy", "CartPole-v1", policy_kwargs=TINY).save(tmp_path / "m")
-    model = PPO.load(tmp_path / "m", env="CartPole-v1", tensorboard_log=str(tmp_path / "tb"), n_steps=32,
-                     batch_size=32, n_epochs=1)
+    model = PPO.load(
+        tmp_path / "m", env="CartPole-v1", tensorboard_log=str(tmp_path / "tb"), n_steps=32, batch_size=32, n_epochs=1
+    )
     model.learn(32)
     assert (tmp_path / "tb" / "PPO_1").is_dir()
 
@@ -277,8 +278,9 @@ def test_dqn_with_sb3s_keywords():
 )
 def test_sb3s_names_of_the_networks(lit, env_id, names):
     model = lit("MlpPolicy", env_id, buffer_size=100)
-    theirs = (getattr(sb3, lit.__name__, None) or getattr(sb3_contrib, lit.__name__))("MlpPolicy", env_id,
-                                                                                      buffer_size=100)
+    theirs = (getattr(sb3, lit.__name__, None) or getattr(sb3_contrib, lit.__name__))(
+        "MlpPolicy", env_id, buffer_size=100
+    )
     for name in names:
         assert getattr(model, name) is getattr(model.policy, name)
         assert type(getattr(model, name)) is type(getattr(theirs, name))
@@ -326,8 +328,15 @@ def test_n_steps_with_a_custom_replay_buffer_warns_as_sb3():
 
 
 def test_optimize_memory_usage_truncation_warns_as_sb3():
-    model = DQN("MlpPolicy", "CartPole-v1", optimize_memory_usage=True, learning_starts=10, buffer_size=100,
-                replay_buffer_kwargs={"handle_timeout_termination": False}, policy_kwargs=TINY)
+    model = DQN(
+        "MlpPolicy",
+        "CartPole-v1",
+        optimize_memory_usage=True,
+        learning_starts=10,
+        buffer_size=100,
+        replay_buffer_kwargs={"handle_timeout_termination": False},
+        policy_kwargs=TINY,
+    )
     model.learn(20)
     with pytest.warns(UserWarning, match="optimize_memory_usage"):
         model.learn(20)
@@ -337,12 +346,14 @@ def test_optimize_memory_usage_truncation_warns_as_sb3():
 
 
 def test_trpo_trains_on_dict_observations():
-    model = TRPO("MultiInputPolicy", SimpleMultiObsEnv(random_start=False), n_steps=64, batch_size=32,
-                 policy_kwargs=TINY)
+    model = TRPO(
+        "MultiInputPolicy", SimpleMultiObsEnv(random_start=False), n_steps=64, batch_size=32, policy_kwargs=TINY
+    )
     model.learn(64)
     assert model._n_updates == 1
-    TRPO("MultiInputPolicy", SimpleMultiObsEnv(), n_steps=64, batch_size=32, sub_sampling_factor=2,
-         policy_kwargs=TINY).learn(64)
+    TRPO(
+        "MultiInputPolicy", SimpleMultiObsEnv(), n_steps=64, batch_size=32, sub_sampling_factor=2, policy_kwargs=TINY
+    ).learn(64)
 
 
 def _normalized(env_id: str, training: bool = True) -> VecNormalize:

@@ -16,16 +16,25 @@ from lit_sb3.trainer import RLTrainer
 from tests.lit_sb3.spec import SIGNATURES, signature_problems
 
 
-@pytest.mark.parametrize(("owner", "attribute", "spec"), SIGNATURES,
-                         ids=[f"{owner.__name__}.{attribute}" for owner, attribute, _ in SIGNATURES])
+@pytest.mark.parametrize(
+    ("owner", "attribute", "spec"),
+    SIGNATURES,
+    ids=[f"{owner.__name__}.{attribute}" for owner, attribute, _ in SIGNATURES],
+)
 def test_signature_matches_spec(owner, attribute, spec):
     assert signature_problems(getattr(owner, attribute), spec) == []
 
 
 @pytest.mark.parametrize(
     ("cls", "base"),
-    [(lit_sb3.PPO, OnPolicyAlgorithm), (lit_sb3.A2C, OnPolicyAlgorithm), (RLTrainer, L.Trainer),
-     (RLEnvDataModule, L.LightningDataModule), (OnPolicyAlgorithm, BaseAlgorithm), (BaseAlgorithm, L.LightningModule)],
+    [
+        (lit_sb3.PPO, OnPolicyAlgorithm),
+        (lit_sb3.A2C, OnPolicyAlgorithm),
+        (RLTrainer, L.Trainer),
+        (RLEnvDataModule, L.LightningDataModule),
+        (OnPolicyAlgorithm, BaseAlgorithm),
+        (BaseAlgorithm, L.LightningModule),
+    ],
 )
 def test_bases(cls, base):
     assert issubclass(cls, base)
@@ -41,8 +50,14 @@ def test_module_paths_and_members():
     for prop in ("rl_total_timesteps", "rl_num_timesteps", "rl_budget_reached", "rl_progress"):
         assert isinstance(inspect.getattr_static(RLTrainer, prop), property), prop
     assert isinstance(inspect.getattr_static(RLEnvDataModule, "load_from_checkpoint"), classmethod)
-    for method in ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader", "state_dict",
-                   "close"):
+    for method in (
+        "train_dataloader",
+        "val_dataloader",
+        "test_dataloader",
+        "predict_dataloader",
+        "state_dict",
+        "close",
+    ):
         assert _defined_in_lit_sb3(RLEnvDataModule, method), method
 
 

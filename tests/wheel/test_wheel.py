@@ -21,19 +21,24 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "own_algorithm"
 pytestmark = [pytest.mark.wheel, pytest.mark.slow]
 
-MY_PPO = '''from lit_sb3 import PPO
+MY_PPO = """from lit_sb3 import PPO
 
 
 class MyPPO(PPO):
     def __init__(self, *args, vf_coef=1.0, **kwargs):
         super().__init__(*args, vf_coef=vf_coef, **kwargs)
-'''
+"""
 
 
 def _clone_files(target: Path) -> Path:
     """The files a clone has (tracked, or new and not ignored): what a wheel is built from."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                            check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         if (REPO / name).is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
@@ -52,17 +57,40 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel installed; returns its bin/ folder."""
     root = tmp_path_factory.mktemp("wheel")
     source = _clone_files(root / "source")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(root / "dist"), str(source)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(root / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = (root / "dist").glob("lit_sb3-*.whl")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=120)
     python = root / "venv" / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     Path(purelib, "deps_of_the_test_environment.pth").write_text("\n".join(sorted(deps)) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return python.parent
 
 
@@ -86,11 +114,27 @@ def test_the_issue_command_runs_a_users_variant_from_an_empty_directory(installe
     work = tmp_path / "empty"
     work.mkdir()
     env = _user_env(user)
-    where = _run([str(installed / "python"), "-c", "import lit_bench, lit_sb3; print(lit_bench.__file__, "
-                  "lit_sb3.__file__)"], work, env)
+    where = _run(
+        [str(installed / "python"), "-c", "import lit_bench, lit_sb3; print(lit_bench.__file__, lit_sb3.__file__)"],
+        work,
+        env,
+    )
     assert str(REPO) not in where and "site-packages" in where  # the wheel's packages, not the clone's
-    out = _run([str(installed / "lit-bench"), "-m", "algo=my_ppo,ppo", "env=CartPole", "seed=0,1", "budget=1000",
-                "eval.episodes=2", "--config-dir", str(user / "conf")], work, env)
+    out = _run(
+        [
+            str(installed / "lit-bench"),
+            "-m",
+            "algo=my_ppo,ppo",
+            "env=CartPole",
+            "seed=0,1",
+            "budget=1000",
+            "eval.episodes=2",
+            "--config-dir",
+            str(user / "conf"),
+        ],
+        work,
+        env,
+    )
     assert "4 completed (4 runs)" in out, out
     sweep = work / "results" / "runs" / "default"
     assert len(list(sweep.glob("*/CartPole/*/seed_*/summary.json"))) == 4
@@ -105,10 +149,23 @@ def test_the_examples_run_against_the_builtins_from_the_wheel(installed, tmp_pat
     work.mkdir()
     env = {**_user_env(example), "LIT_BENCH_CONFIG_PATH": str(example / "conf")}
     for algos, env_name, budget in (("dual_clip_ppo,ppo", "CartPole", 1000), ("optimistic_sac,sac", "Pendulum", 300)):
-        out = _run([str(installed / "lit-bench"), "-m", f"algo={algos}", f"env={env_name}", "seed=0,1",
-                    f"budget={budget}", "eval.episodes=2", "sweep=example"], work, env)
+        out = _run(
+            [
+                str(installed / "lit-bench"),
+                "-m",
+                f"algo={algos}",
+                f"env={env_name}",
+                "seed=0,1",
+                f"budget={budget}",
+                "eval.episodes=2",
+                "sweep=example",
+            ],
+            work,
+            env,
+        )
         assert "4 completed (4 runs)" in out, out
-    out = _run([str(installed / "python"), "-m", "lit_bench.report", "results/runs/example", "--formats", "png"],
-               work, env)
+    out = _run(
+        [str(installed / "python"), "-m", "lit_bench.report", "results/runs/example", "--formats", "png"], work, env
+    )
     assert _pair_row("dual_clip_ppo", "ppo", "budget=1000", "CartPole") in out, out
     assert _pair_row("optimistic_sac", "sac", "budget=300", "Pendulum") in out, out

@@ -21,9 +21,20 @@ rl_zoo3 = pytest.importorskip("rl_zoo3")
 
 pytestmark = [pytest.mark.zoo, pytest.mark.slow]
 
-ENV_OF = {"a2c": "CartPole-v1", "ppo": "CartPole-v1", "dqn": "CartPole-v1", "qrdqn": "CartPole-v1",
-          "trpo": "CartPole-v1", "ars": "CartPole-v1", "ppo_lstm": "CartPoleNoVel-v1", "sac": "Pendulum-v1",
-          "td3": "Pendulum-v1", "ddpg": "Pendulum-v1", "tqc": "Pendulum-v1", "crossq": "Pendulum-v1"}
+ENV_OF = {
+    "a2c": "CartPole-v1",
+    "ppo": "CartPole-v1",
+    "dqn": "CartPole-v1",
+    "qrdqn": "CartPole-v1",
+    "trpo": "CartPole-v1",
+    "ars": "CartPole-v1",
+    "ppo_lstm": "CartPoleNoVel-v1",
+    "sac": "Pendulum-v1",
+    "td3": "Pendulum-v1",
+    "ddpg": "Pendulum-v1",
+    "tqc": "Pendulum-v1",
+    "crossq": "Pendulum-v1",
+}
 BUDGET = {"trpo": 1024, "ppo_lstm": 256, "crossq": 150}
 
 
@@ -31,8 +42,9 @@ def zoo(cwd: Path, *args: str, sb3: bool = False, env: dict[str, str] | None = N
     """Run one Zoo script (lit_sb3's classes, or SB3's with ``sb3=True``) in ``cwd``; returns its output."""
     entry = ["-m", "rl_zoo3.cli"] if sb3 else ["-m", "lit_sb3.zoo"]
     run_env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", **(env or {})}
-    done = subprocess.run([sys.executable, *entry, *args], cwd=cwd, env=run_env, capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run(
+        [sys.executable, *entry, *args], cwd=cwd, env=run_env, capture_output=True, text=True, timeout=900
+    )
     output = done.stdout + done.stderr
     assert done.returncode == expect, f"{' '.join(args)} exited {done.returncode}:\n{output[-3000:]}"
     return output
@@ -75,8 +87,20 @@ def test_train_every_algorithm(tmp_path, algo):
     import lit_sb3.zoo
 
     env_id = ENV_OF[algo]
-    zoo(tmp_path, "train", "--algo", algo, "--env", env_id, "-n", str(BUDGET.get(algo, 300)), "--log-folder", "logs",
-        "--seed", "0")
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        algo,
+        "--env",
+        env_id,
+        "-n",
+        str(BUDGET.get(algo, 300)),
+        "--log-folder",
+        "logs",
+        "--seed",
+        "0",
+    )
     saved = tmp_path / "logs" / algo / f"{env_id}_1" / f"{env_id}.zip"
     lit_sb3.zoo.use_lit_sb3()  # the Zoo's schedules in the zip load as in the Zoo's own scripts
     model = getattr(lit_sb3, rl_zoo3.utils.ALGOS[algo].__name__).load(saved)
@@ -90,27 +114,96 @@ def test_train_every_algorithm(tmp_path, algo):
 def ppo_run(tmp_path_factory) -> Path:
     """A Zoo PPO run with evaluations, checkpoints and TensorBoard logs."""
     root = tmp_path_factory.mktemp("zoo_ppo")
-    zoo(root, "train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "1024", "--log-folder", "logs", "--seed", "0",
-        "--eval-freq", "64", "--eval-episodes", "2", "--save-freq", "64", "-tb", "tb")
+    zoo(
+        root,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "1024",
+        "--log-folder",
+        "logs",
+        "--seed",
+        "0",
+        "--eval-freq",
+        "64",
+        "--eval-episodes",
+        "2",
+        "--save-freq",
+        "64",
+        "-tb",
+        "tb",
+    )
     return root
 
 
 def test_train_writes_the_files_sb3_writes(ppo_run, tmp_path):
-    zoo(tmp_path, "train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "1024", "--log-folder", "logs", "--seed",
-        "0", "--eval-freq", "64", "--eval-episodes", "2", "--save-freq", "64", "-tb", "tb", sb3=True)
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "1024",
+        "--log-folder",
+        "logs",
+        "--seed",
+        "0",
+        "--eval-freq",
+        "64",
+        "--eval-episodes",
+        "2",
+        "--save-freq",
+        "64",
+        "-tb",
+        "tb",
+        sb3=True,
+    )
     assert _files(ppo_run) == _files(tmp_path)
     assert (ppo_run / "tb" / "CartPole-v1" / "PPO_1").is_dir()
 
 
 @pytest.mark.parametrize("which", [[], ["--load-best"], ["--load-checkpoint", "512"], ["--load-last-checkpoint"]])
 def test_enjoy(ppo_run, which):
-    zoo(ppo_run, "enjoy", "--algo", "ppo", "--env", "CartPole-v1", "-f", "logs", "--exp-id", "1", "-n", "50",
-        "--no-render", *which)
+    zoo(
+        ppo_run,
+        "enjoy",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "-f",
+        "logs",
+        "--exp-id",
+        "1",
+        "-n",
+        "50",
+        "--no-render",
+        *which,
+    )
 
 
 def test_continue_training(ppo_run):
-    zoo(ppo_run, "train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "256", "--log-folder", "logs",
-        "-i", "logs/ppo/CartPole-v1_1/CartPole-v1.zip", "-tb", "tb")
+    zoo(
+        ppo_run,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "256",
+        "--log-folder",
+        "logs",
+        "-i",
+        "logs/ppo/CartPole-v1_1/CartPole-v1.zip",
+        "-tb",
+        "tb",
+    )
     assert (ppo_run / "logs" / "ppo" / "CartPole-v1_2" / "CartPole-v1.zip").is_file()
 
 
@@ -125,9 +218,35 @@ def test_plot_train(ppo_run):
 
 
 def test_optimize_with_pruning(tmp_path):
-    output = zoo(tmp_path, "train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "512", "--log-folder", "logs",
-                 "-optimize", "--n-trials", "3", "--n-jobs", "1", "--sampler", "random", "--pruner", "median",
-                 "--n-startup-trials", "1", "--n-evaluations", "2", "--eval-episodes", "2", "--seed", "0")
+    output = zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "512",
+        "--log-folder",
+        "logs",
+        "-optimize",
+        "--n-trials",
+        "3",
+        "--n-jobs",
+        "1",
+        "--sampler",
+        "random",
+        "--pruner",
+        "median",
+        "--n-startup-trials",
+        "1",
+        "--n-evaluations",
+        "2",
+        "--eval-episodes",
+        "2",
+        "--seed",
+        "0",
+    )
     assert re.search(r"Number of finished trials:\s+3\b", output)
     assert list((tmp_path / "logs" / "ppo").glob("report_CartPole-v1_3-trials-512-random-median_*.csv"))
 
@@ -138,14 +257,30 @@ def test_optimize_with_pruning(tmp_path):
 def test_vecnormalize_and_frame_stack(tmp_path):
     pytest.importorskip("Box2D")
     zoo(tmp_path, "train", "--algo", "ppo", "--env", "BipedalWalkerHardcore-v3", "-n", "100", "--log-folder", "logs")
-    assert (tmp_path / "logs" / "ppo" / "BipedalWalkerHardcore-v3_1" / "BipedalWalkerHardcore-v3" /
-            "vecnormalize.pkl").is_file()
+    assert (
+        tmp_path / "logs" / "ppo" / "BipedalWalkerHardcore-v3_1" / "BipedalWalkerHardcore-v3" / "vecnormalize.pkl"
+    ).is_file()
 
 
 def test_save_and_load_replay_buffer(tmp_path):
-    args = ["train", "--algo", "sac", "--env", "Pendulum-v1", "-n", "100", "--log-folder", "logs",
-            "--save-replay-buffer", "-params", "buffer_size:1000", "--env-kwargs", "g:8.0",
-            "--eval-env-kwargs", "g:5.0"]
+    args = [
+        "train",
+        "--algo",
+        "sac",
+        "--env",
+        "Pendulum-v1",
+        "-n",
+        "100",
+        "--log-folder",
+        "logs",
+        "--save-replay-buffer",
+        "-params",
+        "buffer_size:1000",
+        "--env-kwargs",
+        "g:8.0",
+        "--eval-env-kwargs",
+        "g:5.0",
+    ]
     zoo(tmp_path, *args)
     assert (tmp_path / "logs" / "sac" / "Pendulum-v1_1" / "replay_buffer.pkl").is_file()
     output = zoo(tmp_path, *args, "-i", "logs/sac/Pendulum-v1_1/Pendulum-v1.zip")
@@ -153,43 +288,110 @@ def test_save_and_load_replay_buffer(tmp_path):
 
 
 def test_parallel_train_callback(tmp_path):
-    zoo(tmp_path, "train", "--algo", "sac", "--env", "Pendulum-v1", "-n", "400", "--log-folder", "logs", "-params",
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "sac",
+        "--env",
+        "Pendulum-v1",
+        "-n",
+        "400",
+        "--log-folder",
+        "logs",
+        "-params",
         "monitor_kwargs:dict(info_keywords=('TimeLimit.truncated',))",
-        "callback:'rl_zoo3.callbacks.ParallelTrainCallback'")
+        "callback:'rl_zoo3.callbacks.ParallelTrainCallback'",
+    )
 
 
 def test_custom_yaml_and_policy_class(tmp_path):
     a2c_yaml = Path(rl_zoo3.__file__).parent / "hyperparams" / "a2c.yml"
-    zoo(tmp_path, "train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "100", "--log-folder", "logs",
-        "-conf", str(a2c_yaml), "-params", "n_envs:2", "n_steps:50", "n_epochs:2", "batch_size:4",
-        "policy:'stable_baselines3.ppo.MlpPolicy'")
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "100",
+        "--log-folder",
+        "logs",
+        "-conf",
+        str(a2c_yaml),
+        "-params",
+        "n_envs:2",
+        "n_steps:50",
+        "n_epochs:2",
+        "batch_size:4",
+        "policy:'stable_baselines3.ppo.MlpPolicy'",
+    )
 
 
-PYTHON_CONFIG = '''hyperparams = {
+PYTHON_CONFIG = """hyperparams = {
     "MountainCarContinuous-v0": dict(
         env_wrapper=[{"gymnasium.wrappers.TimeLimit": {"max_episode_steps": 100}}], normalize=True, n_envs=1,
         n_timesteps=20000.0, policy="MlpPolicy", batch_size=8, n_steps=8, n_epochs=2, use_sde=True,
         policy_kwargs=dict(log_std_init=-3.0, ortho_init=False),
     )
 }
-'''
+"""
 
 
 @pytest.mark.parametrize("form", ["module", "file"])
 def test_python_config_file(tmp_path, form):
     (tmp_path / "my_zoo_config.py").write_text(PYTHON_CONFIG)
     config = "my_zoo_config" if form == "module" else str(tmp_path / "my_zoo_config.py")
-    zoo(tmp_path, "train", "--algo", "ppo", "--env", "MountainCarContinuous-v0", "-n", "100", "--log-folder", "logs",
-        "-conf", config, env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "MountainCarContinuous-v0",
+        "-n",
+        "100",
+        "--log-folder",
+        "logs",
+        "-conf",
+        config,
+        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
 
 
 def test_default_hyperparameters(tmp_path):
     (tmp_path / "with_default.yml").write_text("default:\n  policy: 'MlpPolicy'\n  n_timesteps: 200\n  n_steps: 32\n")
-    zoo(tmp_path, "train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "100", "--log-folder", "logs",
-        "-conf", "with_default.yml")
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "100",
+        "--log-folder",
+        "logs",
+        "-conf",
+        "with_default.yml",
+    )
     (tmp_path / "no_default.yml").write_text("CartPole-v1:\n  policy: 'MlpPolicy'\n  n_timesteps: 200\n")
-    zoo(tmp_path, "train", "--algo", "ppo", "--env", "Pendulum-v1", "-n", "100", "--log-folder", "logs",
-        "-conf", "no_default.yml", expect=1)
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "Pendulum-v1",
+        "-n",
+        "100",
+        "--log-folder",
+        "logs",
+        "-conf",
+        "no_default.yml",
+        expect=1,
+    )
 
 
 def test_gym_packages(tmp_path):
@@ -200,11 +402,26 @@ def test_gym_packages(tmp_path):
         "register(id='LitZooCartPole-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv', "
         "max_episode_steps=200)\n"
     )
-    (package / "config.py").write_text("hyperparams = {'LitZooCartPole-v0': {'policy': 'MlpPolicy', "
-                                       "'n_timesteps': 20000}}\n")
-    zoo(tmp_path, "train", "--algo", "ppo", "--env", "LitZooCartPole-v0", "-n", "100", "--log-folder", "logs",
-        "--gym-packages", "lit_zoo_env", "--conf-file", "lit_zoo_env.config",
-        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    (package / "config.py").write_text(
+        "hyperparams = {'LitZooCartPole-v0': {'policy': 'MlpPolicy', 'n_timesteps': 20000}}\n"
+    )
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "LitZooCartPole-v0",
+        "-n",
+        "100",
+        "--log-folder",
+        "logs",
+        "--gym-packages",
+        "lit_zoo_env",
+        "--conf-file",
+        "lit_zoo_env.config",
+        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
 
 
 def test_continue_training_from_an_sb3_written_zip(tmp_path):
@@ -214,5 +431,18 @@ def test_continue_training_from_an_sb3_written_zip(tmp_path):
     from lit_sb3 import safe_load
 
     stable_baselines3.A2C("MlpPolicy", "CartPole-v1", n_steps=8).save(tmp_path / "sb3_a2c.zip")
-    zoo(tmp_path, "train", "--algo", "a2c", "--env", "CartPole-v1", "-n", "100", "--log-folder", "logs",
-        "-i", "sb3_a2c.zip", env={safe_load.TRUST_ENV: "1"})
+    zoo(
+        tmp_path,
+        "train",
+        "--algo",
+        "a2c",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "100",
+        "--log-folder",
+        "logs",
+        "-i",
+        "sb3_a2c.zip",
+        env={safe_load.TRUST_ENV: "1"},
+    )

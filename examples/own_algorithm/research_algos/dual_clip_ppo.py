@@ -13,8 +13,9 @@ import torch
 from lit_sb3 import PPO
 
 
-def dual_clip_surrogate_loss(advantages: torch.Tensor, log_prob: torch.Tensor, old_log_prob: torch.Tensor,
-                             clip_range: float, dual_clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+def dual_clip_surrogate_loss(
+    advantages: torch.Tensor, log_prob: torch.Tensor, old_log_prob: torch.Tensor, clip_range: float, dual_clip: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO's clipped surrogate, bounded below by ``dual_clip * A`` where ``A < 0`` (as a loss, and the clip
     fraction). ``dual_clip = inf`` gives PPO's loss exactly."""
     ratio = torch.exp(log_prob - old_log_prob)
@@ -35,7 +36,13 @@ class DualClipPPO(PPO):
             raise ValueError(f"dual_clip={dual_clip}: must be > 1")
         self.dual_clip = dual_clip
 
-    def policy_loss(self, advantages: torch.Tensor, log_prob: torch.Tensor, old_log_prob: torch.Tensor,
-                    clip_range: float, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def policy_loss(
+        self,
+        advantages: torch.Tensor,
+        log_prob: torch.Tensor,
+        old_log_prob: torch.Tensor,
+        clip_range: float,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         assert mask is None, "PPO's minibatches have no padding"
         return dual_clip_surrogate_loss(advantages, log_prob, old_log_prob, clip_range, self.dual_clip)

@@ -15,9 +15,15 @@ import torch
 from lit_sb3 import SAC
 
 
-def optimistic_soft_target(rewards: torch.Tensor, dones: torch.Tensor, discounts: torch.Tensor | float,
-                           next_q: torch.Tensor, next_log_prob: torch.Tensor, ent_coef: torch.Tensor | float,
-                           optimism: float) -> torch.Tensor:
+def optimistic_soft_target(
+    rewards: torch.Tensor,
+    dones: torch.Tensor,
+    discounts: torch.Tensor | float,
+    next_q: torch.Tensor,
+    next_log_prob: torch.Tensor,
+    ent_coef: torch.Tensor | float,
+    optimism: float,
+) -> torch.Tensor:
     """Soft Bellman target from ``mean + optimism * spread / 2`` of the next-state values ``[batch, n_critics]``
     (spread: max - min)."""
     spread = next_q.max(dim=1, keepdim=True).values - next_q.min(dim=1, keepdim=True).values
@@ -35,7 +41,14 @@ class OptimisticSAC(SAC):
         super().__init__(*args, **kwargs)
         self.optimism = float(optimism)
 
-    def critic_target_values(self, data: Any, discounts: torch.Tensor | float, next_q: torch.Tensor,
-                             next_log_prob: torch.Tensor, ent_coef: torch.Tensor) -> torch.Tensor:
-        return optimistic_soft_target(data.rewards, data.dones, discounts, next_q, next_log_prob, ent_coef,
-                                      self.optimism)
+    def critic_target_values(
+        self,
+        data: Any,
+        discounts: torch.Tensor | float,
+        next_q: torch.Tensor,
+        next_log_prob: torch.Tensor,
+        ent_coef: torch.Tensor,
+    ) -> torch.Tensor:
+        return optimistic_soft_target(
+            data.rewards, data.dones, discounts, next_q, next_log_prob, ent_coef, self.optimism
+        )

@@ -156,7 +156,13 @@ class A2C(OnPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfA2C:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )
 

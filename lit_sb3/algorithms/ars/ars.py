@@ -66,7 +66,10 @@ class ARS(BaseAlgorithm):
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box, spaces.Discrete)
     # ARSPolicy flattens its input: every space but Dict (no multi-input extractor) works
     supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
-        spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary
+        spaces.Box,
+        spaces.Discrete,
+        spaces.MultiDiscrete,
+        spaces.MultiBinary,
     )
     default_log_interval: ClassVar[int] = 1
 
@@ -336,7 +339,13 @@ class ARS(BaseAlgorithm):
         self._async_eval = async_eval
         try:
             return super().learn(
-                total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+                total_timesteps,
+                env,
+                callback,
+                log_every_n_steps,
+                tb_log_name,
+                reset_num_timesteps,
+                progress_bar,
                 default_root_dir,
             )
         finally:
@@ -365,8 +374,12 @@ class ARS(BaseAlgorithm):
     def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
         state = super()._extra_state(fmt)
         if fmt == ZIP:  # sb3-contrib's load builds ARS with its defaults, then copies these attributes over them
-            return {**state, "n_top": self.n_top, "pop_size": self.pop_size,
-                    "delta_std_schedule": self.delta_std_schedule}
+            return {
+                **state,
+                "n_top": self.n_top,
+                "pop_size": self.pop_size,
+                "delta_std_schedule": self.delta_std_schedule,
+            }
         return {**state, "old_count": float(self._old_count)}
 
     def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:

@@ -160,8 +160,10 @@ class CrossQ(OffPolicyAlgorithm):
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
 
             _set_norm_mode(self._critic_norms, True)
-            joint_q = torch.cat(critic(torch.cat([data.observations, data.next_observations]),
-                                       torch.cat([data.actions, next_actions])), dim=1)
+            joint_q = torch.cat(
+                critic(torch.cat([data.observations, data.next_observations]), torch.cat([data.actions, next_actions])),
+                dim=1,
+            )
             _set_norm_mode(self._critic_norms, False)
             current_q, next_q = joint_q.split(batch_size)
             with torch.no_grad():
@@ -196,7 +198,13 @@ class CrossQ(OffPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfCrossQ:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )
 

@@ -107,6 +107,12 @@ class DDPG(TD3):
         default_root_dir: str | Path | None = None,
     ) -> SelfDDPG:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )

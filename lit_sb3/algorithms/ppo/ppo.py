@@ -120,7 +120,12 @@ class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfPPO:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )
-

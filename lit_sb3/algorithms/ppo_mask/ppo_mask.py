@@ -176,7 +176,12 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         log_probs: torch.Tensor,
     ) -> None:
         buffer.add(
-            self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs,
+            self._last_obs,
+            actions,
+            rewards,
+            self._last_episode_starts,
+            values,
+            log_probs,
             action_masks=self._action_masks,
         )
 
@@ -220,8 +225,13 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
 
         use_masking = self.use_masking and is_masking_supported(env)
         return evaluate_policy(
-            self, env, n_eval_episodes=n_episodes, deterministic=deterministic, return_episode_rewards=True,
-            use_masking=use_masking, callback=callback,
+            self,
+            env,
+            n_eval_episodes=n_episodes,
+            deterministic=deterministic,
+            return_episode_rewards=True,
+            use_masking=use_masking,
+            callback=callback,
         )
 
     def learn(
@@ -239,6 +249,12 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         """Train for ``total_timesteps`` env steps; ``use_masking=False`` ignores the env's action masks."""
         self.use_masking = use_masking
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )

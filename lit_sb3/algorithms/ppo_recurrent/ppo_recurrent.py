@@ -196,7 +196,12 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     ) -> None:
         """Store the step with the states it started from, then move on to the states after it."""
         buffer.add(
-            self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs,
+            self._last_obs,
+            actions,
+            rewards,
+            self._last_episode_starts,
+            values,
+            log_probs,
             lstm_states=self._last_lstm_states,
         )
         self._last_lstm_states = self._next_lstm_states
@@ -239,6 +244,12 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfRecurrentPPO:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )

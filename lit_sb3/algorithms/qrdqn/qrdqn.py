@@ -60,8 +60,9 @@ class QRDQN(OffPolicyAlgorithm):
     target_update_in_env_steps: ClassVar[bool] = True
     quantile_net, quantile_net_target = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
-    (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps,
-     exploration_fraction) = EpsilonGreedy.sb3_attributes("exploration")
+    (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps, exploration_fraction) = (
+        EpsilonGreedy.sb3_attributes("exploration")
+    )
 
     def __init__(
         self,
@@ -164,6 +165,12 @@ class QRDQN(OffPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfQRDQN:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )

@@ -60,9 +60,7 @@ class SAC(OffPolicyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[SACPolicy]]] = POLICY_ALIASES
     # SB3's names of the policy's networks
-    actor, critic, critic_target = (
-        PolicyNetwork(), PolicyNetwork(), PolicyNetwork()
-    )
+    actor, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 
@@ -156,8 +154,14 @@ class SAC(OffPolicyAlgorithm):
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
 
-    def critic_target_values(self, data: Any, discounts: torch.Tensor | float, next_q: torch.Tensor,
-                             next_log_prob: torch.Tensor, ent_coef: torch.Tensor) -> torch.Tensor:
+    def critic_target_values(
+        self,
+        data: Any,
+        discounts: torch.Tensor | float,
+        next_q: torch.Tensor,
+        next_log_prob: torch.Tensor,
+        ent_coef: torch.Tensor,
+    ) -> torch.Tensor:
         """The critics' regression target from the target critics' next-state values ``[batch, n_critics]``: SAC's
         clipped double-Q soft target (a research variant overrides this one step)."""
         return losses.clipped_double_q_target(data.rewards, data.dones, discounts, next_q, next_log_prob, ent_coef)
@@ -174,7 +178,12 @@ class SAC(OffPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfSAC:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )
-

@@ -55,9 +55,7 @@ class TD3(OffPolicyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
     # SB3's names of the policy's networks
-    actor, actor_target, critic, critic_target = (
-        PolicyNetwork(), PolicyNetwork(), PolicyNetwork(), PolicyNetwork()
-    )
+    actor, actor_target, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
 
     def __init__(
@@ -171,6 +169,12 @@ class TD3(OffPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfTD3:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )

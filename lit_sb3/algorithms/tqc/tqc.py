@@ -65,9 +65,7 @@ class TQC(OffPolicyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[TQCPolicy]]] = POLICY_ALIASES
     # SB3's names of the policy's networks
-    actor, critic, critic_target = (
-        PolicyNetwork(), PolicyNetwork(), PolicyNetwork()
-    )
+    actor, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 
@@ -160,8 +158,13 @@ class TQC(OffPolicyAlgorithm):
             with torch.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
                 target = quantile.tqc_target(
-                    data.rewards, data.dones, discounts, critic_target(data.next_observations, next_actions),
-                    self.top_quantiles_to_drop_per_net, next_log_prob, ent_coef,
+                    data.rewards,
+                    data.dones,
+                    discounts,
+                    critic_target(data.next_observations, next_actions),
+                    self.top_quantiles_to_drop_per_net,
+                    next_log_prob,
+                    ent_coef,
                 )
             current = critic(data.observations, data.actions)
             critic_loss = quantile.quantile_huber_loss(current, target, taus, sum_over_quantiles=False)
@@ -188,6 +191,12 @@ class TQC(OffPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfTQC:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )

@@ -201,8 +201,14 @@ class TRPO(OnPolicyAlgorithm):
         with torch.no_grad():
             start = parameters_to_vector(actor_params)
             accepted, success, new_objective, new_kl = backtracking_line_search(
-                evaluate, start, direction, self._mean_over_ranks(objective.detach()), self.target_kl,
-                self.line_search_shrinking_factor, self.line_search_max_iter, step_size=step,
+                evaluate,
+                start,
+                direction,
+                self._mean_over_ranks(objective.detach()),
+                self.target_kl,
+                self.line_search_shrinking_factor,
+                self.line_search_max_iter,
+                step_size=step,
             )
             vector_to_parameters(accepted, actor_params)
         self._track(
@@ -232,8 +238,10 @@ class TRPO(OnPolicyAlgorithm):
         with self.trainer.strategy.model.no_sync():
             super().manual_backward(loss, *args, **kwargs)
         grads = [p.grad for p in self.parameters() if p.grad is not None]
-        for grad, mean in zip(grads, torch.split(self._mean_over_ranks(torch.cat([g.reshape(-1) for g in grads])),
-                                                 [g.numel() for g in grads])):
+        for grad, mean in zip(
+            grads,
+            torch.split(self._mean_over_ranks(torch.cat([g.reshape(-1) for g in grads])), [g.numel() for g in grads]),
+        ):
             grad.copy_(mean.view_as(grad))
         return None
 
@@ -275,7 +283,13 @@ class TRPO(OnPolicyAlgorithm):
         default_root_dir: str | Path | None = None,
     ) -> SelfTRPO:
         return super().learn(
-            total_timesteps, env, callback, log_every_n_steps, tb_log_name, reset_num_timesteps, progress_bar,
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
             default_root_dir,
         )
 

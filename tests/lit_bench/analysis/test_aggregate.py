@@ -115,7 +115,8 @@ def test_vectorized_iqm_bootstrap_matches_the_statistic():
 
 def test_ratio_spread():
     assert agg.ratio_spread({0: 100.0, 1: 90.0, 2: 80.0}, {0: 100.0, 1: 100.0, 3: 1.0}) == pytest.approx(
-        (0.95, 0.9, 1.0))
+        (0.95, 0.9, 1.0)
+    )
     assert all(np.isnan(agg.ratio_spread({0: 1.0}, {1: 1.0})))
 
 
@@ -136,8 +137,17 @@ def test_rliable_scores_from_load_evaluations(tmp_path):
 def test_console_line_says_reached_only_when_the_threshold_held():
     from lit_bench.run.train import describe
 
-    base = {"algo": "ppo", "env": "CartPole", "seed": 0, "backend": "lit", "status": "completed", "timesteps": 3000,
-            "final_std_return": 0.0, "threshold": 475.0, "run_dir": "r"}
+    base = {
+        "algo": "ppo",
+        "env": "CartPole",
+        "seed": 0,
+        "backend": "lit",
+        "status": "completed",
+        "timesteps": 3000,
+        "final_std_return": 0.0,
+        "threshold": 475.0,
+        "run_dir": "r",
+    }
     assert np.isnan(agg.steps_to_threshold([1000, 2000, 3000], [500.0, 20.0, 500.0], 475.0))  # lucky, then late
     line = describe({**base, "final_mean_return": 500.0, "steps_to_threshold": None})
     assert "475 not held for 3 evaluations in a row yet" in line and "below" not in line
@@ -165,8 +175,9 @@ def test_all_runs_on_the_grid_at_once_are_np_interp_per_run():
     runs, steps, values = runs[order], steps[order], values[order]
     runs_with_a_stranger = np.r_[runs, -1]  # a point of no run is left out
     grid = np.r_[np.linspace(-5, 105, 23), steps[:4]]  # before, between, on and after the steps
-    matrix = agg.runs_on_grid(runs_with_a_stranger, len(lengths), np.r_[steps, 50.0], np.r_[values, 1e9], grid,
-                              chunk=7)  # (a small chunk: several passes)
+    matrix = agg.runs_on_grid(
+        runs_with_a_stranger, len(lengths), np.r_[steps, 50.0], np.r_[values, 1e9], grid, chunk=7
+    )  # (a small chunk: several passes)
     for k in range(len(lengths)):
         np.testing.assert_array_equal(matrix[k], _interp_per_run(steps[runs == k], values[runs == k], grid))
     assert np.isnan(matrix[2]).all()

@@ -25,8 +25,21 @@ def test_load_runs_keeps_and_marks_every_run(tmp_path):
 def test_load_evaluations_is_tidy_and_accepts_globs(tmp_path):
     make_sweep(tmp_path)
     evals = load_evaluations([tmp_path / "fixture_sweep*"])
-    assert list(evals.columns) == ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant",
-                                   "status", "run_dir", "timesteps", "metric", "value"]
+    assert list(evals.columns) == [
+        "algo",
+        "backend",
+        "env",
+        "env_id",
+        "seed",
+        "sweep",
+        "config_id",
+        "variant",
+        "status",
+        "run_dir",
+        "timesteps",
+        "metric",
+        "value",
+    ]
     ret = evals[(evals.metric == "mean_return") & (evals.algo == "ppo") & (evals.backend == "lit")]
     assert sorted(ret[ret.seed == 1]["value"]) == [120.0, 320.0, 490.0]
     failed = evals[(evals.algo == "a2c") & (evals.seed == 0)]

@@ -13,15 +13,19 @@ def _tables(tmp_path):
     (tmp_path / "random_scores.csv").write_text(
         "env,env_id,group,episodes,mean_return,std_return,min_return,max_return,seed,command,versions\n"
         "CartPole,CartPole-v1,classic,100,20.0,1,9,63,0,python benchmarks/random_scores.py,gymnasium==1\n"
-        "Hopper,Hopper-v5,mujoco,20,20.0,1,0,1,0,python benchmarks/random_scores.py,gymnasium==1\n")
+        "Hopper,Hopper-v5,mujoco,20,20.0,1,0,1,0,python benchmarks/random_scores.py,gymnasium==1\n"
+    )
     (tmp_path / "sb3_reference_scores.csv").write_text(
         "algo,env_id,mean_reward,std_reward,n_timesteps,source\n"
         "ppo,CartPole-v1,500.0,0,100000,zoo\na2c,CartPole-v1,420.0,0,500000,zoo\n"
-        "sac,Hopper-v3,2620.0,0,1000000,zoo\n")
+        "sac,Hopper-v3,2620.0,0,1000000,zoo\n"
+    )
     (tmp_path / "env_version_map.csv").write_text(
-        "reference_env_id,env_id,same_version,note\nCartPole-v1,CartPole-v1,true,\nHopper-v3,Hopper-v5,false,\n")
+        "reference_env_id,env_id,same_version,note\nCartPole-v1,CartPole-v1,true,\nHopper-v3,Hopper-v5,false,\n"
+    )
     (tmp_path / "atari_human_random.csv").write_text(
-        'env_id,random,human,source\nBreakoutNoFrameskip-v4,1.7,30.5,"Badia et al. 2020"\n')
+        'env_id,random,human,source\nBreakoutNoFrameskip-v4,1.7,30.5,"Badia et al. 2020"\n'
+    )
     return tmp_path
 
 
@@ -29,7 +33,8 @@ def test_known_normalized_scores(tmp_path):
     where = _tables(tmp_path)
     breakout = normalizer("BreakoutNoFrameskip-v4", where)
     assert breakout.kind == "human-normalized" and breakout(np.array([1.7, 30.5, 16.1])) == pytest.approx(
-        [0.0, 1.0, 0.5])
+        [0.0, 1.0, 0.5]
+    )
     cartpole = normalizer("CartPole-v1", where)  # random 20, best Zoo agent (ppo) 500
     assert cartpole.kind == "Zoo-normalized" and cartpole(260.0) == pytest.approx(0.5)
     assert "ppo, 500" in cartpole.high_source and "benchmarks/random_scores.py" in cartpole.low_source

@@ -16,12 +16,41 @@ def _sweep(root, n_seeds=5, *, variant_budget=20_000):
     for seed in range(n_seeds):
         ppo = [100.0] * 9 + [400.0 + 10 * seed]
         write_run(root, "ppo", "CartPole", seed, "lit", ppo, every=2000, variant="budget=20000", config_id="p")
-        write_run(root, "ppo", "CartPole", seed, "sb3", [r - 5 for r in ppo], every=2000, variant="budget=20000",
-                  config_id="p")
-        write_run(root, "ppo", "CartPole", seed, "lit", [r - 50 for r in ppo], every=2000, subdir="lr",
-                  variant="algo.learning_rate=0.001,budget=20000", config_id="q")
-        write_run(root, "my_ppo", "CartPole", seed, "lit", [r + 10 + seed for r in ppo], every=variant_budget // 10,
-                  variant="budget=20000", config_id="m", base="ppo")
+        write_run(
+            root,
+            "ppo",
+            "CartPole",
+            seed,
+            "sb3",
+            [r - 5 for r in ppo],
+            every=2000,
+            variant="budget=20000",
+            config_id="p",
+        )
+        write_run(
+            root,
+            "ppo",
+            "CartPole",
+            seed,
+            "lit",
+            [r - 50 for r in ppo],
+            every=2000,
+            subdir="lr",
+            variant="algo.learning_rate=0.001,budget=20000",
+            config_id="q",
+        )
+        write_run(
+            root,
+            "my_ppo",
+            "CartPole",
+            seed,
+            "lit",
+            [r + 10 + seed for r in ppo],
+            every=variant_budget // 10,
+            variant="budget=20000",
+            config_id="m",
+            base="ppo",
+        )
     return root
 
 
@@ -29,8 +58,11 @@ def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
     _, summary, _ = report.tables([_sweep(tmp_path / "s")])
     *_, ablations = report._tables([tmp_path / "s"])
     row = ablations.iloc[0]
-    assert len(ablations) == 1 and (row.kind, row.a, row.b) == ("variant vs base", "my_ppo[budget=20000] / lit",
-                                                                "ppo[budget=20000] / lit")
+    assert len(ablations) == 1 and (row.kind, row.a, row.b) == (
+        "variant vs base",
+        "my_ppo[budget=20000] / lit",
+        "ppo[budget=20000] / lit",
+    )
     assert row.differences == [10.0, 11.0, 12.0, 13.0, 14.0] and row.n == 5 and row.verdict == "my_ppo better"
     # P(A > B) over all pairs of seeds (ties count half): (1.5 + 3 + 4 + 5 + 5) / 25
     assert row.ci_low > 0 and row.probability_of_improvement == pytest.approx(0.74)
@@ -47,12 +79,26 @@ def test_a_variant_at_another_budget_is_not_paired(tmp_path):
 
 def test_compare_names_any_two_configs(tmp_path, capsys):
     root = _sweep(tmp_path / "s")
-    report.main([str(root), "--formats", "png", "--workers", "1", "--compare", "ppo[budget=20000]",
-                 "ppo[algo.learning_rate=0.001,budget=20000]", "--compare", "ppo[budget=20000]", "ppo@sb3"])
+    report.main(
+        [
+            str(root),
+            "--formats",
+            "png",
+            "--workers",
+            "1",
+            "--compare",
+            "ppo[budget=20000]",
+            "ppo[algo.learning_rate=0.001,budget=20000]",
+            "--compare",
+            "ppo[budget=20000]",
+            "ppo@sb3",
+        ]
+    )
     out = capsys.readouterr().out
-    assert ("| ppo[budget=20000] / lit | ppo[algo.learning_rate=0.001,budget=20000] / lit | CartPole | 5 | 420.0 | "
-            "370.0 | 0: +50.0, 1: +50.0, 2: +50.0, 3: +50.0, 4: +50.0 | +50.0 [+50.0, +50.0] | 1.00 | ppo better |"
-            ) in out
+    assert (
+        "| ppo[budget=20000] / lit | ppo[algo.learning_rate=0.001,budget=20000] / lit | CartPole | 5 | 420.0 | "
+        "370.0 | 0: +50.0, 1: +50.0, 2: +50.0, 3: +50.0, 4: +50.0 | +50.0 [+50.0, +50.0] | 1.00 | ppo better |"
+    ) in out
     assert "| ppo[budget=20000] / lit | ppo[budget=20000] / sb3 | CartPole | 5 | 420.0 | 415.0 |" in out
     assert "| my_ppo[budget=20000] / lit | ppo[budget=20000] / lit |" in out  # the variant, without --compare
     assert {p.name for p in (root / "report").iterdir()} >= {"ablations.csv", "ablations.png", "comparison.png"}
@@ -60,11 +106,17 @@ def test_compare_names_any_two_configs(tmp_path, capsys):
 
 def test_compare_names_that_match_nothing_or_several_configs_fail_in_one_line(tmp_path):
     root = _sweep(tmp_path / "s")
-    with pytest.raises(SystemExit, match=r"^report: --compare a2c: no completed runs of that config; configs: "
-                                         r"my_ppo\[budget=20000\], ppo@sb3\[budget=20000\], ppo\[algo"):
+    with pytest.raises(
+        SystemExit,
+        match=r"^report: --compare a2c: no completed runs of that config; configs: "
+        r"my_ppo\[budget=20000\], ppo@sb3\[budget=20000\], ppo\[algo",
+    ):
         report.main([str(root), "--compare", "a2c", "ppo"])
-    with pytest.raises(SystemExit, match=r"^report: --compare ppo: 2 configs on CartPole \(ppo\[algo.learning_rate"
-                                         r"=0.001,budget=20000\], ppo\[budget=20000\]\); name one$"):
+    with pytest.raises(
+        SystemExit,
+        match=r"^report: --compare ppo: 2 configs on CartPole \(ppo\[algo.learning_rate"
+        r"=0.001,budget=20000\], ppo\[budget=20000\]\); name one$",
+    ):
         report.main([str(root), "--compare", "my_ppo", "ppo"])
     with pytest.raises(CompareError, match="name a config as ALGO"):
         ConfigName.parse("ppo[x")

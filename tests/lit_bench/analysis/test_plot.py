@@ -28,15 +28,28 @@ def _legend(ax) -> list[str]:
 def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
     ax = plot.new_axes()
     ref_curve = pd.DataFrame({"timesteps": [2000, 8000, 50000], "mean_reward": [50.0, 90.0, 500.0]})
-    references = {"ppo": plot.ReferenceMark(95.0, 10000, "RL Zoo ppo", ref_curve),
-                  "a2c": plot.ReferenceMark(80.0, 500_000, "RL Zoo a2c")}
+    references = {
+        "ppo": plot.ReferenceMark(95.0, 10000, "RL Zoo ppo", ref_curve),
+        "a2c": plot.ReferenceMark(80.0, 500_000, "RL Zoo a2c"),
+    }
     styles = {"ppo / lit": plot.backend_style("lit", "tab:blue"), "ppo / sb3": plot.backend_style("sb3", "tab:blue")}
-    plot.learning_curves(ax, {"ppo / lit": _band(1.0), "ppo / sb3": _band(0.9), "a2c / lit": _band(0.5)},
-                         styles=styles, references=references, threshold=80.0, title="CartPole-v1")
+    plot.learning_curves(
+        ax,
+        {"ppo / lit": _band(1.0), "ppo / sb3": _band(0.9), "a2c / lit": _band(0.5)},
+        styles=styles,
+        references=references,
+        threshold=80.0,
+        title="CartPole-v1",
+    )
     lines = {line.get_label(): line for line in ax.get_lines()}
     # the Zoo's curve and score are labelled as what they are: one seed, one agent
-    assert {"ppo / lit (n=3)", "ppo / sb3 (n=3)", "RL Zoo ppo: 95 at 10k steps (1 agent)", "solved (80)",
-            "RL Zoo ppo eval curve, 1 seed"} <= set(lines)
+    assert {
+        "ppo / lit (n=3)",
+        "ppo / sb3 (n=3)",
+        "RL Zoo ppo: 95 at 10k steps (1 agent)",
+        "solved (80)",
+        "RL Zoo ppo eval curve, 1 seed",
+    } <= set(lines)
     # one colour per algorithm, the backend in the line style
     lit, sb3 = lines["ppo / lit (n=3)"], lines["ppo / sb3 (n=3)"]
     assert lit.get_color() == sb3.get_color() and lit.get_linestyle() != sb3.get_linestyle()
@@ -53,8 +66,12 @@ def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
 
 
 def test_axis_fits_the_data_and_far_levels_become_notes():
-    ax = plot.learning_curves(plot.new_axes(), {"ppo / lit": _band(0.1)},  # returns 1 to 10
-                              references={"ppo": plot.ReferenceMark(500.0, 5000, "RL Zoo ppo")}, threshold=475.0)
+    ax = plot.learning_curves(
+        plot.new_axes(),
+        {"ppo / lit": _band(0.1)},  # returns 1 to 10
+        references={"ppo": plot.ReferenceMark(500.0, 5000, "RL Zoo ppo")},
+        threshold=475.0,
+    )
     low, high = ax.get_ylim()
     assert high < 50 and low > -10  # not 0-500 because of the reference
     notes = _texts(ax)
@@ -66,8 +83,9 @@ def test_axis_fits_the_data_and_far_levels_become_notes():
 
 def test_coinciding_curves_are_said_to_coincide():
     styles = {"ppo / lit": plot.backend_style("lit", "C0"), "ppo / sb3": plot.backend_style("sb3", "C0")}
-    ax = plot.learning_curves(plot.new_axes(), {"ppo / lit": _band(1.0, 50), "ppo / sb3": _band(1.0, 50)},
-                              styles=styles)
+    ax = plot.learning_curves(
+        plot.new_axes(), {"ppo / lit": _band(1.0, 50), "ppo / sb3": _band(1.0, 50)}, styles=styles
+    )
     assert "ppo / lit and ppo / sb3: the same curve" in _texts(ax)
     lit, sb3 = ax.get_lines()
     assert lit.get_markevery() != sb3.get_markevery()  # staggered markers: both visible
@@ -75,9 +93,19 @@ def test_coinciding_curves_are_said_to_coincide():
 
 
 def test_interval_throughput_and_comparison_plots():
-    summary = pd.DataFrame({"label": ["a", "b"], "final_iqm": [1.0, 2.0], "ci_low": [0.5, 1.5],
-                            "ci_high": [1.5, 2.5], "reference": [np.nan, np.nan], "fps": [100.0, 200.0],
-                            "fps_low": [90.0, 150.0], "fps_high": [120.0, 260.0], "note": ["= 0.50x SB3", ""]})
+    summary = pd.DataFrame(
+        {
+            "label": ["a", "b"],
+            "final_iqm": [1.0, 2.0],
+            "ci_low": [0.5, 1.5],
+            "ci_high": [1.5, 2.5],
+            "reference": [np.nan, np.nan],
+            "fps": [100.0, 200.0],
+            "fps_low": [90.0, 150.0],
+            "fps_high": [120.0, 260.0],
+            "note": ["= 0.50x SB3", ""],
+        }
+    )
     ax = plot.final_scores(plot.new_axes(), summary)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
     assert ax.get_legend() is None  # no reference drawn, no legend entry for it
@@ -87,9 +115,17 @@ def test_interval_throughput_and_comparison_plots():
     assert [t.get_text() for t in ax.texts] == ["100/s  = 0.50x SB3", "200/s"]  # the numbers on the bars
     assert ax.get_xlim()[1] > 260  # whiskers (min-max over seeds) and numbers fit
     plt.close(ax.figure)
-    comparisons = pd.DataFrame({"label": ["ppo / CartPole"], "differences": [[1.0, -2.0, 3.0]],
-                                "iqm_difference": [0.7], "ci_low": [-2.0], "ci_high": [3.0], "ci_flagged": [True],
-                                "note": ["n=3"]})
+    comparisons = pd.DataFrame(
+        {
+            "label": ["ppo / CartPole"],
+            "differences": [[1.0, -2.0, 3.0]],
+            "iqm_difference": [0.7],
+            "ci_low": [-2.0],
+            "ci_high": [3.0],
+            "ci_flagged": [True],
+            "note": ["n=3"],
+        }
+    )
     ax = plot.paired_differences(plot.new_axes(), comparisons)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["ppo / CartPole"]
     assert "under 5 seeds" in " ".join(t.get_text() for t in ax.get_legend().get_texts())

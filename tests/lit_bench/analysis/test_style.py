@@ -11,8 +11,11 @@ from lit_bench.analysis import style
 
 def test_colours_markers_and_line_styles():
     look = style.Look([("s", "sac", ""), ("s", "td3", ""), ("s", "ppo", "")])
-    sac_lit, sac_sb3, td3 = look.line("s", "sac", "", "lit"), look.line("s", "sac", "", "sb3"), look.line(
-        "s", "td3", "", "lit")
+    sac_lit, sac_sb3, td3 = (
+        look.line("s", "sac", "", "lit"),
+        look.line("s", "sac", "", "sb3"),
+        look.line("s", "td3", "", "lit"),
+    )
     assert sac_lit.color == sac_sb3.color != td3.color  # one colour per algorithm, whatever the backend
     assert sac_lit.linestyle == "-" and sac_sb3.linestyle == "--" and sac_lit.marker != td3.marker
     # the same configs in another order (another figure of the report) get the same colours
@@ -28,16 +31,26 @@ def test_colours_markers_and_line_styles():
 def test_short_labels_keep_only_what_differs():
     rows = [("s", "sac", "algo.learning_starts=500,budget=2000"), ("s", "td3", "algo.learning_starts=500,budget=2000")]
     assert style.short_labels(rows) == ["sac", "td3"]  # the same overrides in every row: left out
-    rows = [("s", "ppo", "algo.learning_rate=0.001,budget=2000"), ("s", "ppo", "budget=2000"),
-            ("t", "ppo", "algo.learning_rate=0.01,budget=2000,env.learning_rate=2")]
+    rows = [
+        ("s", "ppo", "algo.learning_rate=0.001,budget=2000"),
+        ("s", "ppo", "budget=2000"),
+        ("t", "ppo", "algo.learning_rate=0.01,budget=2000,env.learning_rate=2"),
+    ]
     assert style.short_labels(rows, with_sweep=True) == [
-        "ppo algo.learning_rate=0.001 env.learning_rate=default (s)", "ppo algo.learning_rate=default "
-        "env.learning_rate=default (s)", "ppo algo.learning_rate=0.01 env.learning_rate=2 (t)"]
-    assert style.short_labels([("s", "ppo", "algo.gamma=0.9"), ("s", "ppo", "")]) == ["ppo gamma=0.9",
-                                                                                      "ppo gamma=default"]
+        "ppo algo.learning_rate=0.001 env.learning_rate=default (s)",
+        "ppo algo.learning_rate=default env.learning_rate=default (s)",
+        "ppo algo.learning_rate=0.01 env.learning_rate=2 (t)",
+    ]
+    assert style.short_labels([("s", "ppo", "algo.gamma=0.9"), ("s", "ppo", "")]) == [
+        "ppo gamma=0.9",
+        "ppo gamma=default",
+    ]
     # a value with commas in it (a mapping's slug) stays one value
     assert style.split_variant("budget=2000,hpo=_seeds_1,_aggregate_,+2") == {
-        "budget": "2000", "hpo": "_seeds_1,_aggregate_", "+2": ""}
+        "budget": "2000",
+        "hpo": "_seeds_1,_aggregate_",
+        "+2": "",
+    }
 
 
 def test_styles_set_sizes_and_fonts():

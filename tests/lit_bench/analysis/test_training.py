@@ -12,10 +12,26 @@ from tests.lit_bench.helpers import write_config_and_metrics, write_run
 def test_hyperparameter_columns_and_training_metrics(tmp_path):
     for k, (lr, schedule) in enumerate(((0.001, None), (0.0003, {"_target_": "LinearSchedule", "start": 0.2}))):
         for seed in range(2):
-            run = write_run(tmp_path, "ppo", "CartPole", seed, "lit", [10.0, 20.0], subdir=f"c{k}",
-                            config_id=f"c{k}", variant=f"algo.learning_rate={lr}")
-            write_config_and_metrics(run, {"seed": seed, "out_dir": str(tmp_path), "env": {"n_envs": 8},
-                                           "algo": {"learning_rate": lr, "gamma": 0.99, "clip_range": schedule}})
+            run = write_run(
+                tmp_path,
+                "ppo",
+                "CartPole",
+                seed,
+                "lit",
+                [10.0, 20.0],
+                subdir=f"c{k}",
+                config_id=f"c{k}",
+                variant=f"algo.learning_rate={lr}",
+            )
+            write_config_and_metrics(
+                run,
+                {
+                    "seed": seed,
+                    "out_dir": str(tmp_path),
+                    "env": {"n_envs": 8},
+                    "algo": {"learning_rate": lr, "gamma": 0.99, "clip_range": schedule},
+                },
+            )
     runs = load.load_runs([tmp_path]).sort_values(["config_id", "seed"])
     # only what differs, by dotted key; seed and paths are not hyperparameters; a schedule's fields are columns
     assert {"algo.learning_rate", "algo.clip_range._target_", "algo.clip_range.start"} <= set(runs.columns)

@@ -32,13 +32,28 @@ def main() -> None:
     algo, out = sys.argv[1], Path(sys.argv[2])
     torch.set_num_threads(1)
     model = getattr(lit_sb3, algo)("MlpPolicy", seed=0, **SETTINGS[algo])
-    trainer = RLTrainer(max_steps=512, accelerator="cpu", devices=2, strategy="ddp", logger=False,
-                        enable_progress_bar=False, callbacks=[initial := InitialParameters()])
+    trainer = RLTrainer(
+        max_steps=512,
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp",
+        logger=False,
+        enable_progress_bar=False,
+        callbacks=[initial := InitialParameters()],
+    )
     trainer.fit(model, datamodule=RLEnvDataModule(train_env="CartPole-v1", n_envs=2, seed=0))
     params = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
     observations = torch.as_tensor(model.rollout_buffer.observations)
-    torch.save({"params": params, "initial": initial.params, "num_timesteps": model.num_timesteps,
-                "observations": observations, "rollouts": model._loop.iteration}, out / f"rank{trainer.global_rank}.pt")
+    torch.save(
+        {
+            "params": params,
+            "initial": initial.params,
+            "num_timesteps": model.num_timesteps,
+            "observations": observations,
+            "rollouts": model._loop.iteration,
+        },
+        out / f"rank{trainer.global_rank}.pt",
+    )
 
 
 if __name__ == "__main__":

@@ -111,8 +111,16 @@ def test_every_candidate_step_is_counted_and_sb3_metrics_are_logged(tmp_path):
     assert counter.iterations == model._n_updates
     assert len(model.ep_info_buffer) == 2 * 3 * 2  # the last iteration's episodes only
     logged = pd.read_csv(next(tmp_path.rglob("metrics.csv")))
-    for key in ("rollout/return_std", "train/iterations", "train/delta_std", "train/learning_rate",
-                "train/step_size", "rollout/ep_rew_mean", "rollout/ep_len_mean", "time/fps"):
+    for key in (
+        "rollout/return_std",
+        "train/iterations",
+        "train/delta_std",
+        "train/learning_rate",
+        "train/step_size",
+        "rollout/ep_rew_mean",
+        "rollout/ep_len_mean",
+        "time/fps",
+    ):
         assert key in logged.columns, key
     assert list(logged["train/iterations"]) == list(range(model._n_updates))
     assert logged["step"].iloc[-1] == model.num_timesteps
@@ -147,8 +155,16 @@ def test_callback_stop_aborts_the_iteration_without_an_update():
 
 
 def test_save_load_round_trip_and_set_parameters(tmp_path):
-    model = ARS("MlpPolicy", env="CartPole-v1", n_delta=3, n_top=2, delta_std=0.1, zero_policy=False, seed=0,
-                policy_kwargs=dict(net_arch=[8]))
+    model = ARS(
+        "MlpPolicy",
+        env="CartPole-v1",
+        n_delta=3,
+        n_top=2,
+        delta_std=0.1,
+        zero_policy=False,
+        seed=0,
+        policy_kwargs=dict(net_arch=[8]),
+    )
     model.learn(500)
     model.save(tmp_path / "ars.zip")
     loaded = ARS.load(tmp_path / "ars.zip")
@@ -188,8 +204,14 @@ def test_checkpoint_resume_continues_weights_and_counters(tmp_path):
     def fit(max_steps: int, ckpt_path=None, counter=None):
         model = ARS("LinearPolicy", n_delta=2, seed=0)
         checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, every_n_epochs=1)
-        trainer = RLTrainer(max_steps=max_steps, callbacks=[checkpoint], enable_checkpointing=True,
-                            default_root_dir=tmp_path, enable_progress_bar=False, rl_callback=counter)
+        trainer = RLTrainer(
+            max_steps=max_steps,
+            callbacks=[checkpoint],
+            enable_checkpointing=True,
+            default_root_dir=tmp_path,
+            enable_progress_bar=False,
+            rl_callback=counter,
+        )
         trainer.fit(model, datamodule=RLEnvDataModule("CartPole-v1", seed=0), ckpt_path=ckpt_path)
         return model
 

@@ -14,8 +14,16 @@ ARS_ZOO = zoo_settings("ars", "CartPole")
 
 
 def _best(seed: int) -> float:
-    return best_eval_reward(ARS, "CartPole-v1", budget=ARS_ZOO.budget, threshold=475, seed=seed, eval_every=2_000,
-                            policy="LinearPolicy", **ARS_ZOO.hyperparameters)
+    return best_eval_reward(
+        ARS,
+        "CartPole-v1",
+        budget=ARS_ZOO.budget,
+        threshold=475,
+        seed=seed,
+        eval_every=2_000,
+        policy="LinearPolicy",
+        **ARS_ZOO.hyperparameters,
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 2])

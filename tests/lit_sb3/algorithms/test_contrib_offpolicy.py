@@ -44,11 +44,15 @@ def test_policy_modules_re_export_sb3_contrib():
         (lambda: QRDQN("MlpPolicy", env="Pendulum-v1"), r"env: QRDQN does not support the action space.*Discrete"),
         (lambda: TQC("MlpPolicy", env="CartPole-v1"), r"env: TQC does not support the action space.*supported: Box"),
         (lambda: CrossQ("MlpPolicy", env="CartPole-v1"), r"env: CrossQ does not support the action space.*Box"),
-        (lambda: TQC("MlpPolicy", top_quantiles_to_drop_per_net=25),
-         r"top_quantiles_to_drop_per_net: must be an int in \[0, 24\] \(n_quantiles=25 per critic\), got 25"),
+        (
+            lambda: TQC("MlpPolicy", top_quantiles_to_drop_per_net=25),
+            r"top_quantiles_to_drop_per_net: must be an int in \[0, 24\] \(n_quantiles=25 per critic\), got 25",
+        ),
         (lambda: TQC("MlpPolicy", top_quantiles_to_drop_per_net=-1), r"top_quantiles_to_drop_per_net: .*got -1"),
-        (lambda: TQC("MlpPolicy", top_quantiles_to_drop_per_net=5, policy_kwargs={"n_quantiles": 5}),
-         r"top_quantiles_to_drop_per_net: must be an int in \[0, 4\]"),
+        (
+            lambda: TQC("MlpPolicy", top_quantiles_to_drop_per_net=5, policy_kwargs={"n_quantiles": 5}),
+            r"top_quantiles_to_drop_per_net: must be an int in \[0, 4\]",
+        ),
         (lambda: TQC("MlpPolicy", ent_coef="auto_0"), r"ent_coef: must be a float >= 0, 'auto'"),
         (lambda: TQC("MlpPolicy", target_update_interval=0), r"target_update_interval: must be >= 1"),
         (lambda: CrossQ("MlpPolicy", policy_delay=0), r"policy_delay: must be an int >= 1, got 0"),
@@ -72,12 +76,24 @@ def test_bad_input_fails_fast_with_one_line(make, match):
 @pytest.mark.parametrize(
     ("cls", "env_id", "kwargs", "keys"),
     [
-        (TQC, "Pendulum-v1", {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}},
-         ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss", "n_updates")),
-        (CrossQ, "Pendulum-v1", {"policy_kwargs": TINY, "policy_delay": 2},
-         ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss", "n_updates")),
-        (QRDQN, "CartPole-v1", {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}},
-         ("loss", "n_updates", "exploration_rate")),
+        (
+            TQC,
+            "Pendulum-v1",
+            {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}},
+            ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss", "n_updates"),
+        ),
+        (
+            CrossQ,
+            "Pendulum-v1",
+            {"policy_kwargs": TINY, "policy_delay": 2},
+            ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss", "n_updates"),
+        ),
+        (
+            QRDQN,
+            "CartPole-v1",
+            {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}},
+            ("loss", "n_updates", "exploration_rate"),
+        ),
     ],
     ids=["TQC", "CrossQ", "QRDQN"],
 )
@@ -91,8 +107,17 @@ def test_learn_logs_sb3_contrib_metric_names(cls, env_id, kwargs, keys, capsys):
 
 
 def test_crossq_counts_updates_and_delays_the_actor():
-    model = CrossQ("MlpPolicy", env="Pendulum-v1", learning_starts=10, batch_size=8, policy_delay=3, gradient_steps=2,
-                   train_freq=10, policy_kwargs=TINY, seed=0)
+    model = CrossQ(
+        "MlpPolicy",
+        env="Pendulum-v1",
+        learning_starts=10,
+        batch_size=8,
+        policy_delay=3,
+        gradient_steps=2,
+        train_freq=10,
+        policy_kwargs=TINY,
+        seed=0,
+    )
     steps = {}
     original = model.policy.actor.optimizer.step
 
@@ -122,9 +147,11 @@ def test_qrdqn_predict_is_epsilon_greedy():
 
 @pytest.mark.parametrize(
     ("cls", "env_id", "kwargs"),
-    [(TQC, "Pendulum-v1", {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}}),
-     (CrossQ, "Pendulum-v1", {"policy_kwargs": TINY}),
-     (QRDQN, "CartPole-v1", {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}})],
+    [
+        (TQC, "Pendulum-v1", {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}}),
+        (CrossQ, "Pendulum-v1", {"policy_kwargs": TINY}),
+        (QRDQN, "CartPole-v1", {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}}),
+    ],
     ids=["TQC", "CrossQ", "QRDQN"],
 )
 def test_save_load_round_trip_and_sb3_contrib_interop(cls, env_id, kwargs, tmp_path):
@@ -153,9 +180,18 @@ def test_save_load_round_trip_and_sb3_contrib_interop(cls, env_id, kwargs, tmp_p
 )
 @pytest.mark.parametrize(
     ("cls", "env_id", "kwargs"),
-    [(CrossQ, "Pendulum-v1", {"policy_kwargs": TINY}),
-     (QRDQN, "CartPole-v1", {"policy_kwargs": {"net_arch": [8], "n_quantiles": 5}, "exploration_fraction": 0.5,
-                             "target_update_interval": 7})],
+    [
+        (CrossQ, "Pendulum-v1", {"policy_kwargs": TINY}),
+        (
+            QRDQN,
+            "CartPole-v1",
+            {
+                "policy_kwargs": {"net_arch": [8], "n_quantiles": 5},
+                "exploration_fraction": 0.5,
+                "target_update_interval": 7,
+            },
+        ),
+    ],
     ids=["CrossQ", "QRDQN"],
 )
 def test_checkpoint_resume(cls, env_id, kwargs, tmp_path):
@@ -164,8 +200,9 @@ def test_checkpoint_resume(cls, env_id, kwargs, tmp_path):
 
     model = make()
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
-    trainer = RLTrainer(max_steps=48, logger=False, enable_progress_bar=False, enable_checkpointing=True,
-                        callbacks=[ckpt])
+    trainer = RLTrainer(
+        max_steps=48, logger=False, enable_progress_bar=False, enable_checkpointing=True, callbacks=[ckpt]
+    )
     trainer.fit(model, datamodule=RLEnvDataModule(train_env=env_id))
     path = tmp_path / "last.ckpt"
     captured = {}
@@ -191,7 +228,9 @@ def test_checkpoint_resume(cls, env_id, kwargs, tmp_path):
     for name, optimizer in model._named_optimizers().items():
         saved = optimizer.state_dict()["state"][0]["step"]
         assert captured["optim"][name]["state"][0]["step"] == saved, name
-    counters = [{k: v for k, v in state.items() if isinstance(v, (int, float))}  # QRDQN: n_calls, exploration rate
-                for state in (captured["extra"], model._extra_state())]
+    counters = [
+        {k: v for k, v in state.items() if isinstance(v, (int, float))}  # QRDQN: n_calls, exploration rate
+        for state in (captured["extra"], model._extra_state())
+    ]
     assert counters[0] == counters[1]
     assert resumed.num_timesteps == 64

@@ -23,26 +23,57 @@ QRDQN_ZOO = zoo_settings("qrdqn", "CartPole")  # 50k steps
 
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_tqc_zoo_pendulum(seed):
-    best = best_eval_reward(TQC, "Pendulum-v1", budget=TQC_ZOO.budget, threshold=-250, seed=seed, eval_every=2_000,
-                            **TQC_ZOO.hyperparameters)
+    best = best_eval_reward(
+        TQC,
+        "Pendulum-v1",
+        budget=TQC_ZOO.budget,
+        threshold=-250,
+        seed=seed,
+        eval_every=2_000,
+        **TQC_ZOO.hyperparameters,
+    )
     assert best >= -250
 
 
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_crossq_zoo_pendulum(seed):
-    best = best_eval_reward(CrossQ, "Pendulum-v1", budget=CROSSQ_ZOO.budget, threshold=-250, seed=seed,
-                            eval_every=2_000, **CROSSQ_ZOO.hyperparameters)
+    best = best_eval_reward(
+        CrossQ,
+        "Pendulum-v1",
+        budget=CROSSQ_ZOO.budget,
+        threshold=-250,
+        seed=seed,
+        eval_every=2_000,
+        **CROSSQ_ZOO.hyperparameters,
+    )
     assert best >= -250
 
 
 def test_qrdqn_zoo_cartpole():
-    best = best_eval_reward(QRDQN, "CartPole-v1", budget=QRDQN_ZOO.budget, threshold=400, seed=0, eval_every=5_000,
-                            **QRDQN_ZOO.hyperparameters)
+    best = best_eval_reward(
+        QRDQN,
+        "CartPole-v1",
+        budget=QRDQN_ZOO.budget,
+        threshold=400,
+        seed=0,
+        eval_every=5_000,
+        **QRDQN_ZOO.hyperparameters,
+    )
     assert best >= 400
 
 
 @pytest.mark.slow
 def test_qrdqn_zoo_cartpole_two_of_three_seeds():
-    scores = [best_eval_reward(QRDQN, "CartPole-v1", budget=QRDQN_ZOO.budget, threshold=400, seed=seed,
-                               eval_every=5_000, **QRDQN_ZOO.hyperparameters) for seed in range(3)]
+    scores = [
+        best_eval_reward(
+            QRDQN,
+            "CartPole-v1",
+            budget=QRDQN_ZOO.budget,
+            threshold=400,
+            seed=seed,
+            eval_every=5_000,
+            **QRDQN_ZOO.hyperparameters,
+        )
+        for seed in range(3)
+    ]
     assert sum(s >= 400 for s in scores) >= 2, scores

@@ -27,8 +27,12 @@ def _actor_critic_optimizers(ref, ours, learned_ent_coef: bool = True):
 
 @pytest.mark.parametrize("drop", [0, 2])
 def test_tqc_update_matches_sb3_contrib(drop):
-    ref, ours = _pair("TQC", "Pendulum-v1", top_quantiles_to_drop_per_net=drop,
-                      policy_kwargs={"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 3})
+    ref, ours = _pair(
+        "TQC",
+        "Pendulum-v1",
+        top_quantiles_to_drop_per_net=drop,
+        policy_kwargs={"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 3},
+    )
     ref_opts, our_opts = _actor_critic_optimizers(ref, ours)
     ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
     assert_same(ref_grads, our_grads, ref, ours)
@@ -38,8 +42,9 @@ def test_tqc_update_matches_sb3_contrib(drop):
 
 
 def test_tqc_fixed_ent_coef_and_target_interval_match_sb3_contrib():
-    ref, ours = _pair("TQC", "Pendulum-v1", ent_coef=0.2, target_update_interval=2,
-                      policy_kwargs={"net_arch": [16], "n_quantiles": 4})
+    ref, ours = _pair(
+        "TQC", "Pendulum-v1", ent_coef=0.2, target_update_interval=2, policy_kwargs={"net_arch": [16], "n_quantiles": 4}
+    )
     ref_opts, our_opts = _actor_critic_optimizers(ref, ours, learned_ent_coef=False)
     ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=3)
     assert_same(ref_grads, our_grads, ref, ours)  # the target critics are in the policy's state_dict too
@@ -50,8 +55,9 @@ def test_crossq_update_matches_sb3_contrib(policy_delay):
     # Batch-renormalization statistics (running means, variances, step counters) are in the compared state_dict.
     # Small nets and few steps on purpose: the bias of a Linear right before a normalization layer has a true gradient
     # of 0, so its fp-noise gradient (~1e-9, ordering-dependent) is scaled up to +-lr by Adam after a few steps.
-    ref, ours = _pair("CrossQ", "Pendulum-v1", policy_delay=policy_delay,
-                      policy_kwargs={"net_arch": {"pi": [32, 32], "qf": [64, 64]}})
+    ref, ours = _pair(
+        "CrossQ", "Pendulum-v1", policy_delay=policy_delay, policy_kwargs={"net_arch": {"pi": [32, 32], "qf": [64, 64]}}
+    )
     ref_opts, our_opts = _actor_critic_optimizers(ref, ours)
     ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=4)
     assert_same(ref_grads, our_grads, ref, ours)
@@ -70,10 +76,12 @@ def test_crossq_keeps_sb3_contrib_adam_betas_and_fused():
 
 
 def test_qrdqn_update_matches_sb3_contrib():
-    ref, ours = _pair("QRDQN", "CartPole-v1", max_grad_norm=0.05,
-                      policy_kwargs={"net_arch": [32, 32], "n_quantiles": 10})
-    ref_grads, our_grads = run_both(ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer},
-                                     gradient_steps=3)
+    ref, ours = _pair(
+        "QRDQN", "CartPole-v1", max_grad_norm=0.05, policy_kwargs={"net_arch": [32, 32], "n_quantiles": 10}
+    )
+    ref_grads, our_grads = run_both(
+        ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer}, gradient_steps=3
+    )
     assert_same(ref_grads, our_grads, ref, ours)  # max_grad_norm=0.05 makes the clipping bite
     assert_logged_means(ref, ours, ("loss",))
     assert ours._n_updates == ref._n_updates == 3
@@ -81,6 +89,7 @@ def test_qrdqn_update_matches_sb3_contrib():
 
 def test_qrdqn_without_clipping_matches_sb3_contrib():
     ref, ours = _pair("QRDQN", "CartPole-v1", policy_kwargs={"net_arch": [16], "n_quantiles": 7})
-    ref_grads, our_grads = run_both(ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer},
-                                     gradient_steps=2)
+    ref_grads, our_grads = run_both(
+        ref, ours, {"q": ref.policy.optimizer}, {"q": ours.policy.optimizer}, gradient_steps=2
+    )
     assert_same(ref_grads, our_grads, ref, ours)

@@ -40,8 +40,9 @@ class RecordActions(InvalidActionEnvDiscrete):
 def test_maskable_ppo_never_takes_a_masked_action_in_training_or_evaluation():
     model = MaskablePPO("MlpPolicy", n_steps=64, batch_size=32, n_epochs=2, seed=0)
     model.learn(512, env=RecordActions(dim=10, n_invalid_actions=8))
-    data = RLEnvDataModule(train_env=RecordActions(dim=10, n_invalid_actions=8),
-                           val_env=RecordActions(dim=10, n_invalid_actions=8))
+    data = RLEnvDataModule(
+        train_env=RecordActions(dim=10, n_invalid_actions=8), val_env=RecordActions(dim=10, n_invalid_actions=8)
+    )
     RLTrainer(enable_progress_bar=False).validate(model, datamodule=data)
 
 
@@ -57,8 +58,9 @@ def test_maskable_predict_respects_the_given_masks():
 def test_maskable_ppo_refuses_envs_without_masks_unless_told():
     with pytest.raises(ValueError, match=r"^use_masking: the env has no action_masks\(\)"):
         MaskablePPO("MlpPolicy", n_steps=16).learn(32, env="CartPole-v1")
-    model = MaskablePPO("MlpPolicy", n_steps=16, batch_size=16, n_epochs=1).learn(32, env="CartPole-v1",
-                                                                              use_masking=False)
+    model = MaskablePPO("MlpPolicy", n_steps=16, batch_size=16, n_epochs=1).learn(
+        32, env="CartPole-v1", use_masking=False
+    )
     assert model.num_timesteps == 32
 
 
@@ -109,8 +111,9 @@ def test_recurrent_predict_returns_and_resets_the_lstm_state():
 
 
 def test_recurrent_train_is_the_sb3_update_and_train_mode_stays_nn_module():
-    model = RecurrentPPO("MlpLstmPolicy", n_steps=32, batch_size=32, n_epochs=1, seed=0,
-                         policy_kwargs={"lstm_hidden_size": 8})
+    model = RecurrentPPO(
+        "MlpLstmPolicy", n_steps=32, batch_size=32, n_epochs=1, seed=0, policy_kwargs={"lstm_hidden_size": 8}
+    )
     model.learn(64, env="CartPole-v1")
     assert model.train(False) is model and not model.training and not model.policy.training
     assert model.eval() is model and not model.training
@@ -137,8 +140,9 @@ def test_recurrent_ppo_refuses_a_memoryless_policy():
 
 
 def test_recurrent_save_load_and_sb3_contrib_interop(tmp_path):
-    model = RecurrentPPO("MlpLstmPolicy", n_steps=32, batch_size=32, n_epochs=1, seed=0,
-                         policy_kwargs={"lstm_hidden_size": 8}).learn(64, env="CartPole-v1")
+    model = RecurrentPPO(
+        "MlpLstmPolicy", n_steps=32, batch_size=32, n_epochs=1, seed=0, policy_kwargs={"lstm_hidden_size": 8}
+    ).learn(64, env="CartPole-v1")
     obs = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
     starts = np.ones(3, dtype=bool)
     expected, state = model.predict(obs, episode_start=starts, deterministic=True)
@@ -175,25 +179,39 @@ def test_trpo_logs_sb3_contrib_metrics_and_keeps_inside_the_trust_region(tmp_pat
     # as in sb3-contrib, each dump (after a rollout) holds the previous update's values: none in the first
     assert list(logged["step"]) == [256, 512, 768, 1024] and logged["train/n_updates"].tolist()[1:] == [1, 2, 3]
     logged = logged.iloc[1:]
-    for key in ("policy_objective", "kl_divergence_loss", "is_line_search_success", "value_loss",
-                "explained_variance", "learning_rate"):
+    for key in (
+        "policy_objective",
+        "kl_divergence_loss",
+        "is_line_search_success",
+        "value_loss",
+        "explained_variance",
+        "learning_rate",
+    ):
         assert logged[f"train/{key}"].notna().all(), key
     assert ((logged["train/kl_divergence_loss"] >= 0) & (logged["train/kl_divergence_loss"] < 0.01)).all()
     accepted = logged["train/is_line_search_success"] == 1.0
     assert accepted.any() and (logged.loc[accepted, "train/kl_divergence_loss"] > 0).all()
 
 
-@pytest.mark.parametrize("algo, policy, env", [
-    (TRPO, "MlpPolicy", "CartPole-v1"),
-    (RecurrentPPO, "MlpLstmPolicy", "CartPole-v1"),
-    (MaskablePPO, "MlpPolicy", masked_env),
-])
+@pytest.mark.parametrize(
+    "algo, policy, env",
+    [
+        (TRPO, "MlpPolicy", "CartPole-v1"),
+        (RecurrentPPO, "MlpLstmPolicy", "CartPole-v1"),
+        (MaskablePPO, "MlpPolicy", masked_env),
+    ],
+)
 def test_checkpoint_resume_continues_the_count(tmp_path, algo, policy, env):
     def run(max_steps: int, ckpt_path=None):
         model = algo(policy, n_steps=64, batch_size=64, seed=0)
         checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, every_n_epochs=1)
-        trainer = RLTrainer(max_steps=max_steps, callbacks=[checkpoint], enable_checkpointing=True,
-                            default_root_dir=tmp_path, enable_progress_bar=False)
+        trainer = RLTrainer(
+            max_steps=max_steps,
+            callbacks=[checkpoint],
+            enable_checkpointing=True,
+            default_root_dir=tmp_path,
+            enable_progress_bar=False,
+        )
         trainer.fit(model, datamodule=RLEnvDataModule(env() if callable(env) else env), ckpt_path=ckpt_path)
         return model
 

@@ -32,14 +32,24 @@ class NeverMasked(InvalidActionEnvDiscrete):
 
 def test_maskable_ppo_reaches_sb3_contrib_threshold_and_never_takes_a_masked_action():
     """sb3-contrib's tests accept a masked identity env as solved at a mean return of 99 (of 100)."""
-    best = best_eval_reward(MaskablePPO, NeverMasked, budget=20_000, threshold=99, seed=0, eval_every=1_000,
-                            evaluator_class=MaskableEvalCallback, n_steps=256, gamma=0.4)
+    best = best_eval_reward(
+        MaskablePPO,
+        NeverMasked,
+        budget=20_000,
+        threshold=99,
+        seed=0,
+        eval_every=1_000,
+        evaluator_class=MaskableEvalCallback,
+        n_steps=256,
+        gamma=0.4,
+    )
     assert best >= 99
 
 
 def test_trpo_solves_cartpole_within_100k():
-    best = best_eval_reward(TRPO, "CartPole-v1", budget=TRPO_ZOO.budget, threshold=475, seed=0,
-                            **TRPO_ZOO.hyperparameters)
+    best = best_eval_reward(
+        TRPO, "CartPole-v1", budget=TRPO_ZOO.budget, threshold=475, seed=0, **TRPO_ZOO.hyperparameters
+    )
     assert best >= 475
 
 
@@ -49,8 +59,7 @@ def _novel_cartpole_best(algo: type, budget: int, seed: int, **overrides) -> flo
         settings["policy"] = "MlpLstmPolicy"
     else:
         del settings["policy_kwargs"]  # the LSTM's network settings
-    return best_eval_reward(algo, "CartPole-v1", budget=budget, threshold=475, seed=seed, eval_every=2_500,
-                            **settings)
+    return best_eval_reward(algo, "CartPole-v1", budget=budget, threshold=475, seed=seed, eval_every=2_500, **settings)
 
 
 def test_recurrent_ppo_beats_memoryless_ppo_on_cartpole_without_velocities():

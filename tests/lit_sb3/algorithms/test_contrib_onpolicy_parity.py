@@ -75,8 +75,12 @@ def _compare_ppo_update(ours: Any, theirs: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    "env", [lambda: InvalidActionEnvDiscrete(dim=8, n_invalid_actions=4), lambda: InvalidActionEnvMultiDiscrete(
-        dims=[3, 4], n_invalid_actions=2)], ids=["discrete", "multidiscrete"]
+    "env",
+    [
+        lambda: InvalidActionEnvDiscrete(dim=8, n_invalid_actions=4),
+        lambda: InvalidActionEnvMultiDiscrete(dims=[3, 4], n_invalid_actions=2),
+    ],
+    ids=["discrete", "multidiscrete"],
 )
 @pytest.mark.parametrize("clip_range_vf", [None, 0.1])
 def test_maskable_ppo_loss_and_gradients_match_sb3_contrib(env, clip_range_vf):
@@ -90,8 +94,14 @@ def test_maskable_ppo_loss_and_gradients_match_sb3_contrib(env, clip_range_vf):
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 @pytest.mark.parametrize("policy_kwargs", [{}, {"shared_lstm": True, "enable_critic_lstm": False}], ids=["two", "one"])
 def test_recurrent_ppo_loss_and_gradients_match_sb3_contrib(env_id, policy_kwargs):
-    kwargs = dict(n_steps=64, batch_size=128, n_epochs=1, ent_coef=0.01, max_grad_norm=1e9,
-                  policy_kwargs=dict(lstm_hidden_size=16, **policy_kwargs))
+    kwargs = dict(
+        n_steps=64,
+        batch_size=128,
+        n_epochs=1,
+        ent_coef=0.01,
+        max_grad_norm=1e9,
+        policy_kwargs=dict(lstm_hidden_size=16, **policy_kwargs),
+    )
     theirs = _contrib_rollout("RecurrentPPO", env_id, "MlpLstmPolicy", **kwargs)
     if env_id == "CartPole-v1":  # episodes end inside the rollout: sequences are cut there (and padded)
         assert theirs.rollout_buffer.episode_starts[1:].any()
@@ -103,8 +113,14 @@ def test_recurrent_ppo_loss_and_gradients_match_sb3_contrib(env_id, policy_kwarg
 @pytest.mark.parametrize("sub_sampling_factor", [1, 2])
 def test_trpo_update_matches_sb3_contrib(env_id, sub_sampling_factor):
     """The whole TRPO update: surrogate, KL, line search, critic regression, and the parameters it leaves."""
-    kwargs = dict(n_steps=64, batch_size=32, n_critic_updates=3, cg_damping=0.05, target_kl=0.02,
-                  sub_sampling_factor=sub_sampling_factor)
+    kwargs = dict(
+        n_steps=64,
+        batch_size=32,
+        n_critic_updates=3,
+        cg_damping=0.05,
+        target_kl=0.02,
+        sub_sampling_factor=sub_sampling_factor,
+    )
     theirs = _contrib_rollout("TRPO", env_id, "MlpPolicy", **kwargs)
     ours = _our_twin("TRPO", theirs, "MlpPolicy", **kwargs)
     batch = _whole_rollout(theirs)

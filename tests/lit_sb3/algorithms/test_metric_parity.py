@@ -69,8 +69,10 @@ def _differences(ours: list[tuple[int, dict[str, Any]]], theirs: list[tuple[int,
         return [f"dump steps: ours {[s for s, _ in ours]}, SB3's {[s for s, _ in theirs]}"]
     for (step, mine), (_, reference) in zip(ours, theirs):
         if mine.keys() != reference.keys():
-            found.append(f"step {step}: only ours {sorted(mine.keys() - reference.keys())}, "
-                         f"only SB3's {sorted(reference.keys() - mine.keys())}")
+            found.append(
+                f"step {step}: only ours {sorted(mine.keys() - reference.keys())}, "
+                f"only SB3's {sorted(reference.keys() - mine.keys())}"
+            )
         for key in sorted((mine.keys() & reference.keys()) - WALL_CLOCK):
             if not math.isclose(mine[key], reference[key], rel_tol=1e-5, abs_tol=1e-7):
                 found.append(f"step {step}: {key} ours {mine[key]!r}, SB3's {reference[key]!r}")

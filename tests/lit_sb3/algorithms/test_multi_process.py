@@ -17,8 +17,9 @@ REPO = Path(__file__).resolve().parents[3]
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ["TRPO", "PPO"])
 def test_ranks_collect_their_own_data_and_stay_in_sync(algo: str, tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(SCRIPT), algo, str(tmp_path)], cwd=REPO, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), algo, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1)]
     assert [r["num_timesteps"] for r in ranks] == [512, 512]  # the budget counts the steps of both ranks

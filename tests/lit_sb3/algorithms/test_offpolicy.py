@@ -44,8 +44,10 @@ def test_sac_module_exports():
         (lambda: TD3("MlpPolicy", learning_starts=-1), r"learning_starts: must be an int >= 0"),
         (lambda: TD3("MlpPolicy", learning_starts=1.5), r"learning_starts: must be an int >= 0"),
         (lambda: SAC("MlpPolicy", ent_coef="automatic"), r"ent_coef: must be a float >= 0, 'auto'"),
-        (lambda: SAC("MlpPolicy", policy_kwargs=TINY, replay_buffer_class=HerReplayBuffer, env="Pendulum-v1"),
-         r"replay_buffer_class: HerReplayBuffer needs a goal-conditioned env"),
+        (
+            lambda: SAC("MlpPolicy", policy_kwargs=TINY, replay_buffer_class=HerReplayBuffer, env="Pendulum-v1"),
+            r"replay_buffer_class: HerReplayBuffer needs a goal-conditioned env",
+        ),
         (lambda: SAC("FooPolicy"), r"policy: unknown policy 'FooPolicy' for SAC; valid choices"),
     ],
 )
@@ -66,8 +68,16 @@ def test_episode_train_freq_refused_with_several_envs():
 
 
 def test_learning_starts_gradient_steps_and_budget():
-    model = TD3("MlpPolicy", env="Pendulum-v1", learning_starts=50, train_freq=5, gradient_steps=-1,
-                batch_size=16, policy_kwargs=TINY, seed=0)
+    model = TD3(
+        "MlpPolicy",
+        env="Pendulum-v1",
+        learning_starts=50,
+        train_freq=5,
+        gradient_steps=-1,
+        batch_size=16,
+        policy_kwargs=TINY,
+        seed=0,
+    )
     model.learn(100)
     assert model.num_timesteps == 100
     assert model._n_updates == 50  # -1: one update per env step collected once past learning_starts
@@ -75,14 +85,33 @@ def test_learning_starts_gradient_steps_and_budget():
 
 
 def test_episode_train_freq_action_noise_and_logged_metrics(capsys):
-    model = SAC("MlpPolicy", env="Pendulum-v1", train_freq=(1, "episode"), gradient_steps=2, learning_starts=0,
-                batch_size=8, policy_kwargs=TINY, seed=0, verbose=1, action_noise=NormalActionNoise(np.zeros(1),
-                                                                                             0.1 * np.ones(1)))
+    model = SAC(
+        "MlpPolicy",
+        env="Pendulum-v1",
+        train_freq=(1, "episode"),
+        gradient_steps=2,
+        learning_starts=0,
+        batch_size=8,
+        policy_kwargs=TINY,
+        seed=0,
+        verbose=1,
+        action_noise=NormalActionNoise(np.zeros(1), 0.1 * np.ones(1)),
+    )
     model.learn(400, log_every_n_steps=1)
     assert model.num_timesteps == 400 and model._episode_num == 2 and model._n_updates == 4
     out = capsys.readouterr().out
-    for key in ("train/", "actor_loss", "critic_loss", "ent_coef", "ent_coef_loss", "n_updates", "rollout/",
-                "ep_rew_mean", "time/", "episodes"):
+    for key in (
+        "train/",
+        "actor_loss",
+        "critic_loss",
+        "ent_coef",
+        "ent_coef_loss",
+        "n_updates",
+        "rollout/",
+        "ep_rew_mean",
+        "time/",
+        "episodes",
+    ):
         assert f"| {key}" in out.replace("|    ", "| "), key
     dqn = DQN("MlpPolicy", learning_starts=10, policy_kwargs=TINY, seed=0, verbose=1)
     dqn.learn(200, env="CartPole-v1")
@@ -155,8 +184,9 @@ def test_checkpoint_resume_restores_counters_optimizers_entropy_and_buffer(tmp_p
 
     model = make()
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
-    trainer = RLTrainer(max_steps=50, logger=False, enable_progress_bar=False, enable_checkpointing=True,
-                        callbacks=[ckpt])
+    trainer = RLTrainer(
+        max_steps=50, logger=False, enable_progress_bar=False, enable_checkpointing=True, callbacks=[ckpt]
+    )
     trainer.fit(model, datamodule=RLEnvDataModule(train_env="Pendulum-v1"))
     path = tmp_path / "last.ckpt"
     assert path.exists()
@@ -198,10 +228,16 @@ def test_sb3_checkpoint_callback_saves_zip(tmp_path):
 
 def test_her_with_dqn_on_bit_flipping():
     env = BitFlippingEnv(n_bits=4, continuous=False, max_steps=4)
-    model = DQN("MultiInputPolicy", env=env, replay_buffer_class=HerReplayBuffer,
-                replay_buffer_kwargs={"n_sampled_goal": 2}, learning_starts=20, batch_size=8, policy_kwargs=TINY)
+    model = DQN(
+        "MultiInputPolicy",
+        env=env,
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs={"n_sampled_goal": 2},
+        learning_starts=20,
+        batch_size=8,
+        policy_kwargs=TINY,
+    )
     model.learn(60)
     assert isinstance(model.replay_buffer, HerReplayBuffer) and model._n_updates > 0
     with pytest.raises(ValueError, match="goal_selection_strategy: must be one of"):
-        HerReplayBuffer(10, env.observation_space, env.action_space, env=None,
-                        goal_selection_strategy="sometimes")
+        HerReplayBuffer(10, env.observation_space, env.action_space, env=None, goal_selection_strategy="sometimes")

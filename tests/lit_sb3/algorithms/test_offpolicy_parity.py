@@ -10,12 +10,16 @@ from tests.lit_sb3.helpers import TOL, assert_logged_means, assert_same, offpoli
 
 pytestmark = pytest.mark.parity
 
+
 def test_sac_update_matches_sb3():
     ref, ours = offpolicy_pair("SAC", "Pendulum-v1", policy_kwargs={"net_arch": [32, 32]})
     ours.log_ent_coef.data.copy_(ref.log_ent_coef.data)
     ref_opts = {"actor": ref.actor.optimizer, "critic": ref.critic.optimizer, "ent": ref.ent_coef_optimizer}
-    our_opts = {"actor": ours.policy.actor.optimizer, "critic": ours.policy.critic.optimizer,
-                "ent": ours.ent_coef_optimizer}
+    our_opts = {
+        "actor": ours.policy.actor.optimizer,
+        "critic": ours.policy.critic.optimizer,
+        "ent": ours.ent_coef_optimizer,
+    }
     ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
     assert_same(ref_grads, our_grads, ref, ours)
     torch.testing.assert_close(ours.log_ent_coef.data, ref.log_ent_coef.data, atol=TOL, rtol=0)
@@ -56,8 +60,17 @@ def test_dqn_update_matches_sb3():
 
 
 def test_dqn_target_update_and_epsilon_follow_env_steps_like_sb3():
-    ours = lit_sb3.DQN("MlpPolicy", env="CartPole-v1", target_update_interval=10, tau=1.0, learning_starts=1000,
-                       exploration_fraction=0.5, train_freq=1, seed=0, device="cpu")
+    ours = lit_sb3.DQN(
+        "MlpPolicy",
+        env="CartPole-v1",
+        target_update_interval=10,
+        tau=1.0,
+        learning_starts=1000,
+        exploration_fraction=0.5,
+        train_freq=1,
+        seed=0,
+        device="cpu",
+    )
     with torch.no_grad():
         ours.policy.q_net_target.q_net[0].weight.add_(1.0)  # make online and target nets differ
     ours.learn(9)

@@ -68,17 +68,31 @@ def test_sb3_callback_events_and_logger_reach_lightning_csv(tmp_path):
     metrics = pd.read_csv(next(tmp_path.rglob("metrics.csv")))
     assert list(metrics["step"]) == [64, 128, 192, 256]  # env steps are the x-axis
     assert list(metrics["custom/rollouts"]) == [1, 2, 3, 4]
-    for key in ("rollout/ep_rew_mean", "time/fps", "train/loss", "train/policy_gradient_loss", "train/value_loss",
-                "train/entropy_loss", "train/approx_kl", "train/clip_fraction", "train/explained_variance",
-                "train/learning_rate", "time/total_timesteps"):
+    for key in (
+        "rollout/ep_rew_mean",
+        "time/fps",
+        "train/loss",
+        "train/policy_gradient_loss",
+        "train/value_loss",
+        "train/entropy_loss",
+        "train/approx_kl",
+        "train/clip_fraction",
+        "train/explained_variance",
+        "train/learning_rate",
+        "time/total_timesteps",
+    ):
         assert key in metrics.columns, key
 
 
 def test_eval_callback_with_reward_threshold_stops_training(tmp_path):
     stop = StopTrainingOnRewardThreshold(reward_threshold=15, verbose=0)
     evaluator = EvalCallback(
-        make_vec_env("CartPole-v1", n_envs=1), callback_on_new_best=stop, eval_freq=128, n_eval_episodes=2,
-        log_path=str(tmp_path), best_model_save_path=str(tmp_path),
+        make_vec_env("CartPole-v1", n_envs=1),
+        callback_on_new_best=stop,
+        eval_freq=128,
+        n_eval_episodes=2,
+        log_path=str(tmp_path),
+        best_model_save_path=str(tmp_path),
     )
     model = PPO("MlpPolicy", seed=0, **SMALL)
     model.learn(20_000, env="CartPole-v1", callback=CallbackList([evaluator]))
@@ -91,7 +105,8 @@ def test_checkpoint_max_episodes_and_progress_bar_callbacks(tmp_path):
     saver = CheckpointCallback(save_freq=64, save_path=str(tmp_path), name_prefix="ppo")
     model = A2C("MlpPolicy", seed=0)
     model.learn(
-        10_000, env="CartPole-v1",
+        10_000,
+        env="CartPole-v1",
         callback=[saver, StopTrainingOnMaxEpisodes(max_episodes=3), ProgressBarCallback()],
     )
     assert model.num_timesteps < 10_000
@@ -136,8 +151,14 @@ def test_checkpoint_resume_continues_timesteps_optimizer_and_schedules(tmp_path)
     def run(max_steps: int, ckpt_path=None, recorder=None):
         model = PPO("MlpPolicy", seed=0, learning_rate=LinearSchedule(1e-3, 0.0, 1.0), **SMALL)
         checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, every_n_epochs=1)
-        trainer = RLTrainer(max_steps=max_steps, callbacks=[checkpoint], enable_checkpointing=True,
-                            default_root_dir=tmp_path, enable_progress_bar=False, rl_callback=recorder)
+        trainer = RLTrainer(
+            max_steps=max_steps,
+            callbacks=[checkpoint],
+            enable_checkpointing=True,
+            default_root_dir=tmp_path,
+            enable_progress_bar=False,
+            rl_callback=recorder,
+        )
         trainer.fit(model, datamodule=RLEnvDataModule("CartPole-v1"), ckpt_path=ckpt_path)
         return model, trainer
 
@@ -162,8 +183,9 @@ def test_checkpoint_resume_continues_timesteps_optimizer_and_schedules(tmp_path)
     restored = PPO.load_from_checkpoint(last)  # the resumed run's own last checkpoint
     obs = _obs("CartPole-v1")
     assert restored.num_timesteps == 512
-    np.testing.assert_array_equal(restored.predict(obs, deterministic=True)[0],
-                                  resumed.predict(obs, deterministic=True)[0])
+    np.testing.assert_array_equal(
+        restored.predict(obs, deterministic=True)[0], resumed.predict(obs, deterministic=True)[0]
+    )
 
 
 def test_second_learn_continues_count_and_logged_curve(tmp_path):
@@ -266,8 +288,9 @@ class ClosingEnv(gym.Wrapper):
 
 def test_datamodule_builds_evaluates_persists_and_closes(tmp_path):
     ClosingEnv.closed = 0
-    dm = RLEnvDataModule(train_env=lambda: ClosingEnv(gym.make("CartPole-v1")), val_env="CartPole-v1", n_envs=2,
-                         n_eval_episodes=3)
+    dm = RLEnvDataModule(
+        train_env=lambda: ClosingEnv(gym.make("CartPole-v1")), val_env="CartPole-v1", n_envs=2, n_eval_episodes=3
+    )
     for hook in (dm.train_dataloader, dm.val_dataloader, dm.test_dataloader, dm.predict_dataloader):
         with pytest.raises(TypeError, match="RLEnvDataModule exposes envs"):
             hook()
@@ -332,8 +355,9 @@ def test_target_kl_stops_the_update_early():
 
 
 def test_gsde_ppo_logs_std_and_resamples_noise(tmp_path):
-    model = PPO("MlpPolicy", env="Pendulum-v1", n_steps=64, batch_size=64, n_epochs=1, use_sde=True,
-                sde_sample_freq=8, seed=0)
+    model = PPO(
+        "MlpPolicy", env="Pendulum-v1", n_steps=64, batch_size=64, n_epochs=1, use_sde=True, sde_sample_freq=8, seed=0
+    )
     model.learn(128, default_root_dir=tmp_path)
     metrics = pd.read_csv(next(tmp_path.rglob("metrics.csv")))
     # the first dump comes before the first update (as in SB3)
@@ -375,6 +399,5 @@ def test_progress_bar_shows_evaluation_returns(capsys):
 
     model = PPO("MlpPolicy", n_steps=64, batch_size=64, n_epochs=1, seed=0)
     evaluation = EvalCallback(gym.make("CartPole-v1"), eval_freq=64, n_eval_episodes=2, verbose=0)
-    RLTrainer(max_steps=256, logger=False, rl_callback=evaluation).fit(
-        model, datamodule=RLEnvDataModule("CartPole-v1"))
+    RLTrainer(max_steps=256, logger=False, rl_callback=evaluation).fit(model, datamodule=RLEnvDataModule("CartPole-v1"))
     assert f"eval={evaluation.last_mean_reward:.1f}" in capsys.readouterr().err

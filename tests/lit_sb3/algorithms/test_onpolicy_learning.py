@@ -16,8 +16,9 @@ A2C_ZOO = zoo_settings("a2c", "CartPole")  # budget 5e5
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ppo_solves_cartpole_within_100k(seed):
-    best = best_eval_reward(PPO, "CartPole-v1", budget=PPO_ZOO.budget, threshold=475, seed=seed,
-                            **PPO_ZOO.hyperparameters)
+    best = best_eval_reward(
+        PPO, "CartPole-v1", budget=PPO_ZOO.budget, threshold=475, seed=seed, **PPO_ZOO.hyperparameters
+    )
     assert best >= 475
 
 
@@ -30,8 +31,15 @@ def test_a2c_learns_cartpole_quickly():
 @pytest.mark.slow
 def test_a2c_solves_cartpole_within_zoo_budget_2_of_3_seeds():
     results = [
-        best_eval_reward(A2C, "CartPole-v1", budget=A2C_ZOO.budget, threshold=475, seed=seed, eval_every=10_000,
-                         **A2C_ZOO.hyperparameters)
+        best_eval_reward(
+            A2C,
+            "CartPole-v1",
+            budget=A2C_ZOO.budget,
+            threshold=475,
+            seed=seed,
+            eval_every=10_000,
+            **A2C_ZOO.hyperparameters,
+        )
         for seed in (0, 1, 2)
     ]
     assert sum(r >= 475 for r in results) >= 2, results

@@ -96,8 +96,10 @@ def test_multi_tensor_rmsprop_steps_are_the_single_tensor_steps(settings):
     torch.manual_seed(0)
     params = [[torch.randn(shape, requires_grad=True) for shape in ((64, 4), (64,), (2, 64), (2,))]]
     params.append([p.detach().clone().requires_grad_() for p in params[0]])
-    optimizers = [torch.optim.RMSprop(group, lr=7e-4, alpha=0.99, eps=1e-5, foreach=foreach, **settings)
-                  for group, foreach in zip(params, (False, True))]
+    optimizers = [
+        torch.optim.RMSprop(group, lr=7e-4, alpha=0.99, eps=1e-5, foreach=foreach, **settings)
+        for group, foreach in zip(params, (False, True))
+    ]
     for _ in range(50):
         grads = [torch.randn_like(p) for p in params[0]]
         for group, optimizer in zip(params, optimizers):

@@ -35,8 +35,15 @@ SEED = 3
 SMALL = {"net_arch": [16]}
 SMALL_AC = {"net_arch": [16, 16]}
 OFF_POLICY = dict(learning_starts=50, batch_size=32, buffer_size=1000, policy_kwargs=SMALL_AC)
-Q_LEARNING = dict(learning_starts=100, batch_size=32, buffer_size=1000, train_freq=4, target_update_interval=40,
-                  exploration_fraction=0.5, policy_kwargs=SMALL)
+Q_LEARNING = dict(
+    learning_starts=100,
+    batch_size=32,
+    buffer_size=1000,
+    train_freq=4,
+    target_update_interval=40,
+    exploration_fraction=0.5,
+    policy_kwargs=SMALL,
+)
 
 
 @dataclass
@@ -55,18 +62,27 @@ def _pendulum_noise(noise_class: type) -> Callable[[str], dict[str, Any]]:
 
 
 def _her(lib: str) -> dict[str, Any]:
-    return {"replay_buffer_class": lit_sb3.HerReplayBuffer if lib == "lit" else SB3HerReplayBuffer,
-            "replay_buffer_kwargs": {"n_sampled_goal": 2, "goal_selection_strategy": "future"}}
+    return {
+        "replay_buffer_class": lit_sb3.HerReplayBuffer if lib == "lit" else SB3HerReplayBuffer,
+        "replay_buffer_kwargs": {"n_sampled_goal": 2, "goal_selection_strategy": "future"},
+    }
 
 
 CASES = {
     "PPO": Case("CartPole-v1", 384, dict(n_steps=64, batch_size=32, n_epochs=2, policy_kwargs=SMALL), n_envs=2),
     "A2C": Case("CartPole-v1", 300, dict(n_steps=5, policy_kwargs=SMALL)),
     "TRPO": Case("CartPole-v1", 384, dict(n_steps=128, batch_size=64, policy_kwargs=SMALL)),
-    "MaskablePPO": Case(lambda: InvalidActionEnvDiscrete(dim=8, n_invalid_actions=3), 256,
-                        dict(n_steps=64, batch_size=32, n_epochs=2, policy_kwargs=SMALL)),
-    "RecurrentPPO": Case("CartPole-v1", 192, dict(n_steps=64, batch_size=32, n_epochs=2,
-                                                  policy_kwargs={**SMALL, "lstm_hidden_size": 8}), "MlpLstmPolicy"),
+    "MaskablePPO": Case(
+        lambda: InvalidActionEnvDiscrete(dim=8, n_invalid_actions=3),
+        256,
+        dict(n_steps=64, batch_size=32, n_epochs=2, policy_kwargs=SMALL),
+    ),
+    "RecurrentPPO": Case(
+        "CartPole-v1",
+        192,
+        dict(n_steps=64, batch_size=32, n_epochs=2, policy_kwargs={**SMALL, "lstm_hidden_size": 8}),
+        "MlpLstmPolicy",
+    ),
     "ARS": Case("CartPole-v1", 600, dict(n_delta=2, n_top=1), "LinearPolicy"),
     "DQN": Case("CartPole-v1", 500, Q_LEARNING, n_envs=2),
     "QRDQN": Case("CartPole-v1", 500, {**Q_LEARNING, "policy_kwargs": {**SMALL, "n_quantiles": 8}}),
@@ -77,10 +93,16 @@ CASES = {
     "CrossQ": Case("Pendulum-v1", 120, dict(OFF_POLICY, policy_delay=2)),
 }
 HER_CASES = {
-    "DQN": Case(lambda: BitFlippingEnv(n_bits=4), 160, dict(Q_LEARNING, learning_starts=40), "MultiInputPolicy",
-                fresh=_her),
-    "SAC": Case(lambda: BitFlippingEnv(n_bits=4, continuous=True), 120, dict(OFF_POLICY, learning_starts=40),
-                "MultiInputPolicy", fresh=_her),
+    "DQN": Case(
+        lambda: BitFlippingEnv(n_bits=4), 160, dict(Q_LEARNING, learning_starts=40), "MultiInputPolicy", fresh=_her
+    ),
+    "SAC": Case(
+        lambda: BitFlippingEnv(n_bits=4, continuous=True),
+        120,
+        dict(OFF_POLICY, learning_starts=40),
+        "MultiInputPolicy",
+        fresh=_her,
+    ),
 }
 
 

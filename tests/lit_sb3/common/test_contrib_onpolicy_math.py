@@ -98,8 +98,9 @@ def test_surrogate_objective_by_hand():
 def test_masked_ppo_loss_equals_the_loss_on_the_valid_entries_only():
     torch.manual_seed(1)
     n = 10
-    batch = SimpleNamespace(advantages=torch.randn(n), old_log_prob=torch.randn(n), returns=torch.randn(n),
-                            old_values=torch.randn(n))
+    batch = SimpleNamespace(
+        advantages=torch.randn(n), old_log_prob=torch.randn(n), returns=torch.randn(n), old_values=torch.randn(n)
+    )
     values, log_prob, entropy = torch.randn(n), torch.randn(n), torch.rand(n)
     mask = torch.tensor([True, False] * 5)
     kwargs = dict(clip_range=0.2, clip_range_vf=0.3, normalize_advantage=True, ent_coef=0.01, vf_coef=0.5)

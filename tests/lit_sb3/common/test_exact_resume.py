@@ -22,18 +22,46 @@ OFF_POLICY = {"learning_starts": 40, "buffer_size": 200, "batch_size": 32, "poli
 
 CASES: dict[str, tuple[Any, str, int, int]] = {
     # name: (factory, env id, budget, stop at)
-    "ppo": (lambda: PPO("MlpPolicy", n_steps=64, batch_size=32, n_epochs=2, policy_kwargs=NET, seed=3),
-            "CartPole-v1", 320, 128),
+    "ppo": (
+        lambda: PPO("MlpPolicy", n_steps=64, batch_size=32, n_epochs=2, policy_kwargs=NET, seed=3),
+        "CartPole-v1",
+        320,
+        128,
+    ),
     "sac": (lambda: SAC("MlpPolicy", **OFF_POLICY, seed=3), "Pendulum-v1", 320, 240),
-    "td3": (lambda: TD3("MlpPolicy", **OFF_POLICY, seed=3, action_noise=OrnsteinUhlenbeckActionNoise(
-        mean=np.zeros(1), sigma=0.3 * np.ones(1))), "Pendulum-v1", 320, 240),
-    "dqn": (lambda: DQN("MlpPolicy", **OFF_POLICY, target_update_interval=50, exploration_fraction=0.5, seed=3),
-            "CartPole-v1", 400, 240),
+    "td3": (
+        lambda: TD3(
+            "MlpPolicy",
+            **OFF_POLICY,
+            seed=3,
+            action_noise=OrnsteinUhlenbeckActionNoise(mean=np.zeros(1), sigma=0.3 * np.ones(1)),
+        ),
+        "Pendulum-v1",
+        320,
+        240,
+    ),
+    "dqn": (
+        lambda: DQN("MlpPolicy", **OFF_POLICY, target_update_interval=50, exploration_fraction=0.5, seed=3),
+        "CartPole-v1",
+        400,
+        240,
+    ),
 }
 MORE_CASES: dict[str, tuple[Any, str, int, int]] = {  # the other algorithms, in the slow run
     "a2c": (lambda: A2C("MlpPolicy", n_steps=8, policy_kwargs=NET, seed=3), "CartPole-v1", 160, 64),
-    "ppo_lstm": (lambda: RecurrentPPO("MlpLstmPolicy", n_steps=32, batch_size=32, n_epochs=2, seed=3,
-                                      policy_kwargs={"lstm_hidden_size": 8, "net_arch": [16]}), "CartPole-v1", 160, 64),
+    "ppo_lstm": (
+        lambda: RecurrentPPO(
+            "MlpLstmPolicy",
+            n_steps=32,
+            batch_size=32,
+            n_epochs=2,
+            seed=3,
+            policy_kwargs={"lstm_hidden_size": 8, "net_arch": [16]},
+        ),
+        "CartPole-v1",
+        160,
+        64,
+    ),
     "trpo": (lambda: TRPO("MlpPolicy", n_steps=64, batch_size=32, policy_kwargs=NET, seed=3), "CartPole-v1", 320, 128),
     "ars": (lambda: ARS("LinearPolicy", n_delta=2, seed=3), "CartPole-v1", 3000, 1000),
     "qrdqn": (lambda: QRDQN("MlpPolicy", **OFF_POLICY, target_update_interval=50, seed=3), "CartPole-v1", 400, 240),
@@ -89,8 +117,11 @@ def test_stopped_and_resumed_run_is_bit_identical(name: str, tmp_path: Path) -> 
     assert resumed.num_timesteps == whole.num_timesteps
     for (key, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items()):
         assert torch.equal(a, b), f"{name}: {key} differs after resume"
-    scores = [evaluate_policy(m, m.get_env() or _eval_env(env_id), n_eval_episodes=2, deterministic=True)
-              for m in (whole, resumed) for _ in [_seed_eval()]]
+    scores = [
+        evaluate_policy(m, m.get_env() or _eval_env(env_id), n_eval_episodes=2, deterministic=True)
+        for m in (whole, resumed)
+        for _ in [_seed_eval()]
+    ]
     assert scores[0] == scores[1]
 
 

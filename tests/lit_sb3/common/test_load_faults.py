@@ -77,8 +77,14 @@ def test_load_from_checkpoint_runs_no_planted_code(tmp_path: Path) -> None:
 
 def test_checkpoint_with_noise_schedule_and_classes_loads_weights_only(tmp_path: Path) -> None:
     """What the harness's TD3 presets hold: action noise, a schedule, an activation class."""
-    model = TD3("MlpPolicy", action_noise=normal(1, 0.1), learning_rate=LinearSchedule(1e-3, 1e-4, 1.0),
-                policy_kwargs={"net_arch": [16], "activation_fn": torch.nn.ReLU}, learning_starts=32, seed=0)
+    model = TD3(
+        "MlpPolicy",
+        action_noise=normal(1, 0.1),
+        learning_rate=LinearSchedule(1e-3, 1e-4, 1.0),
+        policy_kwargs={"net_arch": [16], "activation_fn": torch.nn.ReLU},
+        learning_starts=32,
+        seed=0,
+    )
     trainer = fit(model, "Pendulum-v1", 48)
     trainer.save_checkpoint(str(tmp_path / "td3.ckpt"), weights_only=False)
     loaded = TD3.load_from_checkpoint(tmp_path / "td3.ckpt")  # weights_only=True by default
@@ -91,17 +97,25 @@ def test_checkpoint_with_noise_schedule_and_classes_loads_weights_only(tmp_path:
 def test_resume_with_other_hyperparameters_warns_naming_them(tmp_path: Path) -> None:
     path = ppo_checkpoint(tmp_path)
     other = PPO("MlpPolicy", n_steps=32, batch_size=16, n_epochs=3, policy_kwargs=NET, seed=0)
-    with pytest.warns(UserWarning, match=r"^ckpt_path: PPO differs from the checkpoint's hyperparameters: "
-                                         r"batch_size=16 \(checkpoint: 32\); n_epochs=3 \(checkpoint: 10\); "
-                                         r"training continues with the model's values") as record:
+    with pytest.warns(
+        UserWarning,
+        match=r"^ckpt_path: PPO differs from the checkpoint's hyperparameters: "
+        r"batch_size=16 \(checkpoint: 32\); n_epochs=3 \(checkpoint: 10\); "
+        r"training continues with the model's values",
+    ) as record:
         fit(other, "CartPole-v1", 128, ckpt_path=path)
     assert all("\n" not in str(w.message) for w in record)
     assert other.batch_size == 16 and other.num_timesteps == 128
 
 
 def test_zip_load_never_unpickles_serialized_entries(tmp_path: Path) -> None:
-    model = PPO("MlpPolicy", env="CartPole-v1", learning_rate=LinearSchedule(1e-3, 1e-4, 1.0), policy_kwargs={
-        "net_arch": [16], "activation_fn": torch.nn.ReLU}, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        env="CartPole-v1",
+        learning_rate=LinearSchedule(1e-3, 1e-4, 1.0),
+        policy_kwargs={"net_arch": [16], "activation_fn": torch.nn.ReLU},
+        seed=0,
+    )
     model.save(tmp_path / "ours.zip")
     marker = tmp_path / "ran"
     planted = {":type:": "x", ":serialized:": base64.b64encode(pickle.dumps(Planted(marker))).decode()}
@@ -129,8 +143,11 @@ def test_zip_load_never_unpickles_serialized_entries(tmp_path: Path) -> None:
             if item.filename == "data":
                 content = json.dumps({**json.loads(content), "action_space": planted}).encode()
             dst.writestr(item, content)
-    with pytest.raises(ValueError, match=r"^load: .*planted_sb3.zip: action_space holds code \(\S*open\): not on "
-                                         r"lit_sb3's allow-list .*trusted=True") as error:
+    with pytest.raises(
+        ValueError,
+        match=r"^load: .*planted_sb3.zip: action_space holds code \(\S*open\): not on "
+        r"lit_sb3's allow-list .*trusted=True",
+    ) as error:
         PPO.load(planted_sb3)
     assert "\n" not in str(error.value) and not marker.exists()
 

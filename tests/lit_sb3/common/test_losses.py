@@ -59,8 +59,15 @@ def test_ppo_total_loss_combines_terms():
     batch = _batch(advantages=[1.0, -1.0], old_log_prob=[0.0, 0.0], returns=[1.0, 0.0], old_values=[0.0, 0.0])
     log_prob = t([0.0, 0.0])
     loss, terms = ppo_loss(
-        t([0.0, 0.0]), log_prob, t([1.0, 1.0]), batch,
-        clip_range=0.2, clip_range_vf=None, normalize_advantage=False, ent_coef=0.1, vf_coef=0.5,
+        t([0.0, 0.0]),
+        log_prob,
+        t([1.0, 1.0]),
+        batch,
+        clip_range=0.2,
+        clip_range_vf=None,
+        normalize_advantage=False,
+        ent_coef=0.1,
+        vf_coef=0.5,
     )
     # pg: -(1 - 1)/2 = 0 ; value: (1 + 0)/2 = 0.5 ; entropy loss -1
     assert terms["policy_gradient_loss"].item() == pytest.approx(0.0)
@@ -100,8 +107,9 @@ class RolloutRecorder(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         buffer = self.locals["rollout_buffer"]
-        self.buffer = {k: getattr(buffer, k)[:, 0].copy() for k in ("rewards", "values", "episode_starts",
-                                                                   "advantages", "returns")}
+        self.buffer = {
+            k: getattr(buffer, k)[:, 0].copy() for k in ("rewards", "values", "episode_starts", "advantages", "returns")
+        }
         with torch.no_grad():  # computed here, not read from the loop: the value it should bootstrap from
             self.last_value = self.model.policy.predict_values(t(self.locals["new_obs"])).item()
         self.last_done = float(self.locals["dones"][0])
@@ -112,8 +120,17 @@ def test_rollout_bootstraps_time_limit_truncations_and_gae_reads_them():
     advantages the update reads are the GAE(lambda) recursion over exactly those rewards, values and episode starts."""
     gamma, lam, n_steps = 0.9, 0.8, 8
     env = make_vec_env("CartPole-v1", n_envs=1, seed=0, env_kwargs={"max_episode_steps": 3})  # truncated every 3
-    model = PPO("MlpPolicy", env=env, n_steps=n_steps, batch_size=n_steps, n_epochs=1, gamma=gamma, gae_lambda=lam,
-                policy_kwargs={"net_arch": [8]}, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        env=env,
+        n_steps=n_steps,
+        batch_size=n_steps,
+        n_epochs=1,
+        gamma=gamma,
+        gae_lambda=lam,
+        policy_kwargs={"net_arch": [8]},
+        seed=0,
+    )
     recorder = RolloutRecorder()
     model.learn(n_steps, callback=recorder)
     rollout = recorder.buffer

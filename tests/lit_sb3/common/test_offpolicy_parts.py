@@ -87,8 +87,9 @@ def test_target_networks_refresh_every_n_env_steps_and_keep_the_count():
 
 @pytest.mark.parametrize("algo, networks", [("DQN", "q_net"), ("QRDQN", "quantile_net")])
 def test_target_refresh_settings_changed_after_construction_apply(algo, networks):
-    model = getattr(lit_sb3, algo)("MlpPolicy", env="CartPole-v1", seed=0, learning_starts=100,
-                                   target_update_interval=10**9)
+    model = getattr(lit_sb3, algo)(
+        "MlpPolicy", env="CartPole-v1", seed=0, learning_starts=100, target_update_interval=10**9
+    )
     online, target = getattr(model.policy, networks), getattr(model.policy, f"{networks}_target")
     with torch.no_grad():
         for parameter in online.parameters():
@@ -101,7 +102,8 @@ def test_target_refresh_settings_changed_after_construction_apply(algo, networks
 def test_sb3_attribute_names_read_and_write_the_part():
     class Algorithm:
         exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps, exploration_fraction = (
-            EpsilonGreedy.sb3_attributes("exploration"))
+            EpsilonGreedy.sb3_attributes("exploration")
+        )
 
         def __init__(self) -> None:
             self.exploration = EpsilonGreedy(1.0, 0.1, 0.5)

@@ -102,13 +102,15 @@ def obj(module: str, name: str, arg: str) -> bytes:
     return b"(" + f"c{module}\n{name}\n".encode() + _text(arg) + b"o."
 
 
-CRAFTED = {"STACK_GLOBAL dotted": lambda m: stack_global("gymnasium.spaces.box", "gym.os.system", touch(m)),
-           "STACK_GLOBAL": lambda m: stack_global("os", "system", touch(m)),
-           "GLOBAL": lambda m: text_global("os", "system", touch(m)),
-           "GLOBAL re-export": lambda m: text_global("lit_sb3.common.sb3_bridge", "HumanOutputFormat", str(m)),
-           "INST": lambda m: inst("os", "system", touch(m)),
-           "OBJ": lambda m: obj("builtins", "open", str(m)),
-           "REDUCE": lambda m: pickle.dumps(Planted(m), protocol=2)}
+CRAFTED = {
+    "STACK_GLOBAL dotted": lambda m: stack_global("gymnasium.spaces.box", "gym.os.system", touch(m)),
+    "STACK_GLOBAL": lambda m: stack_global("os", "system", touch(m)),
+    "GLOBAL": lambda m: text_global("os", "system", touch(m)),
+    "GLOBAL re-export": lambda m: text_global("lit_sb3.common.sb3_bridge", "HumanOutputFormat", str(m)),
+    "INST": lambda m: inst("os", "system", touch(m)),
+    "OBJ": lambda m: obj("builtins", "open", str(m)),
+    "REDUCE": lambda m: pickle.dumps(Planted(m), protocol=2),
+}
 
 
 @pytest.mark.parametrize("route", sorted(CRAFTED))
@@ -140,8 +142,11 @@ def test_allow_takes_where_an_object_is_defined_never_a_re_export() -> None:
     with pytest.raises(safe_load.Refused) as error:
         safe_load.allow("lit_sb3.common.sb3_bridge:HumanOutputFormat")  # SB3's class, imported there
     assert "stable_baselines3.common.logger:HumanOutputFormat" in one_line(error)
-    with pytest.raises(safe_load.Refused, match=r"^allow: 'lit_sb3.common.sb3_bridge.HumanOutputFormat': name it "
-                                                r"as 'module:qualname'"):
+    with pytest.raises(
+        safe_load.Refused,
+        match=r"^allow: 'lit_sb3.common.sb3_bridge.HumanOutputFormat': name it "
+        r"as 'module:qualname'",
+    ):
         safe_load.allow("lit_sb3.common.sb3_bridge.HumanOutputFormat")
     with pytest.raises(safe_load.Refused, match=r"^allow: .*<lambda>.* has no importable name"):
         safe_load.allow(lambda _: 1.0)
@@ -185,14 +190,17 @@ def ours(tmp_path: Path) -> Path:
     return tmp_path / "o.zip"
 
 
-@pytest.mark.parametrize("entry", [
-    {"__enum__": "lit_sb3.common.sb3_bridge.HumanOutputFormat", "value": "VICTIM"},  # re-exported by lit_sb3
-    {"__enum__": "stable_baselines3.common.logger.HumanOutputFormat", "value": "VICTIM"},
-    {"__enum__": "stable_baselines3.common.utils.FloatSchedule", "value": "VICTIM"},  # allowed, not an enum
-    {"__class__": "lit_sb3.common.sb3_bridge.HumanOutputFormat"},
-    {"__object__": "lit_sb3.trainer.RLTrainer", "state": {"__dict__": {}}},  # lit_sb3's, but not data
-    {"__class__": "numpy._core.multiarray._reconstruct"},  # allowed to unpickle arrays, not a class
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"__enum__": "lit_sb3.common.sb3_bridge.HumanOutputFormat", "value": "VICTIM"},  # re-exported by lit_sb3
+        {"__enum__": "stable_baselines3.common.logger.HumanOutputFormat", "value": "VICTIM"},
+        {"__enum__": "stable_baselines3.common.utils.FloatSchedule", "value": "VICTIM"},  # allowed, not an enum
+        {"__class__": "lit_sb3.common.sb3_bridge.HumanOutputFormat"},
+        {"__object__": "lit_sb3.trainer.RLTrainer", "state": {"__dict__": {}}},  # lit_sb3's, but not data
+        {"__class__": "numpy._core.multiarray._reconstruct"},  # allowed to unpickle arrays, not a class
+    ],
+)
 def test_mirror_names_outside_the_allow_list_are_refused(entry: dict, ours: Path, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
@@ -234,8 +242,15 @@ def test_sb3_written_zip_loads_through_the_allow_list(tmp_path: Path) -> None:
 
 
 def test_user_schedule_class_loads_once_allowed(tmp_path: Path) -> None:
-    model = PPO("MlpPolicy", env="CartPole-v1", n_steps=32, batch_size=32, learning_rate=HalfSchedule(1e-3),
-                policy_kwargs=NET, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        env="CartPole-v1",
+        n_steps=32,
+        batch_size=32,
+        learning_rate=HalfSchedule(1e-3),
+        policy_kwargs=NET,
+        seed=0,
+    )
     model.save(tmp_path / "mine.zip")
     with pytest.raises(ValueError) as error:
         PPO.load(tmp_path / "mine.zip")
@@ -249,19 +264,30 @@ def test_user_schedule_class_loads_once_allowed(tmp_path: Path) -> None:
 
 def test_allow_list_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """For tools a user cannot add a line to (the RL Zoo's scripts): LIT_SB3_ALLOW=module:qualname,..."""
-    PPO("MlpPolicy", env="CartPole-v1", n_steps=32, batch_size=32, learning_rate=HalfSchedule(1e-3),
-        policy_kwargs=NET, seed=0).save(tmp_path / "mine.zip")
+    PPO(
+        "MlpPolicy",
+        env="CartPole-v1",
+        n_steps=32,
+        batch_size=32,
+        learning_rate=HalfSchedule(1e-3),
+        policy_kwargs=NET,
+        seed=0,
+    ).save(tmp_path / "mine.zip")
     monkeypatch.setenv(safe_load.ALLOW_ENV, f"{__name__}:HalfSchedule, gymnasium")
     assert PPO.load(tmp_path / "mine.zip").learning_rate(1.0) == 1e-3
     assert allow_list.allowed_module("gymnasium")
     monkeypatch.setenv(safe_load.ALLOW_ENV, "lit_sb3.common.sb3_bridge:HumanOutputFormat")
-    with pytest.raises(safe_load.Refused, match=r"^LIT_SB3_ALLOW: allow: 'lit_sb3.common.sb3_bridge:"
-                                                r"HumanOutputFormat' is not defined where it is named"):
+    with pytest.raises(
+        safe_load.Refused,
+        match=r"^LIT_SB3_ALLOW: allow: 'lit_sb3.common.sb3_bridge:"
+        r"HumanOutputFormat' is not defined where it is named",
+    ):
         PPO.load(tmp_path / "mine.zip")
 
 
-def test_trust_switch_loads_pickled_code_where_trusted_cannot_be_passed(monkeypatch: pytest.MonkeyPatch,
-                                                                        tmp_path: Path) -> None:
+def test_trust_switch_loads_pickled_code_where_trusted_cannot_be_passed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """An SB3 zip with a lambda schedule (as the rl-trained-agents are): code, so only on the user's word."""
     sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=64, learning_rate=lambda _: 1e-3, seed=0).save(tmp_path / "old.zip")
     with pytest.raises(ValueError) as error:
@@ -276,18 +302,30 @@ def test_trust_switch_loads_pickled_code_where_trusted_cannot_be_passed(monkeypa
 
 def test_the_zoos_enjoy_call_loads_an_sb3_zip_with_lambda_schedules(tmp_path: Path) -> None:
     """The RL Zoo's enjoy replaces the schedules by custom_objects: the rest of an SB3 zip is allow-listed data."""
-    sb3.PPO("MlpPolicy", "CartPole-v1", n_steps=64, learning_rate=lambda _: 1e-3, clip_range=lambda _: 0.1,
-            seed=0).save(tmp_path / "zoo.zip")
+    sb3.PPO(
+        "MlpPolicy", "CartPole-v1", n_steps=64, learning_rate=lambda _: 1e-3, clip_range=lambda _: 0.1, seed=0
+    ).save(tmp_path / "zoo.zip")
     zoo_objects = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
     loaded = PPO.load(tmp_path / "zoo.zip", custom_objects=zoo_objects, device="cpu")
     assert loaded.learning_rate == 0.0 and loaded.n_steps == 64
 
 
 def test_lambda_schedules_are_warned_at_save_and_never_defaulted_at_load(tmp_path: Path) -> None:
-    model = PPO("MlpPolicy", env="CartPole-v1", n_steps=32, batch_size=32, policy_kwargs=NET, seed=0,
-                learning_rate=lambda _: 1e-3, clip_range=lambda _: 0.3)
-    with pytest.warns(UserWarning, match=r"^save: clip_range, learning_rate hold code \(a function\), which a file "
-                                         r"keeps only as a pickle") as record:
+    model = PPO(
+        "MlpPolicy",
+        env="CartPole-v1",
+        n_steps=32,
+        batch_size=32,
+        policy_kwargs=NET,
+        seed=0,
+        learning_rate=lambda _: 1e-3,
+        clip_range=lambda _: 0.3,
+    )
+    with pytest.warns(
+        UserWarning,
+        match=r"^save: clip_range, learning_rate hold code \(a function\), which a file "
+        r"keeps only as a pickle",
+    ) as record:
         model.save(tmp_path / "lambdas.zip")
     assert all("\n" not in str(w.message) for w in record)
     with pytest.raises(ValueError) as error:
@@ -318,10 +356,15 @@ def with_pickle(checkpoint: Path, payload: bytes, dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("module,name", [("lit_sb3.trainer", "RLTrainer"),  # lit_sb3's own, but not data
-                                         ("lit_sb3.common.sb3_bridge", "HumanOutputFormat"),
-                                         ("stable_baselines3.common.logger", "HumanOutputFormat"),
-                                         ("gymnasium.spaces.box", "gym.os.system")])
+@pytest.mark.parametrize(
+    "module,name",
+    [
+        ("lit_sb3.trainer", "RLTrainer"),  # lit_sb3's own, but not data
+        ("lit_sb3.common.sb3_bridge", "HumanOutputFormat"),
+        ("stable_baselines3.common.logger", "HumanOutputFormat"),
+        ("gymnasium.spaces.box", "gym.os.system"),
+    ],
+)
 def test_checkpoint_globals_outside_the_allow_list_are_refused(module: str, name: str, tmp_path: Path) -> None:
     path = checkpoint_of(PPO("MlpPolicy", n_steps=32, batch_size=32, policy_kwargs=NET, seed=0), tmp_path)
     marker = tmp_path / "ran"
@@ -344,8 +387,9 @@ def test_datamodule_checkpoint_is_read_through_the_allow_list(tmp_path: Path) ->
 
 
 def test_checkpoint_of_lambda_schedules_is_never_defaulted(tmp_path: Path) -> None:
-    path = checkpoint_of(PPO("MlpPolicy", n_steps=32, batch_size=32, policy_kwargs=NET, seed=0,
-                             learning_rate=lambda _: 1e-3), tmp_path)
+    path = checkpoint_of(
+        PPO("MlpPolicy", n_steps=32, batch_size=32, policy_kwargs=NET, seed=0, learning_rate=lambda _: 1e-3), tmp_path
+    )
     with pytest.raises(CheckpointError) as error:
         PPO.load_from_checkpoint(path)
     assert one_line(error).startswith("load_from_checkpoint: the checkpoint has no learning_rate")

@@ -15,9 +15,16 @@ import lit_sb3
 from lit_sb3.common.training_mode import TrainingModeSwitch
 
 ALGORITHMS = [
-    ("A2C", "CartPole-v1", {}), ("PPO", "Pendulum-v1", {}), ("SAC", "Pendulum-v1", {}), ("TD3", "Pendulum-v1", {}),
-    ("DDPG", "Pendulum-v1", {}), ("DQN", "CartPole-v1", {}), ("QRDQN", "CartPole-v1", {}),
-    ("TQC", "Pendulum-v1", {}), ("CrossQ", "Pendulum-v1", {}), ("TRPO", "CartPole-v1", {}),
+    ("A2C", "CartPole-v1", {}),
+    ("PPO", "Pendulum-v1", {}),
+    ("SAC", "Pendulum-v1", {}),
+    ("TD3", "Pendulum-v1", {}),
+    ("DDPG", "Pendulum-v1", {}),
+    ("DQN", "CartPole-v1", {}),
+    ("QRDQN", "CartPole-v1", {}),
+    ("TQC", "Pendulum-v1", {}),
+    ("CrossQ", "Pendulum-v1", {}),
+    ("TRPO", "CartPole-v1", {}),
     ("RecurrentPPO", "CartPole-v1", {"policy": "MlpLstmPolicy"}),
     ("MaskablePPO", InvalidActionEnvDiscrete(dim=10, n_invalid_actions=3), {}),
 ]
