@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from argparse import Namespace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -94,7 +95,9 @@ class SB3TensorBoardLogger(TensorBoardLogger):
     """Lightning's TensorBoard logger writing SB3's run directory: the metrics' event files only (SB3 writes no
     hyperparameters there, so neither ``hparams.yaml`` nor TensorBoard's hparams entries)."""
 
-    def log_hyperparams(self, params: Any, metrics: Any = None) -> None:
+    def log_hyperparams(
+        self, params: dict[str, Any] | Namespace, metrics: dict[str, Any] | None = None, step: int | None = None
+    ) -> None:
         pass
 
     def save(self) -> None:
@@ -116,7 +119,7 @@ def _tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> Tens
 def _accelerator_for(device: torch.device | str) -> dict[str, Any]:
     """Trainer placement for an SB3 ``device`` argument ("auto" keeps the RL default, the CPU; "cuda" on a machine
     without CUDA falls back to the CPU, as in SB3)."""
-    device = get_device(device) if not isinstance(device, str) or device != "auto" else None
-    if device is None or device.type == "cpu":
+    resolved = None if isinstance(device, str) and device == "auto" else get_device(device)
+    if resolved is None or resolved.type == "cpu":
         return {"accelerator": "cpu"}
-    return {"accelerator": "gpu" if device.type == "cuda" else device.type, "devices": [device.index or 0]}
+    return {"accelerator": "gpu" if resolved.type == "cuda" else resolved.type, "devices": [resolved.index or 0]}

@@ -56,6 +56,7 @@ class DQN(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[DQNPolicy]]] = POLICY_ALIASES
+    policy: DQNPolicy  # None until the networks are built (as SB3 declares it)
     target_update_in_env_steps: ClassVar[bool] = True
     q_net, q_net_target = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import torch
@@ -67,6 +67,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[MaskableActorCriticPolicy]]] = POLICY_ALIASES
+    policy: MaskableActorCriticPolicy  # None until the networks are built (as SB3 declares it)
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
         spaces.Discrete,
         spaces.MultiDiscrete,
@@ -148,7 +149,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     def collect_rollouts(
         self,
         env: VecEnv,
-        callback: BaseCallback,
+        callback: BaseCallback | None,
         rollout_buffer: RolloutBuffer,
         n_rollout_steps: int,
         use_masking: bool = True,
@@ -175,7 +176,9 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         values: torch.Tensor,
         log_probs: torch.Tensor,
     ) -> None:
-        buffer.add(
+        if self._last_episode_starts is None:
+            raise RuntimeError("MaskablePPO: a transition was stored before the env was reset")
+        buffer.add(  # type: ignore[call-arg]  # MaskablePPO's buffers (sb3-contrib's or the user's) take the masks
             self._last_obs,
             actions,
             rewards,
@@ -224,8 +227,8 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         from sb3_contrib.common.maskable.evaluation import evaluate_policy
 
         use_masking = self.use_masking and is_masking_supported(env)
-        return evaluate_policy(
-            self,
+        episodes = evaluate_policy(
+            self,  # type: ignore[arg-type]  # sb3-contrib names its MaskablePPO; it calls predict(action_masks=)
             env,
             n_eval_episodes=n_episodes,
             deterministic=deterministic,
@@ -233,6 +236,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
             use_masking=use_masking,
             callback=callback,
         )
+        return cast("tuple[list[float], list[int]]", episodes)  # per-episode lists with return_episode_rewards
 
     def learn(
         self: SelfMaskablePPO,

@@ -64,6 +64,7 @@ class TQC(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[TQCPolicy]]] = POLICY_ALIASES
+    policy: TQCPolicy  # None until the networks are built (as SB3 declares it)
     # SB3's names of the policy's networks
     actor, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
