@@ -113,7 +113,7 @@ def make_eval_env(
     return eval_env
 
 
-def load_lit(cls: type, path: Path, trust: bool) -> Any:
+def load_lit(cls: type[BaseAlgorithm], path: Path, trust: bool) -> BaseAlgorithm:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*Skipping '.*' parameter because.*")
@@ -135,7 +135,7 @@ def _serialized_keys(path: Path) -> list[str]:
     return [key for key, value in data.items() if isinstance(value, dict) and ":serialized:" in value]
 
 
-def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dict[str, Any]:
+def safe_sb3_objects(cls: type[SB3Algorithm], cfg: DictConfig, path: Path, env: VecEnv) -> dict[str, Any]:
     """``custom_objects`` for SB3's ``load`` replacing each pickled entry of the zip: spaces from the env, the
     policy class from its alias, hyperparameters from the run's config (their defaults otherwise); what ``load``
     recomputes itself (schedules, train_freq) gets its config value or None."""
@@ -155,7 +155,7 @@ def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dic
     return {key: known.get(key, kwargs.get(key, defaults.get(key))) for key in _serialized_keys(path)}
 
 
-def load_sb3(cls: type, cfg: DictConfig, path: Path, env: VecEnv, trust: bool) -> Any:
+def load_sb3(cls: type[SB3Algorithm], cfg: DictConfig, path: Path, env: VecEnv, trust: bool) -> SB3Algorithm:
     custom = None if trust else safe_sb3_objects(cls, cfg, path, env)
     return cls.load(str(path), device="cpu", custom_objects=custom)
 

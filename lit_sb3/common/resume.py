@@ -225,7 +225,7 @@ def _set_rms(rms: RunningMeanStd | dict[str, RunningMeanStd], state: Any) -> Non
     rms.mean, rms.var, rms.count = state["mean"].numpy().copy(), state["var"].numpy().copy(), state["count"]
 
 
-def vecnormalize_state(env: VecEnv) -> dict[str, Any] | None:
+def vecnormalize_state(env: VecEnv | None) -> dict[str, Any] | None:
     """Running statistics and the per-env return accumulators of every VecNormalize in the wrapper chain."""
     states = []
     while isinstance(env, VecEnvWrapper):
