@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_bench.store.format import BEST_FILES, BEST_STATE, BEST_VECNORMALIZE, LAST_FILES
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json
 
 if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
+
     from lit_sb3.common.base import BaseAlgorithm
 
 
@@ -66,17 +67,18 @@ class BestCheckpoint:
         )
 
     def _save_model(self, model: BaseAlgorithm | SB3Algorithm, path: Path) -> None:
-        if isinstance(model, SB3Algorithm):  # the sb3 backend's
+        if self.backend == "sb3":
             model.save(str(path))  # SB3 leaves the replay buffer out of its zips
             return
         from lit_sb3.common.off_policy import OffPolicyAlgorithm
 
+        lit_model = cast("BaseAlgorithm", model)  # the lit backend's
         buffered = model if isinstance(model, OffPolicyAlgorithm) and model.checkpoint_replay_buffer else None
         if buffered is not None:
             buffered.checkpoint_replay_buffer = False  # a model to watch, not to resume from: no replay buffer
         try:
             # trainer.save_checkpoint without its barrier: only rank 0 evaluates in a multi-process run
-            trainer = model.trainer
+            trainer = lit_model.trainer
             trainer.strategy.checkpoint_io.save_checkpoint(
                 trainer._checkpoint_connector.dump_checkpoint(weights_only=True), str(path)
             )

@@ -20,7 +20,7 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import lightning as L
 import torch
@@ -130,8 +130,7 @@ def save_checkpoint(
         assert trainer is not None, "save_checkpoint: the lit backend needs its trainer"
         save_lit_checkpoint(trainer, model, run, wall_time_s)
     else:
-        assert isinstance(model, SB3Algorithm), "save_checkpoint: the sb3 backend saves an SB3 model"
-        save_sb3_checkpoint(model, run, wall_time_s, replay_buffer)
+        save_sb3_checkpoint(cast(SB3Algorithm, model), run, wall_time_s, replay_buffer)  # the sb3 backend's
 
 
 # ---------------------------------------------------------------------------------------------- reading

@@ -74,7 +74,7 @@ class EntropyTemperature(Part, nn.Module):
         else:
             self.register_buffer("ent_coef_tensor", torch.tensor(float(initial)))
 
-    def build(self, action_space: spaces.Space) -> dict[str, Any]:
+    def build(self, action_space: spaces.Space[Any]) -> dict[str, Any]:
         if self.target_entropy == "auto":
             if action_space.shape is None:
                 raise ValueError(f"target_entropy: 'auto' needs an action space with a shape, got {action_space}")

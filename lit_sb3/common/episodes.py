@@ -22,13 +22,16 @@ if TYPE_CHECKING:
 else:
     _Module = object
 
+#: what ``evaluate_policy`` calls at each step: ``callback(locals(), globals())``
+StepCallback = Callable[[dict[str, Any], dict[str, Any]], None]
+
 
 class Acting(_Module):
     """``predict`` and the evaluation-stage hooks of :class:`BaseAlgorithm` (a mixin)."""
 
     # what it reads of the algorithm (set by BaseAlgorithm)
     policy: BasePolicy | None
-    action_space: spaces.Space | None
+    action_space: spaces.Space[Any] | None
     num_timesteps: int
     _parts: list[Part]
 
@@ -70,7 +73,7 @@ class Acting(_Module):
         return metrics
 
     def evaluate_episodes(
-        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: Callable | None = None
+        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: StepCallback | None = None
     ) -> tuple[list[float], list[int]]:
         """Returns and lengths of ``n_episodes`` episodes of this policy on ``env`` (SB3's ``evaluate_policy``,
         which calls ``callback(locals(), globals())`` at each step)."""

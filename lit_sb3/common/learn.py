@@ -32,7 +32,7 @@ class SB3Learn:
         env: GymEnv | str | None = None,
         callback: MaybeCallback = None,
         log_every_n_steps: int | None = None,
-        tb_log_name: str | None = None,
+        tb_log_name: str = "",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
         default_root_dir: str | Path | None = None,
@@ -49,7 +49,7 @@ class SB3Learn:
         :param callback: SB3 callback(s), called at every env step
         :param log_every_n_steps: dump metrics every this many rollouts (on-policy) or episodes (off-policy);
             None: never (SB3's ``log_interval=None``)
-        :param tb_log_name: run name of the loggers
+        :param tb_log_name: run name of the loggers (empty: the class name)
         :param reset_num_timesteps: start counting env steps (and logged curves) from zero
         :param progress_bar: show a progress bar counting env steps
         :param default_root_dir: where CSV logs go; nothing is written when None

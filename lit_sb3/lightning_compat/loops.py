@@ -132,11 +132,11 @@ class EnvStepEpochLoop(_TrainingEpochLoop):
         steps = env_steps(self.trainer)
         self.stepped_batches = value if steps is None else self.stepped_batches + value - steps
 
-    def load_state_dict(self, state_dict: dict, prefix: str = "") -> None:
+    def load_state_dict(self, state_dict: dict[str, Any], prefix: str = "") -> None:
         super().load_state_dict(state_dict, prefix)
         self.stepped_batches = state_dict.get("_batches_that_stepped", 0)  # the count, not a change of it
 
-    def state_dict(self, destination: dict | None = None, prefix: str = "") -> dict:
+    def state_dict(self, destination: dict[str, Any] | None = None, prefix: str = "") -> dict[str, Any]:
         state = super().state_dict(destination, prefix)
         state["_batches_that_stepped"] = self.stepped_batches
         return state
@@ -198,7 +198,7 @@ class _EnvStepManualOptimization(_ManualOptimization):
 
     direct = False
 
-    def advance(self, kwargs: OrderedDict) -> None:
+    def advance(self, kwargs: OrderedDict[str, Any]) -> None:
         if not self.direct:
             return super().advance(kwargs)
         trainer = self.trainer

@@ -62,7 +62,7 @@ class CrossQ(OffPolicyAlgorithm):
     policy_aliases: ClassVar[dict[str, type[CrossQPolicy]]] = POLICY_ALIASES
     policy: CrossQPolicy  # None until the networks are built (as SB3 declares it)
     actor, critic = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box,)
     ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 
     def __init__(

@@ -7,7 +7,6 @@ re-evaluates the actions, so a masked action has probability zero both when acti
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -23,6 +22,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.algorithms.ppo_mask.policies import POLICY_ALIASES
+from lit_sb3.common.episodes import StepCallback
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
@@ -68,7 +68,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[MaskableActorCriticPolicy]]] = POLICY_ALIASES
     policy: MaskableActorCriticPolicy  # None until the networks are built (as SB3 declares it)
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (
         spaces.Discrete,
         spaces.MultiDiscrete,
         spaces.MultiBinary,
@@ -166,7 +166,8 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
 
     def _policy_step(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         self._action_masks = get_action_masks(self._masks_env) if self._masks_env is not None else None
-        return self.policy(obs, action_masks=self._action_masks)
+        step: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.policy(obs, action_masks=self._action_masks)
+        return step  # actions, values, log-probabilities
 
     def _store_transition(
         self,
@@ -221,7 +222,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         return self.policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
 
     def evaluate_episodes(
-        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: Callable | None = None
+        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: StepCallback | None = None
     ) -> tuple[list[float], list[int]]:
         """Evaluation episodes that act on valid actions only (when masking is on and the env has masks)."""
         from sb3_contrib.common.maskable.evaluation import evaluate_policy
@@ -238,7 +239,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         )
         return cast("tuple[list[float], list[int]]", episodes)  # per-episode lists with return_episode_rewards
 
-    def learn(
+    def learn(  # type: ignore[override]  # sb3-contrib's signature: use_masking before progress_bar
         self: SelfMaskablePPO,
         total_timesteps: int,
         env: GymEnv | str | None = None,

@@ -230,7 +230,8 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         return self.policy.evaluate_actions(batch.observations, actions, batch.lstm_states, batch.episode_starts)
 
     def _loss_mask(self, batch: Any) -> torch.Tensor:
-        return batch.mask > 1e-8
+        mask: torch.Tensor = batch.mask  # 1 for the steps of a sequence, 0 for its padding
+        return mask > 1e-8
 
     def train(self, mode: bool | None = None) -> RecurrentPPO:
         """Update policy using the currently gathered rollout buffer.
