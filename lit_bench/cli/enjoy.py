@@ -94,7 +94,12 @@ def load_vecnormalize(path: Path, env: VecNormalize, trust: bool = False) -> Non
         raise EnjoyError(str(error)) from None
     if not isinstance(saved, VecNormalize):
         raise EnjoyError(f"vecnormalize: {path} holds a {type(saved).__name__}, not VecNormalize statistics")
-    env.obs_rms, env.ret_rms = saved.obs_rms, saved.ret_rms
+    # what the saved layer holds (norm_obs=False keeps no obs_rms): vars(), since an unpickled VecNormalize has no
+    # venv and its attribute lookup would recurse into the missing one
+    stats = vars(saved)
+    for name in ("obs_rms", "ret_rms"):
+        if name in stats:
+            setattr(env, name, stats[name])
     env.training, env.norm_reward = False, False
 
 

@@ -106,7 +106,16 @@ def distribution_from_mapping(key: str, spec: Mapping[str, Any]) -> BaseDistribu
 def distribution_from_sweep(key: str, sweep: Any) -> BaseDistribution:
     """Optuna's distribution from Hydra's sweep syntax: ``choice(...)`` / ``a,b,c``, ``interval(lo, hi)`` (floats;
     ``tag(int, ...)`` for integers), ``range(start, stop[, step])`` (stop excluded), ``tag(log, ...)`` for a log
-    scale."""
+    scale. Bounds Optuna refuses (low > high, low <= 0 on a log scale) are one line naming ``key``."""
+    try:
+        return _sweep_distribution(key, sweep)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:  # Optuna's own checks of the bounds
+        raise ConfigError(f"{key}: {error}") from None
+
+
+def _sweep_distribution(key: str, sweep: Any) -> BaseDistribution:
     from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
