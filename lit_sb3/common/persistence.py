@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -34,11 +34,17 @@ from lit_sb3.common.saved_state import (
 from lit_sb3.lightning_compat import attached_trainer
 
 if TYPE_CHECKING:
+    import lightning as L
+
     from lit_sb3.common.base import BaseAlgorithm
+
+    _Base = L.LightningModule  # the class after the mixins in BaseAlgorithm's bases (its hooks are overridden here)
+else:
+    _Base = object
 
 __all__ = ["CHECKPOINT", "ZIP", "Persistence", "StateFormat"]
 
-SelfAlgorithm = TypeVar("SelfAlgorithm", bound="BaseAlgorithm")
+SelfPersistence = TypeVar("SelfPersistence", bound="Persistence")
 
 _CKPT_KEY = "lit_sb3"
 _VOLATILE_HPARAMS = ("verbose", "device")  # where and how loudly a run trains, not what it trains
@@ -46,45 +52,54 @@ _VOLATILE_HPARAMS = ("verbose", "device")  # where and how loudly a run trains, 
 _UNSAVED_KEY = "unsaved_hyperparameters"
 
 
-class Persistence:
+def _algorithm(mixin: Persistence) -> BaseAlgorithm:
+    """``mixin`` as the algorithm it is part of: Persistence is a base of :class:`BaseAlgorithm` only."""
+    return cast("BaseAlgorithm", mixin)
+
+
+class Persistence(_Base):
     """``save`` / ``load`` / ``get_parameters`` / ``set_parameters`` and the checkpoint hooks of :class:`BaseAlgorithm`
     (a mixin placed before ``LightningModule``, whose checkpoint hooks it overrides)."""
 
     # ------------------------------------------------------------------ the one hook pair
 
-    def _extra_state(self: BaseAlgorithm, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
         """What this algorithm keeps besides its parameters and optimizer states, in format ``fmt`` (see the module
         docstring); subclasses extend the dict (and check ``fmt`` when an entry belongs to one format only)."""
-        state = base_state(self, fmt)
-        for part in self._parts:
+        algorithm = _algorithm(self)
+        state = base_state(algorithm, fmt)
+        for part in algorithm._parts:
             state.update(part.state(fmt))
         return state
 
-    def _load_extra_state(self: BaseAlgorithm, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
         """Restore what :meth:`_extra_state` returned (the networks are built already); a checkpoint's env state
         waits for the training env (:meth:`_resume_training_state` at train start)."""
-        for part in self._parts:
+        algorithm = _algorithm(self)
+        for part in algorithm._parts:
             part.load_state(state, fmt)
-        load_base_state(self, state, fmt)
+        load_base_state(algorithm, state, fmt)
 
-    def _resume_training_state(self: BaseAlgorithm, env: VecEnv, state: dict[str, Any]) -> None:
+    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
         """Put ``env`` and the collection state where the checkpoint left them (subclasses extend)."""
-        resume_env_state(self, env, state)
+        resume_env_state(_algorithm(self), env, state)
 
     # ------------------------------------------------------------------ Lightning checkpoints
 
-    def on_save_checkpoint(self: BaseAlgorithm, checkpoint: dict[str, Any]) -> None:
-        if self.observation_space is not None:
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        algorithm = _algorithm(self)
+        if algorithm.observation_space is not None:
             checkpoint[_CKPT_KEY] = self._extra_state(CHECKPOINT)
-            checkpoint[_CKPT_KEY][_UNSAVED_KEY] = sorted(unsaved_hyperparameters(self))
+            checkpoint[_CKPT_KEY][_UNSAVED_KEY] = sorted(unsaved_hyperparameters(algorithm))
 
-    def on_load_checkpoint(self: BaseAlgorithm, checkpoint: dict[str, Any]) -> None:
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        algorithm = _algorithm(self)
         if attached_trainer(self) is not None:  # resuming into a model the caller built (load_from_checkpoint: its own)
-            _warn_about_changed_hyperparameters(self, checkpoint.get("hyper_parameters") or {})
+            _warn_about_changed_hyperparameters(algorithm, checkpoint.get("hyper_parameters") or {})
         state = checkpoint.get(_CKPT_KEY)
         if state is None:
             return
-        self.build(space_from_dict(state["observation_space"]), space_from_dict(state["action_space"]))
+        algorithm.build(space_from_dict(state["observation_space"]), space_from_dict(state["action_space"]))
         self._load_extra_state(state, CHECKPOINT)
         self._unsaved_in_checkpoint = list(state.get(_UNSAVED_KEY) or [])
 
@@ -105,7 +120,7 @@ class Persistence:
             weights_only = False
         local = isinstance(checkpoint_path, (str, Path)) and "://" not in str(checkpoint_path)
         with trusted_checkpoint(checkpoint_path if local and weights_only is not False else None):
-            model = super().load_from_checkpoint(  # type: ignore[misc]
+            model = super().load_from_checkpoint(
                 checkpoint_path,
                 map_location=map_location,
                 hparams_file=hparams_file,
@@ -124,17 +139,18 @@ class Persistence:
 
     # ------------------------------------------------------------------ SB3 parameters and zips
 
-    def get_parameters(self: BaseAlgorithm) -> dict[str, dict]:
+    def get_parameters(self) -> dict[str, dict]:
         """``{"policy": state_dict, "policy.optimizer": state_dict, ...}`` as SB3 returns it."""
-        if self.policy is None:
+        algorithm = _algorithm(self)
+        if algorithm.policy is None:
             raise RuntimeError("get_parameters: the networks are not built yet")
-        params = {"policy": self.policy.state_dict()}
-        for name, optimizer in self._named_optimizers().items():
+        params = {"policy": algorithm.policy.state_dict()}
+        for name, optimizer in algorithm._named_optimizers().items():
             params[name] = optimizer.state_dict()
         return params
 
     def set_parameters(
-        self: BaseAlgorithm,
+        self,
         load_path_or_dict: str | dict[str, dict],
         exact_match: bool = True,
         device: torch.device | str = "auto",
@@ -144,7 +160,8 @@ class Persistence:
             params = load_path_or_dict
         else:
             params = zips.read_parameters(load_path_or_dict, device)
-        targets: dict[str, Any] = {"policy": self.policy, **self._named_optimizers()}
+        algorithm = _algorithm(self)
+        targets: dict[str, Any] = {"policy": algorithm.policy, **algorithm._named_optimizers()}
         missing = set(targets) - set(params)
         if exact_match and missing:
             raise ValueError(f"set_parameters: missing {sorted(missing)} in the loaded parameters")
@@ -156,9 +173,7 @@ class Persistence:
             else:
                 targets[name].load_state_dict(state, strict=exact_match)
 
-    def save(
-        self: BaseAlgorithm, path: str | Path, exclude: list[str] | None = None, include: list[str] | None = None
-    ) -> None:
+    def save(self, path: str | Path, exclude: list[str] | None = None, include: list[str] | None = None) -> None:
         """SB3-style zip: hyperparameters, spaces and counters (``data``) plus parameters (``params``).
 
         :param exclude: ``data`` entries to leave out (except those also in ``include``, as in SB3)
@@ -166,11 +181,11 @@ class Persistence:
             "_last_episode_starts"]``, which ``load(env=..., force_reset=False)`` continues from); ``load`` puts
             them back
         """
-        zips.save_zip(self, path, exclude, include)
+        zips.save_zip(_algorithm(self), path, exclude, include)
 
     @classmethod
     def load(
-        cls: type[SelfAlgorithm],
+        cls: type[SelfPersistence],
         path: str | Path,
         env: GymEnv | str | None = None,
         device: torch.device | str = "auto",
@@ -180,7 +195,7 @@ class Persistence:
         *,
         trusted: bool | None = None,
         **kwargs: Any,
-    ) -> SelfAlgorithm:
+    ) -> SelfPersistence:
         """Load a zip written by ``save`` (or by SB3's own ``save`` of the same algorithm).
 
         Safe by default: values come from ``custom_objects``, the plain-JSON mirror ``save`` writes, or the zip's

@@ -26,8 +26,9 @@ from lit_sb3.common.saved_state import INCLUDED_KEY, NOT_HPARAMS, ZIP
 
 if TYPE_CHECKING:
     from lit_sb3.common.base import BaseAlgorithm
+    from lit_sb3.common.persistence import Persistence
 
-SelfAlgorithm = TypeVar("SelfAlgorithm", bound="BaseAlgorithm")
+SelfPersistence = TypeVar("SelfPersistence", bound="Persistence")
 
 #: where an env stood when the zip was written; ``load(env=..., force_reset=False)`` continues from there
 _CONTINUATION = ("_last_obs", "_last_episode_starts", "_last_original_obs")
@@ -68,7 +69,7 @@ def save_zip(model: BaseAlgorithm, path: str | Path, exclude: list[str] | None, 
 
 
 def load_zip(
-    cls: type[SelfAlgorithm],
+    cls: type[SelfPersistence],
     path: str | Path,
     env: GymEnv | str | None,
     device: torch.device | str,
@@ -77,7 +78,7 @@ def load_zip(
     force_reset: bool,
     trusted: bool | None,
     kwargs: dict[str, Any],
-) -> SelfAlgorithm:
+) -> SelfPersistence:
     """A ``cls`` built from the zip at ``path`` (see :meth:`~lit_sb3.common.persistence.Persistence.load`)."""
     if isinstance(path, (str, Path)) and not Path(path).is_file():
         if not Path(f"{path}.zip").is_file():
@@ -103,7 +104,8 @@ def load_zip(
     init_kwargs.update({k: data[f"{k}_schedule"] for k in accepted - set(data) if f"{k}_schedule" in data})
     init_kwargs["policy"] = data.get("policy", data.get("policy_class"))
     init_kwargs.update(kwargs, device=device)
-    model = cls(**init_kwargs)
+    loaded = cls(**init_kwargs)
+    model = cast("BaseAlgorithm", loaded)  # Persistence is a base of BaseAlgorithm only
     if env is not None:
         model._env = to_vec_env(env)
         check_for_correct_spaces(model._env, data["observation_space"], data["action_space"])
@@ -124,7 +126,7 @@ def load_zip(
         model._seeded_env = model._env  # the env stands where the zip left it: no reset at train start
     else:
         model._last_obs = None  # a saved observation is stale: the env resets at train start
-    return model
+    return loaded
 
 
 def _warn_about_unsafe_values(data: dict[str, Any], mirrored: set[str]) -> None:
