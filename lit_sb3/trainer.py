@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
@@ -24,6 +24,8 @@ from lit_sb3.quiet import installed_callbacks_read_once, quiet_lightning
 
 #: precisions whose update runs on float32 env data: full float32, or mixed precision (autocast) for the update only
 SUPPORTED_PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")
+#: Lightning's ``training`` property, whose setter RLTrainer's override keeps
+_LIGHTNING_TRAINING: property = vars(L.Trainer)["training"]
 
 
 @runtime_checkable
@@ -125,7 +127,7 @@ class RLTrainer(L.Trainer):
 
     @training.setter
     def training(self, val: bool) -> None:
-        L.Trainer.training.fset(self, val)
+        _LIGHTNING_TRAINING.__set__(self, val)
 
     # ------------------------------------------------------------------ budget
 
@@ -166,7 +168,7 @@ class RLTrainer(L.Trainer):
         datamodule.trainer = self
         return datamodule
 
-    def fit(
+    def fit(  # type: ignore[override]  # the spec'd signature: an RL module in, the same module back for chaining
         self,
         model: RLModule,
         *,
@@ -213,7 +215,7 @@ class RLTrainer(L.Trainer):
                 ),
             ):
                 super().fit(
-                    model,
+                    cast(L.LightningModule, model),  # _attach checked it is one
                     train_dataloaders=model.train_dataloader(),
                     ckpt_path=ckpt_path,
                     weights_only=True if weights_only is None else weights_only,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import lightning as L
 import numpy as np
@@ -42,6 +42,13 @@ _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
 
 SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 
+
+class NoisyPolicy(Protocol):
+    """A policy with gSDE exploration (``use_sde``): its noise matrices are resampled."""
+
+    def reset_noise(self, n_envs: int = 1) -> None: ...
+
+
 ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Dict)
 ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
@@ -66,7 +73,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
     :param env: SB3-style migration convenience: build the networks now and train on this env in ``learn``
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
+    policy_aliases: ClassVar[Mapping[str, type[BasePolicy]]] = {}
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_ACTION_SPACES
     supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_OBSERVATION_SPACES
     default_log_interval: ClassVar[int] = 1
@@ -120,7 +127,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         self._num_timesteps_at_start = 0
         self.ep_info_buffer: deque = deque(maxlen=stats_window_size)
         self.ep_success_buffer: deque = deque(maxlen=stats_window_size)
-        self.log_interval = self.default_log_interval
+        self.log_interval: int | None = self.default_log_interval  # learn(log_every_n_steps=None): never
         self._metrics = MetricTracker()
         self._parts: list[Part] = []  # the algorithm's parts (lit_sb3.common.parts), found when it is built
         self._mode_switch: TrainingModeSwitch | None = None  # the policy's train/eval switch, made at first use
@@ -182,6 +189,10 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         if self.policy is None or self.observation_space is None or self.action_space is None:
             raise RuntimeError(f"{type(self).__name__}: the networks are not built yet (give it an env, train or load)")
         return self.policy, self.observation_space, self.action_space
+
+    def _reset_noise(self, n_envs: int) -> None:
+        """gSDE: sample new exploration noise matrices (every policy that takes ``use_sde`` has ``reset_noise``)."""
+        cast(NoisyPolicy, self._built()[0]).reset_noise(n_envs)
 
     def _set_training_mode(self, mode: bool) -> None:
         """``self.policy.set_training_mode(mode)``, as flag writes (see :class:`TrainingModeSwitch`)."""
