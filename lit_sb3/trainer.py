@@ -49,10 +49,10 @@ class RLModule(Protocol):
 class EvalEpisodes:
     """The evaluation "dataloader": one batch, the request ``(n_episodes, deterministic, ...)`` for the stage's env."""
 
-    def __init__(self, request: tuple) -> None:
+    def __init__(self, request: tuple[Any, ...]) -> None:
         self.request = request
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         yield self.request
 
     def __len__(self) -> int:
@@ -246,7 +246,7 @@ class RLTrainer(L.Trainer):
         env = datamodule.get_env(stage)
         if env is None:
             raise ValueError(f"datamodule: RLEnvDataModule has no {stage} env (nor an env id to build one from)")
-        request: tuple = (datamodule.n_eval_episodes, datamodule.deterministic_eval)
+        request: tuple[Any, ...] = (datamodule.n_eval_episodes, datamodule.deterministic_eval)
         if stage == "predict":
             request += (kwargs.pop("trajectories"),)
         with quiet_lightning():

@@ -43,14 +43,14 @@ _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
 SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 
 
+ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Dict)
+ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
 class NoisyPolicy(Protocol):
     """A policy with gSDE exploration (``use_sde``): its noise matrices are resampled."""
 
     def reset_noise(self, n_envs: int = 1) -> None: ...
-
-
-ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Dict)
-ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
 class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule, metaclass=SB3CallForms):
@@ -74,8 +74,8 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
     """
 
     policy_aliases: ClassVar[Mapping[str, type[BasePolicy]]] = {}
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_ACTION_SPACES
-    supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_OBSERVATION_SPACES
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = ALL_ACTION_SPACES
+    supported_observation_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = ALL_OBSERVATION_SPACES
     default_log_interval: ClassVar[int] = 1
     #: each update is gradient steps that DDP averages over processes (the on-policy algorithms but TRPO)
     multi_process_update: ClassVar[bool] = False
@@ -105,8 +105,8 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         self.automatic_optimization = False
 
         self.policy: BasePolicy | None = None
-        self.observation_space: spaces.Space | None = None
-        self.action_space: spaces.Space | None = None
+        self.observation_space: spaces.Space[Any] | None = None
+        self.action_space: spaces.Space[Any] | None = None
         self.n_envs: int | None = None
         self.num_timesteps = 0
         self._n_updates = 0
@@ -125,8 +125,8 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         self._learn_logger: Any = None
         self._start_time = 0  # time.time_ns() at train start
         self._num_timesteps_at_start = 0
-        self.ep_info_buffer: deque = deque(maxlen=stats_window_size)
-        self.ep_success_buffer: deque = deque(maxlen=stats_window_size)
+        self.ep_info_buffer: deque[dict[str, Any]] = deque(maxlen=stats_window_size)
+        self.ep_success_buffer: deque[bool] = deque(maxlen=stats_window_size)
         self.log_interval: int | None = self.default_log_interval  # learn(log_every_n_steps=None): never
         self._metrics = MetricTracker()
         self._parts: list[Part] = []  # the algorithm's parts (lit_sb3.common.parts), found when it is built
@@ -168,7 +168,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         if self.observation_space is not None and self.action_space is not None:
             check_for_correct_spaces(env, self.observation_space, self.action_space)
 
-    def build(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def build(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         """Create the networks for these spaces (idempotent)."""
         if self.policy is not None:
             return
@@ -184,7 +184,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         if attached_trainer(self) is None:
             self.to(get_device(self.requested_device))
 
-    def _built(self) -> tuple[BasePolicy, spaces.Space, spaces.Space]:
+    def _built(self) -> tuple[BasePolicy, spaces.Space[Any], spaces.Space[Any]]:
         """The policy and the spaces, which exist once :meth:`build` ran."""
         if self.policy is None or self.observation_space is None or self.action_space is None:
             raise RuntimeError(f"{type(self).__name__}: the networks are not built yet (give it an env, train or load)")
@@ -201,7 +201,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
             switch = self._mode_switch = TrainingModeSwitch(self._built()[0])
         switch(mode)
 
-    def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> BasePolicy:
+    def _make_policy(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> BasePolicy:
         """Hook: the policy for these spaces (ARS's policies take no learning-rate schedule)."""
         return self.policy_class(observation_space, action_space, self.lr_schedule, **self._policy_kwargs())
 

@@ -242,7 +242,8 @@ class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
 
     def _policy_step(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Hook: actions, values and log-probabilities for the current observations."""
-        return self.policy(obs)
+        step: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.policy(obs)
+        return step
 
     def _last_values(self, obs: Any, dones: np.ndarray) -> torch.Tensor:
         """Hook: value of the observation after the rollout (bootstrap for GAE)."""

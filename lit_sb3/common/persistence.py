@@ -139,7 +139,7 @@ class Persistence(_Base):
 
     # ------------------------------------------------------------------ SB3 parameters and zips
 
-    def get_parameters(self) -> dict[str, dict]:
+    def get_parameters(self) -> dict[str, dict[str, Any]]:
         """``{"policy": state_dict, "policy.optimizer": state_dict, ...}`` as SB3 returns it."""
         algorithm = _algorithm(self)
         if algorithm.policy is None:
@@ -151,7 +151,7 @@ class Persistence(_Base):
 
     def set_parameters(
         self,
-        load_path_or_dict: str | dict[str, dict],
+        load_path_or_dict: str | dict[str, dict[str, Any]],
         exact_match: bool = True,
         device: torch.device | str = "auto",
     ) -> None:
@@ -218,11 +218,16 @@ def _same(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if type(a) is type(b) and hasattr(a, "__dict__") and not isinstance(a, type) and type(a).__eq__ is object.__eq__:
-        if type(a).__repr__ is not object.__repr__:  # action noise: its repr names the settings, not the noise state
+    if type(a) is type(b) and hasattr(a, "__dict__") and not isinstance(a, type) and not _defines(type(a), "__eq__"):
+        if _defines(type(a), "__repr__"):  # action noise: its repr names the settings, not the noise state
             return repr(a) == repr(b)
         return _same(vars(a), vars(b))
     return bool(a == b)
+
+
+def _defines(cls: type, name: str) -> bool:
+    """Whether ``cls`` overrides ``object``'s method ``name`` (itself or through a base)."""
+    return getattr(cls, name) is not getattr(object, name)
 
 
 def _warn_about_changed_hyperparameters(model: BaseAlgorithm, saved: dict[str, Any]) -> None:

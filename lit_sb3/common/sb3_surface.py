@@ -34,8 +34,8 @@ class SB3Surface(_Base):
     placed before ``LightningModule``, whose ``logger`` it overrides)."""
 
     # SB3's attributes, set by BaseAlgorithm's constructor and ``build``
-    observation_space: spaces.Space | None
-    action_space: spaces.Space | None
+    observation_space: spaces.Space[Any] | None
+    action_space: spaces.Space[Any] | None
     n_envs: int | None
     num_timesteps: int
     ep_info_buffer: deque[dict[str, Any]]
@@ -56,7 +56,8 @@ class SB3Surface(_Base):
         datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
         if datamodule is None or not hasattr(datamodule, "get_env"):
             return None
-        return datamodule.get_env("fit", resolve=False)
+        env: VecEnv | None = datamodule.get_env("fit", resolve=False)
+        return env
 
     @property
     def env(self) -> VecEnv | None:

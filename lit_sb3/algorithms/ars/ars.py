@@ -62,9 +62,9 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
     policy_aliases: ClassVar[dict[str, type[ARSPolicy]]] = POLICY_ALIASES
     policy_class: type[ARSPolicy]
     policy: ARSPolicy  # None until the networks are built (as SB3 declares it)
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box, spaces.Discrete)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box, spaces.Discrete)
     # ARSPolicy flattens its input: every space but Dict (no multi-input extractor) works
-    supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+    supported_observation_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (
         spaces.Box,
         spaces.Discrete,
         spaces.MultiDiscrete,
@@ -130,7 +130,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
             if isinstance(value, (int, float)) and value <= 0:
                 raise ValueError(f"{name}: must be > 0 to train (a float or a schedule), got {value}")
 
-    def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> ARSPolicy:
+    def _make_policy(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> ARSPolicy:
         return self.policy_class(observation_space, action_space, **self._policy_kwargs())
 
     def _policy_kwargs(self) -> dict[str, Any]:
@@ -199,7 +199,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
 
     # ------------------------------------------------------------------ entry point
 
-    def learn(
+    def learn(  # type: ignore[override]  # sb3-contrib's signature: async_eval before progress_bar
         self: SelfARS,
         total_timesteps: int,
         env: GymEnv | str | None = None,
@@ -247,7 +247,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
 
     def set_parameters(
         self,
-        load_path_or_dict: str | dict[str, dict],
+        load_path_or_dict: str | dict[str, dict[str, Any]],
         exact_match: bool = True,
         device: torch.device | str = "auto",
     ) -> None:
