@@ -156,7 +156,9 @@ def assert_same(ref_grads, our_grads, ref, ours):
         assert len(ref_grads[name]) == len(our_grads[name]) > 0, name
         for ref_step, our_step in zip(ref_grads[name], our_grads[name]):
             for g_ref, g_ours in zip(ref_step, our_step):
-                torch.testing.assert_close(g_ours, g_ref, atol=TOL, rtol=0)
+                # 1e-6 absolute, or relative for gradients above 1 (CrossQ's entropy gradient, ~1.5, differs by up to
+                # ~8 float32 ulps from run to run: SIMD sums whose order follows the tensors' memory alignment)
+                torch.testing.assert_close(g_ours, g_ref, atol=TOL, rtol=TOL)
     ref_state, our_state = ref.policy.state_dict(), ours.policy.state_dict()
     for key, value in ref_state.items():
         torch.testing.assert_close(our_state[key], value, atol=TOL, rtol=0, msg=key)
