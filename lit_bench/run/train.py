@@ -24,7 +24,7 @@ from lit_bench.config.identity import config_hash, config_id, identify, resolved
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
 from lit_bench.run.fit import train_and_score
-from lit_bench.run.objective import score
+from lit_bench.run.objective import check_objective, score
 from lit_bench.run.outcome import (
     describe,
     failed,
@@ -135,6 +135,10 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         assert previous is not None
         if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
             return {**base, **previous}
+        try:
+            check_objective(cfg.objective)  # (prepare checks it for a run that trains; this one is scored too)
+        except ConfigError as error:
+            return failed(base, str(error))  # the completed run is left as it is
         return {
             **base,
             **previous,
