@@ -15,6 +15,10 @@ reach at that budget, not a guess.
 
 A suite's ``parity`` entries are exact-parity checks: lit_sb3 with ``parity=true`` (SB3's exact optimizer) and SB3
 train with the same seeds, and every seed's final evaluation must be identical (no threshold involved).
+
+This module is the command line, running a suite's entries through the harness and the check / record flows; a
+suite's config and options are in ``lit_bench.cli.regression.suites``, the scores, thresholds and parity verdicts in
+``lit_bench.cli.regression.verdicts`` (their public names importable from here).
 """
 
 from __future__ import annotations
@@ -25,34 +29,51 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
-from lit_bench.analysis.load import load_evaluations, load_runs
-from lit_bench.analysis.summarize import summary_table
+from lit_bench.analysis.load import load_runs
+from lit_bench.cli.regression.suites import BACKENDS, dry_run, load_suite, only, report_dir, scale, sweep_dir_of
+from lit_bench.cli.regression.verdicts import (
+    compare,
+    measured,
+    parity_result,
+    print_parity,
+    print_table,
+    selected,
+    thresholds,
+)
 from lit_bench.cli.report import write_report
 from lit_bench.config.resources import baselines_dir, source_checkout
-from lit_bench.config.sources import find_config, group_options
 from lit_bench.control import suite_plan
 from lit_bench.control.sweep import TAG_ENV, read_records
 from lit_bench.store.rundir import atomic_write_text
 
-BACKENDS = {"lit": "lit", "sb3": "sb3"}
-
-
-def load_suite(name: str) -> dict[str, Any]:
-    path = find_config("suite", name)  # a user's config directory may add suites (lit_bench.config.sources)
-    if path is None:
-        raise SystemExit(f"suite: unknown suite {name!r}; available: {', '.join(group_options('suite'))}")
-    return yaml.safe_load(path.read_text())
-
-
-def sweep_dir_of(suite: dict[str, Any], backend: str, out_dir: Path, kind: str = "entries") -> Path:
-    return out_dir / f"regress_{suite['name']}_{'parity_' if kind == 'parity' else ''}{backend}"
+__all__ = [  # the public names, importable from here as before the suites and verdicts had modules of their own
+    "BACKENDS",
+    "against_references",
+    "check",
+    "check_parity",
+    "compare",
+    "dry_run",
+    "load_suite",
+    "main",
+    "measure",
+    "measured",
+    "only",
+    "parity_result",
+    "print_parity",
+    "print_table",
+    "record",
+    "report_dir",
+    "run_suite",
+    "scale",
+    "selected",
+    "sweep_dir_of",
+    "thresholds",
+]
 
 
 def run_suite(
@@ -96,110 +117,6 @@ def run_suite(
     return sorted({Path(r["run_dir"]) for r in read_records(out_dir / sweep, f"{tag}-*")})
 
 
-def measured(runs: Path | Sequence[Path], suite: dict[str, Any] | None = None) -> pd.DataFrame:
-    """The report's summary table of runs or sweeps (only the suite's active entries when ``suite`` is given)."""
-    paths = [runs] if isinstance(runs, Path) else list(runs)
-    table = summary_table(load_runs(paths), load_evaluations(paths))
-    return table if suite is None else selected(table, suite)
-
-
-def selected(table: pd.DataFrame, suite: dict[str, Any]) -> pd.DataFrame:
-    active = {f"{e['algo']}:{e['env']}" for e in suite["entries"] if not e.get("skip")}
-    return table[(table.algo + ":" + table.env).isin(active)]
-
-
-def thresholds(scores: dict[str, pd.DataFrame], margin: float) -> pd.DataFrame:
-    """Per (algo, env): the lowest CI lower bound across backends, lowered by ``margin`` of its magnitude."""
-    merged = None
-    for backend, table in scores.items():
-        part = table[["algo", "env", "final_iqm", "ci_low"]].rename(
-            columns={"final_iqm": f"{backend}_final_iqm", "ci_low": f"{backend}_ci_low"}
-        )
-        merged = part if merged is None else merged.merge(part, on=["algo", "env"], how="outer")
-    assert merged is not None
-    lows = merged[[f"{b}_ci_low" for b in scores]].min(axis=1)
-    merged["threshold"] = lows - margin * lows.abs()
-    merged["margin"] = margin
-    return merged
-
-
-def compare(table: pd.DataFrame, baselines: pd.DataFrame, suite: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Measured vs threshold for every suite entry; a missing or failed measurement is a regression too, and so is
-    an entry of ``suite`` that has no recorded threshold."""
-    if suite is not None:
-        entries = pd.DataFrame(
-            [{"algo": e["algo"], "env": e["env"]} for e in suite["entries"] if not e.get("skip")],
-            columns=["algo", "env"],
-        )
-        baselines = entries.merge(baselines, on=["algo", "env"], how="left")
-    merged = baselines[["algo", "env", "threshold"]].merge(
-        table[["algo", "env", "seeds", "failed", "final_iqm", "ci_low", "ci_high"]], on=["algo", "env"], how="left"
-    )
-    merged["passed"] = (merged.final_iqm >= merged.threshold) & (merged.failed.fillna(1) == 0)
-    return merged
-
-
-def parity_result(suite: dict[str, Any], lit_runs: pd.DataFrame, sb3_runs: pd.DataFrame) -> pd.DataFrame:
-    """Per parity entry and seed: both backends' final evaluations; passed when both completed with equal values."""
-    expected = pd.DataFrame(
-        [
-            {"algo": e["algo"], "env": e["env"], "seed": seed}
-            for e in suite.get("parity", [])
-            if not e.get("skip")
-            for seed in suite["seeds"]
-        ],
-        columns=["algo", "env", "seed"],
-    )
-    keys = {"algo": str, "env": str, "seed": int}
-    result = expected.astype(keys)
-    for backend, runs in (("lit", lit_runs), ("sb3", sb3_runs)):
-        part = runs.reindex(columns=["algo", "env", "seed", "status", "final_mean_return"])
-        part = part.dropna(subset=["algo", "env", "seed"]).astype(keys)
-        part = part.rename(columns={"status": f"{backend}_status", "final_mean_return": f"{backend}_final"})
-        result = result.merge(part, on=["algo", "env", "seed"], how="left")
-    result["passed"] = (
-        (result.lit_status == "completed") & (result.sb3_status == "completed") & (result.lit_final == result.sb3_final)
-    )
-    return result
-
-
-def check_parity(suite: dict[str, Any], out_dir: Path, launcher: str | None = None) -> pd.DataFrame:
-    """Run the suite's exact-parity entries on both backends (with the suite's launcher) and compare their final
-    evaluations."""
-    if not any(not e.get("skip") for e in suite.get("parity", [])):
-        return parity_result(suite, pd.DataFrame(), pd.DataFrame())
-    runs = {backend: load_runs(run_suite(suite, backend, out_dir, launcher, kind="parity")) for backend in BACKENDS}
-    return parity_result(suite, runs["lit"], runs["sb3"])
-
-
-def print_parity(result: pd.DataFrame) -> None:
-    print(
-        f"\nexact parity (lit_sb3 parity=true vs SB3)\n{'algo':<6} {'env':<18} {'seed':>4} {'lit':>12} {'sb3':>12}"
-        f"  verdict"
-    )
-    for r in result.itertuples():
-        lit, sb3 = (f"{v:.4f}" if pd.notna(v) else "-" for v in (r.lit_final, r.sb3_final))
-        print(f"{r.algo:<6} {r.env:<18} {r.seed:>4} {lit:>12} {sb3:>12}  {'identical' if r.passed else 'DIFFERENT'}")
-
-
-def print_table(result: pd.DataFrame) -> None:
-    print(
-        f"\n{'algo':<6} {'env':<18} {'seeds':>5} {'failed':>6} {'final IQM':>10} {'95% CI':>20} "
-        f"{'threshold':>10}  verdict"
-    )
-    for r in result.itertuples():
-        ci = f"[{r.ci_low:.1f}, {r.ci_high:.1f}]" if pd.notna(r.ci_low) else "-"
-        score = f"{r.final_iqm:.1f}" if pd.notna(r.final_iqm) else "-"
-        print(
-            f"{r.algo:<6} {r.env:<18} {_int(r.seeds):>5} {_int(r.failed):>6} {score:>10} {ci:>20} "
-            f"{r.threshold:>10.1f}  {'ok' if r.passed else 'REGRESSION'}"
-        )
-
-
-def _int(value: Any) -> str:
-    return "-" if pd.isna(value) else str(int(value))
-
-
 def measure(
     suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None, *, report: bool = False
 ) -> pd.DataFrame:
@@ -211,8 +128,13 @@ def measure(
     return measured(runs, suite)
 
 
-def report_dir(suite: dict[str, Any], backend: str, out_dir: Path) -> Path:
-    return sweep_dir_of(suite, backend, out_dir) / "report"
+def check_parity(suite: dict[str, Any], out_dir: Path, launcher: str | None = None) -> pd.DataFrame:
+    """Run the suite's exact-parity entries on both backends (with the suite's launcher) and compare their final
+    evaluations."""
+    if not any(not e.get("skip") for e in suite.get("parity", [])):
+        return parity_result(suite, pd.DataFrame(), pd.DataFrame())
+    runs = {backend: load_runs(run_suite(suite, backend, out_dir, launcher, kind="parity")) for backend in BACKENDS}
+    return parity_result(suite, runs["lit"], runs["sb3"])
 
 
 def record(
@@ -260,39 +182,6 @@ def against_references(suite: dict[str, Any], table: pd.DataFrame, report: Path)
     failed = int(table.failed.sum()) + max(missing, 0)
     print(f"report: {report}\n{failed} failed or missing")
     return 1 if failed else 0
-
-
-def only(suite: dict[str, Any], wanted: list[str]) -> None:
-    """Mark every entry (and parity entry) not named ``algo:env`` in ``wanted`` as skipped."""
-    entries = suite["entries"] + suite.get("parity", [])
-    unknown = set(wanted) - {f"{e['algo']}:{e['env']}" for e in entries}
-    if unknown:
-        raise SystemExit(f"--only: {sorted(unknown)} not in suite {suite['name']!r}")
-    for entry in entries:
-        entry["skip"] = f"{entry['algo']}:{entry['env']}" not in wanted
-
-
-def scale(suite: dict[str, Any], factor: float) -> None:
-    """Multiply the budgets of the suite's entries and parity entries by ``factor`` (``--scale``)."""
-    for kind in ("entries", "parity"):
-        kept = {id(e) for e in suite.get(kind, []) if not e.get("skip")}
-        budgets = iter(entry.budget for entry in suite_plan.scaled(suite.get(kind, []), factor))
-        for entry in suite.get(kind, []):
-            if id(entry) in kept:
-                entry["budget"] = next(budgets)
-
-
-def dry_run(suite: dict[str, Any], launcher: str | None) -> int:
-    """Print what the suite would run (``--dry-run``): multiruns, resources per run, estimated core-hours."""
-    seeds = len(suite["seeds"])
-    for kind, backends in (("entries", ["lit"]), ("parity", list(BACKENDS))):
-        entries = suite_plan.scaled(suite.get(kind, []), 1.0)
-        if not entries:
-            continue
-        result = suite_plan.plan(entries, seeds * len(backends), launcher, suite_plan.costs())
-        print(f"{suite['name']} {kind} ({', '.join(backends)}; seeds {suite['seeds']}):")
-        print(suite_plan.describe(result))
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

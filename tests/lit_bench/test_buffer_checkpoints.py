@@ -13,7 +13,7 @@ import torch
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.envs import make_envs
-from lit_bench.run.train import _prepare
+from lit_bench.run.prepare import prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, harness_kwargs, lit_class_or_skip
 
@@ -60,7 +60,7 @@ def test_every_off_policy_pair_checkpoints_its_replay_buffer(algo: str, tmp_path
         cfg = compose_run(f"algo={algo}", f"env={env_name}")
         cls = lit_class_or_skip(cfg)
         try:
-            _prepare(cfg)
+            prepare(cfg)
         except ConfigError:
             continue  # an incompatible pair: its one-line error is tested in test_harness
         key = (env_name, int(cfg.env.n_envs), str(cfg.env.normalize))

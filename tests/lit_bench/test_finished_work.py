@@ -57,6 +57,20 @@ def test_killed_during_the_final_evaluation_only_redoes_it(
     assert "running it again from the start" not in capfd.readouterr().err
 
 
+def test_a_completed_run_refuses_a_wrong_objective_instead_of_scoring_another(tmp_path: Path) -> None:
+    """A skipped run is scored with the objective too: a wrong one is a one-line error, not another score."""
+    overrides, run_dir, _ = _completed(tmp_path)
+    before = _files(run_dir)
+    for wrong, said in (
+        ("objective.metric=best", "objective.metric=best: choose one of final, iqm_last"),
+        ("objective.last=0", "objective.last=0: must be >= 1 evaluations"),
+    ):
+        again = train.run(compose_run(*overrides, "objective.metric=iqm_last", wrong))
+        assert again["status"] == "failed" and again["error"] == said, again
+    assert train.run(compose_run(*overrides, "objective.metric=iqm_last"))["status"] == "skipped"
+    assert _files(run_dir) == before  # nothing changed
+
+
 @pytest.mark.parametrize("how", ["config.yaml unreadable", "config.yaml missing", "config.yaml not a mapping"])
 def test_a_completed_run_that_cannot_be_proven_ours_is_never_deleted(
     tmp_path: Path, how: str, capfd: pytest.CaptureFixture

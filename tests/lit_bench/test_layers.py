@@ -30,13 +30,28 @@ def _layer(path: Path) -> str:
 
 
 def _imports(path: Path) -> set[str]:
+    return _imported(path.read_text(), ".".join(path.relative_to(REPO).parent.parts))
+
+
+def _imported(source: str, package: str) -> set[str]:
+    """The lit_bench modules and names ``source`` imports; relative imports resolved against ``package``, the package
+    of the importing module (``from ..run import train`` in ``lit_bench.analysis``: ``lit_bench.run.train``)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {f"{node.module}.{alias.name}" for alias in node.names} | {node.module}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".") if package else []
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found |= {f"{module}.{alias.name}" for alias in node.names} | {module}
     return {name for name in found if name.split(".")[0] == "lit_bench"}
+
+
+def test_relative_imports_are_read_as_the_modules_they_name():
+    assert "lit_bench.run.train" in _imported("from ..run import train", "lit_bench.analysis")
+    assert "lit_bench.analysis.plot" in _imported("from .plot import new_axes", "lit_bench.analysis")
+    assert "lit_bench.cli.report" in _imported("from .. import report", "lit_bench.cli.reporting")
 
 
 MODULES = sorted(PACKAGE.rglob("*.py"))

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lit_bench.analysis import cache, load
+from lit_bench.analysis import cache, parse
 from lit_bench.analysis.load import load_tables
 from lit_bench.store.rundir import atomic_write_text
 
@@ -135,7 +135,7 @@ def test_a_failed_cache_write_leaves_the_old_cache(tmp_path, monkeypatch):
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="parsing workers fork")
 def test_runs_parsed_by_several_processes_are_the_ones_parsed_in_one(tmp_path, monkeypatch):
     sweep = _sweep(tmp_path)  # (damaged runs of every kind among them)
-    monkeypatch.setattr(load, "SPLIT_FROM", 2)  # split even these few runs: 3 parts
+    monkeypatch.setattr(parse, "SPLIT_FROM", 2)  # split even these few runs: 3 parts
     one = load_tables([sweep], use_cache=False)
     for use_cache in (False, True, True):  # files, then the cache written from the parts, then the cache read
         for got, want in zip(load_tables([sweep], use_cache=use_cache, workers=3), one):

@@ -1,0 +1,179 @@
+"""A run's ``summary.json`` record: the fields every summary has, how the run ended (completed, failed,
+interrupted, pruned, stopped at once; also on a full disk) and the one console line that says it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from omegaconf import DictConfig
+
+from lit_bench.config.checks import VARIANT_BASE, ConfigError
+from lit_bench.config.identity import RunIdentity, observation
+from lit_bench.control.signals import Interrupted
+from lit_bench.control.sweep import INVOCATION_ENV
+from lit_bench.run.evaluation import Diverged
+from lit_bench.run.loggers import finish_loggers
+from lit_bench.run.provenance import requeued_by_scheduler
+from lit_bench.run.trial import Pruned
+from lit_bench.run.watchdog import EnvTimeout
+from lit_bench.store import scores
+from lit_bench.store.rundir import RunDir
+
+
+def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
+    """What every summary of this run says about it: names, seed, budget, directory and identity."""
+    return {
+        "algo": str(cfg.algo_name),
+        "base": cfg.algo.get(VARIANT_BASE),
+        "env": str(cfg.env_name),
+        "env_id": config["env"].get("id"),
+        "seed": int(cfg.seed),
+        "backend": str(cfg.backend),
+        "budget": cfg.budget,
+        "run_dir": str(run_dir.root),
+        "sweep": str(cfg.sweep),
+        "variant": identity.variant,
+        "config_id": identity.config_id,
+        "config_hash": identity.config_hash,
+        "overrides": identity.overrides,
+        "observation": observation(config),
+        "invocation": os.environ.get(INVOCATION_ENV),
+    }
+
+
+def failed(base: dict[str, Any], error: str, traceback: str | None = None) -> dict[str, Any]:
+    return {**base, "status": "failed", "error": error, "traceback": traceback}
+
+
+def record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """A config mistake found before training: recorded in the run directory unless it holds a completed run."""
+    if not (previous and previous.get("status") == "completed"):
+        try:
+            run_dir.root.mkdir(parents=True, exist_ok=True)
+            run_dir.write_summary(summary)
+        except OSError:
+            pass  # out_dir itself is the mistake: the returned summary is the only record
+    return summary
+
+
+def stopped_at_once(run_dir: RunDir, summary: dict[str, Any]) -> Callable[[str, str, str | None], None]:
+    """What a hard stop (a second signal, ``stop_timeout_s``, the env watchdog) records before the process exits:
+    the run's status and why, never ``running``; the last checkpoint stays the one to resume from."""
+
+    def record(status: str, why: str, signal_name: str | None) -> None:
+        step = run_dir.checkpoint_step()
+        kept = f"its checkpoint at {step} env steps is kept" if step is not None else "it had no checkpoint yet"
+        resume = "; rerun the same command to resume" if status == "interrupted" else ""
+        run_dir.write_summary(
+            {
+                **summary,
+                "status": status,
+                "signal": signal_name,
+                "timesteps": step,
+                "error": f"{why}: stopped at once, {kept}{resume}",
+                "traceback": None,
+                "finished_at": timestamp(),
+            }
+        )
+
+    return record
+
+
+def recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``train`` and record how it ended in ``summary.json``: completed, failed (never raised: a sweep's other
+    runs carry on), interrupted (its checkpoint left for the next run to resume from) or pruned (an Optuna pruner
+    stopped it; its checkpoint is kept, ``force=true`` continues it)."""
+    try:
+        summary.update(train())
+    except (ConfigError, Diverged, EnvTimeout) as error:
+        summary.update(status="failed", error=str(error), traceback=None)
+    except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
+        step = run_dir.checkpoint_step()
+        at = f"at {step} env steps" if step is not None else "before its first checkpoint"
+        then = (
+            "submitit requeues the job, which resumes there"
+            if requeued_by_scheduler(interrupt.name)
+            else "rerun the same command to resume"
+        )
+        summary.update(
+            status="interrupted",
+            signal=interrupt.name,
+            timesteps=step,
+            error=f"stopped by {interrupt.name} {at}; {then}",
+        )
+    except Pruned as pruned:
+        summary.update(
+            status="pruned",
+            pruned_at=pruned.step,
+            timesteps=run_dir.checkpoint_step(),
+            objective=None,
+            error=None,
+            wall_time_s=run_dir.checkpoint_wall_time(),
+        )
+    except Exception as error:  # a failed run is recorded, never allowed to take the sweep down
+        summary.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
+    except BaseException:  # KeyboardInterrupt / SystemExit: leave the checkpoint for the next resume
+        summary.update(status="interrupted")
+        raise
+    finally:
+        finish_loggers()
+        summary["finished_at"] = timestamp()
+        _write_final_summary(run_dir, summary)
+    return summary
+
+
+def _write_final_summary(run_dir: RunDir, summary: dict[str, Any]) -> None:
+    """Record how the run ended, also on a full disk: the error that ended the run stays the one reported (with a
+    note), and summary.json never stays ``running``. Second try: the ``running`` summary is removed first (it frees
+    the space the new one needs; a run without summary.json still resumes from its checkpoint)."""
+    try:
+        run_dir.write_summary(summary)
+        return
+    except OSError as error:
+        note = f"summary.json could not be written ({error.strerror or error})"
+    if summary.get("status") == "completed":  # its results are on disk, but not its record: not a completed run
+        summary.update(status="failed", error=f"completed, but {note}")
+    else:
+        summary["error"] = f"{summary.get('error')}; {note}"
+    with contextlib.suppress(OSError):
+        run_dir.summary.unlink(missing_ok=True)
+        run_dir.write_summary({**summary, "traceback": None})
+
+
+def timestamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def describe(summary: dict[str, Any]) -> str:
+    """One line for the console."""
+    variant = f", {summary['variant']}" if summary.get("variant") else ""
+    name = f"{summary['algo']} on {summary['env']} (seed {summary['seed']}, {summary['backend']}{variant})"
+    if summary["status"] == "pruned":
+        return (
+            f"{name}: PRUNED after the evaluation at {summary.get('pruned_at')} env steps; checkpoint at "
+            f"{summary.get('timesteps')} kept in {summary['run_dir']}"
+        )
+    if summary["status"] in ("failed", "interrupted"):
+        return f"{name}: {summary['status'].upper()}: {summary.get('error')}"
+    score = f"{summary['final_mean_return']:.1f} +/- {summary['final_std_return']:.1f}"
+    threshold = summary.get("threshold")
+    solved = ""
+    if threshold is not None:
+        at = summary.get("steps_to_threshold")
+        if at is not None:
+            solved = f"; reached {threshold:g} at {at} steps (held for {scores.THRESHOLD_WINDOW} evaluations)"
+        elif summary["final_mean_return"] >= threshold:  # a late (or lucky) evaluation is not yet "reached"
+            solved = f"; {threshold:g} not held for {scores.THRESHOLD_WINDOW} evaluations in a row yet"
+        else:
+            solved = f"; below {threshold:g}"
+    done = "already completed, skipped" if summary["status"] == "skipped" else summary["status"]
+    note = f"; {summary['note']}" if summary.get("note") else ""
+    return (
+        f"{name}: {done}; final evaluation {score} after {summary['timesteps']} env steps{solved}; "
+        f"results in {summary['run_dir']}{note}"
+    )
