@@ -298,6 +298,7 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
     run = np.concatenate(evals.run) if evals.run else np.zeros(0, dtype=np.int64)
     timesteps = np.concatenate(evals.timesteps) if evals.run else np.zeros(0)
     values = np.concatenate(evals.values) if evals.run else np.zeros((0, len(METRICS)))
+    evals.run, evals.timesteps, evals.values = [], [], []  # (the parts, freed now: a copy less at the peak)
     if np.any(np.diff(run) < 0):  # files read one by one came in between
         order = np.argsort(run, kind="stable")
         run, timesteps, values = run[order], timesteps[order], values[order]
@@ -320,8 +321,10 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
     for i, mask in evals.present.items():
         present[i] = mask
     keep = ~damaged[run]  # a damaged run's evaluations are never used
-    if not keep.all():
-        run, timesteps, values = run[keep], timesteps[keep], values[keep]
+    if not keep.all():  # (one array at a time: the unfiltered one freed before the next is copied)
+        values = values[keep]
+        timesteps = timesteps[keep]
+        run = run[keep]
     return cache.Parsed(
         [str(d) for d in run_dirs],
         signatures.reshape(len(run_dirs), cache.SIGNATURE),
