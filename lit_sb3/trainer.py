@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import importlib.metadata
-import logging
 import os
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
@@ -23,56 +18,14 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
 from lit_sb3.datamodule import RLEnvDataModule
-from lit_sb3.lightning_compat import EnvStepFitLoop, EnvStepMonitors, callback_entry_points, install, spawns_processes
+from lit_sb3.lightning_compat import EnvStepFitLoop, EnvStepMonitors, install, spawns_processes
 from lit_sb3.progress import EnvStepProgressBar
+from lit_sb3.quiet import installed_callbacks_read_once, quiet_lightning
 
-# Lightning's per-fit chatter that says nothing about an RL run (the iterable is the algorithm's own).
-_QUIET_WARNINGS = (
-    r".*does not have many workers.*",
-    r".*`training_step` returned `None`.*",
-    r".*You defined a `validation_step` but have no `val_dataloader`.*",
-    r".*Total length of .* across ranks is zero.*",
-    r".*The number of training batches .* is smaller than the logging interval.*",
-    r".*`isinstance\(treespec, LeafSpec\)` is deprecated.*",
-    r".*LeafSpec.*is deprecated.*",
-    r".*Your `val_dataloader`'s sampler has shuffling enabled.*",
-    r".*configure_optimizers` returned `None`, this fit will run with no optimizer.*",  # ARS: no gradient
-    r".*The `srun` command is available on your system but is not used.*",  # any machine with SLURM installed
-)
 #: precisions whose update runs on float32 env data: full float32, or mixed precision (autocast) for the update only
 SUPPORTED_PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")
-_QUIET_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda", "lightning.fabric")
-
-
-@contextlib.contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Silence Lightning's tips and the warnings that do not apply to RL, for the duration of a call."""
-    levels = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
-    for name in _QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            for pattern in _QUIET_WARNINGS:
-                warnings.filterwarnings("ignore", message=pattern)
-            yield
-    finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
-
-
-@functools.cache
-def _entry_points(group: str) -> importlib.metadata.EntryPoints:
-    """The installed entry points of ``group``, read once per process."""
-    return importlib.metadata.entry_points(group=group)
-
-
-@contextlib.contextmanager
-def _installed_callbacks_read_once() -> Iterator[None]:
-    """Each Trainer reads every installed package's metadata for callback factories (~8 ms, as much as a whole
-    A2C rollout); ``learn`` builds a trainer per call, so the entry points are read once per process instead (the
-    factories still run for every trainer; a plugin installed while the process runs is not seen)."""
-    with callback_entry_points(_entry_points):
-        yield
+#: Lightning's ``training`` property, whose setter RLTrainer's override keeps
+_LIGHTNING_TRAINING: property = vars(L.Trainer)["training"]
 
 
 @runtime_checkable
@@ -96,10 +49,10 @@ class RLModule(Protocol):
 class EvalEpisodes:
     """The evaluation "dataloader": one batch, the request ``(n_episodes, deterministic, ...)`` for the stage's env."""
 
-    def __init__(self, request: tuple) -> None:
+    def __init__(self, request: tuple[Any, ...]) -> None:
         self.request = request
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         yield self.request
 
     def __len__(self) -> int:
@@ -154,7 +107,7 @@ class RLTrainer(L.Trainer):
             callbacks.append(EnvStepMonitors(callbacks))
             if not user_checkpoints:  # Lightning refuses a Checkpoint callback otherwise; it adds none beside one
                 kwargs["enable_checkpointing"] = True
-        with _quiet_lightning(), _installed_callbacks_read_once():
+        with quiet_lightning(), installed_callbacks_read_once():
             super().__init__(max_epochs=-1, max_steps=-1, callbacks=callbacks, **kwargs)
         if self.precision not in SUPPORTED_PRECISIONS:
             raise ValueError(
@@ -174,7 +127,7 @@ class RLTrainer(L.Trainer):
 
     @training.setter
     def training(self, val: bool) -> None:
-        L.Trainer.training.fset(self, val)
+        _LIGHTNING_TRAINING.__set__(self, val)
 
     # ------------------------------------------------------------------ budget
 
@@ -215,7 +168,7 @@ class RLTrainer(L.Trainer):
         datamodule.trainer = self
         return datamodule
 
-    def fit(
+    def fit(  # type: ignore[override]  # the spec'd signature: an RL module in, the same module back for chaining
         self,
         model: RLModule,
         *,
@@ -256,13 +209,13 @@ class RLTrainer(L.Trainer):
         try:
             # a checkpoint loads without unpickling foreign code unless the caller passes weights_only=False
             with (
-                _quiet_lightning(),
+                quiet_lightning(),
                 trusted_checkpoint(
                     ckpt_path if ckpt_path not in (None, "last", "best") and weights_only is not False else None
                 ),
             ):
                 super().fit(
-                    model,
+                    cast(L.LightningModule, model),  # _attach checked it is one
                     train_dataloaders=model.train_dataloader(),
                     ckpt_path=ckpt_path,
                     weights_only=True if weights_only is None else weights_only,
@@ -293,10 +246,10 @@ class RLTrainer(L.Trainer):
         env = datamodule.get_env(stage)
         if env is None:
             raise ValueError(f"datamodule: RLEnvDataModule has no {stage} env (nor an env id to build one from)")
-        request: tuple = (datamodule.n_eval_episodes, datamodule.deterministic_eval)
+        request: tuple[Any, ...] = (datamodule.n_eval_episodes, datamodule.deterministic_eval)
         if stage == "predict":
             request += (kwargs.pop("trajectories"),)
-        with _quiet_lightning():
+        with quiet_lightning():
             return run(model, dataloaders=EvalEpisodes(request), **kwargs)
 
     def validate(

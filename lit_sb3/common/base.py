@@ -1,11 +1,13 @@
-"""``BaseAlgorithm``: what every lit_sb3 algorithm shares (spaces, policy, env-step accounting, persistence)."""
+"""``BaseAlgorithm``: what every lit_sb3 algorithm shares as a LightningModule (spaces, policy, optimizers, the
+training env's seeding and resume, env-step accounting); SB3's attribute surface is :mod:`lit_sb3.common.sb3_surface`,
+saving and loading :mod:`lit_sb3.common.persistence`."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import lightning as L
 import numpy as np
@@ -17,7 +19,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spaces, get_device
 from stable_baselines3.common.utils import set_random_seed as _seed_everything
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common import resume
 from lit_sb3.common.envs import to_vec_env
@@ -27,8 +29,9 @@ from lit_sb3.common.optim import MetricTracker, inside_fit, optimizer_step
 from lit_sb3.common.optimizers import with_optimizer_settings
 from lit_sb3.common.parts import Part, parts_of
 from lit_sb3.common.persistence import Persistence
-from lit_sb3.common.sb3_bridge import as_callback, make_sb3_logger, record_rollout_stats
+from lit_sb3.common.sb3_bridge import as_callback, make_sb3_logger
 from lit_sb3.common.sb3_calls import SB3CallForms
+from lit_sb3.common.sb3_surface import SB3Surface
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
 from lit_sb3.common.training_mode import TrainingModeSwitch
 from lit_sb3.common.utils import resolve_policy_class
@@ -39,11 +42,18 @@ _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
 
 SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 
+
 ALL_OBSERVATION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary, spaces.Dict)
 ALL_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
-class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=SB3CallForms):
+class NoisyPolicy(Protocol):
+    """A policy with gSDE exploration (``use_sde``): its noise matrices are resampled."""
+
+    def reset_noise(self, n_envs: int = 1) -> None: ...
+
+
+class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule, metaclass=SB3CallForms):
     """An SB3 algorithm as a LightningModule.
 
     Constructed without an env (hyperparameters only); the networks are built from the env's spaces when an
@@ -63,9 +73,9 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
     :param env: SB3-style migration convenience: build the networks now and train on this env in ``learn``
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_ACTION_SPACES
-    supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ALL_OBSERVATION_SPACES
+    policy_aliases: ClassVar[Mapping[str, type[BasePolicy]]] = {}
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = ALL_ACTION_SPACES
+    supported_observation_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = ALL_OBSERVATION_SPACES
     default_log_interval: ClassVar[int] = 1
     #: each update is gradient steps that DDP averages over processes (the on-policy algorithms but TRPO)
     multi_process_update: ClassVar[bool] = False
@@ -95,8 +105,8 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         self.automatic_optimization = False
 
         self.policy: BasePolicy | None = None
-        self.observation_space: spaces.Space | None = None
-        self.action_space: spaces.Space | None = None
+        self.observation_space: spaces.Space[Any] | None = None
+        self.action_space: spaces.Space[Any] | None = None
         self.n_envs: int | None = None
         self.num_timesteps = 0
         self._n_updates = 0
@@ -113,11 +123,11 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         self._total_timesteps = 0  # the run's env-step budget and SB3 callback(s), given by RLTrainer.fit
         self._rl_callback: MaybeCallback = None
         self._learn_logger: Any = None
-        self._start_time = 0.0
+        self._start_time = 0  # time.time_ns() at train start
         self._num_timesteps_at_start = 0
-        self.ep_info_buffer: deque = deque(maxlen=stats_window_size)
-        self.ep_success_buffer: deque = deque(maxlen=stats_window_size)
-        self.log_interval = self.default_log_interval
+        self.ep_info_buffer: deque[dict[str, Any]] = deque(maxlen=stats_window_size)
+        self.ep_success_buffer: deque[bool] = deque(maxlen=stats_window_size)
+        self.log_interval: int | None = self.default_log_interval  # learn(log_every_n_steps=None): never
         self._metrics = MetricTracker()
         self._parts: list[Part] = []  # the algorithm's parts (lit_sb3.common.parts), found when it is built
         self._mode_switch: TrainingModeSwitch | None = None  # the policy's train/eval switch, made at first use
@@ -155,10 +165,10 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
             if not isinstance(space, supported):
                 valid = ", ".join(s.__name__ for s in supported)
                 raise ValueError(f"env: {type(self).__name__} does not support the {name} {space}; supported: {valid}")
-        if self.observation_space is not None:
+        if self.observation_space is not None and self.action_space is not None:
             check_for_correct_spaces(env, self.observation_space, self.action_space)
 
-    def build(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def build(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         """Create the networks for these spaces (idempotent)."""
         if self.policy is not None:
             return
@@ -174,14 +184,24 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         if attached_trainer(self) is None:
             self.to(get_device(self.requested_device))
 
+    def _built(self) -> tuple[BasePolicy, spaces.Space[Any], spaces.Space[Any]]:
+        """The policy and the spaces, which exist once :meth:`build` ran."""
+        if self.policy is None or self.observation_space is None or self.action_space is None:
+            raise RuntimeError(f"{type(self).__name__}: the networks are not built yet (give it an env, train or load)")
+        return self.policy, self.observation_space, self.action_space
+
+    def _reset_noise(self, n_envs: int) -> None:
+        """gSDE: sample new exploration noise matrices (every policy that takes ``use_sde`` has ``reset_noise``)."""
+        cast(NoisyPolicy, self._built()[0]).reset_noise(n_envs)
+
     def _set_training_mode(self, mode: bool) -> None:
         """``self.policy.set_training_mode(mode)``, as flag writes (see :class:`TrainingModeSwitch`)."""
         switch = self._mode_switch
         if switch is None or switch.policy is not self.policy:
-            switch = self._mode_switch = TrainingModeSwitch(self.policy)
+            switch = self._mode_switch = TrainingModeSwitch(self._built()[0])
         switch(mode)
 
-    def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> BasePolicy:
+    def _make_policy(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> BasePolicy:
         """Hook: the policy for these spaces (ARS's policies take no learning-rate schedule)."""
         return self.policy_class(observation_space, action_space, self.lr_schedule, **self._policy_kwargs())
 
@@ -226,67 +246,6 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         """Accumulate update statistics (tensors, no host sync); logged as ``train/<name>`` means."""
         self._metrics.add(**values)
 
-    # ------------------------------------------------------------------ env access
-
-    def _fit_env(self) -> VecEnv | None:
-        """The training env of the trainer's datamodule while a fit runs, else None."""
-        trainer = attached_trainer(self)
-        datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
-        if datamodule is None or not hasattr(datamodule, "get_env"):
-            return None
-        return datamodule.get_env("fit", resolve=False)
-
-    @property
-    def env(self) -> VecEnv | None:
-        """SB3's ``env``: the env being trained on during a fit, else the one given to the constructor, ``load``,
-        ``set_env`` or ``learn`` (None when there is none). Settable and deletable (``del model.env`` forgets it)."""
-        return self._fit_env() or self._env
-
-    @env.setter
-    def env(self, env: VecEnv | None) -> None:
-        self._env = env
-
-    @env.deleter
-    def env(self) -> None:
-        self._env = None
-
-    def get_env(self) -> VecEnv | None:
-        """SB3-style: the env being trained on, else the one given to the constructor or ``learn``."""
-        return self.env
-
-    def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
-        """SB3's ``set_env``: train on ``env`` from now on (its spaces must match the model's).
-
-        :param force_reset: reset ``env`` at the next ``learn`` (SB3's default); False continues from the last
-            observation when the next ``learn`` keeps counting (``reset_num_timesteps=False``)
-        """
-        vec_env = to_vec_env(env)
-        if self.observation_space is not None:
-            check_for_correct_spaces(vec_env, self.observation_space, self.action_space)
-        self.n_envs = vec_env.num_envs
-        self._env = vec_env
-        if force_reset:
-            self._last_obs = None
-        else:
-            self._seeded_env = vec_env
-
-    def get_vec_normalize_env(self) -> VecNormalize | None:
-        env = self.get_env()
-        return unwrap_vec_normalize(env) if env is not None else None
-
-    # ------------------------------------------------------------------ SB3's logger
-
-    @property
-    def logger(self) -> Any:
-        """SB3's ``logger`` (``model.logger.record(...)``, what SB3 callbacks use); inside a fit, the attributes of a
-        Lightning logger (``self.logger.experiment``, ``log_metrics``, ...) reach the trainer's logger."""
-        return self.sb3_logger
-
-    def set_logger(self, logger: Any) -> None:
-        """SB3's ``set_logger``: record into this SB3 ``Logger`` from now on (``learn`` no longer replaces it)."""
-        self.sb3_logger = logger
-        self._custom_logger = True
-
     def _training_env(self) -> VecEnv:
         env = self._fit_env()
         if env is None:
@@ -298,7 +257,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
     def setup(self, stage: str) -> None:
         if self.policy is not None:
             return
-        datamodule = self.trainer.datamodule
+        datamodule = getattr(self.trainer, "datamodule", None)
         env = datamodule.get_env(stage) if datamodule is not None else None
         env = env or (datamodule.get_env("fit") if datamodule is not None else None)
         if env is None:
@@ -335,7 +294,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
         if pending is not None and "rng" in pending:
             # last, so that nothing between here and the first training step draws from the restored generators
             resume.set_rng_state(pending["rng"])
-            resume.set_space_rng_state(self.action_space, pending["action_space_rng"])
+            resume.set_space_rng_state(self._built()[2], pending["action_space_rng"])
 
     def _step_env(self, env: VecEnv, actions: np.ndarray) -> Any:
         """``env.step(actions)``, recorded for an exact resume by replay."""
@@ -380,29 +339,3 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, L.LightningModule, metaclass=
     def _stop_training(self) -> None:
         """End the fit after this step (the budget is spent, or an SB3 callback returned False)."""
         self.trainer.should_stop = True
-
-    # ------------------------------------------------------------------ episode statistics and logging
-
-    def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:
-        for idx, info in enumerate(infos):
-            episode = info.get("episode")
-            if episode is not None:
-                self.ep_info_buffer.append(episode)
-            success = info.get("is_success")
-            if success is not None and (dones is None or dones[idx]):
-                self.ep_success_buffer.append(success)
-
-    def _record_rollout_stats(self) -> None:
-        record_rollout_stats(
-            self.sb3_logger,
-            self.ep_info_buffer,
-            self.ep_success_buffer,
-            self.num_timesteps,
-            self.num_timesteps - self._num_timesteps_at_start,
-            self._start_time,
-        )
-
-    def dump_logs(self) -> None:
-        """Write everything recorded since the last dump, at the current env step."""
-        self._record_rollout_stats()
-        self.sb3_logger.dump(step=self.num_timesteps)

@@ -1,4 +1,7 @@
-"""``OffPolicyAlgorithm``: each training step collects ``train_freq`` env steps into a replay buffer, then updates."""
+"""``OffPolicyAlgorithm``: each training step collects ``train_freq`` env steps into a replay buffer, then updates.
+
+The collection itself is :mod:`lit_sb3.common.off_policy_collect`; what a checkpoint keeps besides the base's state is
+:mod:`lit_sb3.common.off_policy_checkpoint`."""
 
 from __future__ import annotations
 
@@ -7,28 +10,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
-from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
-from stable_baselines3.common.type_aliases import (
-    GymEnv,
-    ReplayBufferSamples,
-    RolloutReturn,
-    TrainFreq,
-    TrainFrequencyUnit,
-)
-from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
+from stable_baselines3.common.policies import BaseModel
+from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples, TrainFrequencyUnit
+from stable_baselines3.common.utils import update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_sb3.common import replay
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.off_policy_args import as_train_freq, check_off_policy_args
 from lit_sb3.common.off_policy_checkpoint import OffPolicyCheckpoint
-from lit_sb3.common.utils import outside_autocast
+from lit_sb3.common.off_policy_collect import OffPolicyCollection
 
 
 class EnvSteps:
@@ -46,7 +41,7 @@ class EnvSteps:
             yield self.algorithm.num_timesteps
 
 
-class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
+class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm):
     """Shared replay-buffer loop of SAC, TD3, DDPG and DQN (and the sb3-contrib off-policy algorithms).
 
     Subclasses implement :meth:`gradient_updates` (``gradient_steps`` updates on replay samples); collection, warm-up,
@@ -151,13 +146,14 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
 
     def _setup_buffers(self, env: VecEnv) -> None:
         """Create the replay buffer once (it persists across ``learn`` calls); point HER at the current env."""
+        _, observation_space, action_space = self._built()
         if self.replay_buffer is None or self.replay_buffer.n_envs != env.num_envs:
             self.replay_buffer = replay.make_replay_buffer(
                 self.replay_buffer_class,
                 self.replay_buffer_kwargs,
                 self.buffer_size,
-                self.observation_space,
-                self.action_space,
+                observation_space,
+                action_space,
                 env,
                 self.device,
                 self.optimize_memory_usage,
@@ -171,7 +167,7 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
             self._pending_buffer_state = None
         noise = self.action_noise
         if noise is not None and env.num_envs > 1 and not isinstance(noise, VectorizedActionNoise):
-            self.action_noise = VectorizedActionNoise(self.action_noise, env.num_envs)
+            self.action_noise = VectorizedActionNoise(noise, env.num_envs)
         self._vec_normalize_env = self.get_vec_normalize_env()
 
     def on_fit_start(self) -> None:
@@ -229,7 +225,7 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
             env,
             callback=self._callback,
             train_freq=self.train_freq,
-            replay_buffer=self.replay_buffer,
+            replay_buffer=self._replay_buffer(),
             action_noise=self.action_noise,
             learning_starts=self.learning_starts,
             log_interval=self.log_interval,
@@ -251,7 +247,7 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         """
         if gradient_steps is None and batch_size is None and isinstance(mode, bool):
             return super().train(mode)
-        if not self.policy.training:
+        if not self._built()[0].training:
             self._set_training_mode(True)
         self._update_learning_rate()
         self._metrics.start_over()  # SB3 logs each statistic's mean over its latest train() call
@@ -265,9 +261,15 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         """``gradient_steps`` updates on samples of ``batch_size`` transitions (SB3's ``train``)."""
         raise NotImplementedError
 
+    def _replay_buffer(self) -> ReplayBuffer:
+        """The replay buffer, which exists once a fit started (or ``load_replay_buffer`` gave one)."""
+        if self.replay_buffer is None:
+            raise RuntimeError(f"{type(self).__name__}: no replay buffer yet (train, or load_replay_buffer first)")
+        return self.replay_buffer
+
     def _replay_batch(self, batch_size: int) -> tuple[ReplayBufferSamples, torch.Tensor | float]:
         """A replay sample and its discounts (an n-step buffer stores one per transition; otherwise ``gamma``)."""
-        data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+        data = self._replay_buffer().sample(batch_size, env=self._vec_normalize_env)
         return data, data.discounts if data.discounts is not None else self.gamma
 
     def _update_learning_rate(self) -> None:
@@ -283,102 +285,15 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
     def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Under SB3's save names: the actor's and the critic's (actor-critics) or the policy's (Q-learning), then
         the parts' (SAC's entropy temperature)."""
-        policy = self.policy
-        if hasattr(policy, "actor") and hasattr(policy, "critic"):
-            named = {"actor.optimizer": policy.actor.optimizer, "critic.optimizer": policy.critic.optimizer}
+        actor, critic = getattr(self.policy, "actor", None), getattr(self.policy, "critic", None)
+        named: dict[str, torch.optim.Optimizer]
+        if isinstance(actor, BaseModel) and isinstance(critic, BaseModel):
+            named = {"actor.optimizer": actor.optimizer, "critic.optimizer": critic.optimizer}
         else:
             named = super()._named_optimizers()
         for part in self._parts:
             named.update(part.optimizers())
         return named
-
-    # ------------------------------------------------------------------ collection
-
-    def collect_rollouts(
-        self,
-        env: VecEnv,
-        callback: BaseCallback | None,
-        train_freq: TrainFreq,
-        replay_buffer: ReplayBuffer,
-        action_noise: ActionNoise | None = None,
-        learning_starts: int = 0,
-        log_interval: int | None = None,
-    ) -> RolloutReturn:
-        """Step every env until ``train_freq`` is met, storing the transitions in ``replay_buffer``."""
-        if self.policy.training:
-            self._set_training_mode(False)
-        n_steps = n_episodes = 0
-        if self.use_sde:
-            self.policy.reset_noise(env.num_envs)
-        if callback is not None:
-            callback.on_rollout_start()
-        while should_collect_more_steps(train_freq, n_steps, n_episodes):
-            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
-                self.policy.reset_noise(env.num_envs)
-            actions, buffer_actions = self._sample_action(learning_starts, action_noise, env.num_envs)
-            new_obs, rewards, dones, infos = self._step_env(env, actions)
-            self.num_timesteps += env.num_envs
-            n_steps += 1
-            if callback is not None:
-                callback.update_locals(locals())
-                if not callback.on_step():
-                    return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=False)
-            self._update_info_buffer(infos, dones)
-            self._last_original_obs = replay.store_transition(
-                replay_buffer,
-                self._last_original_obs,
-                new_obs,
-                buffer_actions,
-                rewards,
-                dones,
-                infos,
-                self._vec_normalize_env,
-            )
-            self._last_obs = new_obs
-            self._on_step()
-            for idx in np.flatnonzero(dones):
-                n_episodes += 1
-                self._episode_num += 1
-                if action_noise is not None:
-                    action_noise.reset(**({"indices": [idx]} if env.num_envs > 1 else {}))
-                if log_interval and self._episode_num % log_interval == 0:
-                    self.dump_logs()
-        if callback is not None:
-            callback.on_rollout_end()
-        return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=True)
-
-    def _sample_action(
-        self, learning_starts: int, action_noise: ActionNoise | None, n_envs: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Env actions and the actions to store: uniformly random before ``learning_starts`` (unless gSDE acts at
-        warm-up), the policy's after; Box actions are stored scaled to [-1, 1], with the action noise."""
-        warm_up = self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup)
-        if warm_up:
-            actions = np.array([self.action_space.sample() for _ in range(n_envs)])
-        else:
-            actions = self._policy_actions(n_envs)
-        if not isinstance(self.action_space, spaces.Box):
-            return actions, actions
-        return replay.box_actions(self.policy, actions, from_policy=not warm_up, noise=action_noise)
-
-    def _policy_actions(self, n_envs: int) -> np.ndarray:
-        """Exploration actions for ``_last_obs`` as the policy outputs them (uniformly random for every env when a
-        part explores: epsilon-greedy).
-
-        What ``predict`` does minus its per-call input checks and mode switch (the policy is already in eval mode
-        while collecting): a few hundred microseconds per env step.
-        """
-        if any(part.explores() for part in self._parts):
-            return np.array([self.action_space.sample() for _ in range(n_envs)])
-        obs, _ = self.policy.obs_to_tensor(self._last_obs)
-        with torch.no_grad(), outside_autocast(self.device):
-            actions = self.policy._predict(obs, deterministic=False)
-        return actions.cpu().numpy().reshape((n_envs, *self.action_space.shape))
-
-    def _on_step(self) -> None:
-        """After every vector env step: the parts' step (DQN: exploration rate and target network)."""
-        for part in self._parts:
-            part.on_step(self._current_progress_remaining, self.n_envs)
 
     # ------------------------------------------------------------------ logging
 
@@ -392,8 +307,9 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, BaseAlgorithm):
         steps, updates = self._dumped_at
         if self._n_updates and self._n_updates != updates:
             record("train/n_updates", self._n_updates, exclude="tensorboard")
-        if self.use_sde and hasattr(self.policy, "actor"):
-            record("train/std", self.policy.actor.get_std().mean().item())
+        actor = getattr(self.policy, "actor", None)
+        if self.use_sde and actor is not None:  # gSDE's actors (SAC's, TQC's) have get_std
+            record("train/std", actor.get_std().mean().item())
         if self.num_timesteps != steps:
             for part in self._parts:
                 part.record(record)

@@ -1,4 +1,5 @@
-"""``OnPolicyAlgorithm``: one Lightning epoch = collect one rollout, then train on it."""
+"""``OnPolicyAlgorithm``: one Lightning epoch = collect one rollout, then train on it (what a checkpoint keeps besides
+the base's state: :mod:`lit_sb3.common.on_policy_checkpoint`)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,22 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common import lightning_calls
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+from lit_sb3.common.on_policy_checkpoint import OnPolicyCheckpoint
 from lit_sb3.common.rollout_loop import RolloutLoop, RolloutMinibatches
 from lit_sb3.common.utils import check_finite, env_actions, unchecked_distributions
 
 
-class OnPolicyAlgorithm(BaseAlgorithm):
+class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
     """Shared rollout collection (GAE, time-limit bootstrapping, SB3 callbacks) for A2C, PPO and their variants.
 
     Subclasses implement ``training_step`` on one minibatch and may override the small hooks
@@ -34,6 +37,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     default_log_interval: ClassVar[int] = 1
     epoch_is_rollout: ClassVar[bool] = True
     multi_process_update: ClassVar[bool] = True  # TRPO's natural-gradient step is not
+    policy: ActorCriticPolicy | MaskableActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
     def __init__(
         self,
@@ -119,16 +123,23 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 f"the last minibatch of each epoch has {rollout % self.batch_size} samples",
                 stacklevel=2,
             )
+        _, observation_space, action_space = self._built()
         self.rollout_buffer = self._rollout_buffer_class()(
             self.n_steps,
-            self.observation_space,
-            self.action_space,
+            observation_space,
+            action_space,
             device=self.device,
             gamma=self.gamma,
             gae_lambda=self.gae_lambda,
             n_envs=env.num_envs,
             **self.rollout_buffer_kwargs,
         )
+
+    def _rollout_buffer(self) -> RolloutBuffer:
+        """The rollout buffer, which exists once a fit started."""
+        if self.rollout_buffer is None:
+            raise RuntimeError(f"{type(self).__name__}: no rollout buffer before training starts")
+        return self.rollout_buffer
 
     def _rollout_buffer_class(self) -> type[RolloutBuffer]:
         """The user's ``rollout_buffer_class``, else the default for the observation space (hook for variants)."""
@@ -167,7 +178,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         env = self._training_env()
         with unchecked_distributions():
             loop.collected = self.collect_rollouts(
-                env, self._callback, self.rollout_buffer, self.n_steps, **self._collect_kwargs()
+                env, self._callback, self._rollout_buffer(), self.n_steps, **self._collect_kwargs()
             )
         if self._n_ranks > 1:  # a callback that stops one rank stops all (their updates are collective)
             loop.collected = self.trainer.strategy.reduce_boolean_decision(loop.collected, all=True)
@@ -190,20 +201,21 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         self, env: VecEnv, callback: BaseCallback | None, rollout_buffer: RolloutBuffer, n_rollout_steps: int
     ) -> bool:
         """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps of every env; False when a callback stops training."""
+        action_space = self._built()[2]
         self._set_training_mode(False)
         rollout_buffer.reset()
         if self.use_sde:
-            self.policy.reset_noise(env.num_envs)
+            self._reset_noise(env.num_envs)
         if callback is not None:
             callback.on_rollout_start()
         self._on_rollout_start(env)
         for n_steps in range(n_rollout_steps):
             if self.use_sde and self.sde_sample_freq > 0 and n_steps > 0 and n_steps % self.sde_sample_freq == 0:
-                self.policy.reset_noise(env.num_envs)
+                self._reset_noise(env.num_envs)
             with torch.no_grad():
-                actions, values, log_probs = self._policy_step(obs_as_tensor(self._last_obs, self.device))
-            actions = actions.cpu().numpy()
-            new_obs, rewards, dones, infos = self._step_env(env, env_actions(actions, self.action_space, self.policy))
+                policy_actions, values, log_probs = self._policy_step(obs_as_tensor(self._last_obs, self.device))
+            actions = policy_actions.cpu().numpy()
+            new_obs, rewards, dones, infos = self._step_env(env, env_actions(actions, action_space, self.policy))
             self.num_timesteps += env.num_envs * self._n_ranks  # every rank steps its envs at once: a global count
             if callback is not None:
                 callback.update_locals(locals())
@@ -230,7 +242,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     def _policy_step(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Hook: actions, values and log-probabilities for the current observations."""
-        return self.policy(obs)
+        step: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.policy(obs)
+        return step
 
     def _last_values(self, obs: Any, dones: np.ndarray) -> torch.Tensor:
         """Hook: value of the observation after the rollout (bootstrap for GAE)."""
@@ -245,6 +258,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         log_probs: torch.Tensor,
     ) -> None:
         """Hook: add one vector step to the rollout buffer."""
+        if self._last_episode_starts is None:
+            raise RuntimeError(f"{type(self).__name__}: a transition was stored before the env was reset")
         buffer.add(self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs)
 
     def _bootstrap_truncations(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
@@ -289,10 +304,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         check_finite(means, self.num_timesteps)
         for key, value in means.items():
             record(f"train/{key}", value)
-        buffer = self.rollout_buffer
+        buffer = self._rollout_buffer()
         record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
-        if hasattr(self.policy, "log_std"):
-            record("train/std", torch.exp(self.policy.log_std).mean().item())
+        log_std = getattr(self.policy, "log_std", None)  # a Gaussian policy's
+        if log_std is not None:
+            record("train/std", torch.exp(log_std).mean().item())
         record("train/n_updates", self._n_updates, exclude="tensorboard")
         record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
 
@@ -320,33 +336,3 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             super()._record_rollout_stats()
         finally:
             self.ep_info_buffer, self.ep_success_buffer = local
-
-    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
-        state = super()._extra_state(fmt)
-        if fmt == CHECKPOINT:
-            state["iteration"] = self._loop.iteration
-            # the last update's train/* values, recorded but dumped only after the next rollout (as SB3 does)
-            logger = self.sb3_logger
-            state["pending_logs"] = {
-                key: (float(value), _exclusion(logger.name_to_excluded.get(key)))
-                for key, value in logger.name_to_value.items()
-                if _is_number(value)
-            }
-        return state
-
-    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
-        super()._load_extra_state(state, fmt)
-        if fmt == CHECKPOINT:
-            self._loop.iteration = int(state.get("iteration", 0))
-            for key, (value, excluded) in state.get("pending_logs", {}).items():
-                self.sb3_logger.record(key, value, exclude=excluded or None)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-
-
-def _exclusion(excluded: str | tuple[str, ...] | None) -> tuple[str, ...]:
-    if excluded is None:
-        return ()
-    return (excluded,) if isinstance(excluded, str) else tuple(excluded)

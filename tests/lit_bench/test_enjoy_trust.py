@@ -17,7 +17,7 @@ import yaml
 
 from lit_bench.cli import enjoy
 from lit_bench.config.trust import UntrustedConfig, check_run_config, harness_names
-from lit_sb3.common import safe_load
+from lit_sb3.common import allow_list, safe_load
 from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness
@@ -48,7 +48,7 @@ def genuine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _fresh_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(safe_load.TRUST_ENV, raising=False)
-    monkeypatch.setattr(safe_load._REGISTRY, "user", {})
+    monkeypatch.setattr(allow_list._REGISTRY, "user", {})
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_trust_and_allow_open_exactly_what_they_say(
     assert planted.exists()
     planted.unlink()
     sys.modules.pop("planted_code")
-    safe_load._REGISTRY.user.clear()
+    allow_list._REGISTRY.user.clear()
     assert enjoy.main([str(run_dir), "--episodes", "1", "--trust"]) == 0
     assert planted.exists()
     planted.unlink()

@@ -2,37 +2,34 @@
 
 from __future__ import annotations
 
-import copy
 import warnings
-from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.ars.policies import ARSPolicy
 from sb3_contrib.common.vec_env import AsyncEval
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import FloatSchedule, obs_as_tensor
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.utils import FloatSchedule
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from lit_sb3.algorithms.ars.episodes import EpisodeTally, Iterations
+from lit_sb3.algorithms.ars.candidates import CandidateEvaluation
+from lit_sb3.algorithms.ars.episodes import Iterations
 from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.algorithms.ars.update import ars_update, perturbed_candidates
+from lit_sb3.common import zips
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.envs import is_monitored
 from lit_sb3.common.optimizers import implementation_only
-from lit_sb3.common.persistence import CHECKPOINT, ZIP, StateFormat
-from lit_sb3.common.utils import env_actions, outside_autocast
+from lit_sb3.common.saved_state import CHECKPOINT, ZIP, StateFormat
+from lit_sb3.common.utils import outside_autocast
 
 SelfARS = TypeVar("SelfARS", bound="ARS")
 
 
-class ARS(BaseAlgorithm):
+class ARS(CandidateEvaluation, BaseAlgorithm):
     """Augmented Random Search: https://arxiv.org/abs/1803.07055.
 
     Original implementation: https://github.com/modestyachts/ARS
@@ -63,9 +60,11 @@ class ARS(BaseAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[ARSPolicy]]] = POLICY_ALIASES
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box, spaces.Discrete)
+    policy_class: type[ARSPolicy]
+    policy: ARSPolicy  # None until the networks are built (as SB3 declares it)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box, spaces.Discrete)
     # ARSPolicy flattens its input: every space but Dict (no multi-input extractor) works
-    supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+    supported_observation_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (
         spaces.Box,
         spaces.Discrete,
         spaces.MultiDiscrete,
@@ -107,7 +106,7 @@ class ARS(BaseAlgorithm):
         self._candidate_policies: list[ARSPolicy] = []  # a plain list: the copy is no submodule, so not saved
         self._async_eval: AsyncEval | None = None
         self._continue_training = True
-        self._vec_normalize_env: Any = None
+        self._vec_normalize_env: VecNormalize | None = None
         self._old_count = 0.0  # observation count already shared with the workers (async_eval with VecNormalize)
         self._finish_init(_init_setup_model)
 
@@ -131,7 +130,7 @@ class ARS(BaseAlgorithm):
             if isinstance(value, (int, float)) and value <= 0:
                 raise ValueError(f"{name}: must be > 0 to train (a float or a schedule), got {value}")
 
-    def _make_policy(self, observation_space: spaces.Space, action_space: spaces.Space) -> ARSPolicy:
+    def _make_policy(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> ARSPolicy:
         return self.policy_class(observation_space, action_space, **self._policy_kwargs())
 
     def _policy_kwargs(self) -> dict[str, Any]:
@@ -167,14 +166,6 @@ class ARS(BaseAlgorithm):
         self._vec_normalize_env = self.get_vec_normalize_env()
         self._continue_training = True
 
-    def _candidate_policy(self) -> ARSPolicy:
-        """A copy of the policy that loads one candidate's weights after the other (the policy keeps its own)."""
-        if not self._candidate_policies:
-            policy = copy.deepcopy(self.policy).requires_grad_(False)
-            policy.set_training_mode(False)
-            self._candidate_policies.append(policy)
-        return self._candidate_policies[0]
-
     def training_step(self, batch: Any, batch_idx: int) -> None:
         """One ARS iteration: sample directions, evaluate the candidates, step along the best directions."""
         if self.num_timesteps >= self.total_timesteps or not self._do_one_update(self._callback, self._async_eval):
@@ -206,110 +197,9 @@ class ARS(BaseAlgorithm):
         self._n_updates += 1
         return True
 
-    def evaluate_candidates(
-        self, candidate_weights: torch.Tensor, callback: BaseCallback | None, async_eval: AsyncEval | None
-    ) -> torch.Tensor:
-        """Evaluate each candidate.
-
-        :param candidate_weights: The candidate weights to be evaluated.
-        :param callback: Callback that will be called at each step (or after evaluation in the multiprocess version)
-        :param async_eval: The object for asynchronous evaluation of candidates.
-        :return: The episodic return for each candidate.
-        """
-        self.ep_info_buffer = deque()  # as in sb3-contrib, the rollout statistics cover this iteration only
-        if callback is not None:
-            callback.on_rollout_start()
-        if async_eval is not None:
-            returns = self._evaluate_in_workers(candidate_weights, callback, async_eval)
-        else:
-            returns = self._evaluate_here(candidate_weights, callback)
-        if callback is not None:
-            callback.on_rollout_end()
-        return returns
-
-    def _candidate_return(self, episode_rewards: list[float], episode_lengths: list[int]) -> float:
-        """A candidate's score: its summed episode returns plus the alive-bonus offset for every step taken."""
-        for reward, length in zip(episode_rewards, episode_lengths):
-            self.ep_info_buffer.append({"r": reward, "l": length})
-        self._episode_num += len(episode_rewards)
-        return float(sum(episode_rewards)) + self.alive_bonus_offset * float(sum(episode_lengths))
-
-    def _evaluate_here(self, candidate_weights: torch.Tensor, callback: BaseCallback | None) -> torch.Tensor:
-        """Candidates one after the other on the training env (or, outside a trainer, the env given to ARS)."""
-        env = self.get_env()
-        if env is None:
-            raise RuntimeError("evaluate_candidates: no env to evaluate on (train with learn/RLTrainer, or pass env=)")
-        policy = self._candidate_policy()
-        monitored = is_monitored(env)
-        returns = torch.zeros(len(candidate_weights), device=candidate_weights.device)
-        for idx, weights in enumerate(candidate_weights):
-            vector_to_parameters(weights, policy.parameters())
-            episodes = self._run_episodes(policy, env, monitored, callback)
-            if episodes is None:
-                self._continue_training = False
-                break
-            returns[idx] = self._candidate_return(*episodes)
-        return returns
-
-    def _run_episodes(
-        self, policy: ARSPolicy, env: VecEnv, monitored: bool, callback: BaseCallback | None
-    ) -> tuple[list[float], list[int]] | None:
-        """``n_eval_episodes`` episodes of ``policy``, spread over the envs as SB3's ``evaluate_policy`` spreads
-        them; None when a callback stops training."""
-        n_envs, device = env.num_envs, self.device
-        tally = EpisodeTally([(self.n_eval_episodes + i) // n_envs for i in range(n_envs)], monitored)
-        uncounted = 0
-        obs = self._reset_env(env)
-        while tally.open:
-            actions = policy(obs_as_tensor(obs, device)).cpu().numpy()
-            obs, rewards, dones, infos = self._step_env(env, env_actions(actions, self.action_space, policy))
-            if callback is not None:
-                self.num_timesteps += n_envs  # a callback reads the count at every step
-                callback.update_locals(locals())  # SB3 callbacks may read dones/infos (sb3-contrib gives them none)
-                if not callback.on_step():
-                    return None
-            else:
-                uncounted += n_envs  # a module attribute write per step costs more than the policy's argmax
-            tally.add(rewards, dones, infos)
-        self.num_timesteps += uncounted
-        return tally.rewards, tally.lengths
-
-    def _evaluate_in_workers(
-        self, candidate_weights: torch.Tensor, callback: BaseCallback | None, async_eval: AsyncEval
-    ) -> torch.Tensor:
-        """Candidates spread over the AsyncEval workers; the env steps they took are counted (and the callback
-        called once per round of worker steps) afterwards."""
-        returns = torch.zeros(len(candidate_weights), device=candidate_weights.device)
-        async_eval.send_jobs(candidate_weights, len(candidate_weights))
-        n_steps = 0
-        for idx, (episode_rewards, episode_lengths) in async_eval.get_results():
-            returns[idx] = self._candidate_return(list(episode_rewards), list(episode_lengths))
-            n_steps += int(np.sum(episode_lengths))
-        self._share_observation_stats(async_eval)
-        n_workers = len(async_eval.remotes)
-        for _ in range(n_steps // n_workers):
-            self.num_timesteps += n_workers
-            if callback is not None and not callback.on_step():
-                self._continue_training = False
-                return returns
-        self.num_timesteps += n_steps % n_workers
-        return returns
-
-    def _share_observation_stats(self, async_eval: AsyncEval) -> None:
-        """With VecNormalize: merge the workers' observation statistics into ours, then send the merge back."""
-        vec_normalize = self._vec_normalize_env
-        if vec_normalize is None:
-            return
-        for worker_obs_rms in async_eval.get_obs_rms():
-            vec_normalize.obs_rms.combine(worker_obs_rms)
-            # every worker started from the statistics we sent last time: count those observations only once
-            vec_normalize.obs_rms.count -= self._old_count
-        async_eval.sync_obs_rms(vec_normalize.obs_rms.copy())
-        self._old_count = vec_normalize.obs_rms.count
-
     # ------------------------------------------------------------------ entry point
 
-    def learn(
+    def learn(  # type: ignore[override]  # sb3-contrib's signature: async_eval before progress_bar
         self: SelfARS,
         total_timesteps: int,
         env: GymEnv | str | None = None,
@@ -357,7 +247,7 @@ class ARS(BaseAlgorithm):
 
     def set_parameters(
         self,
-        load_path_or_dict: str | dict[str, dict],
+        load_path_or_dict: str | dict[str, dict[str, Any]],
         exact_match: bool = True,
         device: torch.device | str = "auto",
     ) -> None:
@@ -366,7 +256,7 @@ class ARS(BaseAlgorithm):
         if isinstance(load_path_or_dict, dict):
             params = dict(load_path_or_dict)
         else:
-            _, params, _ = load_from_zip_file(load_path_or_dict, device=device, load_data=False)
+            params = zips.read_parameters(load_path_or_dict, device)
         if "policy" in params:
             params["policy"] = {_renamed_linear_key(k): v for k, v in params["policy"].items()}
         super().set_parameters(params, exact_match=exact_match, device=device)

@@ -19,7 +19,7 @@ import pytest
 import stable_baselines3 as sb3
 
 from lit_sb3 import PPO, RLEnvDataModule, RLTrainer, safe_load
-from lit_sb3.common import safe_load as allow_list
+from lit_sb3.common import allow_list
 from lit_sb3.common.safe_load import CheckpointError
 
 NET = {"net_arch": [8]}
