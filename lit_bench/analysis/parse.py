@@ -89,22 +89,27 @@ def _run_row(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
 
 
 SPLIT_FROM = 1000  # runs: fewer are parsed in one process (a forked worker's start costs more than it saves)
+RESULT_PIECES = 4  # pieces of each forked worker's share of the runs (see parse_runs)
 
 
 def parse_runs(run_dirs: list[Path], workers: int = 1) -> cache.Parsed:
     """Read the files of ``run_dirs`` (the uncached path): summaries one by one, evaluations in one pass.
 
-    ``workers`` > 1 (and ``SPLIT_FROM`` runs or more): the runs are split into that many consecutive parts, parsed at
-    the same time by this process and forked ones, and put together in order (the same as parsed in one piece).
+    ``workers`` > 1 (and ``SPLIT_FROM`` runs or more): the runs are split into consecutive parts, the first (a
+    ``workers``-th) parsed by this process while forked ones parse the others, and put together in order (the same
+    as parsed in one piece).
     """
     workers = min(workers, len(run_dirs) // (SPLIT_FROM // 2)) if "fork" in mp.get_all_start_methods() else 1
     if workers <= 1:
         return _parse_runs(run_dirs)
     size = -(-len(run_dirs) // workers)
-    parts = [run_dirs[start : start + size] for start in range(0, len(run_dirs), size)]
+    # the other processes' runs go in pieces: each piece's result comes back pickled (a copy in both processes) on
+    # its own, so that the largest copy is a piece's (the whole share's was ~100 MB of the peak at 10,000 runs)
+    piece = -(-size // RESULT_PIECES)
+    pieces = [run_dirs[start : start + piece] for start in range(size, len(run_dirs), piece)]
     with ProcessPoolExecutor(workers - 1, mp_context=mp.get_context("fork")) as pool:
-        others = [pool.submit(_parse_runs, part) for part in parts[1:]]  # (their results come back pickled)
-        first = _parse_runs(parts[0])
+        others = [pool.submit(_parse_runs, part) for part in pieces]
+        first = _parse_runs(run_dirs[:size])
         return cache.Parsed.concat([first, *(future.result() for future in others)])
 
 
@@ -115,6 +120,7 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
     run = np.concatenate(evals.run) if evals.run else np.zeros(0, dtype=np.int64)
     timesteps = np.concatenate(evals.timesteps) if evals.run else np.zeros(0)
     values = np.concatenate(evals.values) if evals.run else np.zeros((0, len(METRICS)))
+    evals.run, evals.timesteps, evals.values = [], [], []  # (the parts, freed now: a copy less at the peak)
     if np.any(np.diff(run) < 0):  # files read one by one came in between
         order = np.argsort(run, kind="stable")
         run, timesteps, values = run[order], timesteps[order], values[order]
@@ -137,8 +143,10 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
     for i, mask in evals.present.items():
         present[i] = mask
     keep = ~damaged[run]  # a damaged run's evaluations are never used
-    if not keep.all():
-        run, timesteps, values = run[keep], timesteps[keep], values[keep]
+    if not keep.all():  # (one array at a time: the unfiltered one freed before the next is copied)
+        values = values[keep]
+        timesteps = timesteps[keep]
+        run = run[keep]
     return cache.Parsed(
         [str(d) for d in run_dirs],
         signatures.reshape(len(run_dirs), cache.SIGNATURE),

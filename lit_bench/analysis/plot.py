@@ -183,6 +183,7 @@ def place_legend(ax: Axes, entries: Sequence[Artist], notes: Sequence[str] = (),
     """The legend of ``ax``'s figure under the plots (columns as the width allows) or beside them, with ``notes``
     (what was not drawn) as its heading: the plots keep the figure's width (below) or most of it (beside)."""
     figure = ax.get_figure(root=True)
+    notes = style.wrap_notes(notes, figure.get_figwidth())  # (one long note made the suite page ~36 in wide)
     title = "\n".join(notes) or None
     if where == "below":
         ncols = style.legend_columns([str(e.get_label()) for e in entries], figure.get_figwidth())

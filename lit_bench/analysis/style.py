@@ -7,6 +7,7 @@ curves, the final scores and the throughput bars); figures ask it for a config's
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -218,3 +219,11 @@ def legend_columns(labels: Sequence[str], width: float) -> int:
 def legend_points() -> float:
     """The legend's font size in points."""
     return mpl.font_manager.FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
+
+
+def wrap_notes(notes: Sequence[str], width: float) -> list[str]:
+    """``notes`` (a legend's heading, in its ``small`` font) as lines no wider than ``width`` inches: a long one is
+    broken between words."""
+    points = mpl.font_manager.FontProperties(size="small").get_size_in_points()
+    chars = max(int(width * 72 / (0.55 * points)), 20)  # (0.55 em: a wide average character)
+    return [line for note in notes for line in textwrap.wrap(note, chars, break_on_hyphens=False) or [""]]

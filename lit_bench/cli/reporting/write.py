@@ -77,6 +77,7 @@ def write(
     found = suite_page.suite_of(per_run, look_of)
     if x != "timesteps":  # the curves against another column of eval.csv (the tables stay per env step)
         returns = Returns.of_parsed(parsed, runs, x=x)
+    del parsed  # (every evaluation of every run: the figures need only the returns)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     atomic_write_text(out / "summary.md", markdown(summary, comparison, out) + ablations_section(ablations))

@@ -201,3 +201,15 @@ def test_the_band_of_all_grid_points_is_the_bootstrap_of_each_point():
     # the tidy frame's band is the matrix's
     tidy = pd.DataFrame({"timesteps": np.tile(steps, 9), "value": matrix.ravel(), "seed": np.repeat(np.arange(9), 6)})
     pd.testing.assert_frame_equal(agg.curve_band(tidy, n_boot=200, seed=3), band)
+
+
+@pytest.mark.parametrize("shape", [(1,), (4,), (167,), (9, 3)])
+def test_bootstrap_iqm_by_rank_gives_the_numbers_of_sorting_the_scores(shape):
+    """The IQM's bootstrap sorts ranks, not scores: the same numbers as the generic path (any other statistic),
+    ties included."""
+    rng = np.random.default_rng(len(shape))
+    x = np.round(rng.normal(size=shape), 1)  # (ties)
+    y = x + np.round(rng.normal(size=shape), 1)
+    generic = lambda v: agg.iqm(v)  # noqa: E731 - not agg.iqm itself: the path that sorts the resampled scores
+    assert agg.stratified_bootstrap_ci(x, agg.iqm, seed=3) == agg.stratified_bootstrap_ci(x, generic, seed=3)
+    assert agg.paired_bootstrap_ci(x, y, agg.iqm, seed=3) == agg.paired_bootstrap_ci(x, y, generic, seed=3)

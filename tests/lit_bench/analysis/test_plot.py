@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lit_bench.analysis import plot
+from lit_bench.analysis import plot, style
 
 
 def _band(scale: float, n: int = 10) -> pd.DataFrame:
@@ -16,9 +16,12 @@ def _band(scale: float, n: int = 10) -> pd.DataFrame:
 
 
 def _texts(ax) -> str:
-    """What the figure says besides its lines: the legend's heading (notes) and texts on the axes."""
+    """What the figure says besides its lines: the legend's heading (notes) and texts on the axes, as one line (notes
+    are wrapped to the figure's width)."""
     figure = ax.get_figure(root=True)
-    return "\n".join([t.get_text() for t in ax.texts] + [lg.get_title().get_text() for lg in figure.legends])
+    return " ".join(
+        " ".join([t.get_text() for t in ax.texts] + [lg.get_title().get_text() for lg in figure.legends]).split()
+    )
 
 
 def _legend(ax) -> list[str]:
@@ -130,3 +133,22 @@ def test_interval_throughput_and_comparison_plots():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["ppo / CartPole"]
     assert "under 5 seeds" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
     plt.close(ax.figure)
+
+
+def test_long_notes_are_wrapped_to_the_figure_width():
+    """A note longer than the figure is wide is broken between words (one long note made the suite page ~36 in
+    wide); short ones stay whole."""
+    style.use("screen")
+    ax = plot.new_axes()
+    ax.plot([0, 1], [0, 1], label="run")
+    long = "left out: " + ", ".join(f"algo_{i} / lit (sweep_{i})" for i in range(40))
+    plot.place_legend(ax, ax.get_lines(), ["short note", long])
+    title = ax.get_figure(root=True).legends[0].get_title().get_text()
+    lines = title.split("\n")
+    assert lines[0] == "short note" and len(lines) > 3
+    assert " ".join(lines[1:]) == long
+    assert max(len(line) for line in lines) < 130  # 8 in at 8.3 pt
+    ax.get_figure(root=True).canvas.draw()
+    renderer = ax.get_figure(root=True).canvas.get_renderer()
+    assert ax.get_figure(root=True).get_tightbbox(renderer).width <= ax.get_figure(root=True).get_figwidth()
+    plt.close(ax.get_figure(root=True))
