@@ -46,6 +46,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.resources import conf_dir
 from lit_bench.store.format import legacy_spelling
+from lit_bench.store.layout import ID_CHARS, VARIANT_DIR
 
 CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
@@ -62,9 +63,7 @@ OBSERVATION: dict[str, Any] = {
 }
 OBSERVATION_KEYS = (*OBSERVATION, "console")
 _ABSENT = object()
-ID_CHARS = 10
 SLUG_MAX = 80  # characters of the readable part of a directory name; the config_id keeps longer ones distinct
-_VARIANT_DIR = re.compile(rf"-[0-9a-f]{{{ID_CHARS}}}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]+")
 _defaults_cache: dict[tuple[str, ...], dict[str, Any]] = {}
 
@@ -239,8 +238,8 @@ def parse_run_path(run_dir: Path) -> dict[str, Any]:
     parts = list(run_dir.parts)
     seed = parts.pop()[len("seed_") :] if parts and parts[-1].startswith("seed_") else None
     variant = ""
-    if parts and _VARIANT_DIR.search(parts[-1]):
-        variant = _VARIANT_DIR.sub("", parts.pop())
+    if parts and VARIANT_DIR.search(parts[-1]):
+        variant = VARIANT_DIR.sub("", parts.pop())
     found: dict[str, Any] = {"seed": int(seed) if seed and seed.isdigit() else None, "variant": variant}
     for key in ("env", "algo", "sweep"):
         found[key] = parts.pop() if parts else None
