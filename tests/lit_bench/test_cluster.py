@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.lit_bench.helpers import CHILD_ENV, REPO, read_csv
 from tests.lit_bench.paced_env import STEP_SECONDS_ENV
@@ -203,6 +204,24 @@ def test_slurm_sweep_completes_and_points_at_its_job_logs(slurm: dict[str, str],
         job = summary["cluster"]
         assert summary["status"] == "completed" and job["scheduler"] == "slurm" and job["restarts"] == 0
         assert Path(job["stdout"]).is_file() and Path(job["stderr"]).is_file()  # submitit's log files, findable
+
+
+def test_slurm_jobs_ask_for_the_memory_their_runs_need(slurm: dict[str, str], tmp_path: Path) -> None:
+    """One multirun, two replay-buffer sizes: two job arrays, each job asking (``--mem``) for what its run needs
+    (``hydra.launcher.mem_gb=1`` the least: 2 GB for the process, twice the buffer as checkpoints keep it)."""
+    dqn = ("algo=dqn", "env=CartPole", "budget=256", "algo.learning_starts=100", "eval.episodes=1")
+    args = ("hydra/launcher=slurm", "hydra.launcher.mem_gb=1", *dqn, "algo.buffer_size=1000,30000000")
+    done = _sweep(slurm, *args, f"out_dir={tmp_path}", "sweep=m")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "mem_gb: 1 job(s) ask for 3 GB" in done.stderr and "mem_gb: 1 job(s) ask for 5 GB" in done.stderr
+    asked = {}
+    for path in (tmp_path / "m").rglob("seed_*/summary.json"):
+        job = json.loads(path.read_text())["cluster"]["job_id"]
+        shown = subprocess.run(
+            ["sacct", "-n", "-X", "-j", job, "-o", "ReqMem"], env=slurm, capture_output=True, text=True, timeout=30
+        )
+        asked[yaml.safe_load((path.parent / "config.yaml").read_text())["algo"]["buffer_size"]] = shown.stdout.strip()
+    assert asked == {1000: "3G", 30000000: "5G"}, asked
 
 
 def _run_seconds(slurm: dict[str, str], job: str) -> int:
