@@ -41,7 +41,7 @@ def _spaces(cfg: DictConfig) -> tuple[spaces.Space[Any], spaces.Space[Any]]:
     key = OmegaConf.to_yaml(env_cfg)
     if key not in _SPACES:
         name = OmegaConf.select(cfg, "hydra.runtime.choices.env", default=None) or cfg.env.get("id")
-        train, evaluation = make_envs(env_cfg, str(name), 0, None)  # type: ignore[arg-type]
+        train, evaluation = make_envs(env_cfg, str(name), 0, None)
         _SPACES[key] = (train.observation_space, train.action_space)
         train.close()
         evaluation.close()
