@@ -39,7 +39,7 @@ def task(cfg: DictConfig) -> float | None:
         return job_result(cfg, summary)  # a failed run: exit 1 (single run) or a failed job/trial (multirun)
     record_job(cfg, summary)  # interrupted: in the sweep table
     if signals.in_sweep_process():
-        report(sweep_path(cfg), os.environ.get(INVOCATION_ENV))  # sequential sweep: stop
+        report([sweep_path(cfg)], os.environ.get(INVOCATION_ENV))  # sequential sweep: stop
     signals.finish()  # exits 130 / 143 (a joblib worker returns: its parent reports)
     return None
 

@@ -94,7 +94,12 @@ def load_vecnormalize(path: Path, env: VecNormalize, trust: bool = False) -> Non
         raise EnjoyError(str(error)) from None
     if not isinstance(saved, VecNormalize):
         raise EnjoyError(f"vecnormalize: {path} holds a {type(saved).__name__}, not VecNormalize statistics")
-    env.obs_rms, env.ret_rms = saved.obs_rms, saved.ret_rms
+    # what the saved layer holds (norm_obs=False keeps no obs_rms): vars(), since an unpickled VecNormalize has no
+    # venv and its attribute lookup would recurse into the missing one
+    stats = vars(saved)
+    for name in ("obs_rms", "ret_rms"):
+        if name in stats:
+            setattr(env, name, stats[name])
     env.training, env.norm_reward = False, False
 
 
@@ -113,7 +118,7 @@ def make_eval_env(
     return eval_env
 
 
-def load_lit(cls: type, path: Path, trust: bool) -> Any:
+def load_lit(cls: type[BaseAlgorithm], path: Path, trust: bool) -> BaseAlgorithm:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*Skipping '.*' parameter because.*")
@@ -135,7 +140,7 @@ def _serialized_keys(path: Path) -> list[str]:
     return [key for key, value in data.items() if isinstance(value, dict) and ":serialized:" in value]
 
 
-def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dict[str, Any]:
+def safe_sb3_objects(cls: type[SB3Algorithm], cfg: DictConfig, path: Path, env: VecEnv) -> dict[str, Any]:
     """``custom_objects`` for SB3's ``load`` replacing each pickled entry of the zip: spaces from the env, the
     policy class from its alias, hyperparameters from the run's config (their defaults otherwise); what ``load``
     recomputes itself (schedules, train_freq) gets its config value or None."""
@@ -155,7 +160,7 @@ def safe_sb3_objects(cls: type, cfg: DictConfig, path: Path, env: VecEnv) -> dic
     return {key: known.get(key, kwargs.get(key, defaults.get(key))) for key in _serialized_keys(path)}
 
 
-def load_sb3(cls: type, cfg: DictConfig, path: Path, env: VecEnv, trust: bool) -> Any:
+def load_sb3(cls: type[SB3Algorithm], cfg: DictConfig, path: Path, env: VecEnv, trust: bool) -> SB3Algorithm:
     custom = None if trust else safe_sb3_objects(cls, cfg, path, env)
     return cls.load(str(path), device="cpu", custom_objects=custom)
 

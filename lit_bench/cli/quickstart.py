@@ -37,6 +37,7 @@ def main() -> None:
     trainer = RLTrainer(max_steps=args.budget, default_root_dir=args.out, run_name="ppo_cartpole")
     trainer.fit(model, datamodule=data)
     result = trainer.validate(model, datamodule=data, verbose=False)[0]
+    assert trainer.logger is not None  # RLTrainer's default CSV logger
     print(
         f"PPO CartPole-v1 after {model.num_timesteps} env steps: deterministic evaluation over "
         f"{data.n_eval_episodes} episodes = {result['eval/mean_reward']:.1f} +/- {result['eval/std_reward']:.1f} "

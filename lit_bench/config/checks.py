@@ -14,6 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 
 if TYPE_CHECKING:
     from gymnasium import spaces
+    from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
+
+    from lit_sb3.common.base import BaseAlgorithm
 
 # Arguments the harness passes itself; a config must not set them.
 HARNESS_ARGS = ("env", "seed", "verbose", "_init_setup_model")
@@ -115,7 +118,9 @@ def _unsupported_actions(
     )
 
 
-def check_spaces(cls: type, algo_name: str, env_name: str, policy: Any, env: Any) -> None:
+def check_spaces(
+    cls: type[BaseAlgorithm] | type[SB3Algorithm], algo_name: str, env_name: str, policy: Any, env: Any
+) -> None:
     """After the env exists: its real action space, and Dict observations needing MultiInputPolicy."""
     from gymnasium import spaces  # here: the sweep's parent process imports this module (check_out_dir) lightly
     from sb3_contrib.common.maskable.utils import is_masking_supported

@@ -104,14 +104,23 @@ def make_envs(
     wrap = _wrapper_class(env_cfg)
     if outer is not None:
         inner, wrap = wrap, (lambda env: outer(inner(env) if inner else env))
-    common = {"env_kwargs": dict(env_cfg.get("kwargs") or {}), "wrapper_class": wrap}
-    monitor = (
-        {"monitor_dir": monitor_dir, "monitor_kwargs": {"override_existing": not append_monitor}} if monitor_dir else {}
+    env_kwargs: dict[str, Any] = dict(env_cfg.get("kwargs") or {})
+    train_vec = make_vec_env(
+        source,
+        n_envs=int(env_cfg.n_envs),
+        seed=seed,
+        env_kwargs=env_kwargs,
+        wrapper_class=wrap,
+        monitor_dir=monitor_dir or None,
+        monitor_kwargs={"override_existing": not append_monitor} if monitor_dir else None,
     )
-    train = wrap_vec_env(make_vec_env(source, n_envs=int(env_cfg.n_envs), seed=seed, **common, **monitor), env_cfg)
+    train = wrap_vec_env(train_vec, env_cfg)
     if render_mode is not None:
-        common["env_kwargs"] = {**common["env_kwargs"], "render_mode": render_mode}
-    evaluation = wrap_vec_env(make_vec_env(source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, **common), env_cfg)
+        env_kwargs = {**env_kwargs, "render_mode": render_mode}
+    evaluation_vec = make_vec_env(
+        source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, env_kwargs=env_kwargs, wrapper_class=wrap
+    )
+    evaluation = wrap_vec_env(evaluation_vec, env_cfg)
     norm = normalize_kwargs(env_cfg, gamma)
     if norm is not None:
         train = VecNormalize(train, **norm)

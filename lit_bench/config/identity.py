@@ -40,7 +40,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -83,7 +83,7 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
     keys = [str(k) for k in cfg if k != "hydra"]
     container = OmegaConf.to_container(OmegaConf.masked_copy(cfg, keys), resolve=True)
     assert isinstance(container, dict)
-    return container
+    return cast("dict[str, Any]", container)  # its keys are the str keys selected above
 
 
 def _digest(data: Any, chars: int) -> str:

@@ -40,8 +40,12 @@ def code_names(tree: Any, where: str = "") -> Iterator[tuple[str, str, str]]:
         target = tree.get("_target_")
         if target is not None:
             yield f"{where}._target_" if where else "_target_", "target", str(target)
-            if str(target) in GETTERS and "path" in tree:
-                yield f"{where}.path", "target", str(tree["path"])
+            if str(target) in GETTERS:  # the path it imports: ``path:``, or its first positional argument
+                args = tree.get("_args_")
+                if "path" in tree:
+                    yield f"{where}.path", "target", str(tree["path"])
+                elif isinstance(args, list) and args and not isinstance(args[0], (dict, list)):
+                    yield f"{where}._args_[0]", "target", str(args[0])
         package = tree.get("package")
         if package is not None and not isinstance(package, dict):
             for i, module in enumerate([package] if isinstance(package, str) else list(package or [])):

@@ -1,5 +1,6 @@
 """Hydra callback run before Hydra creates any directory: ``out_dir`` must be writable and ``sweep`` a relative path
-below it (else one line, exit 1), then this process takes over SIGINT / SIGTERM (lit_bench.control.signals)."""
+below it, each value of a swept one too (else one line, exit 1), then this process takes over SIGINT / SIGTERM
+(lit_bench.control.signals)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,17 @@ from omegaconf import DictConfig
 
 from lit_bench.config.checks import ConfigError, check_out_dir, check_sweep
 from lit_bench.control import signals
+from lit_bench.control.sweep import swept
 
 
 def _check_out_dir(config: DictConfig) -> None:
+    """Every ``out_dir`` and ``sweep`` the run or the multirun's jobs use (each value of ``-m sweep=a,b``): checked
+    here, before Hydra makes the sweep's or any job's directory."""
     try:
-        check_out_dir(config.out_dir)
-        check_sweep(config.sweep, config.out_dir)
+        for out_dir in swept(config, "out_dir"):
+            check_out_dir(out_dir)
+            for sweep in swept(config, "sweep"):
+                check_sweep(sweep, out_dir)
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr, flush=True)
         sys.exit(1)

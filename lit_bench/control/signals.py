@@ -32,7 +32,7 @@ STOP_TIMEOUT_S = 30.0  # the longest a run takes to stop after the first signal 
 _pending: int | None = None
 _previous: dict[int, Any] = {}  # handlers installed before ours (submitit's requeue handler is called after us)
 _stop_timeout_s = STOP_TIMEOUT_S
-_on_hard_stop: list[Callable[[int], None]] = []  # what a run records before the process exits at once
+_on_hard_stop: list[Callable[[str, str, str | None], None]] = []  # what a run records before the process exits at once
 _timer: threading.Timer | None = None
 
 
@@ -144,7 +144,7 @@ def _kill(pid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
-def _signals() -> list[int]:
+def _signals() -> list[signal.Signals]:
     found = [signal.SIGINT, signal.SIGTERM]
     usr2 = signal.getsignal(signal.SIGUSR2)
     if callable(usr2) and usr2 is not _handler:  # submitit's requeue signal

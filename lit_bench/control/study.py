@@ -106,7 +106,16 @@ def distribution_from_mapping(key: str, spec: Mapping[str, Any]) -> BaseDistribu
 def distribution_from_sweep(key: str, sweep: Any) -> BaseDistribution:
     """Optuna's distribution from Hydra's sweep syntax: ``choice(...)`` / ``a,b,c``, ``interval(lo, hi)`` (floats;
     ``tag(int, ...)`` for integers), ``range(start, stop[, step])`` (stop excluded), ``tag(log, ...)`` for a log
-    scale."""
+    scale. Bounds Optuna refuses (low > high, low <= 0 on a log scale) are one line naming ``key``."""
+    try:
+        return _sweep_distribution(key, sweep)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:  # Optuna's own checks of the bounds
+        raise ConfigError(f"{key}: {error}") from None
+
+
+def _sweep_distribution(key: str, sweep: Any) -> BaseDistribution:
     from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
@@ -114,13 +123,17 @@ def distribution_from_sweep(key: str, sweep: Any) -> BaseDistribution:
     if isinstance(sweep, ChoiceSweep):
         return CategoricalDistribution([_plain(choice) for choice in sweep.list])
     if isinstance(sweep, IntervalSweep):
+        if sweep.start is None or sweep.end is None:
+            raise ConfigError(f"{key}: {sweep} needs both ends, e.g. interval(1e-5, 1e-2)")
         if "int" in sweep.tags:
             return IntDistribution(int(sweep.start), int(sweep.end), log=log)
         return FloatDistribution(float(sweep.start), float(sweep.end), log=log)
     if isinstance(sweep, RangeSweep):
         start, stop, step = sweep.start, sweep.stop, sweep.step
-        if all(isinstance(v, int) for v in (start, stop, step)):
-            return IntDistribution(int(start), int(stop) - int(step), log=log, step=1 if log else int(step))
+        if start is None or stop is None or step is None:
+            raise ConfigError(f"{key}: {sweep} needs a start and a stop, e.g. range(1, 10)")
+        if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
+            return IntDistribution(start, stop - step, log=log, step=1 if log else step)
         count = math.floor((stop - start) / step - 1e-9)
         return FloatDistribution(float(start), float(start + count * step), step=float(step))
     raise ConfigError(f"{key}: {sweep} is not a search space; use choice(...), interval(...) or range(...)")
@@ -154,12 +167,14 @@ def search_space(
             space[str(key)] = distribution_from_sweep(str(key), override.value())
     fixed = []
     for override in parser.parse_overrides(arguments):
+        line = override.input_line
+        assert line is not None  # parse_overrides keeps each override's text
         if override.is_sweep_override():
             if override.is_hydra_override():
-                raise ConfigError(f"{override.input_line}: hydra.* keys cannot be searched")
-            space[override.get_key_element()] = distribution_from_sweep(override.input_line, override.value())
+                raise ConfigError(f"{line}: hydra.* keys cannot be searched")
+            space[override.get_key_element()] = distribution_from_sweep(line, override.value())
         else:
-            fixed.append(override.input_line)
+            fixed.append(line)
             space.pop(override.get_key_element(), None)
     if not space:
         raise ConfigError(

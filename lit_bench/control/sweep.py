@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ValueType
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -64,6 +66,27 @@ class RunPruned(RuntimeError):
 
     def __str__(self) -> str:
         return f"{self.args[0]}: pruned after the evaluation at {self.step} env steps"
+
+
+_ENUMERABLE = (ValueType.SIMPLE_CHOICE_SWEEP, ValueType.CHOICE_SWEEP, ValueType.RANGE_SWEEP)
+
+
+def swept(config: DictConfig, key: str) -> list[str]:
+    """Every value a multirun's jobs give ``key``: those of the command line's sweep of it (``-m sweep=a,b``), else
+    the config's one value (the multirun's config holds no swept value)."""
+    for override in OverridesParser.create().parse_overrides(list(config.hydra.overrides.task)):
+        if override.key_or_group == key and override.value_type in _ENUMERABLE:
+            return list(override.sweep_string_iterator())
+    return [str(config[key])]
+
+
+def sweep_dirs(config: DictConfig) -> list[Path]:
+    """The ``<out_dir>/<sweep>`` directories a multirun's jobs write into (several when it sweeps either name)."""
+    return [
+        sweep_path({"out_dir": out, "sweep": name})
+        for out in swept(config, "out_dir")
+        for name in swept(config, "sweep")
+    ]
 
 
 def records_dir(sweep_dir: Path) -> Path:
@@ -225,17 +248,18 @@ class SweepReport(Callback):
         assert self.invocation is not None
         # lit_bench's Optuna sweeper writes best_trial.yaml itself, from its whole study (earlier commands included)
         direction = None if "study_name" in config.hydra.sweeper else _direction(config)
-        report(sweep_path(config), self.invocation, direction, str(config.objective.metric))
+        report(sweep_dirs(config), self.invocation, direction, str(config.objective.metric))
 
 
-def report(sweep_dir: Path, invocation: str | None, direction: str | None = None, metric: str = "") -> None:
+def report(sweep_dirs: list[Path], invocation: str | None, direction: str | None = None, metric: str = "") -> None:
     """Print the table of this multirun's jobs (and its best trial under a sweeper with a direction); exit non-zero
     if any did not complete (128 + the signal when the sweep was stopped by one)."""
-    records = read_records(sweep_dir, invocation or "*")
-    print(f"\nsweep {sweep_dir}:\n{table(records)}", flush=True)
+    records = [r for sweep_dir in sweep_dirs for r in read_records(sweep_dir, invocation or "*")]
+    print(f"\nsweep {', '.join(map(str, sweep_dirs))}:\n{table(records)}", flush=True)
     best = best_trial(records, direction) if direction else None
     if best is not None and direction is not None:
-        path = write_best_trial(sweep_dir, best, direction)
+        home = [d for d in sweep_dirs if Path(best["run_dir"]).is_relative_to(d)]  # the best run's own sweep
+        path = write_best_trial((home or sweep_dirs)[0], best, direction)
         print(
             f"best ({direction}, objective {metric}): {best['objective']:.2f} "
             f"{best.get('variant') or '(defaults)'} seed {best.get('seed')} -> {path}",

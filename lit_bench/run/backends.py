@@ -61,9 +61,10 @@ def algorithm_kwargs(job: Job, backend: str) -> dict[str, Any]:
 
 def algorithm_kwargs_for(algo_cfg: DictConfig, action_space: spaces.Space, backend: str) -> dict[str, Any]:
     """:func:`algorithm_kwargs` from the algo config node and the env's action space alone."""
-    node = OmegaConf.to_container(algo_cfg, resolve=True)
-    assert isinstance(node, dict)
-    node = {k: v for k, v in node.items() if not (k.startswith("_") and k.endswith("_")) and k != VARIANT_BASE}
+    container = OmegaConf.to_container(algo_cfg, resolve=True)
+    assert isinstance(container, dict)
+    items = {str(k): v for k, v in container.items()}  # an algo config's keys are argument names
+    node = {k: v for k, v in items.items() if not (k.startswith("_") and k.endswith("_")) and k != VARIANT_BASE}
     kwargs: dict[str, Any] = instantiate(node, _convert_="all")
     noise = kwargs.get("action_noise")
     if isinstance(noise, functools.partial):
@@ -90,8 +91,9 @@ def train_lit(job: Job) -> Any:
     if job.cfg.get("log_interval") is not None:
         model.log_interval = int(job.cfg.log_interval)
     loggers = lightning_loggers(job.cfg, job.run)
-    trainer_kwargs = OmegaConf.to_container(job.cfg.trainer, resolve=True)
-    assert isinstance(trainer_kwargs, dict)
+    trainer_node = OmegaConf.to_container(job.cfg.trainer, resolve=True)
+    assert isinstance(trainer_node, dict)
+    trainer_kwargs = {str(k): v for k, v in trainer_node.items()}  # Trainer argument names
     checkpoint = LitCheckpoint(job.run, job.checkpoint_every, job.evaluator.wall_time if job.evaluator else float)
     trainer = RLTrainer(
         max_steps=job.budget,
@@ -144,11 +146,13 @@ def train_sb3(job: Job) -> Any:
         _resume_sb3(job, model)
     formats: list[KVWriter] = [MetricsCSV(job.run), *sb3_output_formats(job.cfg, job.run)]
     model.set_logger(Logger(folder=str(job.run.train_dir), output_formats=formats))
+    evaluator = job.evaluator
+    assert evaluator is not None, "train_sb3: its one process evaluates"
     checkpoint = SB3Checkpoint(
-        job.run, job.checkpoint_every, job.evaluator.wall_time, replay_buffer=bool(job.cfg.checkpoint.replay_buffer)
+        job.run, job.checkpoint_every, evaluator.wall_time, replay_buffer=bool(job.cfg.checkpoint.replay_buffer)
     )
     log_interval = {} if job.cfg.get("log_interval") is None else {"log_interval": int(job.cfg.log_interval)}
-    callbacks = [job.evaluator, checkpoint, SB3StopOnSignal(checkpoint)]
+    callbacks = [evaluator, checkpoint, SB3StopOnSignal(checkpoint)]
     model.learn(
         total_timesteps=job.budget - model.num_timesteps,
         callback=callbacks,
@@ -181,7 +185,7 @@ def _resume_sb3(job: Job, model: SB3Algorithm) -> None:
         if isinstance(data.get(key), (int, float)):
             setattr(model, key, data[key])
     buffer = job.run.checkpoints / SB3_REPLAY_BUFFER
-    if isinstance(model, OffPolicyAlgorithm) and buffer.is_file():
+    if isinstance(model, OffPolicyAlgorithm) and model.replay_buffer is not None and buffer.is_file():
         restore_buffer_arrays(model.replay_buffer, torch.load(buffer, weights_only=True))
     normalize = job.run.checkpoints / SB3_VECNORMALIZE
     if isinstance(job.train_env, VecNormalize) and normalize.is_file():

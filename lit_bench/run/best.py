@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
@@ -70,15 +70,18 @@ class BestCheckpoint:
         if self.backend == "sb3":
             model.save(str(path))  # SB3 leaves the replay buffer out of its zips
             return
-        keep_buffer = getattr(model, "checkpoint_replay_buffer", False)
-        if keep_buffer:
-            model.checkpoint_replay_buffer = False  # a model to watch, not to resume from: no replay buffer
+        from lit_sb3.common.off_policy import OffPolicyAlgorithm
+
+        lit_model = cast("BaseAlgorithm", model)  # the lit backend's
+        buffered = model if isinstance(model, OffPolicyAlgorithm) and model.checkpoint_replay_buffer else None
+        if buffered is not None:
+            buffered.checkpoint_replay_buffer = False  # a model to watch, not to resume from: no replay buffer
         try:
             # trainer.save_checkpoint without its barrier: only rank 0 evaluates in a multi-process run
-            trainer = model.trainer
+            trainer = lit_model.trainer
             trainer.strategy.checkpoint_io.save_checkpoint(
                 trainer._checkpoint_connector.dump_checkpoint(weights_only=True), str(path)
             )
         finally:
-            if keep_buffer:
-                model.checkpoint_replay_buffer = True
+            if buffered is not None:
+                buffered.checkpoint_replay_buffer = True

@@ -13,13 +13,14 @@ VecNormalize statistics are written as tensors (``.pt``, loaded ``weights_only``
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import lightning as L
 import torch
@@ -110,7 +111,7 @@ def save_sb3_checkpoint(model: SB3Algorithm, run: RunDir, wall_time_s: float, re
         extras[SB3_REPLAY_BUFFER] = buffer_arrays(model.replay_buffer)
     for name, state in extras.items():  # written first: the zip and state.json mark the checkpoint complete
         if state is not None:
-            atomic_write(run.checkpoints / name, lambda tmp, state=state: torch.save(state, tmp))
+            atomic_write(run.checkpoints / name, functools.partial(torch.save, state))
     install_checkpoint(run, SB3_CHECKPOINT, lambda tmp: model.save(str(tmp)), model.num_timesteps, wall_time_s)
     save_vecnormalize(model.get_env(), run)
 
@@ -129,7 +130,7 @@ def save_checkpoint(
         assert trainer is not None, "save_checkpoint: the lit backend needs its trainer"
         save_lit_checkpoint(trainer, model, run, wall_time_s)
     else:
-        save_sb3_checkpoint(model, run, wall_time_s, replay_buffer)
+        save_sb3_checkpoint(cast(SB3Algorithm, model), run, wall_time_s, replay_buffer)  # the sb3 backend's
 
 
 # ---------------------------------------------------------------------------------------------- reading

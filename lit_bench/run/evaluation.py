@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 def evaluate_episodes(model: BaseAlgorithm | SB3Algorithm, env: VecEnv, **kwargs: Any) -> Any:
     """SB3's ``evaluate_policy``; masked (sb3-contrib's) when the env has action masks and the model takes them."""
     if is_masking_supported(env) and "action_masks" in inspect.signature(model.predict).parameters:
-        return evaluate_masked_policy(model, env, use_masking=True, **kwargs)
+        # sb3-contrib names its MaskablePPO; any model whose predict takes action_masks works
+        return evaluate_masked_policy(model, env, use_masking=True, **kwargs)  # type: ignore[arg-type]
     return evaluate_policy(model, env, **kwargs)
 
 

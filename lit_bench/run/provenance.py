@@ -10,9 +10,9 @@ import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.resources import source_checkout
 
@@ -122,7 +122,8 @@ def hydra_output_dir() -> Path | None:
     from hydra.core.hydra_config import HydraConfig
 
     try:
-        output_dir = OmegaConf.select(HydraConfig.get(), "runtime.output_dir", default=None)
+        hydra_cfg = cast(DictConfig, HydraConfig.get())  # typed as the HydraConf dataclass: a DictConfig at run time
+        output_dir = OmegaConf.select(hydra_cfg, "runtime.output_dir", default=None)
     except ValueError:  # not inside a Hydra app
         return None
     return Path(output_dir).resolve() if output_dir else None  # None: a composed config (tests) has none

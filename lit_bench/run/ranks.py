@@ -187,8 +187,8 @@ def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[Non
                     os._exit(1)  # from this thread: the main thread may be blocked in a collective
 
     launch = subprocess_script._launch_process_observer
-    subprocess_script._launch_process_observer = lambda children: Watcher(
-        main_pid=os.getpid(), child_processes=children
+    subprocess_script._launch_process_observer = lambda child_processes: Watcher(
+        main_pid=os.getpid(), child_processes=child_processes
     ).start()
     try:
         yield

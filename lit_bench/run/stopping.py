@@ -48,9 +48,7 @@ class LitStopOnSignal(L.Callback):
             signum, pruned = int(both[0]) or None, None if int(both[1]) < 0 else int(both[1])
         if signum is not None or pruned is not None:
             self.checkpoint.save(trainer, pl_module)
-            if signum is not None:
-                raise Interrupted(signum)
-            raise trial.Pruned(pruned)
+            _raise_stop(signum, pruned)
 
 
 class SB3StopOnSignal(BaseCallback):
@@ -71,6 +69,12 @@ class SB3StopOnSignal(BaseCallback):
         signum, pruned = signals.pending(), trial.requested()
         if signum is not None or pruned is not None:
             self.checkpoint.save()
-            if signum is not None:
-                raise Interrupted(signum)
-            raise trial.Pruned(pruned)
+            _raise_stop(signum, pruned)
+
+
+def _raise_stop(signum: int | None, pruned: int | None) -> None:
+    """Stop the run after its checkpoint: for the signal, else for the pruner (at the env step it pruned)."""
+    if signum is not None:
+        raise Interrupted(signum)
+    if pruned is not None:
+        raise trial.Pruned(pruned)

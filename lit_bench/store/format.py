@@ -41,6 +41,10 @@ FINAL_VIDEO = "final.mp4"  # the final evaluation's first episode, in <run>/vide
 LOCK = ".lock"  # the writer's flock (pid and host inside)
 METRICS_BEFORE_RESUME = ".metrics.before_resume.csv"  # a resumed run's earlier metrics, until training ends
 
+# The directories of a run directory that the harness and its loggers write into (train/tb: TensorBoard's default,
+# wandb: W&B's). A symlink at any of them (or at the run directory itself) is refused before anything is written.
+WRITTEN_DIRS = (CHECKPOINTS, "train", "train/tb", VIDEO, MONITOR, "wandb")
+
 EVAL_FIELDS = (
     "timesteps",
     "wall_time_s",

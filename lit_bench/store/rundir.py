@@ -48,15 +48,17 @@ def fresh_tmp(path: Path, suffix: str = "") -> Path:
     return tmp
 
 
+def _symlink_refused(path: Path) -> OSError:
+    return OSError(errno.ELOOP, f"{path} is a symlink; the harness never writes through one: remove it")
+
+
 def open_no_follow(path: Path, flags: int) -> int:
     """``os.open(path, flags)`` that refuses a symlink at ``path`` (one line naming it) instead of following it."""
     try:
         return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as error:
         if error.errno == errno.ELOOP:
-            raise OSError(
-                error.errno, f"{path} is a symlink; the harness never writes through one: remove it"
-            ) from None
+            raise _symlink_refused(path) from None
         raise
 
 
@@ -221,8 +223,10 @@ class RunDir:
         second process reaching a locked run says so in one line and waits (calling ``poll`` every
         ``LOCK_POLL_S``: what it raises ends the wait); it then finds the run completed (and skips it) or
         interrupted (and resumes it). ``flock`` is local to one machine (and NFS clients that map it to POSIX
-        locks). ``.lock`` is never followed if it is a symlink (OSError).
+        locks). Nothing is written through a symlink: at ``.lock``, at the run directory or at a directory the run
+        writes into (``WRITTEN_DIRS``), one is refused before anything is written (OSError naming it).
         """
+        self.refuse_symlinked_dirs()
         self.root.mkdir(parents=True, exist_ok=True)
         with os.fdopen(open_no_follow(self.lock_file, os.O_RDWR | os.O_CREAT), "r+") as handle:
             try:
@@ -240,6 +244,13 @@ class RunDir:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def refuse_symlinked_dirs(self) -> None:
+        """OSError (one line naming it) when the run directory, or a directory in it that the harness or its loggers
+        write into, is a symlink: writing into it would change the files the link points to."""
+        for path in (self.root, *(self.root / name for name in fmt.WRITTEN_DIRS)):
+            if path.is_symlink():
+                raise _symlink_refused(path)
 
     # ------------------------------------------------------------------ checkpoints
 

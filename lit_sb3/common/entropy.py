@@ -58,6 +58,7 @@ class EntropyTemperature(Part, nn.Module):
     """
 
     sb3_names = ("ent_coef", "log_ent_coef", "ent_coef_optimizer", "target_entropy")
+    ent_coef_tensor: torch.Tensor  # the fixed temperature's buffer (registered when it is not learned)
 
     def __init__(self, ent_coef: str | float, target_entropy: str | float, learning_rate: float) -> None:
         super().__init__()
@@ -73,9 +74,13 @@ class EntropyTemperature(Part, nn.Module):
         else:
             self.register_buffer("ent_coef_tensor", torch.tensor(float(initial)))
 
-    def build(self, action_space: spaces.Space) -> dict[str, Any]:
-        auto = self.target_entropy == "auto"
-        self.target_entropy = -float(np.prod(action_space.shape)) if auto else float(self.target_entropy)
+    def build(self, action_space: spaces.Space[Any]) -> dict[str, Any]:
+        if self.target_entropy == "auto":
+            if action_space.shape is None:
+                raise ValueError(f"target_entropy: 'auto' needs an action space with a shape, got {action_space}")
+            self.target_entropy = -float(np.prod(action_space.shape))
+        else:
+            self.target_entropy = float(self.target_entropy)
         # SB3 saves the resolved value: its ``load`` rebuilds the model without an env and cannot resolve "auto"
         return {"target_entropy": self.target_entropy}
 
@@ -94,9 +99,9 @@ class EntropyTemperature(Part, nn.Module):
         A scalar fp32 parameter fed by detached log-probs: no precision plugin or strategy is involved, so the plain
         step saves Lightning's per-step hooks.
         """
-        if self.log_ent_coef is None:
+        if self.log_ent_coef is None or self.ent_coef_optimizer is None:  # both or neither: fixed
             return None
-        loss = losses.entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
+        loss = losses.entropy_coef_loss(self.log_ent_coef, log_prob, float(self.target_entropy))
         self.ent_coef_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.ent_coef_optimizer.step()

@@ -83,7 +83,7 @@ def to_vec_env(
             n_envs=n_envs,
             seed=seed,
             env_kwargs=env_kwargs,
-            vec_env_cls=vec_env_cls,
+            vec_env_cls=vec_env_cls,  # type: ignore[arg-type]  # SB3 names its two classes; any VecEnv class works
             vec_env_kwargs=vec_env_kwargs,
             monitor_dir=None,
         )  # make_vec_env always adds a Monitor: episode statistics are part of every run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
@@ -35,7 +37,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         self,
         buffer_size: int,
         observation_space: spaces.Dict,
-        action_space: spaces.Space,
+        action_space: spaces.Space[Any],
         env: VecEnv,
         device: torch.device | str = "auto",
         n_envs: int = 1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from argparse import Namespace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,7 +32,7 @@ class SB3Learn:
         env: GymEnv | str | None = None,
         callback: MaybeCallback = None,
         log_every_n_steps: int | None = None,
-        tb_log_name: str | None = None,
+        tb_log_name: str = "",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
         default_root_dir: str | Path | None = None,
@@ -48,7 +49,7 @@ class SB3Learn:
         :param callback: SB3 callback(s), called at every env step
         :param log_every_n_steps: dump metrics every this many rollouts (on-policy) or episodes (off-policy);
             None: never (SB3's ``log_interval=None``)
-        :param tb_log_name: run name of the loggers
+        :param tb_log_name: run name of the loggers (empty: the class name)
         :param reset_num_timesteps: start counting env steps (and logged curves) from zero
         :param progress_bar: show a progress bar counting env steps
         :param default_root_dir: where CSV logs go; nothing is written when None
@@ -94,7 +95,9 @@ class SB3TensorBoardLogger(TensorBoardLogger):
     """Lightning's TensorBoard logger writing SB3's run directory: the metrics' event files only (SB3 writes no
     hyperparameters there, so neither ``hparams.yaml`` nor TensorBoard's hparams entries)."""
 
-    def log_hyperparams(self, params: Any, metrics: Any = None) -> None:
+    def log_hyperparams(
+        self, params: dict[str, Any] | Namespace, metrics: dict[str, Any] | None = None, step: int | None = None
+    ) -> None:
         pass
 
     def save(self) -> None:
@@ -116,7 +119,7 @@ def _tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> Tens
 def _accelerator_for(device: torch.device | str) -> dict[str, Any]:
     """Trainer placement for an SB3 ``device`` argument ("auto" keeps the RL default, the CPU; "cuda" on a machine
     without CUDA falls back to the CPU, as in SB3)."""
-    device = get_device(device) if not isinstance(device, str) or device != "auto" else None
-    if device is None or device.type == "cpu":
+    resolved = None if isinstance(device, str) and device == "auto" else get_device(device)
+    if resolved is None or resolved.type == "cpu":
         return {"accelerator": "cpu"}
-    return {"accelerator": "gpu" if device.type == "cuda" else device.type, "devices": [device.index or 0]}
+    return {"accelerator": "gpu" if resolved.type == "cuda" else resolved.type, "devices": [resolved.index or 0]}

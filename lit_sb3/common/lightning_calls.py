@@ -62,7 +62,8 @@ class Listeners:
 
 def listeners(trainer: L.Trainer) -> Listeners:
     """The :class:`Listeners` of ``trainer``'s current fit, computed once per (module, callbacks, strategy) set."""
-    module, callbacks, strategy = trainer.lightning_module, trainer.callbacks, trainer.strategy
+    callbacks: list[L.Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
+    module, strategy = trainer.lightning_module, trainer.strategy
     key = (id(module), id(strategy), id(strategy.precision_plugin), *map(id, callbacks))
     cached = getattr(trainer, "_lit_listeners", None)
     if cached is not None and cached[0] == key:
@@ -101,7 +102,7 @@ def listeners(trainer: L.Trainer) -> Listeners:
         direct,
         direct_step,
     )
-    trainer._lit_listeners = (key, found)
+    trainer._lit_listeners = (key, found)  # type: ignore[attr-defined]  # the cache lives with its trainer
     return found
 
 
@@ -113,7 +114,7 @@ def lean_fit(trainer: L.Trainer) -> Listeners | None:
         trainer.world_size == 1
         and not trainer.lightning_module.automatic_optimization
         and not trainer.lr_scheduler_configs
-        and isinstance(trainer.profiler, PassThroughProfiler)
+        and isinstance(trainer.profiler, PassThroughProfiler)  # type: ignore[attr-defined]  # set by Trainer.__init__
         and not trainer.enable_validation
     )
     return listeners(trainer) if lean else None

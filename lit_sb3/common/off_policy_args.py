@@ -8,6 +8,7 @@ from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
 
 def as_train_freq(train_freq: int | tuple[int, str] | list | TrainFreq) -> TrainFreq:
     """``4`` -> every 4 steps; ``(2, "episode")`` (a YAML list works too) -> every 2 episodes."""
+    unit: str | TrainFrequencyUnit
     if isinstance(train_freq, (int, np.integer)) and not isinstance(train_freq, bool):
         frequency, unit = int(train_freq), "step"
     elif isinstance(train_freq, (tuple, list)) and len(train_freq) == 2:

@@ -11,6 +11,7 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.trainer.states import TrainerStatus
+from stable_baselines3.common.policies import BaseModel
 
 from lit_sb3.common import lightning_calls
 from lit_sb3.common.utils import clip_grad_norm
@@ -143,7 +144,7 @@ def frozen(params: list[torch.Tensor]) -> Iterator[None]:
             p.requires_grad_(True)
 
 
-def optimized_params(module: torch.nn.Module) -> list[torch.Tensor]:
+def optimized_params(module: BaseModel) -> list[torch.Tensor]:
     """The parameters of ``module`` its own ``optimizer`` updates (a features extractor shared with the actor is not).
 
     An actor loss backpropagates through the critic; freezing exactly these keeps it from writing into their grads.

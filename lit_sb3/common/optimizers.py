@@ -31,7 +31,9 @@ def sb3_parity(policy_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def implementation_only(optimizer_kwargs: dict[str, Any] | None) -> bool:
     """True when ``optimizer_kwargs`` sets nothing but the implementation (e.g. what :func:`sb3_parity` adds)."""
-    return bool(optimizer_kwargs) and set(optimizer_kwargs) <= IMPLEMENTATION_KEYS
+    if not optimizer_kwargs:
+        return False
+    return set(optimizer_kwargs) <= IMPLEMENTATION_KEYS
 
 
 def with_fused_default(

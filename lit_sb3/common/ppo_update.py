@@ -10,7 +10,7 @@ variant of the objective overrides ``policy_loss`` (the clipped surrogate).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from gymnasium import spaces
@@ -20,8 +20,15 @@ from stable_baselines3.common.utils import FloatSchedule
 from lit_sb3.common import losses
 from lit_sb3.common.utils import unchecked_distributions
 
+if TYPE_CHECKING:
+    from lit_sb3.common.on_policy import OnPolicyAlgorithm
 
-class ClippedSurrogateUpdate:
+    _Base = OnPolicyAlgorithm  # the class after this mixin in the algorithms' bases
+else:
+    _Base = object
+
+
+class ClippedSurrogateUpdate(_Base):
     """PPO's minibatch update: clip-range schedules, the loss, ``target_kl`` early stopping and its metrics."""
 
     def _init_clipping(
@@ -59,7 +66,7 @@ class ClippedSurrogateUpdate:
 
     def _evaluate_actions(self, batch: Any, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """Values, log-probabilities and entropy of the minibatch's actions under the current policy."""
-        return self.policy.evaluate_actions(batch.observations, actions)
+        raise NotImplementedError(f"{type(self).__name__}._evaluate_actions: each PPO variant evaluates its policy")
 
     def _loss_mask(self, batch: Any) -> torch.Tensor | None:
         """Which minibatch entries count in the means (None: all of them)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -135,7 +135,7 @@ def box_actions(
     """
     unscaled = actions
     if from_policy:
-        space = policy.action_space
+        space = cast(spaces.Box, policy.action_space)  # only Box actions come here
         unscaled = policy.unscale_action(actions) if policy.squash_output else np.clip(actions, space.low, space.high)
     scaled = policy.scale_action(unscaled)
     if noise is not None:
@@ -175,7 +175,8 @@ def store_transition(
                 next_obs[key][i] = terminal[key]
         else:
             next_obs[i] = terminal
-    buffer.add(original_obs, next_obs, buffer_action, reward, dones, infos)
+    # a DictReplayBuffer (typed as SB3's ReplayBuffer here) takes the dict observations
+    buffer.add(original_obs, next_obs, buffer_action, reward, dones, infos)  # type: ignore[arg-type]
     return new_original_obs
 
 
@@ -194,7 +195,7 @@ def save_replay_buffer(buffer: ReplayBuffer | None, path: str | Path, verbose: i
 
 
 def load_replay_buffer(
-    path: str | Path, env: VecEnv | None, device: torch.device | str, truncate_last_traj: bool = True, verbose: int = 0
+    path: str | Path, env: VecEnv | None, device: torch.device, truncate_last_traj: bool = True, verbose: int = 0
 ) -> ReplayBuffer:
     """A buffer written by :func:`save_replay_buffer` (or SB3's), on ``device``; a HER buffer gets ``env``."""
     buffer = load_from_pkl(path, verbose)

@@ -14,6 +14,7 @@ size in the checkpoint. ``VecNormalize`` statistics are copied, not replayed.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,10 @@ def from_tree(value: Any) -> Any:
 
 def rng_state() -> dict[str, Any]:
     """torch (CPU and CUDA), numpy's global and Python's ``random`` generator states."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    legacy = np.random.get_state(legacy=True)
+    if isinstance(legacy, dict):  # numpy gives a dict only when the global generator is not MT19937
+        raise RuntimeError(f"resume: numpy's global generator is not MT19937 ({legacy.get('bit_generator')})")
+    kind, keys, pos, has_gauss, cached = legacy
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
         "numpy": {
@@ -99,7 +103,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def space_rng_state(space: spaces.Space) -> dict[str, Any]:
+def space_rng_state(space: spaces.Space) -> Mapping[str, Any]:
     return space.np_random.bit_generator.state
 
 
@@ -198,11 +202,11 @@ class ActionLog:
         base._seeds, base._options = list(self.seeds), [dict(o) for o in self.options]
         base.reset()
         actions, resets = self.actions, sorted(self.resets)
-        for step in range(self.size if actions is not None else 0):
+        for step, action in enumerate(actions if actions is not None else ()):
             while resets and resets[0] == step:
                 base.reset()
                 resets.pop(0)
-            base.step(actions[step])
+            base.step(action)
         for _ in resets:
             base.reset()
 
@@ -221,7 +225,7 @@ def _set_rms(rms: RunningMeanStd | dict[str, RunningMeanStd], state: Any) -> Non
     rms.mean, rms.var, rms.count = state["mean"].numpy().copy(), state["var"].numpy().copy(), state["count"]
 
 
-def vecnormalize_state(env: VecEnv) -> dict[str, Any] | None:
+def vecnormalize_state(env: VecEnv | None) -> dict[str, Any] | None:
     """Running statistics and the per-env return accumulators of every VecNormalize in the wrapper chain."""
     states = []
     while isinstance(env, VecEnvWrapper):

@@ -54,12 +54,12 @@ class RolloutMinibatches:
         return algo.n_epochs * -(-rollout // batch)
 
     def __iter__(self) -> Iterator[Any]:
-        algo, loop = self.algorithm, self.algorithm._loop
-        if not loop.collected:
+        algo, loop, buffer = self.algorithm, self.algorithm._loop, self.algorithm.rollout_buffer
+        if not loop.collected or buffer is None:  # a collected rollout is in the buffer
             return
         for epoch in range(algo.n_epochs):
             loop.epoch = epoch
-            for batch in algo.rollout_buffer.get(algo._minibatch_size()):
+            for batch in buffer.get(algo._minibatch_size()):
                 if loop.stop_updates:
                     return
                 yield batch

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import sb3_contrib
@@ -26,6 +26,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 #: constructor keywords SB3 has and the spec's signatures do not; set as attributes after ``__init__``
 SB3_ONLY_INIT_KEYWORDS = ("tensorboard_log",)
+
+
+LearnMethod = TypeVar("LearnMethod", bound=Callable[..., Any])
 
 
 def is_env(value: Any) -> bool:
@@ -76,7 +79,9 @@ def _sb3_positional_order(method: Callable[..., Any], inserted: str, removed: st
     return [own[0], inserted, *own[1:]]
 
 
-def _bind(order: list[str], args: tuple, kwargs: dict[str, Any], call: str, sb3_form: str, spec_form: str) -> dict:
+def _bind(
+    order: list[str], args: tuple[Any, ...], kwargs: dict[str, Any], call: str, sb3_form: str, spec_form: str
+) -> dict[str, Any]:
     if len(args) > len(order):
         raise TypeError(
             f"{call}: {len(args)} positional arguments, SB3's form takes at most {len(order)} "
@@ -92,7 +97,9 @@ def _bind(order: list[str], args: tuple, kwargs: dict[str, Any], call: str, sb3_
     return {**bound, **kwargs}
 
 
-def constructor_arguments(cls: type, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+def constructor_arguments(
+    cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``cls(*args, **kwargs)`` in the spec's form (SB3's positional form named by SB3's signature)."""
     if len(args) < 2 or not is_env(args[1]):
         return args, kwargs
@@ -107,7 +114,9 @@ def constructor_arguments(cls: type, args: tuple, kwargs: dict[str, Any]) -> tup
     return (), _bind(order, args, kwargs, name, sb3_form, spec_form)
 
 
-def learn_arguments(method: Callable[..., Any], owner: str, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+def learn_arguments(
+    method: Callable[..., Any], owner: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """``learn(*args, **kwargs)`` as the spec's keywords (SB3's ``learn(n, callback, log_interval, ...)`` too)."""
     call = f"{owner}.learn"
     kwargs = dict(kwargs)
@@ -134,7 +143,7 @@ class SB3CallForms(type):
     SB3-only keyword ``tensorboard_log``); a ``learn`` a class defines accepts SB3's form too.
     """
 
-    def __init__(cls, name: str, bases: tuple, namespace: dict[str, Any]) -> None:
+    def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> None:
         super().__init__(name, bases, namespace)
         if "learn" in namespace:
             cls.learn = accepts_sb3_learn_forms(namespace["learn"])
@@ -161,7 +170,7 @@ class SB3CallForms(type):
         return signature.replace(parameters=[p for p in params if p.kind != p.VAR_KEYWORD] + extra + tail)
 
 
-def accepts_sb3_learn_forms(learn: Callable[..., Any]) -> Callable[..., Any]:
+def accepts_sb3_learn_forms(learn: LearnMethod) -> LearnMethod:
     """Wrap an algorithm's ``learn`` so that SB3's form and keywords reach it as the spec's (signature kept)."""
     if getattr(learn, "_sb3_forms", False):
         return learn
@@ -171,4 +180,4 @@ def accepts_sb3_learn_forms(learn: Callable[..., Any]) -> Callable[..., Any]:
         return learn(self, **learn_arguments(learn, type(self).__name__, args, kwargs))
 
     wrapper._sb3_forms = True  # type: ignore[attr-defined]
-    return wrapper
+    return cast(LearnMethod, wrapper)  # the spec's signature (SB3's forms are accepted on top of it)

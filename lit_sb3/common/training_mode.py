@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 
 #: where the policies' own switches are defined: they set ``training`` flags and do nothing else
@@ -20,7 +21,7 @@ class TrainingModeSwitch:
     keeps the real call. Submodules replaced after the first switch are not seen: build a new switch then.
     """
 
-    def __init__(self, policy: nn.Module) -> None:
+    def __init__(self, policy: BasePolicy) -> None:
         self.policy = policy
         modules = list(policy.modules())
         defined_in = getattr(type(policy).set_training_mode, "__module__", "") or ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -74,7 +74,7 @@ def clip_grad_norm(module: Any, optimizer: Any, max_norm: float) -> None:
 
 
 def resolve_policy_class(
-    policy: str | type[BasePolicy], aliases: dict[str, type[BasePolicy]], algorithm: str
+    policy: str | type[BasePolicy], aliases: Mapping[str, type[BasePolicy]], algorithm: str
 ) -> type[BasePolicy]:
     """The policy class named by ``policy`` (one of the algorithm's ``aliases``) or given as a class."""
     if isinstance(policy, str):

@@ -12,8 +12,10 @@ through SB3's logger, never with ``self.log`` in a training step).
 from __future__ import annotations
 
 import lightning as L
-from lightning.pytorch.loops import _FitLoop
 from lightning.pytorch.trainer.connectors.logger_connector import _LoggerConnector
+from lightning.pytorch.trainer.connectors.logger_connector.result import _ResultCollection
+
+from lit_sb3.lightning_compat.loops import EnvStepFitLoop
 
 
 def install(trainer: L.Trainer) -> None:
@@ -28,20 +30,26 @@ class EnvStepLoggerConnector(_LoggerConnector):
     def should_update_logs(self) -> bool:
         trainer = self.trainer
         loop = trainer._active_loop
-        if trainer.log_every_n_steps == 0 or not isinstance(loop, _FitLoop):
+        every: int = trainer.log_every_n_steps  # type: ignore[attr-defined]  # set by _LoggerConnector.on_trainer_init
+        if every == 0 or not isinstance(loop, EnvStepFitLoop):
             return super().should_update_logs
-        return (loop.epoch_loop.stepped_batches + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop
+        return (loop.epoch_loop.stepped_batches + 1) % every == 0 or trainer.should_stop
 
     # lit_sb3's algorithms log through SB3's logger at the end of a rollout or log interval, never with ``self.log`` in
     # a training step: with nothing logged there is nothing to gather after each step.
-    def _nothing_logged(self) -> bool:
+    def _empty_results(self) -> _ResultCollection | None:
+        """The active loop's result collection when it holds nothing (else None)."""
         results = self.trainer._results
-        return results is not None and not results
+        return results if results is not None and not results else None
+
+    def _nothing_logged(self) -> bool:
+        return self._empty_results() is not None
 
     def on_batch_end(self) -> None:
-        if self._nothing_logged():
-            self.trainer._results.batch = None
-            self.trainer._results.batch_size = None
+        empty = self._empty_results()
+        if empty is not None:
+            empty.batch = None
+            empty.batch_size = None
             return
         super().on_batch_end()
 

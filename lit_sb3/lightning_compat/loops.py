@@ -46,6 +46,8 @@ class EnvStepFitLoop(_FitLoop):
     per epoch. An on-policy epoch is one rollout: A2C's take ~5-10 ms, and Lightning's epoch machinery ~1 ms of that.
     Otherwise (several processes, a profiler, validation inside the fit, schedulers, a resumed epoch) Lightning's."""
 
+    epoch_loop: EnvStepEpochLoop
+
     def __init__(self, trainer: L.Trainer) -> None:
         super().__init__(trainer, min_epochs=None, max_epochs=-1)
         self.epoch_loop = EnvStepEpochLoop(trainer, min_steps=None, max_steps=-1)
@@ -53,10 +55,11 @@ class EnvStepFitLoop(_FitLoop):
 
     def setup_data(self) -> None:
         super().setup_data()
-        if type(self._data_fetcher) is _PrefetchDataFetcher and _OneIterableFetcher.fits(self._combined_loader):
-            self._data_fetcher = _OneIterableFetcher()
-            self._data_fetcher.setup(self._combined_loader)
-            iter(self._data_fetcher)
+        loader = self._combined_loader
+        if type(self._data_fetcher) is _PrefetchDataFetcher and loader is not None and _OneIterableFetcher.fits(loader):
+            self._data_fetcher = fetcher = _OneIterableFetcher()
+            fetcher.setup(loader)
+            iter(fetcher)
 
     def on_run_start(self) -> None:
         super().on_run_start()
@@ -70,16 +73,19 @@ class EnvStepFitLoop(_FitLoop):
         if listening is None:
             return super().on_advance_start()
         self.setup_data()  # reload_dataloaders_every_n_epochs
+        assert self._combined_loader is not None  # setup_data made it
+        processed = self.epoch_progress.current.processed  # type: ignore[attr-defined]  # a _ProcessedTracker
         for dataloader in self._combined_loader.flattened:
-            _set_sampler_epoch(dataloader, self.epoch_progress.current.processed)
+            _set_sampler_epoch(dataloader, processed)
         self.epoch_progress.increment_ready()
         _call_hook(self.trainer, "on_train_epoch_start", listening)
         self.epoch_progress.increment_started()
 
     def advance(self) -> None:
-        if self._lean_now() is None or self._combined_loader._mode == "sequential":
+        loader, fetcher = self._combined_loader, self._data_fetcher
+        if self._lean_now() is None or loader is None or fetcher is None or loader._mode == "sequential":
             return super().advance()
-        self.epoch_loop.run(self._data_fetcher)
+        self.epoch_loop.run(fetcher)
 
     def on_advance_end(self) -> None:
         """Lightning's epoch end: callbacks that monitor a metric run after the module's hook, which logs it."""
@@ -102,6 +108,9 @@ class EnvStepFitLoop(_FitLoop):
 class EnvStepEpochLoop(_TrainingEpochLoop):
     """Lightning's training loop whose ``global_step`` and logging step are the module's env-step count."""
 
+    manual_optimization: _EnvStepManualOptimization
+    stepped_batches: int  # Lightning's own count of training steps (set through ``_batches_that_stepped``)
+
     def __init__(self, trainer: L.Trainer, min_steps: int | None = None, max_steps: int = -1) -> None:
         super().__init__(trainer, min_steps=min_steps, max_steps=max_steps)
         self.manual_optimization = _EnvStepManualOptimization(trainer)
@@ -123,11 +132,11 @@ class EnvStepEpochLoop(_TrainingEpochLoop):
         steps = env_steps(self.trainer)
         self.stepped_batches = value if steps is None else self.stepped_batches + value - steps
 
-    def load_state_dict(self, state_dict: dict, prefix: str = "") -> None:
+    def load_state_dict(self, state_dict: dict[str, Any], prefix: str = "") -> None:
         super().load_state_dict(state_dict, prefix)
         self.stepped_batches = state_dict.get("_batches_that_stepped", 0)  # the count, not a change of it
 
-    def state_dict(self, destination: dict | None = None, prefix: str = "") -> dict:
+    def state_dict(self, destination: dict[str, Any] | None = None, prefix: str = "") -> dict[str, Any]:
         state = super().state_dict(destination, prefix)
         state["_batches_that_stepped"] = self.stepped_batches
         return state
@@ -189,7 +198,7 @@ class _EnvStepManualOptimization(_ManualOptimization):
 
     direct = False
 
-    def advance(self, kwargs: OrderedDict) -> None:
+    def advance(self, kwargs: OrderedDict[str, Any]) -> None:
         if not self.direct:
             return super().advance(kwargs)
         trainer = self.trainer
@@ -219,6 +228,7 @@ class _OneIterableFetcher(_PrefetchDataFetcher):
     def __next__(self) -> tuple[Any, int, int]:
         if self.done:
             raise StopIteration
+        assert self.iterator is not None and self.length is not None  # __iter__ set them
         self._start_profiler()
         try:
             batch = next(self.iterator)
@@ -237,9 +247,10 @@ class _OneIterableFetcher(_PrefetchDataFetcher):
         self.batches = []
         loader = self._combined_loader
         if loader is not None:
-            self.length = len(loader.flattened[0])
-            if loader.limits is not None:
-                self.length = min(self.length, loader.limits[0])
+            length = len(loader.flattened[0])
+            if loader.limits is not None and loader.limits[0] < length:  # a limit is an int or inf
+                length = int(loader.limits[0])
+            self.length = length
             self.done = self.length == 0
 
 

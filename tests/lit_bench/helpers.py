@@ -47,6 +47,14 @@ def lit_class_or_skip(cfg: DictConfig) -> type:
         pytest.skip(f"{cfg.algo._target_} is not in lit_sb3 yet")
 
 
+def harness_kwargs(cfg: DictConfig, cls: type, env: Any, backend: str) -> dict[str, Any]:
+    """The constructor arguments the harness gives ``cls`` for ``cfg`` on ``env`` (schedules, classes, noise)."""
+    from lit_bench.run.backends import Job, algorithm_kwargs
+
+    job = Job(cfg, cls, None, env, None, budget=1, seed=0, checkpoint_every=1, resume=False)  # type: ignore[arg-type]
+    return algorithm_kwargs(job, backend)
+
+
 def run_py(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "run.py", *args],

@@ -13,10 +13,9 @@ import torch
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.envs import make_envs
-from lit_bench.run.backends import Job, algorithm_kwargs
 from lit_bench.run.train import _prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
-from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, lit_class_or_skip
+from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, harness_kwargs, lit_class_or_skip
 
 pytestmark = pytest.mark.harness
 
@@ -68,18 +67,7 @@ def test_every_off_policy_pair_checkpoints_its_replay_buffer(algo: str, tmp_path
         if key not in ENV_CACHE:
             ENV_CACHE[key] = make_envs(cfg.env, env_name, 0, cfg.algo.get("gamma"))[0]
         env = ENV_CACHE[key]
-        job = Job(
-            cfg=cfg,
-            algo_cls=cls,
-            run=None,
-            train_env=env,
-            evaluator=None,
-            budget=1,
-            seed=0,  # type: ignore[arg-type]
-            checkpoint_every=1,
-            resume=False,
-        )
-        model = cls(**algorithm_kwargs(job, "lit"), seed=0)
+        model = cls(**harness_kwargs(cfg, cls, env, "lit"), seed=0)
         model.check_env(env)
         model.build(env.observation_space, env.action_space)
         model._setup_buffers(env)

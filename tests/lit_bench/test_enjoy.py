@@ -184,6 +184,16 @@ def test_eval_video_needs_a_renderable_env() -> None:
         check_eval_video(cfg.eval, cfg.env, "CartPole")
 
 
+@pytest.mark.parametrize("trust", [False, True])
+def test_vecnormalize_without_observation_statistics_loads(tmp_path: Path, trust: bool) -> None:
+    saved = VecNormalize(DummyVecEnv([_cartpole]), norm_obs=False)  # keeps return statistics only
+    saved.ret_rms.update(np.array([2.0, 4.0]))
+    saved.save(str(tmp_path / "vecnormalize.pkl"))
+    env = VecNormalize(DummyVecEnv([_cartpole]), norm_obs=False)
+    enjoy.load_vecnormalize(tmp_path / "vecnormalize.pkl", env, trust=trust)
+    assert env.ret_rms.mean == saved.ret_rms.mean != 0 and not env.training and not env.norm_reward
+
+
 class _SB3Like:
     """What BestCheckpoint uses of an SB3 model: ``save`` and ``get_env``."""
 

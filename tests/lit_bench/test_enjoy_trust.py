@@ -108,6 +108,9 @@ CRAFTED = {
     "algo.policy_kwargs.activation_fn.path": lambda c, m: c["algo"].__setitem__(
         "policy_kwargs", {"activation_fn": {"_target_": "hydra.utils.get_class", "path": "planted_code.Planted"}}
     ),
+    "env.wrappers[0]._args_[0]": lambda c, m: c["env"].__setitem__(
+        "wrappers", [{"_target_": "hydra.utils.get_class", "_args_": ["planted_code.Planted"]}]
+    ),  # a getter's path given positionally (importing it writes the marker)
     "algo.action_noise._target_": lambda c, m: c["algo"].__setitem__(
         "action_noise", {"_target_": "lit_sb3.common.sb3_bridge.HumanOutputFormat", "_args_": [str(m)]}
     ),  # a re-export

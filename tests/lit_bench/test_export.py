@@ -57,11 +57,10 @@ def test_resume_cuts_monitor_files_at_the_checkpoint(tmp_path: Path) -> None:
     assert path.read_text() == '#{"t_start": 1.0, "env_id": "X"}\nr,l,t\n1.0,10,0.1\n2.0,20,0.2\n'
 
 
-def test_export_links_the_zoo_tree_and_the_zoo_plots_read_it(sweep: Path, tmp_path: Path) -> None:
-    pytest.importorskip("rl_zoo3", reason="the zoo extra (rl_zoo3) is not installed")
+def _export(sweep: Path, out: Path) -> tuple[str, str]:
+    """Export ``sweep`` to ``out``, check the Zoo's tree of links, and return its two groups (lit, sb3)."""
     from lit_bench.cli.export import export
 
-    out = tmp_path / "zoo_logs"
     exported, left_out = export([sweep], out)
     assert left_out == 0
     variant = "budget=512,eval.episodes=2,eval.every=256"  # TINY's differences from the defaults
@@ -78,7 +77,18 @@ def test_export_links_the_zoo_tree_and_the_zoo_plots_read_it(sweep: Path, tmp_pa
         assert all((entry.folder / f).is_symlink() for f in files)  # links, not copies
         assert (entry.folder / "evaluations.npz").resolve() == (entry.run_dir / "evaluations.npz").resolve()
     assert export([sweep], out)[0] == exported  # again: the same links, kept
+    return lit, sb3
 
+
+def test_export_links_the_zoo_tree(sweep: Path, tmp_path: Path) -> None:
+    """Needs nothing of the Zoo: runs in the default test run (the plots below need the zoo extra)."""
+    _export(sweep, tmp_path / "zoo_logs")
+
+
+def test_the_zoo_plots_read_the_export(sweep: Path, tmp_path: Path) -> None:
+    pytest.importorskip("rl_zoo3", reason="the zoo extra (rl_zoo3) is not installed")
+    out = tmp_path / "zoo_logs"
+    lit, sb3 = _export(sweep, out)
     env = {**os.environ, "MPLBACKEND": "Agg"}
 
     def zoo(*args: str) -> subprocess.CompletedProcess:

@@ -12,6 +12,7 @@ import pytest
 
 from lit_bench.config.identity import identify, resolved, run_path
 from lit_bench.run import train
+from lit_bench.store.format import WRITTEN_DIRS
 from lit_bench.store.rundir import RunDir, atomic_write_text
 from tests.lit_bench.helpers import TINY, compose_run, read_csv
 
@@ -122,3 +123,41 @@ def test_a_symlinked_lock_is_one_line_from_run_py(tmp_path: Path) -> None:
     summary = train.run(cfg)
     assert summary["status"] == "failed" and "symlink" in summary["error"] and "\n" not in summary["error"]
     assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("where", [".", *WRITTEN_DIRS])
+def test_a_symlinked_directory_is_never_written_into(tmp_path: Path, where: str) -> None:
+    """The run directory itself, or a directory in it the harness or its loggers write into, that is a symlink: the
+    lock is refused (OSError naming the link) before anything is written, and the link's target is untouched."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("precious\n")
+    run = RunDir(tmp_path / "run")
+    link = run.root / where if where != "." else run.root
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim, target_is_directory=True)
+    with pytest.raises(OSError, match=f"{link} is a symlink") as refused, run.lock():
+        run.write_summary({"status": "running"})
+    assert "\n" not in str(refused.value)
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+
+
+def test_a_resume_through_a_symlinked_checkpoints_directory_is_refused(tmp_path: Path) -> None:
+    """An interrupted run whose checkpoints/ links to another directory (here: holding that run's own checkpoints):
+    run.py fails in one line naming the link, and nothing in the linked directory changes."""
+    overrides = [*TINY, f"out_dir={tmp_path}"]  # two rollouts of 256 steps, a checkpoint after each
+    first = train.run(compose_run(*overrides))
+    assert first["status"] == "completed", first.get("error")
+    run = RunDir(first["run_dir"])
+    os.replace(run.checkpoints / "previous.ckpt", run.checkpoints / "last.ckpt")  # as if killed after 256 steps
+    run.mark_checkpoint(256, 1.0)
+    run.truncate_eval(256)
+    run.write_summary({**first, "status": "running"})
+    victim = tmp_path / "elsewhere"
+    os.replace(run.checkpoints, victim)
+    run.checkpoints.symlink_to(victim, target_is_directory=True)
+    before = _files(victim)
+    again = train.run(compose_run(*overrides))
+    assert again["status"] == "failed" and "\n" not in again["error"]
+    assert f"{run.checkpoints} is a symlink" in again["error"], again["error"]
+    assert _files(victim) == before and run.checkpoints.is_symlink()

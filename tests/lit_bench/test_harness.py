@@ -20,7 +20,6 @@ from lit_bench.config.checks import (
     supported_action_spaces,
 )
 from lit_bench.config.envs import make_envs, require_package
-from lit_bench.run.backends import Job, algorithm_kwargs
 from lit_bench.run.train import _prepare
 from lit_bench.store.rundir import EVAL_FIELDS
 from lit_sb3.common.envs import check_env_id
@@ -34,6 +33,7 @@ from tests.lit_bench.helpers import (
     TINY,
     compose_run,
     find_run,
+    harness_kwargs,
     kill_when_checkpointed,
     lit_class_or_skip,
     read_csv,
@@ -98,22 +98,11 @@ def test_every_pair_instantiates_or_fails_clearly(algo: str, env_name: str, buil
         with pytest.raises(ConfigError, match=rf"^env={env_name} has Dict observations: set algo.policy=MultiInput"):
             check_spaces(cls, algo, env_name, cfg.algo.get("policy"), train_env)
         return
-    job = Job(
-        cfg=cfg,
-        algo_cls=cls,
-        run=None,
-        train_env=train_env,
-        evaluator=None,
-        budget=1,
-        seed=0,  # type: ignore[arg-type]
-        checkpoint_every=1,
-        resume=False,
-    )
-    model = cls(**algorithm_kwargs(job, "lit"), seed=0)
+    model = cls(**harness_kwargs(cfg, cls, train_env, "lit"), seed=0)
     model.check_env(train_env)
     model.build(train_env.observation_space, train_env.action_space)
     sb3_cls = algorithm_class(str(cfg.algo._target_), "sb3")
-    sb3_model = sb3_cls(env=train_env, **algorithm_kwargs(job, "sb3"), seed=0)
+    sb3_model = sb3_cls(env=train_env, **harness_kwargs(cfg, cls, train_env, "sb3"), seed=0)
     assert type(sb3_model).__name__ == cls.__name__
     if cfg.algo.get("replay_buffer_class") is not None:
         assert sb3_model.replay_buffer_class.__module__.startswith("stable_baselines3")

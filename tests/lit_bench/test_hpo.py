@@ -80,6 +80,11 @@ def test_search_space_from_hydra_syntax_and_optuna_yaml() -> None:
         studies.search_space({}, ["budget=512"])
     with pytest.raises(ConfigError, match=r"params.algo.gamma.type=uniform: choose one of float, int, categorical"):
         studies.search_space({"algo.gamma": {"type": "uniform"}}, [])
+    # bounds Optuna refuses: one line naming the override, not Optuna's traceback
+    with pytest.raises(ConfigError, match=r"^algo.learning_rate=tag\(log, interval\(0, 1e-2\)\): .*low"):
+        studies.search_space({}, ["algo.learning_rate=tag(log, interval(0, 1e-2))"])
+    with pytest.raises(ConfigError, match=r"^algo.gamma: .*low"):
+        studies.search_space({"algo.gamma": "interval(0.99, 0.9)"}, [])
 
 
 def test_samplers_and_pruners_by_name_with_one_line_errors() -> None:

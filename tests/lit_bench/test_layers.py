@@ -77,5 +77,5 @@ def test_each_layer_says_its_one_job(layer: str):
     init = PACKAGE / layer / "__init__.py"
     doc = ast.get_docstring(ast.parse(init.read_text()))
     assert doc, f"{init.relative_to(REPO)} has no docstring"
-    for path in (PACKAGE / layer).glob("*.py"):
+    for path in (PACKAGE / layer).rglob("*.py"):  # (a layer's subpackages too: cli/reporting)
         assert ast.get_docstring(ast.parse(path.read_text())), f"{path.relative_to(REPO)} has no docstring"

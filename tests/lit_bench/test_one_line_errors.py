@@ -111,6 +111,29 @@ def test_a_sweep_name_outside_out_dir_or_too_long_is_refused(tmp_path: Path, swe
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == [Path("out"), Path("out/runs")]
 
 
+@pytest.mark.parametrize("swept", ["sweep=ok,../x", "sweep=ok,<tmp>/abs", "out_dir=<tmp>/o1,<tmp>/o2 sweep=ok,a/../.."])
+def test_a_swept_sweep_name_outside_out_dir_is_refused_before_any_directory(tmp_path: Path, swept: str) -> None:
+    """Each value of a swept sweep= is checked when the multirun starts: no job runs, Hydra makes no directory."""
+    out = tmp_path / "out"
+    out.mkdir()
+    swept_args = swept.replace("<tmp>", str(tmp_path)).split()
+    result = run_py("-m", *TINY, f"out_dir={out}", *swept_args, "hydra/launcher=basic")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    [line] = [line for line in output.splitlines() if "sweep=" in line]
+    assert "a relative path below out_dir" in line, line
+    made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert made in ([Path("out")], [Path("o1"), Path("out")]), made  # at most the out_dir it checked
+
+
+def test_a_multirun_over_sweep_names_reports_every_job(tmp_path: Path) -> None:
+    """The table lists the jobs of every swept sweep directory, and a failed one makes the exit code 1."""
+    result = run_py("-m", *TINY, f"out_dir={tmp_path}", "sweep=a,b", "algo.n_epochs=zero", "hydra/launcher=basic")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert f"sweep {tmp_path / 'a'}, {tmp_path / 'b'}:" in output and "2 failed (2 runs)" in output, output
+
+
 @pytest.mark.parametrize("backend", ["lit", "sb3"])
 def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(
     tmp_path: Path, backend: str, capsys: pytest.CaptureFixture

@@ -13,6 +13,7 @@ from PIL import Image
 
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 from lit_bench.cli import report
+from lit_bench.cli.reporting import pool
 from tests.lit_bench.helpers import make_sweep, write_run
 
 
@@ -111,7 +112,7 @@ def test_figures_drawn_by_workers_are_the_ones_drawn_in_process(tmp_path, capsys
             assert (serial / name).read_bytes() == (parallel / name).read_bytes(), name
 
 
-def _fails():  # (report._drain: what the forked workers run, and only they)
+def _fails():  # (pool._drain: what the forked workers run, and only they)
     raise ZeroDivisionError("in a figure worker")
 
 
@@ -122,10 +123,10 @@ def _dies():
 @needs_fork
 def test_a_failing_figure_worker_fails_the_report(tmp_path, monkeypatch, capsys):
     sweep = _two_env_sweep(tmp_path)
-    monkeypatch.setattr(report, "_drain", _fails)  # (the workers fork from this process: they inherit the patch)
+    monkeypatch.setattr(pool, "_drain", _fails)  # (the workers fork from this process: they inherit the patch)
     with pytest.raises(ZeroDivisionError, match="in a figure worker"):  # raised here, with the worker's traceback
         report.main([str(sweep), "--out", str(tmp_path / "a"), "--workers", "2", "--formats", "png"])
-    monkeypatch.setattr(report, "_drain", _dies)
+    monkeypatch.setattr(pool, "_drain", _dies)
     with pytest.raises(SystemExit, match=r"report: a process drawing the figures died .*the figures are incomplete"):
         report.main([str(sweep), "--out", str(tmp_path / "b"), "--workers", "2", "--formats", "png"])
     with pytest.raises(SystemExit):

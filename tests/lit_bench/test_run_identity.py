@@ -309,7 +309,7 @@ def test_a_completed_run_is_not_retrained_for_observation_settings(tmp_path: Pat
     first = run(compose_run(*common))
     assert first["status"] == "completed" and first["observation"]["eval.video"] is False
     eval_csv = (Path(first["run_dir"]) / "eval.csv").read_text()
-    # TensorBoard is not even installed here: a run that does not train does not need it
+    # a run that does not train again does not need its loggers (TensorBoard may not be installed)
     again = run(compose_run(*common, "logger=tensorboard", "eval.video=true", "trainer.enable_progress_bar=true"))
     assert again["status"] == "skipped" and again["run_dir"] == first["run_dir"]
     line = describe(again)
@@ -318,6 +318,8 @@ def test_a_completed_run_is_not_retrained_for_observation_settings(tmp_path: Pat
     assert "python -m lit_bench.enjoy" in line and "force=true retrains it into the same directory" in line
     assert (Path(first["run_dir"]) / "eval.csv").read_text() == eval_csv
     assert run(compose_run(*common))["note"] is None  # the same settings: nothing to say
+    # the console only changes what this command prints: nothing to say either
+    assert run(compose_run(*common, "console.progress=lines", "console.heartbeat_s=5"))["note"] is None
 
     forced = run(compose_run(*common, "trainer.enable_progress_bar=true", "force=true"))
     assert forced["status"] == "completed" and forced["run_dir"] == first["run_dir"]

@@ -50,6 +50,7 @@ class A2C(OnPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[ActorCriticPolicy]]] = POLICY_ALIASES
+    policy: ActorCriticPolicy  # None until the networks are built (as SB3 declares it)
     default_log_interval: ClassVar[int] = 100
 
     def __init__(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -59,8 +60,9 @@ class CrossQ(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[CrossQPolicy]]] = POLICY_ALIASES
+    policy: CrossQPolicy  # None until the networks are built (as SB3 declares it)
     actor, critic = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box,)
     ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 
     def __init__(
@@ -209,7 +211,7 @@ class CrossQ(OffPolicyAlgorithm):
         )
 
 
-def _set_norm_mode(norms: list[nn.Module], training: bool) -> None:
+def _set_norm_mode(norms: Sequence[nn.Module], training: bool) -> None:
     """Batch statistics (and running-statistics updates) when ``training``, running statistics otherwise."""
     for module in norms:
         module.training = training

@@ -56,9 +56,10 @@ class DQN(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[DQNPolicy]]] = POLICY_ALIASES
+    policy: DQNPolicy  # None until the networks are built (as SB3 declares it)
     target_update_in_env_steps: ClassVar[bool] = True
     q_net, q_net_target = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Discrete,)
     (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps, exploration_fraction) = (
         EpsilonGreedy.sb3_attributes("exploration")
     )

@@ -52,6 +52,7 @@ class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[ActorCriticPolicy]]] = POLICY_ALIASES
+    policy: ActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
     def __init__(
         self,
@@ -107,6 +108,9 @@ class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         )
         self._init_clipping(clip_range, clip_range_vf, target_kl)
         self._finish_init(_init_setup_model)
+
+    def _evaluate_actions(self, batch: Any, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        return self.policy.evaluate_actions(batch.observations, actions)
 
     def learn(
         self: SelfPPO,

@@ -7,9 +7,8 @@ re-evaluates the actions, so a masked action has probability zero both when acti
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import torch
@@ -23,6 +22,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.algorithms.ppo_mask.policies import POLICY_ALIASES
+from lit_sb3.common.episodes import StepCallback
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
@@ -67,7 +67,8 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[MaskableActorCriticPolicy]]] = POLICY_ALIASES
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+    policy: MaskableActorCriticPolicy  # None until the networks are built (as SB3 declares it)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (
         spaces.Discrete,
         spaces.MultiDiscrete,
         spaces.MultiBinary,
@@ -148,7 +149,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     def collect_rollouts(
         self,
         env: VecEnv,
-        callback: BaseCallback,
+        callback: BaseCallback | None,
         rollout_buffer: RolloutBuffer,
         n_rollout_steps: int,
         use_masking: bool = True,
@@ -165,7 +166,8 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
 
     def _policy_step(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         self._action_masks = get_action_masks(self._masks_env) if self._masks_env is not None else None
-        return self.policy(obs, action_masks=self._action_masks)
+        step: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.policy(obs, action_masks=self._action_masks)
+        return step  # actions, values, log-probabilities
 
     def _store_transition(
         self,
@@ -175,7 +177,9 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         values: torch.Tensor,
         log_probs: torch.Tensor,
     ) -> None:
-        buffer.add(
+        if self._last_episode_starts is None:
+            raise RuntimeError("MaskablePPO: a transition was stored before the env was reset")
+        buffer.add(  # type: ignore[call-arg]  # MaskablePPO's buffers (sb3-contrib's or the user's) take the masks
             self._last_obs,
             actions,
             rewards,
@@ -218,14 +222,14 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         return self.policy.predict(observation, state, episode_start, deterministic, action_masks=action_masks)
 
     def evaluate_episodes(
-        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: Callable | None = None
+        self, env: VecEnv, n_episodes: int, deterministic: bool, callback: StepCallback | None = None
     ) -> tuple[list[float], list[int]]:
         """Evaluation episodes that act on valid actions only (when masking is on and the env has masks)."""
         from sb3_contrib.common.maskable.evaluation import evaluate_policy
 
         use_masking = self.use_masking and is_masking_supported(env)
-        return evaluate_policy(
-            self,
+        episodes = evaluate_policy(
+            self,  # type: ignore[arg-type]  # sb3-contrib names its MaskablePPO; it calls predict(action_masks=)
             env,
             n_eval_episodes=n_episodes,
             deterministic=deterministic,
@@ -233,8 +237,9 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
             use_masking=use_masking,
             callback=callback,
         )
+        return cast("tuple[list[float], list[int]]", episodes)  # per-episode lists with return_episode_rewards
 
-    def learn(
+    def learn(  # type: ignore[override]  # sb3-contrib's signature: use_masking before progress_bar
         self: SelfMaskablePPO,
         total_timesteps: int,
         env: GymEnv | str | None = None,

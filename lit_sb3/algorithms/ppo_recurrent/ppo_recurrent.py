@@ -65,6 +65,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[RecurrentActorCriticPolicy]]] = POLICY_ALIASES
+    policy: RecurrentActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
     def __init__(
         self,
@@ -143,6 +144,8 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
             self._last_lstm_states = RNNStates(tuple(pi), tuple(vf))
 
     def _setup_buffers(self, env: VecEnv) -> None:
+        if self.observation_space is None or self.action_space is None:
+            raise RuntimeError("RecurrentPPO: the rollout buffer is made after the networks are built")
         layers, _, hidden = self.policy.lstm_hidden_state_shape
         state_shape = (layers, env.num_envs, hidden)
         if self._last_lstm_states is None or tuple(self._last_lstm_states.pi[0].shape) != state_shape:
@@ -165,15 +168,24 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     # ------------------------------------------------------------------ rollout hooks: carry the LSTM states
 
     def collect_rollouts(
-        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+        self, env: VecEnv, callback: BaseCallback | None, rollout_buffer: RolloutBuffer, n_rollout_steps: int
     ) -> bool:
         """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps of every env, carrying the LSTM states."""
         if not isinstance(rollout_buffer, (RecurrentRolloutBuffer, RecurrentDictRolloutBuffer)):
             raise TypeError(f"rollout_buffer: RecurrentPPO needs a recurrent rollout buffer, got {rollout_buffer}")
         return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
-    def _episode_starts(self, starts: np.ndarray) -> torch.Tensor:
+    def _episode_starts(self, starts: np.ndarray | None) -> torch.Tensor:
+        if starts is None:
+            raise RuntimeError("RecurrentPPO: a rollout step before the env was reset")
         return torch.as_tensor(starts, dtype=torch.float32, device=self.device)
+
+    @staticmethod
+    def _carried(states: RNNStates | None) -> RNNStates:
+        """``states`` (made with the rollout buffer, before the first rollout step)."""
+        if states is None:
+            raise RuntimeError("RecurrentPPO: the LSTM states are made when training starts")
+        return states
 
     def _policy_step(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         starts = self._episode_starts(self._last_episode_starts)
@@ -182,7 +194,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
 
     def _value_of_terminal(self, obs: Any, env_index: int) -> torch.Tensor:
         """A truncated episode's last observation, valued with that env's critic state after the final step."""
-        hidden, cell = self._next_lstm_states.vf
+        hidden, cell = self._carried(self._next_lstm_states).vf
         state = (hidden[:, env_index : env_index + 1].contiguous(), cell[:, env_index : env_index + 1].contiguous())
         return self.policy.predict_values(obs, state, self._episode_starts(np.zeros(1)))[0]
 
@@ -195,7 +207,9 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         log_probs: torch.Tensor,
     ) -> None:
         """Store the step with the states it started from, then move on to the states after it."""
-        buffer.add(
+        if self._last_episode_starts is None:
+            raise RuntimeError("RecurrentPPO: a transition was stored before the env was reset")
+        buffer.add(  # type: ignore[call-arg]  # collect_rollouts checked that it is a recurrent buffer
             self._last_obs,
             actions,
             rewards,
@@ -207,7 +221,8 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         self._last_lstm_states = self._next_lstm_states
 
     def _last_values(self, obs: Any, dones: np.ndarray) -> torch.Tensor:
-        return self.policy.predict_values(obs, self._last_lstm_states.vf, self._episode_starts(dones))
+        vf_states = self._carried(self._last_lstm_states).vf  # (hidden, cell), typed tuple[Tensor, ...] by sb3-contrib
+        return self.policy.predict_values(obs, vf_states, self._episode_starts(dones))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ update hooks: whole padded sequences
 
@@ -215,7 +230,8 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         return self.policy.evaluate_actions(batch.observations, actions, batch.lstm_states, batch.episode_starts)
 
     def _loss_mask(self, batch: Any) -> torch.Tensor:
-        return batch.mask > 1e-8
+        mask: torch.Tensor = batch.mask  # 1 for the steps of a sequence, 0 for its padding
+        return mask > 1e-8
 
     def train(self, mode: bool | None = None) -> RecurrentPPO:
         """Update policy using the currently gathered rollout buffer.

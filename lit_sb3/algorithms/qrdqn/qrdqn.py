@@ -57,9 +57,11 @@ class QRDQN(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[QRDQNPolicy]]] = POLICY_ALIASES
+    policy: QRDQNPolicy  # None until the networks are built (as SB3 declares it)
+    _taus: torch.Tensor  # the quantile midpoints (a buffer registered when the networks are built)
     target_update_in_env_steps: ClassVar[bool] = True
     quantile_net, quantile_net_target = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Discrete,)
     (exploration_rate, exploration_schedule, exploration_initial_eps, exploration_final_eps, exploration_fraction) = (
         EpsilonGreedy.sb3_attributes("exploration")
     )

@@ -54,9 +54,10 @@ class TD3(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
+    policy: TD3Policy  # None until the networks are built (as SB3 declares it)
     # SB3's names of the policy's networks
     actor, actor_target, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box,)
 
     def __init__(
         self,

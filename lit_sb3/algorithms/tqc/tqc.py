@@ -64,9 +64,10 @@ class TQC(OffPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[TQCPolicy]]] = POLICY_ALIASES
+    policy: TQCPolicy  # None until the networks are built (as SB3 declares it)
     # SB3's names of the policy's networks
     actor, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
-    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box,)
     ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
 
     def __init__(

@@ -12,7 +12,7 @@ import contextlib
 import copy
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import torch
 from gymnasium import spaces
@@ -22,6 +22,7 @@ from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from lit_sb3.algorithms.trpo.policies import POLICY_ALIASES
@@ -66,6 +67,7 @@ class TRPO(OnPolicyAlgorithm):
     """
 
     policy_aliases: ClassVar[dict[str, type[ActorCriticPolicy]]] = POLICY_ALIASES
+    policy: ActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
     def __init__(
         self,
@@ -150,11 +152,14 @@ class TRPO(OnPolicyAlgorithm):
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         """TRPO update: CG actor update + critic gradient descent."""
+        buffer = self.rollout_buffer
+        if buffer is None:  # the batch is the buffer's rollout
+            raise RuntimeError("TRPO: an update without a rollout buffer")
         with unchecked_distributions():
             actor_params = self._actor_step(batch)
             (optimizer,) = self._lightning_optimizers()
             for _ in range(self.n_critic_updates):
-                for minibatch in self.rollout_buffer.get(self.batch_size):
+                for minibatch in buffer.get(self.batch_size):
                     values = self.policy.predict_values(minibatch.observations).flatten()
                     loss = losses.value_loss(values, minibatch.returns)
                     self._track(value_loss=loss)
@@ -235,7 +240,8 @@ class TRPO(OnPolicyAlgorithm):
         a gradient for every parameter in each backward; the critic's loss leaves the actor out)."""
         if self._n_ranks == 1:
             return super().manual_backward(loss, *args, **kwargs)
-        with self.trainer.strategy.model.no_sync():
+        ddp = cast(DistributedDataParallel, self.trainer.strategy.model)  # a multi-process run wraps it in DDP
+        with ddp.no_sync():
             super().manual_backward(loss, *args, **kwargs)
         grads = [p.grad for p in self.parameters() if p.grad is not None]
         for grad, mean in zip(

@@ -7,6 +7,7 @@ import pytest
 
 from lit_bench.analysis.paired import CompareError, ConfigName
 from lit_bench.cli import report
+from lit_bench.cli.reporting.tables import read_tables
 
 from ..helpers import write_run
 
@@ -56,7 +57,7 @@ def _sweep(root, n_seeds=5, *, variant_budget=20_000):
 
 def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
     _, summary, _ = report.tables([_sweep(tmp_path / "s")])
-    *_, ablations = report._tables([tmp_path / "s"])
+    ablations = read_tables([tmp_path / "s"]).ablations
     row = ablations.iloc[0]
     assert len(ablations) == 1 and (row.kind, row.a, row.b) == (
         "variant vs base",
@@ -73,7 +74,7 @@ def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
 
 
 def test_a_variant_at_another_budget_is_not_paired(tmp_path):
-    *_, ablations = report._tables([_sweep(tmp_path / "s", variant_budget=10_000)])
+    ablations = read_tables([_sweep(tmp_path / "s", variant_budget=10_000)]).ablations
     assert ablations.empty
 
 
