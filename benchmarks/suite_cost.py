@@ -25,6 +25,8 @@ from pathlib import Path
 
 import yaml
 
+from lit_bench.config.checks import ConfigError
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conf" / "suite"
 OUT = ROOT / "results" / "reference" / "suite_cost.csv"
@@ -55,34 +57,53 @@ def representatives(suite: str, wanted: set[str] | None, algos: set[str] | None 
     return chosen
 
 
-def cpu_of_run(algo: str, env: str, budget: int, out_dir: Path) -> tuple[float, int]:
-    """CPU seconds (user + system, this process) of one harness run training ``budget`` env steps, and the env
-    steps it trained (a rollout-sized budget may round up). The run is the one ``run.py`` would make, in this
-    process: imports are paid once for all measurements."""
+def _compose(algo: str, env: str, overrides: list[str]):  # type: ignore[no-untyped-def]
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", return_hydra_config=True, overrides=[f"algo={algo}", f"env={env}", *overrides])
+    HydraConfig.instance().set_config(cfg)
+    return cfg
+
+
+def shorter_rollouts(algo: str, env: str) -> list[str]:
+    """``algo.n_steps=...`` for an on-policy run whose rollout (n_envs x n_steps) outgrows the measured span: a
+    rollout of ~2,048 env steps (at least one minibatch). An update costs the same per env step whatever n_steps
+    (n_epochs passes over each sample), so the cost per step is kept; the per-rollout overhead is paid more often
+    (an upper bound)."""
+    cfg = _compose(algo, env, [])
+    n_steps, n_envs = cfg.algo.get("n_steps"), int(cfg.env.n_envs)
+    if n_steps is None or n_envs * int(n_steps) <= budgets(algo)[1]:
+        return []
+    batch = int(cfg.algo.get("batch_size") or 1)
+    return [f"algo.n_steps={max(-(-batch // n_envs), 2048 // n_envs, 1)}"]
+
+
+def cpu_of_run(algo: str, env: str, budget: int, out_dir: Path, more: list[str] | None = None) -> tuple[float, int]:
+    """CPU seconds (user + system, this process) of one harness run training ``budget`` env steps, and the env
+    steps it trained (a rollout-sized budget may round up). The run is the one ``run.py`` would make, in this
+    process: imports are paid once for all measurements."""
     from lit_bench.run.train import run
 
-    extra = ["algo.learning_starts=100"] if algo in OFF_POLICY else []
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(
-            "config",
-            return_hydra_config=True,
-            overrides=[
-                f"algo={algo}",
-                f"env={env}",
-                f"budget={budget}",
-                f"eval.every={budget}",
-                "eval.episodes=1",
-                "threads=1",
-                f"out_dir={out_dir}",
-                "sweep=cost",
-                "force=true",
-                *extra,
-            ],
-        )
-    HydraConfig.instance().set_config(cfg)
+    # learning after 100 steps; a buffer of 10,000 transitions (the run stores 900: a 1M buffer of Atari frames
+    # would need 53 GB, and its size does not change the cost of a step)
+    extra = ["algo.learning_starts=100", "algo.buffer_size=10000"] if algo in OFF_POLICY else []
+    cfg = _compose(
+        algo,
+        env,
+        [
+            f"budget={budget}",
+            f"eval.every={budget}",
+            "eval.episodes=1",
+            "threads=1",
+            f"out_dir={out_dir}",
+            "sweep=cost",
+            "force=true",
+            *extra,
+            *(more or []),
+        ],
+    )
     started = time.process_time()
     summary = run(cfg)
     spent = time.process_time() - started
@@ -101,14 +122,15 @@ def measure(suite: str, wanted: set[str] | None, out: Path, algos: set[str] | No
         first, more = budgets(algo)
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                cpu_of_run(algo, env, first, Path(tmp) / "warm-up")  # one-time imports and compilation
-                short, short_steps = cpu_of_run(algo, env, first, Path(tmp) / "short")
-                long, long_steps = cpu_of_run(algo, env, first + more, Path(tmp) / "long")
-            except RuntimeError as error:
+                shorter = shorter_rollouts(algo, env)
+                cpu_of_run(algo, env, first, Path(tmp) / "warm-up", shorter)  # one-time imports and compilation
+                short, short_steps = cpu_of_run(algo, env, first, Path(tmp) / "short", shorter)
+                long, long_steps = cpu_of_run(algo, env, first + more, Path(tmp) / "long", shorter)
+            except (RuntimeError, ConfigError) as error:
                 print(f"{algo:<8} {family:<9} {env:<24} not measured: {error}", flush=True)
                 continue
         more = long_steps - short_steps
-        if long <= short:  # the measured span cost less than the noise of one run's set-up: no estimate
+        if more <= 0 or long <= short:  # no span measured, or it cost less than the noise of one run's set-up
             print(
                 f"{algo:<8} {family:<9} {env:<24} not measured: {more} more env steps cost no more CPU "
                 f"({long:.2f} s vs {short:.2f} s); measure with larger budgets",
@@ -124,7 +146,7 @@ def measure(suite: str, wanted: set[str] | None, out: Path, algos: set[str] | No
             "steps_measured": more,
             "measured": time.strftime("%Y-%m-%d"),
             "host": f"{platform.node()} ({os.cpu_count()} cores)",
-            "command": f"python benchmarks/suite_cost.py --suite {suite}",
+            "command": f"python benchmarks/suite_cost.py --suite {suite}" + "".join(f" ({o})" for o in shorter),
         }
         print(f"{algo:<8} {family:<9} {env:<24} {per_step * 1e3:8.3f} ms CPU per env step", flush=True)
         rows = {(r["algo"], r["family"]): r for r in _read(out)}  # re-read: several measuring processes may share it

@@ -100,9 +100,27 @@ PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE DefaultTime=60 State
 CONF
 }
 
+# The daemons this script started are found by their pid files in $DIR (a process of the same name started by
+# anyone else, another test cluster or a real SLURM, is never looked at, waited for or stopped).
+running() {  # running NAME: $DIR/NAME.pid names a live process called NAME (not a stale file's reused pid)
+    [ -s "$DIR/$1.pid" ] && [ "$(cat "/proc/$(cat "$DIR/$1.pid")/comm" 2>/dev/null)" = "$1" ]
+}
+
+stop_daemon() {  # stop_daemon NAME: SIGTERM, up to 10 s to exit, then SIGKILL
+    running "$1" || return 0
+    local pid
+    pid="$(cat "$DIR/$1.pid")"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.5
+    done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
 start_munge() {
     if [ -S "$MUNGE_SOCKET_DIR/munge.socket.2" ] && munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
-        return
+        return  # a munged is already serving (ours from an earlier start, or the machine's): used, not owned
     fi
     mkdir -p "$MUNGE_SOCKET_DIR" /var/lib/munge /var/log/munge /etc/munge
     if [ ! -s /etc/munge/munge.key ]; then
@@ -111,20 +129,25 @@ start_munge() {
     chown -R munge:munge /etc/munge /var/lib/munge /var/log/munge "$MUNGE_SOCKET_DIR" 2>/dev/null || true
     chmod 0400 /etc/munge/munge.key
     if id munge >/dev/null 2>&1; then
-        runuser -u munge -- munged
+        runuser -u munge -- munged --pid-file="$MUNGE_SOCKET_DIR/munged.pid"
     else
-        munged --force
+        munged --force --pid-file="$MUNGE_SOCKET_DIR/munged.pid"
     fi
+    for _ in $(seq 1 20); do
+        [ -s "$MUNGE_SOCKET_DIR/munged.pid" ] && break
+        sleep 0.5
+    done
+    cp "$MUNGE_SOCKET_DIR/munged.pid" "$DIR/munged.pid"  # started here: `stop` stops it
 }
 
 start_accounting() {
-    if ! pgrep -f "mariadbd.*--datadir=$DIR/mysql" >/dev/null; then
+    if ! running mariadbd; then
         if [ ! -d "$DIR/mysql/mysql" ]; then
             mariadb-install-db --user=root --datadir="$DIR/mysql" --auth-root-authentication-method=socket \
                 >"$DIR/log/mariadb-install.log" 2>&1
         fi
         mariadbd --user=root --datadir="$DIR/mysql" --socket="$DIR/mysql.sock" --bind-address=127.0.0.1 \
-            --port="$DB_PORT" --pid-file="$DIR/mysql.pid" --log-error="$DIR/log/mariadb.log" >/dev/null 2>&1 &
+            --port="$DB_PORT" --pid-file="$DIR/mariadbd.pid" --log-error="$DIR/log/mariadb.log" >/dev/null 2>&1 &
         for _ in $(seq 1 60); do
             mariadb --socket="$DIR/mysql.sock" -e "select 1" >/dev/null 2>&1 && break
             sleep 0.5
@@ -133,7 +156,7 @@ start_accounting() {
             CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';
             GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
     fi
-    if ! pgrep -x slurmdbd >/dev/null; then
+    if ! running slurmdbd; then
         SLURM_CONF="$CONF" slurmdbd  # reads slurmdbd.conf from SLURM_CONF's folder
     fi
     for _ in $(seq 1 60); do
@@ -155,12 +178,8 @@ start() {
     start_munge
     start_accounting
     export SLURM_CONF="$CONF"
-    if ! pgrep -f "slurmctld -f $CONF" >/dev/null; then
-        slurmctld -f "$CONF"
-    fi
-    if ! pgrep -f "slurmd -f $CONF" >/dev/null; then
-        slurmd -f "$CONF"
-    fi
+    running slurmctld || slurmctld -f "$CONF"
+    running slurmd || slurmd -f "$CONF"
     for _ in $(seq 1 60); do
         if node_ready; then
             echo "slurm_test_cluster: up (SLURM_CONF=$CONF)"
@@ -175,28 +194,22 @@ start() {
 }
 
 stop() {
-    if [ -f "$CONF" ]; then
+    if running slurmctld; then
+        # jobs first: a job step's slurmstepd outlives slurmd, so the jobs must have ended (KillWait) before it stops
         SLURM_CONF="$CONF" scancel --full --quiet --user="$(id -un)" 2>/dev/null || true
+        for _ in $(seq 1 90); do
+            [ -z "$(SLURM_CONF="$CONF" squeue -h -o %i 2>/dev/null)" ] && break
+            sleep 0.5
+        done
     fi
-    for daemon in slurmd slurmctld; do
-        pkill -f "$daemon -f $CONF" 2>/dev/null || true
+    for daemon in slurmd slurmctld slurmdbd mariadbd; do
+        stop_daemon "$daemon"
     done
-    for _ in $(seq 1 20); do
-        pgrep -f "slurm(ctld|d) -f $CONF" >/dev/null || break
-        sleep 0.5
-    done
-    pkill -9 -f "slurm(ctld|d) -f $CONF" 2>/dev/null || true
-    [ -f "$DIR/slurmdbd.pid" ] && kill "$(cat "$DIR/slurmdbd.pid")" 2>/dev/null || true
-    [ -f "$DIR/mysql.pid" ] && kill "$(cat "$DIR/mysql.pid")" 2>/dev/null || true
-    for _ in $(seq 1 40); do
-        pgrep -f "mariadbd.*--datadir=$DIR/mysql" >/dev/null || pgrep -x slurmdbd >/dev/null || break
-        sleep 0.5
-    done
-    # jobs' own processes (slurmstepd) end with slurmd; munged is shared with any other SLURM user: stop it only
-    # when this script started the only SLURM daemons on the machine
-    if ! pgrep -x slurmctld >/dev/null && ! pgrep -x slurmd >/dev/null; then
-        pkill -x munged 2>/dev/null || true
+    # munged only when this script started it and no SLURM daemon of any other cluster on the machine needs it
+    if [ -f "$DIR/munged.pid" ] && ! pgrep -x slurmctld >/dev/null && ! pgrep -x slurmd >/dev/null; then
+        stop_daemon munged
     fi
+    rm -f "$DIR/munged.pid"
     rm -rf "$DIR/state" "$DIR/spool" "$DIR/mysql"
     echo "slurm_test_cluster: stopped"
 }

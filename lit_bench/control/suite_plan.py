@@ -5,7 +5,9 @@
 ``results/reference/suite_cost.csv`` (CPU seconds per env step of each algorithm and env family, measured by
 ``benchmarks/suite_cost.py``) times each entry's budget and seeds; entries of a family without a measurement are
 counted and named, never guessed. With a time limit per job (SLURM's ``timeout_min``), a run longer than it is
-requeued from its checkpoint: the plan says how often, and warns where that exceeds ``max_num_timeout``.
+requeued from its checkpoint: the plan says how often, and warns where that exceeds ``max_num_timeout``. With a
+memory request per job (SLURM's ``mem_gb``), each off-policy entry's run is sized (``lit_bench.control.run_memory``:
+its replay buffer) and a multirun whose runs need more than ``mem_gb`` says how much its jobs will ask for.
 """
 
 from __future__ import annotations
@@ -77,6 +79,29 @@ def costs(path: Path = COSTS) -> dict[tuple[str, str], float]:
         return {(r["algo"], r["family"]): float(r["cpu_s_per_step"]) for r in csv.DictReader(file)}
 
 
+def memory_of(entries: list[Entry]) -> dict[tuple[str, str], int | None]:
+    """(algo, env) -> GB its run needs (``run_memory.memory_gb``) for the entries whose algorithm keeps a replay
+    buffer; None where the run cannot be sized here (its env's extra is not installed)."""
+    from hydra import compose, initialize_config_dir
+
+    from lit_bench.control.run_memory import memory_gb
+
+    buffered = [
+        e
+        for e in entries
+        if "buffer_size" in (yaml.safe_load((conf_dir() / "algo" / f"{e.algo}.yaml").read_text()) or {})
+    ]
+    found: dict[tuple[str, str], int | None] = {}
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        for entry in buffered:
+            overrides = [f"algo={entry.algo}", f"env={entry.env}", *entry.overrides]
+            try:
+                found[(entry.algo, entry.env)] = memory_gb(compose("config", overrides, return_hydra_config=True))
+            except Exception:  # a missing extra, an env that does not build here: the plan says "not sized"
+                found[(entry.algo, entry.env)] = None
+    return found
+
+
 def resources(launcher: str | None, threads: int = 1) -> dict[str, Any]:
     """The per-run resources a launcher config asks for (cpus, memory, time limit, requeues)."""
     if launcher is None:
@@ -104,10 +129,16 @@ def plan(
     launcher: str | None,
     cost_table: dict[tuple[str, str], float],
     budget_of: dict[tuple[str, str], int] | None = None,
+    memory: dict[tuple[str, str], int | None] | None = None,
 ) -> dict[str, Any]:
-    """Per multirun: command words, runs, core-hours (None where no cost is measured); and the totals."""
+    """Per multirun: command words, runs, core-hours (None where no cost is measured), the GB its jobs ask for
+    (with a launcher that requests memory: the most any of its runs needs, at least ``mem_gb``; None where not
+    sized); and the totals. ``memory``: (algo, env) -> GB, by default ``memory_of(entries)``."""
     family = family_of()
     limits = resources(launcher)
+    least = limits.get("mem_gb")
+    if least is not None and memory is None:
+        memory = memory_of(entries)
     lines, unmeasured, total, longest = [], [], 0.0, 0.0
     for (algo, budget, overrides), envs in groups(entries).items():
         hours = 0.0
@@ -123,6 +154,8 @@ def plan(
             longest = max(longest, run_hours)
             hours += run_hours * seeds
         total += hours
+        needs = {env: (memory or {}).get((algo, env), least) for env in envs}
+        sized = [gb for gb in needs.values() if gb is not None]
         lines.append(
             {
                 "algo": algo,
@@ -131,6 +164,8 @@ def plan(
                 "overrides": list(overrides),
                 "runs": len(envs) * seeds,
                 "core_hours": hours if known else None,
+                "mem_gb": None if least is None else max([least, *sized]),
+                "not_sized": [env for env, gb in needs.items() if least is not None and gb is None],
             }
         )
     return {
@@ -156,8 +191,14 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
         cost = "cost not measured" if line["core_hours"] is None else f"{line['core_hours']:10.1f} core-h"
         budget = line["budget"] if line["budget"] is not None else "zoo"
         extra = f" {' '.join(line['overrides'])}" if line["overrides"] else ""
+        memory = ""
+        if line["mem_gb"] is not None and line["mem_gb"] > limits["mem_gb"]:
+            memory = f", up to {line['mem_gb']} GB per job (replay buffer)"
+        if line["not_sized"]:
+            memory += f", memory of {','.join(line['not_sized'])} not sized (env not built here: extra missing?)"
         out.append(
-            f"  algo={line['algo']} env={','.join(line['envs'])} budget={budget}{extra}: {line['runs']} runs, {cost}"
+            f"  algo={line['algo']} env={','.join(line['envs'])} budget={budget}{extra}: {line['runs']} runs, "
+            f"{cost}{memory}"
         )
     core_hours = result["core_hours"]
     out.append(

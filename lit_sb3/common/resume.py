@@ -230,9 +230,12 @@ def vecnormalize_state(env: VecEnv | None) -> dict[str, Any] | None:
     states = []
     while isinstance(env, VecEnvWrapper):
         if isinstance(env, VecNormalize):
+            # SB3 keeps observation statistics only with norm_obs (read from the layer itself: the attribute
+            # lookup of a VecEnvWrapper would fall through to the envs it wraps)
+            obs_rms = vars(env).get("obs_rms")
             states.append(
                 {
-                    "obs_rms": _rms_state(env.obs_rms),
+                    "obs_rms": None if obs_rms is None else _rms_state(obs_rms),
                     "ret_rms": _rms_state(env.ret_rms),
                     "returns": to_tree(env.returns),
                     "old_obs": to_tree(env.old_obs),
@@ -250,7 +253,8 @@ def set_vecnormalize_state(env: VecEnv, state: dict[str, Any] | None) -> None:
     while isinstance(env, VecEnvWrapper):
         if isinstance(env, VecNormalize):
             layer = next(layers)
-            _set_rms(env.obs_rms, layer["obs_rms"])
+            if layer["obs_rms"] is not None:
+                _set_rms(env.obs_rms, layer["obs_rms"])
             _set_rms(env.ret_rms, layer["ret_rms"])
             for key in ("returns", "old_obs", "old_reward"):
                 setattr(env, key, from_tree(layer[key]))

@@ -7,10 +7,12 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from hydra_plugins.lit_bench_launchers import submitit_launcher
 from lit_bench.cli import regress
-from lit_bench.control import suite_plan, sweep
+from lit_bench.control import run_memory, suite_plan, sweep
 from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness
@@ -88,7 +90,7 @@ def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> 
         1.0,
     )
     costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("sac", "mujoco", 0.0144)]))
-    result = suite_plan.plan(entries, seeds=5, launcher="slurm", cost_table=costs)
+    result = suite_plan.plan(entries, seeds=5, launcher="slurm", cost_table=costs, memory={})
     assert result["runs"] == 20 and len(result["multiruns"]) == 3  # ppo's two envs share one multirun
     # ppo: 2 envs x 5 seeds x 360k steps x 1 ms = 1 core-hour; sac: 5 x 1M x 14.4 ms = 20 core-hours
     assert result["core_hours"] == pytest.approx(21.0)
@@ -102,7 +104,7 @@ def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> 
 def test_plan_warns_when_a_run_needs_more_requeues_than_allowed(tmp_path: Path) -> None:
     entries = suite_plan.scaled([{"algo": "sac", "env": "Humanoid", "budget": 10_000_000}], 1.0)
     costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("sac", "mujoco", 0.0144)]))
-    text = suite_plan.describe(suite_plan.plan(entries, 1, "slurm", costs))
+    text = suite_plan.describe(suite_plan.plan(entries, 1, "slurm", costs, memory={}))
     assert "40.0 h of CPU: 9 requeues at a 240-minute limit (max_num_timeout 3: raise it" in text
 
 
@@ -122,8 +124,13 @@ def test_scale_shrinks_every_budget_with_a_floor() -> None:
         regress.scale(suite, 0.0)
 
 
-def test_dry_run_runs_nothing_and_names_the_launchers_resources(capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_runs_nothing_and_names_the_launchers_resources(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sized: list[int] = []  # sizing ~100 runs composes and builds their envs (~15 s CPU): test_the_plan_sizes_... does
+    monkeypatch.setattr(suite_plan, "memory_of", lambda entries: sized.append(len(entries)) or {})
     assert regress.main(["--suite", "zoo_all", "--launcher", "slurm", "--dry-run"]) == 0
+    assert sized  # with a launcher that requests memory, the plan sizes the runs
     out = capsys.readouterr().out
     assert "zoo_all entries (lit; seeds [0, 1, 2, 3, 4]):" in out and "time limit 240 min" in out
     assert "975 runs" in out  # 199 rows, 4 skipped, 5 seeds
@@ -161,3 +168,93 @@ def test_parity_entries_follow_the_launcher(tmp_path: Path, monkeypatch: pytest.
     suite = regress.load_suite("ci")
     regress.check_parity(suite, tmp_path, "slurm")
     assert launchers == ["slurm", "slurm"]  # lit and SB3
+
+
+# ------------------------------------------------------------------------------------- memory per job (mem_gb)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "optimize"),
+    [
+        (("algo=dqn", "env=CartPole"), False),
+        (("algo=sac", "env=Pendulum"), False),
+        (("algo=sac", "env=Pendulum"), True),
+    ],
+)
+def test_replay_buffer_bytes_are_those_of_sb3s_buffer(overrides: tuple[str, ...], optimize: bool) -> None:
+    """The estimate equals the bytes of the arrays SB3's ReplayBuffer allocates for the run's spaces."""
+    from stable_baselines3.common.buffers import ReplayBuffer
+
+    from lit_bench.config.envs import make_envs
+
+    cfg = compose_run(*overrides, "algo.buffer_size=1000", f"algo.optimize_memory_usage={str(optimize).lower()}")
+    train, evaluation = make_envs(cfg.env, "env", 0, None)
+    buffer = ReplayBuffer(
+        1000,
+        train.observation_space,
+        train.action_space,
+        optimize_memory_usage=optimize,
+        handle_timeout_termination=not optimize,
+    )
+    train.close(), evaluation.close()
+    allocated = sum(v.nbytes for v in vars(buffer).values() if isinstance(v, np.ndarray))
+    assert run_memory.replay_buffer_bytes(cfg) == allocated
+
+
+def test_a_runs_memory_follows_its_replay_buffer_and_checkpoints() -> None:
+    big = ("algo=dqn", "env=CartPole", "algo.buffer_size=100000000")  # 52 bytes a transition: 4.84 GiB
+    assert run_memory.memory_gb(compose_run(*big)) == 12  # 2 + twice the buffer (checkpoints keep it)
+    assert run_memory.memory_gb(compose_run(*big, "checkpoint.replay_buffer=false")) == 7
+    assert run_memory.memory_gb(compose_run("algo=ppo", "env=CartPole")) == run_memory.PROCESS_GB
+
+
+class _Executor:
+    """What submit_by_memory uses of submitit's executor: update_parameters, and map_array (passed apart)."""
+
+    def __init__(self) -> None:
+        self.mem_gb: int | None = None
+        self.arrays: list[tuple[int | None, list[str]]] = []
+
+    def update_parameters(self, mem_gb: int) -> None:
+        self.mem_gb = mem_gb
+
+    def map_array(self, fn: object, names: list[str]) -> list[str]:
+        self.arrays.append((self.mem_gb, list(names)))
+        return [f"job-{name}" for name in names]
+
+
+def test_jobs_are_one_array_per_memory_request_and_keep_their_order() -> None:
+    executor = _Executor()
+    jobs = submitit_launcher.submit_by_memory(
+        executor, _Executor.map_array, None, [["a", "b", "c", "d"]], [8, 108, 8, 13]
+    )
+    assert jobs == ["job-a", "job-b", "job-c", "job-d"]  # the order the launcher awaits them in
+    assert executor.arrays == [(8, ["a", "c"]), (108, ["b"]), (13, ["d"])]
+
+
+def test_the_plan_says_what_jobs_ask_for_beyond_mem_gb(tmp_path: Path) -> None:
+    entries = suite_plan.scaled(
+        [
+            {"algo": "qrdqn", "env": "Pong", "budget": 10_000_000},
+            {"algo": "qrdqn", "env": "Breakout", "budget": 10_000_000},
+            {"algo": "sac", "env": "AntBulletEnv", "budget": 1_000_000},
+            {"algo": "ppo", "env": "CartPole", "budget": 100_000},
+        ],
+        1.0,
+    )
+    memory = {("qrdqn", "Pong"): 108, ("qrdqn", "Breakout"): 3, ("sac", "AntBulletEnv"): None}
+    result = suite_plan.plan(entries, 5, "slurm", {}, memory=memory)
+    assert [line["mem_gb"] for line in result["multiruns"]] == [108, 8, 8]  # at least the launcher's 8 GB
+    text = suite_plan.describe(result)
+    assert "algo=qrdqn env=Pong,Breakout budget=10000000: 10 runs, cost not measured, up to 108 GB per job" in text
+    assert (
+        "memory of AntBulletEnv not sized" in text
+        and "ppo env=CartPole budget=100000: 5 runs, cost not measured\n" in text
+    )
+
+
+def test_the_plan_sizes_a_suites_off_policy_runs() -> None:
+    entries = suite_plan.scaled(
+        [{"algo": "dqn", "env": "CartPole", "budget": 1000, "overrides": ["algo.buffer_size=100000000"]}], 1.0
+    )
+    assert suite_plan.memory_of(entries) == {("dqn", "CartPole"): 12}
