@@ -19,6 +19,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra_plugins.hydra_joblib_launcher import _core
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher as HydraJoblibLauncher
 from joblib.externals.loky.process_executor import TerminatedWorkerError
+from omegaconf import DictConfig
 
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals, sweep
@@ -38,9 +39,11 @@ class JoblibLauncher(HydraJoblibLauncher):
                 flush=True,
             )
         assert self.config is not None
-        sweep_dir, invocation = sweep_path(self.config), os.environ.get(sweep.INVOCATION_ENV, "*")
-        finished = {
-            tuple(r.get("job_overrides") or ()): r.get("objective") for r in sweep.read_records(sweep_dir, invocation)
+        invocation = os.environ.get(sweep.INVOCATION_ENV, "*")
+        finished = {  # (every sweep directory the jobs write into: `-m sweep=a,b` records under each)
+            tuple(r.get("job_overrides") or ()): r.get("objective")
+            for sweep_dir in sweep.sweep_dirs(self.config)
+            for r in sweep.read_records(sweep_dir, invocation)
         }
         returns = []
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
@@ -58,7 +61,7 @@ class JoblibLauncher(HydraJoblibLauncher):
             try:
                 returns += _core.launch(launcher=self, job_overrides=[overrides], initial_job_idx=idx)
             except TerminatedWorkerError as error:
-                returns.append(_died(sweep_dir, invocation, overrides, error))
+                returns.append(_died(_own_sweep_dir(self.config, overrides), invocation, overrides, error))
         return returns
 
 
@@ -72,6 +75,12 @@ def _fresh_pool() -> None:
 def _why(error: TerminatedWorkerError) -> str:
     codes = str(error).split("The exit codes of the workers are ")
     return codes[1].split("\n")[0].rstrip(".").strip("{}") if len(codes) > 1 else str(error).split(".")[0]
+
+
+def _own_sweep_dir(config: DictConfig, overrides: Sequence[str]) -> Path:
+    """The ``<out_dir>/<sweep>`` a job writes into: its own values when the multirun sweeps them."""
+    values = dict(o.split("=", 1) for o in overrides if "=" in o and not o.startswith(("+", "~")))
+    return sweep_path({key: values.get(key, str(config[key])) for key in ("out_dir", "sweep")})
 
 
 def _died(sweep_dir: Path, invocation: str, overrides: Sequence[str], error: TerminatedWorkerError) -> JobReturn:

@@ -173,3 +173,25 @@ def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp
     assert died.split()[:3] == ["ppo", "CartPole", "-"] and died.split()[3] == "10", died  # (8 envs: seeds 10-17)
     for seed in (0, 20):
         assert _summary(find_run(tmp_path / "died", seed))["status"] == "completed"
+
+
+@pytest.mark.slow  # ~40 s: two joblib pools broken in turn
+def test_after_a_dead_worker_jobs_finished_in_any_swept_sweep_are_not_run_again(tmp_path: Path) -> None:
+    # `-m sweep=a,b`: each job records under its own sweep directory; the reruns after the dead worker read them all
+    kill = "env.wrappers=[{_target_:tests.lit_bench.crash_env.KillOnSeed,_partial_:true}]"
+    command = [sys.executable, "run.py", "-m", "algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32"]
+    command += ["budget=256", "eval.episodes=2", kill, "seed=0,10", f"out_dir={tmp_path}", "sweep=da,db"]
+    result = subprocess.run(
+        [*command, "hydra.launcher.n_jobs=2"],
+        cwd=REPO,
+        env={**CHILD_ENV, "LIT_BENCH_TEST_KILL_SEED": "10"},
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert "2 completed, 2 failed (4 runs)" in output
+    assert "already completed" not in output  # (before: each seed-0 run was started again, then skipped)
+    for sweep_name in ("da", "db"):
+        assert _summary(find_run(tmp_path / sweep_name, 0))["status"] == "completed"
