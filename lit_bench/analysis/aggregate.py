@@ -95,7 +95,7 @@ def runs_on_grid(
     return out
 
 
-def common_grid(max_steps: Sequence[float], n_points: int = 50) -> np.ndarray:
+def common_grid(max_steps: Sequence[float] | np.ndarray, n_points: int = 50) -> np.ndarray:
     """An evenly spaced grid up to the shortest run (so every run contributes at every point)."""
     end = float(np.min(np.asarray(max_steps, dtype=float)))
     return np.linspace(end / n_points, end, n_points)

@@ -72,7 +72,7 @@ def history(rows: Sequence[dict[str, Any]], direction: str) -> Any:
 
 def importance_bars(found: dict[str, float]) -> Any:
     figure, ax = plt.subplots(figsize=(6.4, 0.5 + 0.4 * len(found)))
-    names = sorted(found, key=found.get)
+    names = sorted(found, key=lambda name: found[name])
     ax.barh(names, [found[n] for n in names], color="tab:blue")
     ax.set(xlabel="importance (PED-ANOVA, completed trials)", title="Parameter importances")
     return figure

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter
 
@@ -94,7 +96,7 @@ def learning_curves(
     own: list[Artist] = []
     for i, (name, band) in enumerate(bands.items()):
         line_style = (styles or {}).get(name)
-        kwargs = (
+        kwargs: dict[str, Any] = (
             {}
             if line_style is None
             else {"color": line_style.color, "ls": line_style.linestyle, "marker": line_style.marker}
@@ -179,10 +181,18 @@ def learning_curves(
     return ax
 
 
+def _figure(ax: Axes) -> Figure:
+    """The whole figure ``ax`` is drawn in (also when ``ax`` is in a subfigure)."""
+    figure = ax.get_figure(root=True)
+    if not isinstance(figure, Figure):
+        raise ValueError("plot: the axes belong to no figure")
+    return figure
+
+
 def place_legend(ax: Axes, entries: Sequence[Artist], notes: Sequence[str] = (), *, where: str = "below") -> None:
     """The legend of ``ax``'s figure under the plots (columns as the width allows) or beside them, with ``notes``
     (what was not drawn) as its heading: the plots keep the figure's width (below) or most of it (beside)."""
-    figure = ax.get_figure(root=True)
+    figure = _figure(ax)
     notes = style.wrap_notes(notes, figure.get_figwidth())  # (one long note made the suite page ~36 in wide)
     title = "\n".join(notes) or None
     if where == "below":
@@ -234,13 +244,13 @@ def intervals(
     )
     for marker in dict.fromkeys(markers):
         rows = np.flatnonzero(np.asarray(markers) == marker)
-        faces = [colors[i] if filled[i] else "white" for i in rows]
+        faces = [colors[i] if filled[i] else "white" for i in rows.tolist()]
         ax.scatter(
             value[rows],
             y[rows],
             marker=marker,
             c=faces,
-            edgecolors=[colors[i] for i in rows],
+            edgecolors=[colors[i] for i in rows.tolist()],
             zorder=3,
             s=plt.rcParams["lines.markersize"] ** 2 * 1.6,
         )
@@ -273,7 +283,7 @@ def final_scores(ax: Axes, summary: pd.DataFrame, *, value: str = "final_iqm", x
             zorder=3,
             label=rows.attrs.get("reference_label", "published reference at the same budget"),
         )
-        if not ax.get_figure(root=True).legends:  # (one legend for a figure of several panels)
+        if not _figure(ax).legends:  # (one legend for a figure of several panels)
             place_legend(ax, [ax.collections[-1]])
     ax.set_yticks(y, rows["label"])
     ax.set_ylim(-0.6, len(rows) - 0.4)

@@ -169,7 +169,9 @@ def with_ratio(summary: pd.DataFrame) -> pd.DataFrame:
         return summary.assign(ratio_to_reference=[], ratio_against=[], ratio_n=[])
     sb3 = summary[(summary.backend == "sb3") & (summary.seeds > 0)].set_index(PAIR)
     sb3 = sb3[~sb3.index.duplicated()]
-    ratio, against, n = [], [], []
+    ratio: list[float] = []
+    against: list[str | None] = []
+    n: list[int] = []
     for r in summary.itertuples():
         key = tuple(getattr(r, k) for k in PAIR)
         if r.backend != "sb3" and key in sb3.index:
