@@ -140,47 +140,11 @@ def test_sigterm_while_waiting_for_another_process_run_lock(tmp_path: Path) -> N
     assert sorted(p.name for p in root.iterdir()) == [".lock"]
 
 
-@pytest.mark.slow  # ~2 min: three sweeps' worth of joblib pools on 2 cores
-def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp_path: Path) -> None:
-    kill = "env.wrappers=[{_target_:tests.lit_bench.crash_env.KillOnSeed,_partial_:true}]"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            "-m",
-            "algo=ppo",
-            "env=CartPole",
-            "env.n_envs=8",
-            "algo.n_steps=32",
-            "budget=256",
-            "eval.episodes=2",
-            kill,
-            "seed=0,10,20",
-            f"out_dir={tmp_path}",
-            "sweep=died",
-            "hydra.launcher.n_jobs=2",
-        ],
-        cwd=REPO,
-        env={**CHILD_ENV, "LIT_BENCH_TEST_KILL_SEED": "10"},
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 1 and "Traceback" not in output, output
-    assert "2 completed, 1 failed (3 runs)" in output
-    [died] = [line for line in output.splitlines() if " failed " in line and "its joblib worker died" in line]
-    assert died.split()[:3] == ["ppo", "CartPole", "-"] and died.split()[3] == "10", died  # (8 envs: seeds 10-17)
-    for seed in (0, 20):
-        assert _summary(find_run(tmp_path / "died", seed))["status"] == "completed"
-
-
-@pytest.mark.slow  # ~40 s: two joblib pools broken in turn
-def test_after_a_dead_worker_jobs_finished_in_any_swept_sweep_are_not_run_again(tmp_path: Path) -> None:
-    # `-m sweep=a,b`: each job records under its own sweep directory; the reruns after the dead worker read them all
+def _sweep_with_a_dying_worker(tmp_path: Path, seeds: str, sweeps: str) -> str:
+    """Output of a 2-worker joblib sweep of tiny PPO runs in which seed 10's worker SIGKILLs itself (return code 1)."""
     kill = "env.wrappers=[{_target_:tests.lit_bench.crash_env.KillOnSeed,_partial_:true}]"
     command = [sys.executable, "run.py", "-m", "algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32"]
-    command += ["budget=256", "eval.episodes=2", kill, "seed=0,10", f"out_dir={tmp_path}", "sweep=da,db"]
+    command += ["budget=256", "eval.episodes=2", kill, f"seed={seeds}", f"out_dir={tmp_path}", f"sweep={sweeps}"]
     result = subprocess.run(
         [*command, "hydra.launcher.n_jobs=2"],
         cwd=REPO,
@@ -191,6 +155,23 @@ def test_after_a_dead_worker_jobs_finished_in_any_swept_sweep_are_not_run_again(
     )
     output = result.stdout + result.stderr
     assert result.returncode == 1 and "Traceback" not in output, output
+    return output
+
+
+@pytest.mark.slow  # ~2 min: three sweeps' worth of joblib pools on 2 cores
+def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp_path: Path) -> None:
+    output = _sweep_with_a_dying_worker(tmp_path, "0,10,20", "died")
+    assert "2 completed, 1 failed (3 runs)" in output
+    [died] = [line for line in output.splitlines() if " failed " in line and "its joblib worker died" in line]
+    assert died.split()[:3] == ["ppo", "CartPole", "-"] and died.split()[3] == "10", died  # (8 envs: seeds 10-17)
+    for seed in (0, 20):
+        assert _summary(find_run(tmp_path / "died", seed))["status"] == "completed"
+
+
+@pytest.mark.slow  # ~40 s: two joblib pools broken in turn
+def test_after_a_dead_worker_jobs_finished_in_any_swept_sweep_are_not_run_again(tmp_path: Path) -> None:
+    # `-m sweep=a,b`: each job records under its own sweep directory; the reruns after the dead worker read them all
+    output = _sweep_with_a_dying_worker(tmp_path, "0,10", "da,db")
     assert "2 completed, 2 failed (4 runs)" in output
     assert "already completed" not in output  # (before: each seed-0 run was started again, then skipped)
     for sweep_name in ("da", "db"):
