@@ -21,6 +21,7 @@ This module is the command line; the report's parts are in ``lit_bench.cli.repor
 from __future__ import annotations
 
 import argparse
+import gc
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -147,4 +148,8 @@ def _positive(text: str) -> int:
 
 
 if __name__ == "__main__":
+    # the garbage collector leaves alone what lives to the end: the modules imported (their objects were walked by
+    # each full collection while the runs were read) and, at the exit, everything (~0.35 s at 10,000 runs)
+    gc.freeze()
     main()
+    gc.freeze()

@@ -47,19 +47,23 @@ def figures(
     look = style.Look.of(summary)  # one colour per algorithm (shades per config), decided once for every figure
     labelled = summary.assign(label=short_labels(summary))
     returns = evals if isinstance(evals, Returns) else Returns.of(evals)
+    per_env = list(summary.groupby("env", sort=True))
     curves: list[Drawing] = [
         partial(_curves, env, rows, partial(curve_bands, None, rows, seed=seed, returns=returns), look, several, x)
-        for env, rows in summary.groupby("env", sort=True)
+        for env, rows in per_env
     ]
     per_config: list[Drawing] = [
         partial(_final_scores, labelled, look),
         partial(_throughput, labelled, comparison, look),
         partial(_comparison, comparison, several),
         partial(ablation_figure, ablations),
-        *(extra or ()),
     ]
-    drawings = curves + per_config
-    order = [*range(len(curves), len(drawings)), *range(len(curves))]  # the largest (a row per config) first
+    drawings = [*curves, *per_config, *(extra or ())]
+    # the largest first (the suite page, then the figures of a row per config, then the curves by their configs), so
+    # that the processes end together: a large figure last would leave the others idle while it is drawn
+    first_extra = len(curves) + len(per_config)
+    by_size = sorted(range(len(curves)), key=lambda i: -len(per_env[i][1]))
+    order = [*range(len(drawings) - 1, first_extra - 1, -1), *range(len(curves), first_extra), *by_size]
     return draw(drawings, out, suffixes, workers=workers, order=order)
 
 
