@@ -62,3 +62,22 @@ def test_styles_set_sizes_and_fonts():
     with pytest.raises(ValueError, match="choose from paper, screen"):
         style.use("poster")
     assert isinstance(style.Look.of(pd.DataFrame({"sweep": ["s"], "algo": ["ppo"], "variant": [None]})), style.Look)
+
+
+def test_a_legend_below_is_never_wider_than_its_figure():
+    from lit_bench.analysis import plot
+
+    style.use("screen")
+    labels = [
+        f"ppo ent_coef={e} learning_rate={lr} n_steps={n}" for e in (0, 0.01) for lr in (1e-4, 3e-4) for n in (32, 128)
+    ]
+    ax = plot.new_axes()
+    handles = [ax.plot([0, 1], [0, k], label=t)[0] for k, t in enumerate(labels)]
+    plot.place_legend(ax, handles)
+    figure = ax.get_figure(root=True)
+    figure.canvas.draw()
+    legend = figure.legends[0].get_window_extent()
+    assert legend.width <= figure.bbox.width  # (two columns of these were 0.15 in wider than the figure)
+    assert style.legend_columns(labels[:2], 20.0) == 2 and style.legend_columns(labels, 0.5) == 1
+    widths = style.text_widths(["mmmm", "iiii", "mmmm"], 10.0)
+    assert len(widths) == 2 and widths[0] > 2 * widths[1] > 0  # measured glyphs, not a count of characters
