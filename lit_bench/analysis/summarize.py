@@ -267,10 +267,16 @@ def _reference_columns(algo: str, env_id: str | None, budget: float) -> dict[str
 
 
 def comparison_table(
-    runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int = 0, per_run: pd.DataFrame | None = None
+    runs: pd.DataFrame,
+    evals: pd.DataFrame | None,
+    *,
+    seed: int = 0,
+    per_run: pd.DataFrame | None = None,
+    summary: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """lit vs SB3 for every (sweep, algo, env, variant) that ran on both backends, paired by seed (``per_run``:
-    ``run_table(runs, evals)`` if known)."""
+    ``run_table(runs, evals)`` if known), in the order of ``summary`` (``summary_table``'s: by hyperparameter
+    values) when given, else by name."""
     per_run = (run_table(runs, evals) if per_run is None else per_run).dropna(subset=["final"])
     per_run = per_run.assign(side=np.where(per_run.backend == "sb3", "sb3", "lit"))
     rows = []
@@ -294,6 +300,9 @@ def comparison_table(
                     **columns,
                 }
             )  # (the columns of comparison.csv, in order)
+    if summary is not None and rows:
+        place = {k: i for i, k in enumerate(dict.fromkeys(zip(*(summary[c] for c in PAIR))))}
+        rows.sort(key=lambda r: place.get(tuple(r[c] for c in PAIR), len(place)))  # (stable: by name otherwise)
     return pd.DataFrame(rows)
 
 

@@ -20,12 +20,12 @@ SWEEP = {"": ("d", 0.0001), "algo.learning_rate=1e-05": ("c", 1e-05), "algo.lear
 SWEEP["algo.learning_rate=0.003"] = ("a", 0.003)
 
 
-def _sweep(root: Path, configs: dict[str, tuple[str, float]], *, seeds: int = 2) -> Path:
+def _sweep(root: Path, configs: dict[str, tuple[str, float]], *, seeds: int = 2, backends=("lit",)) -> Path:
     sweep = root / "lr"
     for variant, (config_id, lr) in configs.items():
-        for seed in range(seeds):
+        for seed, backend in ((seed, backend) for seed in range(seeds) for backend in backends):
             run = write_run(
-                sweep, "dqn", "CartPole", seed, "lit", [10.0, 20.0 + lr], subdir=variant, variant=variant,
+                sweep, "dqn", "CartPole", seed, backend, [10.0, 20.0 + lr], subdir=variant, variant=variant,
                 config_id=config_id, sweep="lr",
             )  # fmt: skip
             config = {"seed": seed, "algo": {"learning_rate": lr, "gamma": 0.99}, "env": {"id": "CartPole-v1"}}
@@ -37,16 +37,16 @@ def test_labels_show_the_kept_defaults_and_configs_read_in_value_order(tmp_path,
     reads = []
     read_config = RunDir.read_config
     monkeypatch.setattr(RunDir, "read_config", lambda self: reads.append(self.root) or read_config(self))
-    runs, evals = load_tables([_sweep(tmp_path, SWEEP)])
+    runs, evals = load_tables([_sweep(tmp_path, SWEEP, backends=("lit", "sb3"))])
     summary = summarize.summary_table(runs, evals)
-    assert summary.variant.tolist() == [  # numeric order, the defaults (0.0001) in their place; not by config_id
-        "algo.learning_rate=1e-05",
-        "",
-        "algo.learning_rate=0.0006",
-        "algo.learning_rate=0.003",
-    ]
-    assert summary.defaults.tolist() == ["", "algo.learning_rate=0.0001", "", ""]  # read from its config.yaml
-    assert len(reads) == 1  # one config read for the sweep, not one per run
+    in_order = ["algo.learning_rate=1e-05", "", "algo.learning_rate=0.0006", "algo.learning_rate=0.003"]
+    assert summary.variant.tolist() == in_order * 2  # numeric, the defaults (0.0001) in their place; lit, then SB3
+    assert summary.defaults.tolist() == ["", "algo.learning_rate=0.0001", "", ""] * 2  # read from its config.yaml
+    assert len(reads) == 1  # one config read for the sweep (both backends), not one per run
+    comparison = summarize.comparison_table(runs, evals, summary=summary)
+    assert comparison.variant.tolist() == in_order  # the summary's order (by name without it)
+    assert summarize.comparison_table(runs, evals).variant.tolist() == sorted(in_order)
+    summary = summary[summary.backend == "lit"]
     assert list(summary.columns[summary.columns.get_loc("variant") :][:2]) == ["variant", "defaults"]
     assert short_labels(summary) == [
         "dqn learning_rate=1e-05 / lit",
