@@ -37,6 +37,7 @@ PALETTE = [
     "#17BECF",
     "#9467BD",
 ]
+SWEEP_MAP = mpl.colormaps["viridis"]  # one algorithm's configs beyond the palette's 12 (its yellow end left out)
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 BACKEND_LINES = {"lit": "-", "sb3": "--"}  # SB3 dashed: equal curves both show
 REFERENCE_COLOR = "0.25"  # the RL Zoo's single-seed curve and other published numbers: dark grey
@@ -147,8 +148,9 @@ class Look:
 
     Each algorithm has a colour and a marker. The configs of one algorithm (its variants and sweeps) are shades of
     its colour, in the order of their hyperparameter values (``variants.order_key``); with a single algorithm they
-    get the palette's distinct colours instead (a hyperparameter sweep). ``defaults``: per ``(sweep, algo, variant,
-    env)``, the composed defaults the config keeps (``variants.kept_defaults``), which its labels show.
+    get the palette's distinct colours instead (a hyperparameter sweep), or beyond 12 configs a sequential colour map
+    in that order. ``defaults``: per ``(sweep, algo, variant, env)``, the composed defaults the config keeps
+    (``variants.kept_defaults``), which its labels show.
     """
 
     def __init__(
@@ -169,9 +171,12 @@ class Look:
         for algo in algos:
             own = [c for c in self.configs if c[1] == algo]
             for k, config in enumerate(own):
-                self.color[config] = (
-                    PALETTE[k % len(PALETTE)] if len(algos) == 1 else shade(self.algo_color[algo], k, len(own))
-                )
+                if len(algos) > 1:
+                    self.color[config] = shade(self.algo_color[algo], k, len(own))
+                elif len(own) <= len(PALETTE):
+                    self.color[config] = PALETTE[k]
+                else:  # more configs than colours: a sequential map in the configs' (values') order, none repeated
+                    self.color[config] = mcolors.to_hex(SWEEP_MAP(0.9 * k / (len(own) - 1)))
 
     @classmethod
     def of(cls, summary: Any) -> Look:
