@@ -47,24 +47,33 @@ def suite_of(per_run: pd.DataFrame, look: style.Look) -> Suite | None:
         return None
     tasks_set = max(candidates, key=lambda t: (sum(t <= e for e in envs_of.values()) * len(t), sorted(t)))
     tasks = sorted(tasks_set)
-    entries = [k for k, e in envs_of.items() if tasks_set <= e]
-    configs = list(dict.fromkeys((s, a, v) for s, a, v, _ in entries))
-    short = dict(zip(configs, style.short_labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
+    every = look.sort({k[:3] for k in envs_of})  # by their hyperparameter values
+    entries = sorted((k for k, e in envs_of.items() if tasks_set <= e), key=lambda k: (every.index(k[:3]), k[3]))
+    configs = list(dict.fromkeys(k[:3] for k in entries))
+    short = dict(zip(configs, look.labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
     result = Suite(tasks, {}, {}, [normalizer(t).kind for t in tasks])  # type: ignore[union-attr]
-    left_out = sorted(
-        {f"{a}{f'[{v}]' if v else ''} / {b} ({s})" for (s, a, v, b), e in envs_of.items() if not tasks_set <= e}
-    )
-    if left_out:
-        result.notes.append(f"not on every env of the suite, left out: {', '.join(left_out)}")
+    left_out: dict[tuple[str, str, str], list[str]] = {}
+    for key in sorted((k for k, e in envs_of.items() if not tasks_set <= e), key=lambda k: (every.index(k[:3]), k[3])):
+        left_out.setdefault(key[:3], []).append(key[3])
+    if left_out:  # (named among every config: with their sweeps when there are several)
+        named = dict(zip(every, look.labels(every, with_sweep=len({c[0] for c in every}) > 1)))
+        listed = "; ".join(f"{named[c]} / {'+'.join(backends)}" for c, backends in left_out.items())
+        result.notes.append(f"left out, not on every env of the suite: {listed}")
+    uneven = []
     for key in entries:
         rows = done[(done[keys] == pd.Series(key, index=keys)).all(axis=1) & done.env_id.isin(tasks)]
         per_task = [rows[rows.env_id == t].sort_values("seed").final.to_numpy(float) for t in tasks]
         n = min(len(c) for c in per_task)
         if max(len(c) for c in per_task) > n:
-            result.notes.append(f"{short[key[:3]]} / {key[3]}: {n} runs per env (its fewest)")
+            uneven.append(n)
         name = f"{short[key[:3]]} / {key[3]}"
         result.scores[name] = np.stack([normalizer(t)(c[:n]) for t, c in zip(tasks, per_task)], axis=1)  # type: ignore[misc]
         result.lines[name] = look.line(*key)
+    if uneven:  # (one line, not one per entry: 60 of them at 60 configs)
+        result.notes.append(
+            f"{len(uneven)} of {len(entries)} entries have more runs on some env than on another: each keeps its "
+            f"fewest on any env, its lowest seeds ({_span(uneven)} runs per env)"
+        )
     names = list(result.scores)
     paired = [
         (f"{short[c]} / lit", f"{short[c]} / sb3")
@@ -117,10 +126,8 @@ def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0, aggregates: pd.Data
     profile_ax, improvement_ax = bottom.subplots(1, 2, width_ratios=[1.2, 1])
     _profiles(profile_ax, found, n_boot=n_boot, seed=seed)
     _improvements(improvement_ax, found, n_boot=n_boot, seed=seed)
-    runs = sorted({m.shape[0] for m in found.scores.values()})
-    figure.suptitle(
-        f"suite of {len(found.tasks)} envs: {', '.join(found.tasks)}; runs per env: " + ", ".join(map(str, runs))
-    )
+    runs = [m.shape[0] for m in found.scores.values()]
+    figure.suptitle(f"suite of {len(found.tasks)} envs: {', '.join(found.tasks)}; runs per env: {_span(runs)}")
     handles = [
         Line2D(
             [],
@@ -135,6 +142,11 @@ def draw(found: Suite, *, n_boot: int = 2000, seed: int = 0, aggregates: pd.Data
     ]
     plot.place_legend(profile_ax, handles, found.notes)
     return axes[0]
+
+
+def _span(counts: list[int]) -> str:
+    """``160`` or ``159-167``: the fewest and most of ``counts``."""
+    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
 
 
 def _profiles(ax: Axes, found: Suite, *, n_boot: int, seed: int) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from lit_bench.analysis import aggregate as agg
-from lit_bench.analysis import cache
+from lit_bench.analysis import cache, variants
 from lit_bench.analysis.load import METRICS, RUN_COLUMNS
 from lit_bench.analysis.paired import one_run_per_seed, paired_columns
 from lit_bench.analysis.reference import reference_at_budget, reference_score
@@ -120,7 +120,7 @@ def summary_table(
     ``run_table(runs, evals)`` if known (``evals`` is then not read)."""
     per_run = run_table(runs, evals) if per_run is None else per_run
     results_of = {group_key(key): group for key, group in per_run.groupby(GROUP, sort=False, dropna=False)}
-    rows = []
+    rows, run_dirs = [], []
     for key, group_runs in runs.groupby(GROUP, sort=True, dropna=False):
         identity = dict(zip(GROUP, key))
         results = results_of.get(group_key(key), per_run.iloc[:0])  # grouped once, not a merge per config
@@ -137,6 +137,7 @@ def summary_table(
             trained = budget
         finals = results.final.dropna().to_numpy()
         scores = _final_scores(finals, seed)
+        run_dirs.append(list(completed.run_dir) + list(group_runs.run_dir[group_runs.status != "completed"]))
         rows.append(
             {
                 **identity,
@@ -154,7 +155,29 @@ def summary_table(
                 **_reference_columns(base or str(identity["algo"]), env_id, trained),  # a variant: its base's
             }
         )
-    return with_ratio(pd.DataFrame(rows))
+    return with_ratio(in_value_order(pd.DataFrame(rows), run_dirs))
+
+
+def in_value_order(summary: pd.DataFrame, run_dirs: list[list[str]]) -> pd.DataFrame:
+    """The summary with a ``defaults`` column (the composed defaults each config keeps of the hyperparameters
+    other configs set, read from its runs' ``config.yaml``: ``variants.kept_defaults``), the configs of each
+    (sweep, algo, backend, env) in the order of their hyperparameter values (a learning-rate sweep reads top to
+    bottom, the defaults in their place), then by config_id."""
+    if summary.empty:
+        return summary.assign(defaults=[])
+    names = summary.variant.astype(str).tolist()
+    keys = variants.keys_of(names)
+    identity = [tuple(map(str, t)) for t in zip(summary.sweep, summary.algo, summary.env)]
+    kept = variants.kept_defaults([(*t, v) for t, v in zip(identity, names)], run_dirs, keys)
+    block = summary.groupby(GROUP[:-1], sort=False, dropna=False).ngroup().to_numpy()  # (grouped: contiguous)
+    order = sorted(
+        range(len(summary)),
+        key=lambda i: (block[i], variants.order_key(names[i], kept[i], keys), str(summary.config_id.iloc[i])),
+    )
+    summary = summary.assign(defaults=kept)
+    columns = list(summary.columns)
+    columns.insert(columns.index("variant") + 1, columns.pop())
+    return summary[columns].iloc[order].reset_index(drop=True)
 
 
 def with_ratio(summary: pd.DataFrame) -> pd.DataFrame:
@@ -244,10 +267,16 @@ def _reference_columns(algo: str, env_id: str | None, budget: float) -> dict[str
 
 
 def comparison_table(
-    runs: pd.DataFrame, evals: pd.DataFrame | None, *, seed: int = 0, per_run: pd.DataFrame | None = None
+    runs: pd.DataFrame,
+    evals: pd.DataFrame | None,
+    *,
+    seed: int = 0,
+    per_run: pd.DataFrame | None = None,
+    summary: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """lit vs SB3 for every (sweep, algo, env, variant) that ran on both backends, paired by seed (``per_run``:
-    ``run_table(runs, evals)`` if known)."""
+    ``run_table(runs, evals)`` if known), in the order of ``summary`` (``summary_table``'s: by hyperparameter
+    values) when given, else by name."""
     per_run = (run_table(runs, evals) if per_run is None else per_run).dropna(subset=["final"])
     per_run = per_run.assign(side=np.where(per_run.backend == "sb3", "sb3", "lit"))
     rows = []
@@ -271,6 +300,9 @@ def comparison_table(
                     **columns,
                 }
             )  # (the columns of comparison.csv, in order)
+    if summary is not None and rows:
+        place = {k: i for i, k in enumerate(dict.fromkeys(zip(*(summary[c] for c in PAIR))))}
+        rows.sort(key=lambda r: place.get(tuple(r[c] for c in PAIR), len(place)))  # (stable: by name otherwise)
     return pd.DataFrame(rows)
 
 

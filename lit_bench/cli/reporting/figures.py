@@ -45,7 +45,7 @@ def figures(
     """
     several = summary.sweep.nunique() > 1
     look = style.Look.of(summary)  # one colour per algorithm (shades per config), decided once for every figure
-    labelled = summary.assign(label=short_labels(summary))
+    labelled = summary.assign(label=short_labels(summary, look=look))
     returns = evals if isinstance(evals, Returns) else Returns.of(evals)
     per_env = list(summary.groupby("env", sort=True))
     curves: list[Drawing] = [
@@ -55,7 +55,7 @@ def figures(
     per_config: list[Drawing] = [
         partial(_final_scores, labelled, look),
         partial(_throughput, labelled, comparison, look),
-        partial(_comparison, comparison, several),
+        partial(_comparison, comparison, several, look),
         partial(ablation_figure, ablations),
     ]
     drawings = [*curves, *per_config, *(extra or ())]
@@ -82,7 +82,7 @@ def _curves(
     if rows.empty:
         return None
     configs = list(dict.fromkeys(zip(rows.sweep, rows.algo, rows.variant)))
-    short = dict(zip(configs, style.short_labels(configs, with_sweep=several)))
+    short = dict(zip(configs, look.labels(configs, with_sweep=several, envs=[env] * len(configs))))
     named: dict[str, pd.DataFrame] = {}
     styles: dict[str, style.LineStyle] = {}
     seeds: dict[tuple[str, str, str], dict[str, int]] = {}
@@ -129,11 +129,13 @@ def _curves(
     return ax, f"curves_{env}"
 
 
-def short_labels(rows: pd.DataFrame, *, backend: bool = True) -> list[str]:
-    """Figure labels of summary or comparison rows: the algorithm and the overrides that differ among them
-    (``style.short_labels``), the backend, and the env when there are several (full strings: the tables)."""
+def short_labels(rows: pd.DataFrame, *, backend: bool = True, look: style.Look | None = None) -> list[str]:
+    """Figure labels of summary or comparison rows: the algorithm and the overrides that differ among them with
+    their values (``style.Look.labels``: ``look``, else the rows'), the backend, and the env when there are several
+    (full strings: the tables)."""
     configs = list(zip(rows.sweep, rows.algo, rows.variant.fillna("")))
-    names = style.short_labels(configs, with_sweep=rows.sweep.nunique() > 1)
+    look = look or style.Look.of(rows)
+    names = look.labels(configs, with_sweep=rows.sweep.nunique() > 1, envs=list(rows.env))
     several_envs = rows.env.nunique() > 1
     return [
         name + (f" / {r.backend}" if backend else "") + (f" · {r.env}" if several_envs else "")
@@ -171,7 +173,7 @@ def _final_scores(labelled: pd.DataFrame, look: style.Look) -> tuple[plt.Axes, s
         rows = finite[finite.env == env]
         zoo = rows.reference_at_budget.where(rows.sb3_reference_budget == rows.budget)  # a whole agent only
         configs = list(zip(rows.sweep, rows.algo, rows.variant))
-        short = style.short_labels(configs, with_sweep=rows.sweep.nunique() > 1)
+        short = look.labels(configs, with_sweep=rows.sweep.nunique() > 1, envs=[env] * len(configs))
         with_ref = rows.assign(
             label=[
                 f"{name} / {r.backend} (n={r.seeds}{FLAG if r.ci_flagged else ''})"
@@ -208,15 +210,17 @@ def _throughput(
     return plot.throughput(ax, fps), "throughput"
 
 
-def _comparison(comparison: pd.DataFrame | None, several: bool) -> tuple[plt.Axes, str] | None:
+def _comparison(comparison: pd.DataFrame | None, several: bool, look: style.Look) -> tuple[plt.Axes, str] | None:
     if comparison is None or comparison.empty:
         return None
     rows = comparison.assign(
         label=[
             f"{name} / {r.env}"
             for name, r in zip(
-                style.short_labels(
-                    list(zip(comparison.sweep, comparison.algo, comparison.variant.fillna(""))), with_sweep=several
+                look.labels(
+                    list(zip(comparison.sweep, comparison.algo, comparison.variant.fillna(""))),
+                    with_sweep=several,
+                    envs=list(comparison.env),
                 ),
                 comparison.itertuples(),
             )
@@ -241,14 +245,18 @@ def training_figure(
     metrics = training.chosen_metrics(long, list(wanted))
     if not metrics:
         return None
-    configs = list(dict.fromkeys(zip(long.sweep, long.algo, long.variant)))
-    short = dict(zip(configs, style.short_labels(configs, with_sweep=len({c[0] for c in configs}) > 1)))
+    configs = look.sort(dict.fromkeys(zip(long.sweep, long.algo, long.variant)))
+    several = len({c[0] for c in configs}) > 1
+    short = dict(zip(configs, look.labels(configs, with_sweep=several, envs=[env] * len(configs))))
+    groups = sorted(
+        long.groupby(["sweep", "algo", "variant", "backend"]), key=lambda g: (configs.index(g[0][:3]), str(g[0][3]))
+    )  # (the look's order: by hyperparameter values)
     current = style.current()
     _, axes = plt.subplots(1, len(metrics), squeeze=False, layout="constrained", figsize=(current.wide, current.height))
     handles = {}
     for ax, metric in zip(axes[0], metrics):
         bands, lines = {}, {}
-        for (sweep, algo, variant, backend), group in long.groupby(["sweep", "algo", "variant", "backend"]):
+        for (sweep, algo, variant, backend), group in groups:
             name = f"{short[(sweep, algo, variant)]} / {backend}"
             band = training.metric_band(group, metric)
             if not band.empty:

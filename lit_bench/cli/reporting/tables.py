@@ -82,7 +82,7 @@ def read_tables(
         runs,
         returns,
         with_videos(summary, runs),
-        comparison_table(runs, None, seed=seed, per_run=per_run),
+        comparison_table(runs, None, seed=seed, per_run=per_run, summary=summary),
         per_run,
         ablations,
     )

@@ -26,7 +26,7 @@ def test_analysis_notebook_executes(tmp_path, monkeypatch, folder):
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "ppo on CartPole: P(lit > sb3) = 1.00, IQM difference +20.0" in printed
     # the suite over CartPole and Acrobot: the learning-rate configs, with their unequal seeds said
-    assert "3 runs per env" not in printed and "2 runs per env (its fewest)" in printed
+    assert "3 runs per env" not in printed and "its fewest on any env, its lowest seeds (2 runs per env)" in printed
     tables = "".join(o.get("data", {}).get("text/plain", "") for o in outputs if o.output_type == "execute_result")
     assert "algo.learning_rate" in tables  # the hyperparameter column, from config.yaml
     images = [o for o in outputs if "image/png" in o.get("data", {})]

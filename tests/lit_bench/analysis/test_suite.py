@@ -117,3 +117,36 @@ def test_pair_labels_say_only_what_differs():
     assert pair_label("ppo / lit", "ppo / sb3") == "ppo: lit > SB3"
     assert pair_label("ppo gamma=0.9 / lit", "ppo gamma=0.99 / lit") == "ppo gamma=0.9 > ppo gamma=0.99 (lit)"
     assert pair_label("ppo / lit", "a2c / sb3") == "ppo / lit > a2c / sb3"
+
+
+def test_suite_page_notes_stay_a_few_lines_at_many_configs():
+    import pandas as pd
+
+    from lit_bench.analysis import style
+    from lit_bench.analysis.suite_page import suite_of
+
+    rows = []
+    for k in range(12):  # 12 learning rates on two envs: seeds 0-4 on CartPole, 0-3 (or 0-2) on Acrobot
+        variant = f"algo.learning_rate={10.0 ** -(k % 6 + 2):g}" + (",algo.gamma=0.9" if k >= 6 else "")
+        for env, env_id, seeds in (("CartPole", "CartPole-v1", 5), ("Acrobot", "Acrobot-v1", 3 + k % 2)):
+            rows += [
+                {"sweep": "s", "algo": "ppo", "variant": variant, "backend": "lit", "env": env, "env_id": env_id,
+                 "seed": seed, "final": 100.0 + seed}
+                for seed in range(seeds)
+            ]  # fmt: skip
+    rows.append({"sweep": "s", "algo": "a2c", "variant": "", "backend": "lit", "env": "CartPole"})
+    rows[-1].update(env_id="CartPole-v1", seed=0, final=50.0)  # only on one env: left out
+    per_run = pd.DataFrame(rows)
+    found = suite_of(per_run, style.Look(zip(per_run.sweep, per_run.algo, per_run.variant)))
+    assert found is not None and found.notes == [
+        "left out, not on every env of the suite: a2c gamma=default learning_rate=default / lit",
+        "12 of 12 entries have more runs on some env than on another: each keeps its fewest on any env, its lowest "
+        "seeds (3-4 runs per env)",
+    ]  # (one line per entry before)
+    names = list(found.scores)
+    assert names[:3] == [
+        "ppo gamma=default learning_rate=1e-07 / lit",  # the look's order: by gamma, then learning rate
+        "ppo gamma=default learning_rate=1e-06 / lit",
+        "ppo gamma=default learning_rate=1e-05 / lit",
+    ]
+    assert {m.shape[0] for m in found.scores.values()} == {3, 4}
