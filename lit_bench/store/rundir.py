@@ -39,6 +39,9 @@ __all__ = [
     "read_evaluations_npz",
 ]
 
+# safe_load's loader, in C where libyaml is there (~6x faster on a run's config.yaml: a report reads one per config)
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def fresh_tmp(path: Path, suffix: str = "") -> Path:
     """A temporary sibling of ``path`` with nothing at its name: whatever is there (a file a killed run left, a
@@ -168,7 +171,7 @@ class RunDir:
     def read_config(self) -> dict[str, Any] | None:
         """The resolved config of the run that wrote this directory (None when there is none)."""
         try:
-            config = yaml.safe_load(self.config.read_text())
+            config = yaml.load(self.config.read_text(), Loader=SAFE_LOADER)
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             return None
         return config if isinstance(config, dict) else None
@@ -184,7 +187,7 @@ class RunDir:
             if self.config.is_symlink() or not self.config.is_file():
                 return "config.yaml is not a regular file"
             try:
-                config = yaml.safe_load(self.config.read_text())
+                config = yaml.load(self.config.read_text(), Loader=SAFE_LOADER)
             except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
                 return f"config.yaml is unreadable ({type(error).__name__})"
             return None if isinstance(config, dict) else "config.yaml is not a mapping"
