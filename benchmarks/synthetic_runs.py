@@ -5,7 +5,9 @@
 Each run is ``<root>/<sweep>/<algo>[@sb3]/<env>/[<variant>-<config_id>/]seed_<n>`` (``lit_bench.config.identity``)
 with the files ``lit_bench.run.train`` writes and the analysis reads: ``summary.json`` (the same keys), ``eval.csv``
 (``rundir.EVAL_FIELDS``, one row per evaluation), ``evaluations.npz`` (SB3's ``EvalCallback`` arrays), ``config.yaml``
-and ``overrides.yaml`` (checkpoints and training metrics are left out: the report does not read them). The runs are
+``overrides.yaml`` and ``train/metrics.csv`` (the SB3 logger's keys of the algorithm, one row per dump: the report's
+training figures read it), with an empty ``checkpoints/`` (its files are left out: the report does not read them). The
+runs are
 ``--configs`` configs (algorithms x envs x both backends, then variants, over ``--sweeps`` sweeps) of equally many
 seeds: the report's work grows with runs (loading, statistics) and with configs (one curve and bar each in the
 figures), so vary both. About 1% of the runs
@@ -45,6 +47,16 @@ PAIRS = [
     ("ppo", "Pendulum", "Pendulum-v1", None, -1400.0, -400.0),
 ]
 BACKENDS = ("lit", "sb3")
+TIME_KEYS = ["time/fps", "time/time_elapsed", "time/total_timesteps"]
+TRAIN_KEYS = {  # the SB3 logger's train/ keys of each algorithm (besides train/learning_rate, train/n_updates)
+    "ppo": ["approx_kl", "clip_fraction", "clip_range", "entropy_loss", "explained_variance", "loss",
+            "policy_gradient_loss", "value_loss"],
+    "a2c": ["entropy_loss", "explained_variance", "policy_loss", "value_loss"],
+    "dqn": ["loss"],
+    "sac": ["actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"],
+    "td3": ["actor_loss", "critic_loss"],
+}  # fmt: skip
+DUMPS = 100  # rows of a run's train/metrics.csv over its budget
 VERSIONS = {
     "lit_sb3": "0.1.0",
     "stable-baselines3": "2.9.2",
@@ -121,6 +133,7 @@ def write_run(root: Path, g: dict[str, Any], seed: int, n_evals: int, fate: str,
     if fate == "damaged":
         text = text[:-15]  # the last row cut short, as by a crash during a non-atomic copy
     (run_dir / "eval.csv").write_text(text)
+    _write_metrics(run_dir, g, returns.mean(1)[:done], done * every, fps, rng)
     np.savez(run_dir / "evaluations.npz", timesteps=steps, results=returns[:done], ep_lengths=lengths[:done])
     overrides = [
         f"algo={g['algo']}",
@@ -176,6 +189,35 @@ def write_run(root: Path, g: dict[str, Any], seed: int, n_evals: int, fate: str,
     if fate != "running":
         summary["finished_at"] = "2026-11-30T12:10:00+0000"
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def _write_metrics(
+    run_dir: Path, g: dict[str, Any], returns: np.ndarray, trained: int, fps: float, rng: np.random.Generator
+) -> None:
+    """``train/metrics.csv``: a row per dump up to ``trained`` env steps, the rollout return following the evaluations,
+    losses decaying with noise."""
+    keys = ["rollout/ep_len_mean", "rollout/ep_rew_mean", *TIME_KEYS, "train/learning_rate", "train/n_updates"]
+    keys += [f"train/{k}" for k in TRAIN_KEYS[g["algo"]]]
+    steps = np.arange(1, DUMPS * trained // BUDGET + 1) * (BUDGET // DUMPS)
+    at = np.minimum(np.arange(steps.size) * max(returns.size, 1) // max(steps.size, 1), max(returns.size - 1, 0))
+    reward = returns[at] if returns.size else np.zeros(steps.size)
+    decay = np.exp(-steps / BUDGET * rng.uniform(1.0, 3.0))
+    columns = {
+        "rollout/ep_len_mean": np.clip(np.abs(reward), 1, 1000),
+        "rollout/ep_rew_mean": reward + rng.normal(0.0, 1.0, steps.size),
+        "time/fps": np.full(steps.size, fps),
+        "time/time_elapsed": steps / fps,
+        "time/total_timesteps": steps,
+        "train/learning_rate": np.full(steps.size, 3e-4),
+        "train/n_updates": np.arange(1, steps.size + 1) * 10,
+    }
+    for key in keys[len(columns) :]:
+        columns[key] = decay * rng.uniform(0.1, 10.0) + rng.normal(0.0, 0.01, steps.size)
+    (run_dir / "train").mkdir()
+    (run_dir / "checkpoints").mkdir()
+    lines = [",".join([*keys, "step"])]
+    lines += [",".join(f"{columns[k][i]:.6g}" for k in keys) + f",{steps[i]}" for i in range(steps.size)]
+    (run_dir / "train" / "metrics.csv").write_text("\n".join(lines) + "\n")
 
 
 def generate(

@@ -3,7 +3,6 @@ throughput, lit-vs-SB3 differences, paired ablations and the suite page (``pool`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -16,6 +15,7 @@ from matplotlib.lines import Line2D
 
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot, style, suite_page, training
+from lit_bench.analysis.metrics_csv import metric_names, metrics_csvs
 from lit_bench.analysis.paired import ablation_figure
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import Returns, curve_bands
@@ -239,26 +239,23 @@ def training_figure(
 ) -> tuple[plt.Axes, str] | None:
     """One env's training metrics (``train/metrics.csv``) against env steps: a panel per metric, a band per config
     and backend in the curves' styles, one legend; None when no run of the env has the file."""
-    if not any(os.path.isfile(os.path.join(d, "train", "metrics.csv")) for d in runs.run_dir):
-        return None  # (one stat per run: cheap at 10,000 runs without them)
-    long = training.load_metrics(runs)
-    metrics = training.chosen_metrics(long, list(wanted))
+    paths = metrics_csvs(runs.run_dir.astype(str).tolist())
+    metrics = training.chosen_metrics(metric_names(paths), list(wanted))  # (from the files' headers)
     if not metrics:
-        return None
-    configs = look.sort(dict.fromkeys(zip(long.sweep, long.algo, long.variant)))
+        return None  # (no run of the env has the file: one failed open per run, cheap at 10,000 runs)
+    bands_of = training.config_bands(runs, metrics)
+    configs = look.sort(dict.fromkeys(key[:3] for key in bands_of))
     several = len({c[0] for c in configs}) > 1
     short = dict(zip(configs, look.labels(configs, with_sweep=several, envs=[env] * len(configs))))
-    groups = sorted(
-        long.groupby(["sweep", "algo", "variant", "backend"]), key=lambda g: (configs.index(g[0][:3]), str(g[0][3]))
-    )  # (the look's order: by hyperparameter values)
+    groups = sorted(bands_of.items(), key=lambda g: (configs.index(g[0][:3]), g[0][3]))  # (the look's order)
     current = style.current()
     _, axes = plt.subplots(1, len(metrics), squeeze=False, layout="constrained", figsize=(current.wide, current.height))
     handles = {}
     for ax, metric in zip(axes[0], metrics):
         bands, lines = {}, {}
-        for (sweep, algo, variant, backend), group in groups:
+        for (sweep, algo, variant, backend), of_config in groups:
             name = f"{short[(sweep, algo, variant)]} / {backend}"
-            band = training.metric_band(group, metric)
+            band = of_config.get(metric, pd.DataFrame())
             if not band.empty:
                 bands[name], lines[name] = band, look.line(sweep, algo, variant, backend)
                 handles[name] = Line2D(

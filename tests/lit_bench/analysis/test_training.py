@@ -3,6 +3,7 @@ train/metrics.csv into a long table."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from lit_bench.analysis import load, training
@@ -44,3 +45,32 @@ def test_hyperparameter_columns_and_training_metrics(tmp_path):
     assert training.chosen_metrics(metrics) == ["rollout/ep_rew_mean", "train/loss", "train/value_loss"]
     band = training.metric_band(metrics[metrics.config_id == "c0"], "train/loss")
     assert band.n_runs.max() == 2 and band.iqm.iloc[-1] == pytest.approx(0.2)  # both seeds end at 0.2
+
+
+def test_metrics_of_many_files_read_together_equal_each_file_read_alone(tmp_path):
+    """Files of one header are parsed together; another header, a file not plainly written (a short row) and one
+    that cannot be read are each handled on their own, with the numbers of a file read alone."""
+    from lit_bench.analysis.metrics_csv import metric_names, read_metrics_csvs
+
+    texts = {
+        "a": "step,train/loss,rollout/ep_rew_mean\n100,1.0,5.0\n200,0.5,6.0\n",
+        "b": "step,train/loss,rollout/ep_rew_mean\n100,2.0,1.0\n200,,2.0\n300,1.5,3.0\n",
+        "c": "time/total_timesteps,train/value_loss\n50,9.0\n",
+        "d": "step,train/loss,rollout/ep_rew_mean\n100,4.0\n",  # a short row: read alone (pandas fills NaN)
+        "e": "step,train/loss\n\x00\x01,\n",  # no number: rows without values are left out
+    }
+    paths = []
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+        paths.append(tmp_path / name)
+    paths.append(tmp_path / "missing.csv")
+    assert metric_names(paths) == ["train/loss", "rollout/ep_rew_mean", "train/value_loss"]
+    together = training._long(list(read_metrics_csvs(paths)))
+    alone = [training._long(list(read_metrics_csvs([p]))).assign(run=k) for k, p in enumerate(paths)]
+    expected = pd.concat([a for a in alone if len(a)], ignore_index=True)
+    pd.testing.assert_frame_equal(together, expected, check_dtype=False)
+    assert together[together.run == 1].value.tolist() == [2.0, 1.5, 1.0, 2.0, 3.0]  # the empty loss left out
+    assert together[together.run == 3].value.tolist() == [4.0]
+    assert set(together.run) == {0, 1, 2, 3}
+    only = training._long(list(read_metrics_csvs(paths, ["train/value_loss"])))
+    assert only.metric.tolist() == ["train/value_loss"] and only.timesteps.tolist() == [50]
