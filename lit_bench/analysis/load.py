@@ -54,7 +54,8 @@ __all__ = [  # the public names, importable from here as before eval.csv and run
 
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    """Run directories under each path or glob (a directory holding ``summary.json`` or ``eval.csv``)."""
+    """Run directories under each path or glob (a directory holding ``summary.json`` or ``eval.csv``; a run holds no
+    other run: what is below one is not looked at)."""
     found: dict[str, Path] = {}  # real path -> the first spelling of it: a run named twice is one run
     for pattern in paths:
         for match in glob.glob(str(pattern)) or [str(pattern)]:
@@ -65,9 +66,10 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
             # below the root every directory is itself: its real path is the root's and its own names (one realpath
             # a run, a stat of each part of its path, was ~0.4 s at 10,000 runs)
             top, real = os.fspath(root), os.path.realpath(root)
-            for d, _, files in os.walk(top):
+            for d, subdirs, files in os.walk(top):
                 if _MARKERS.intersection(files):
                     found.setdefault(os.path.join(real, d[len(top) :].lstrip(os.sep)), Path(d))
+                    subdirs.clear()  # (a run holds no runs: its train/, checkpoints/, video/ are not walked)
     return sorted(found.values())
 
 

@@ -53,6 +53,17 @@ def test_missing_path_is_an_error(tmp_path):
         find_run_dirs([tmp_path / "nope"])
 
 
+def test_what_is_below_a_run_is_not_a_run(tmp_path):
+    """A run's own folders (train/, checkpoints/, a copy of a run's files kept inside it) are not walked."""
+    run = tmp_path / "sweep" / "ppo" / "CartPole" / "seed_0"
+    (run / "checkpoints" / "old").mkdir(parents=True)
+    (run / "summary.json").write_text("{}")
+    (run / "checkpoints" / "old" / "eval.csv").write_text("timesteps,mean_return\n")
+    (tmp_path / "sweep" / "ppo" / "CartPole" / "seed_1").mkdir()
+    (tmp_path / "sweep" / "ppo" / "CartPole" / "seed_1" / "eval.csv").write_text("timesteps,mean_return\n")
+    assert [p.name for p in find_run_dirs([tmp_path])] == ["seed_0", "seed_1"]
+
+
 def test_runs_at_any_depth_keep_their_config(tmp_path):
     """One sweep with the defaults and two variants (the run-identity layout), plus an old run without config ids."""
     sweep = tmp_path / "hp"
