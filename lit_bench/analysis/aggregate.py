@@ -95,6 +95,14 @@ def runs_on_grid(
     return out
 
 
+def band_runs(status: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Which runs a config's curve band is drawn from: its completed ones when it has any, else all of them. The
+    band's grid ends at its shortest run (``common_grid``), so one run that failed or was killed early would cut the
+    curve of all the others short."""
+    done = np.asarray(status, dtype=object) == "completed"
+    return done if done.any() else np.ones(done.shape, dtype=bool)
+
+
 def common_grid(max_steps: Sequence[float] | np.ndarray, n_points: int = 50) -> np.ndarray:
     """An evenly spaced grid up to the shortest run (so every run contributes at every point)."""
     end = float(np.min(np.asarray(max_steps, dtype=float)))

@@ -316,11 +316,15 @@ def curve_bands(
     returns: Returns | None = None,
 ) -> dict[Any, pd.DataFrame]:
     """Per summary row (by its index): the IQM [95% CI] band of its runs' evaluation returns on an even grid up to
-    its shortest run (damaged runs left out); a row without evaluations has none. ``returns``: ``Returns.of(evals)``
-    when the caller has it already (``evals`` is then not read)."""
+    its shortest run (damaged runs left out; only the completed ones where there are any: ``agg.band_runs``); a row
+    without evaluations has none. ``returns``: ``Returns.of(evals)`` when the caller has it already (``evals`` is then
+    not read)."""
     returns = returns if returns is not None else Returns.of(evals)
     usable = returns.info[returns.info.status != "damaged"]
-    runs_of = {group_key(key): group.index.to_numpy() for key, group in usable.groupby(GROUP, sort=False, dropna=False)}
+    runs_of = {
+        group_key(key): group.index.to_numpy()[agg.band_runs(group.status.to_numpy())]
+        for key, group in usable.groupby(GROUP, sort=False, dropna=False)
+    }
     bands = {}
     for index, row in summary.iterrows():
         runs = runs_of.get(group_key(tuple(row[k] for k in GROUP)))

@@ -76,8 +76,10 @@ def load_metrics(runs: pd.DataFrame | Iterable[str | Path], metrics: Sequence[st
 
 def metric_band(long: pd.DataFrame, metric: str, *, n_points: int = 40, seed: int = 0) -> pd.DataFrame:
     """IQM [95% CI] across runs of one metric of one config (``load_metrics`` rows), on a grid up to its shortest
-    run (see ``aggregate.iqm_band``)."""
+    run (only the completed ones where there are any: ``aggregate.band_runs``; see ``aggregate.iqm_band``)."""
     rows = long[long.metric == metric]
+    if "status" in rows:
+        rows = rows[agg.band_runs(rows.status.to_numpy())]
     codes, dirs = pd.factorize(rows.run_dir, sort=True)
     return _band(codes, len(dirs), rows.timesteps.to_numpy(float), rows.value.to_numpy(float), n_points, seed)
 
@@ -100,7 +102,10 @@ def config_bands(
 ) -> dict[tuple[str, str, str, str], dict[str, pd.DataFrame]]:
     """``metric_band`` of each metric for each (sweep, algo, variant, backend) of ``runs`` (``load_runs``' table),
     read from the files once, without the long table (the same numbers: ~1M rows of it at 2,500 runs)."""
-    table = runs[runs.status != "damaged"].reset_index(drop=True)
+    table = runs[runs.status != "damaged"]
+    keys = ["sweep", "algo", "variant", "backend"]
+    table = table[table.groupby(keys, sort=False).status.transform(lambda s: agg.band_runs(s.to_numpy()))]
+    table = table.reset_index(drop=True)
     parts = list(read_metrics_csvs(metrics_csvs(table.run_dir.astype(str).tolist()), metrics))
     if not parts:
         return {}
@@ -112,7 +117,6 @@ def config_bands(
         for j, name in enumerate(p.names):
             values[start : start + p.run.size, list(metrics).index(name)] = p.values[:, j]
         start += p.run.size
-    keys = ["sweep", "algo", "variant", "backend"]
     grouped = table.groupby(keys, sort=False)
     of_row = grouped.ngroup().to_numpy()[run]
     order = np.argsort(of_row, kind="stable")  # (each config's rows together, once)

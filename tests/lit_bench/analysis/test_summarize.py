@@ -47,3 +47,21 @@ def test_returns_of_the_parsed_runs_are_those_of_the_long_table(tmp_path):
     for field in ("run_dirs", "order", "bounds", "timesteps", "values"):
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
     assert len(got.run_dirs) == 7 and got.bounds[-1] == 3 * 6 + 2  # ppo x 6 and a2c's killed run
+
+
+def test_a_run_that_failed_early_does_not_cut_the_completed_runs_curve_short(tmp_path):
+    """The band's grid ends at its shortest run: a config's completed runs are drawn on their own (a failed run
+    stopped at 1,000 steps would end the curve there); a config with no completed run keeps all of them."""
+    sweep = make_sweep(tmp_path) / "fixture_sweep"
+    for seed in range(3):
+        write_run(sweep, "dqn", "CartPole", seed, "lit", [10.0, 20.0, 30.0 + seed])
+    write_run(sweep, "dqn", "CartPole", 3, "lit", [5.0], status="failed")
+    write_run(sweep, "sac", "Pendulum", 0, "lit", [-900.0, -500.0], status="failed", env_id="Pendulum-v1")
+    write_run(sweep, "sac", "Pendulum", 1, "lit", [-800.0], status="failed", env_id="Pendulum-v1")
+    runs, evals = load_tables([sweep], metrics=["mean_return"])
+    summary = summarize.summary_table(runs, evals)
+    bands = summarize.curve_bands(evals, summary)
+    dqn = bands[summary.index[(summary.algo == "dqn") & (summary.backend == "lit")][0]]
+    assert np.isclose(dqn.timesteps.max(), 3000.0) and (dqn.n_runs == 3).all()
+    sac = bands[summary.index[summary.algo == "sac"][0]]
+    assert np.isclose(sac.timesteps.max(), 1000.0) and (sac.n_runs == 2).all()  # none completed: all, to the shortest
