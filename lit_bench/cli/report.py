@@ -6,13 +6,13 @@
 Writes ``summary.csv``, ``summary.md``, ``comparison.csv`` (when both backends ran), ``ablations.csv`` (variants vs
 their base, ``--compare`` pairs: ``lit_bench.analysis.paired``) and the figures ``curves_<env>``, ``training_<env>``
 (from ``train/metrics.csv``), ``final_scores``, ``throughput``, ``comparison``, ``ablations`` and, over two or more
-envs, ``suite`` with ``suite.csv`` and ``normalization.csv`` (.png/.pdf, or ``--formats``), in one visual language
-(``analysis.style``). The ratio to SB3 is against the config's own ``backend=sb3`` runs (n seeds), else the RL Zoo
-benchmark at its own budget (``summarize.with_ratio``). "Final" is the
-last evaluation, at the end of the budget, as on the console and in the sweep table. Scores are deterministic
-evaluation returns; the point estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so
-reports are reproducible), flagged under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo,
-backend, env, config), never by seed number alone; damaged run files are named on stderr and left out.
+envs, ``suite`` with ``suite.csv`` and ``normalization.csv`` (.png, and .pdf with ``--style paper``, or ``--formats``),
+in one visual language (``analysis.style``). The ratio to SB3 is against the config's own ``backend=sb3`` runs (n
+seeds), else the RL Zoo benchmark at its own budget (``summarize.with_ratio``). "Final" is the last evaluation, at the
+end of the budget, as on the console and in the sweep table. Scores are deterministic evaluation returns; the point
+estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so reports are reproducible), flagged
+under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, backend, env, config), never by seed
+number alone; damaged run files are named on stderr and left out.
 
 This module is the command line; the report's parts are in ``lit_bench.cli.reporting`` (``tables``, ``markdown``,
 ``figures``, ``pool``: drawing them in processes, ``write``), their public names importable from here.
@@ -64,8 +64,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--formats",
         nargs="+",
         choices=FORMATS,
-        default=list(FORMATS),
-        help="file formats of the figures (png alone: ~30%% less time drawing)",
+        default=None,
+        help="file formats of the figures (default: png; png and pdf with --style paper)",
     )
     parser.add_argument(
         "--workers",

@@ -49,13 +49,12 @@ def test_report_cli_writes_every_file(tmp_path, capsys):
         "summary.md",
         "comparison.csv",
         "curves_CartPole.png",
-        "curves_CartPole.pdf",
         "final_scores.png",
         "throughput.png",
         "comparison.png",
-        "comparison.pdf",
     ):
         assert (out / name).stat().st_size > 0, name
+    assert not list(out.glob("*.pdf"))  # the screen style's figures are PNGs; PDFs come with --style paper
     summary = pd.read_csv(out / "summary.csv").set_index(["algo", "backend"])
     ppo = summary.loc[("ppo", "lit")]
     # final = the last evaluation: 480, 490, 500; the IQM of 3 values is their mean
@@ -80,8 +79,13 @@ def test_report_cli_writes_every_file(tmp_path, capsys):
 def test_report_figures_in_the_formats_asked(tmp_path, capsys):
     make_sweep(tmp_path)
     out = tmp_path / "report"
-    report.main([str(tmp_path / "fixture_sweep"), "--out", str(out), "--formats", "png"])
+    report.main([str(tmp_path / "fixture_sweep"), "--out", str(out), "--formats", "png", "--style", "paper"])
     assert (out / "curves_CartPole.png").is_file() and not list(out.glob("*.pdf"))
+    report.main([str(tmp_path / "fixture_sweep"), "--out", str(tmp_path / "paper"), "--style", "paper"])
+    for name in ("curves_CartPole", "final_scores", "comparison"):  # the paper style: png and pdf
+        assert (tmp_path / "paper" / f"{name}.png").is_file() and (tmp_path / "paper" / f"{name}.pdf").is_file()
+    report.main([str(tmp_path / "fixture_sweep"), "--out", str(tmp_path / "both"), "--formats", "png", "pdf"])
+    assert (tmp_path / "both" / "curves_CartPole.pdf").is_file()
     with pytest.raises(SystemExit):
         report.main([str(tmp_path / "fixture_sweep"), "--formats", "svg"])
     assert "argument --formats: invalid choice: 'svg'" in capsys.readouterr().err

@@ -21,6 +21,9 @@ from lit_bench.cli.reporting.tables import read_tables
 from lit_bench.store.rundir import atomic_write_text
 
 FORMATS = ("png", "pdf")
+# each style's formats unless asked (--formats): PDFs, vector with Type 42 fonts, for a paper come with its sizes; a
+# screen-sized PDF is no figure for a paper, and a third of the drawing time at 60 configs
+STYLE_FORMATS = {"screen": ("png",), "paper": ("png", "pdf")}
 X_AXES = {"steps": "timesteps", "wall": "wall_time_s"}  # --x: the eval.csv column on the curves' x-axis
 
 
@@ -34,15 +37,15 @@ def write_report(
     out: Path,
     *,
     seed: int = 0,
-    formats: Sequence[str] = FORMATS,
+    formats: Sequence[str] | None = None,
     workers: int | None = None,
     x: str = "steps",
     look: str = "screen",
     compare: Sequence[tuple[str, str]] = (),
 ) -> pd.DataFrame:
-    """Everything the CLI writes (figures in ``formats``, drawn by ``workers`` processes, default
-    ``usable_cpus()``; ``x`` and ``look``: the CLI's ``--x`` and ``--style``; ``compare``: pairs of config names,
-    ``lit_bench.analysis.paired``); returns the summary table."""
+    """Everything the CLI writes (figures in ``formats``, default ``STYLE_FORMATS[look]``, drawn by ``workers``
+    processes, default ``usable_cpus()``; ``x`` and ``look``: the CLI's ``--x`` and ``--style``; ``compare``: pairs of
+    config names, ``lit_bench.analysis.paired``); returns the summary table."""
     return write(
         paths,
         out,
@@ -60,7 +63,7 @@ def write(
     out: Path,
     *,
     seed: int = 0,
-    formats: Sequence[str] = FORMATS,
+    formats: Sequence[str] | None = None,
     workers: int = 1,
     x: str = "timesteps",
     look: str = "screen",
@@ -69,6 +72,7 @@ def write(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Write the report (``x``: the eval.csv column on the curves' x-axis; ``train_metrics``: the CLI's
     ``--train-metrics``); returns the summary, the lit-vs-SB3 comparison and the other paired comparisons."""
+    formats = formats or STYLE_FORMATS[look]
     parsed, runs, returns, summary, comparison, per_run, ablations = read_tables(
         paths, seed=seed, workers=workers, compare=compare
     )
