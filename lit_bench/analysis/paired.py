@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,6 +186,17 @@ def ablation_table(
     return pd.DataFrame(rows)
 
 
+SEEDS_SHOWN = 10  # per-seed differences in a table cell (the CSV has them all)
+
+
+def per_seed_text(seeds: Sequence[Any], differences: Sequence[float], csv: str, at_most: int = SEEDS_SHOWN) -> str:
+    """``0: +1.5, 1: -0.3`` for a table cell: the first ``at_most`` seeds, then how many more are in ``csv`` (500
+    seeds made a cell of kilobytes)."""
+    shown = ", ".join(f"{s}: {d:+.1f}" for s, d in zip(list(seeds)[:at_most], differences))
+    more = len(seeds) - at_most
+    return shown + (f", ... {more} more: {csv}" if more > 0 else "")
+
+
 def ablation_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: one row per pair and env."""
     lines = [
@@ -194,7 +206,7 @@ def ablation_markdown(table: pd.DataFrame) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
-        per_seed = ", ".join(f"{s}: {d:+.1f}" for s, d in zip(r.seeds, r.differences))
+        per_seed = per_seed_text(r.seeds, r.differences, "ablations.csv")
         ci = f" [{r.ci_low:+.1f}, {r.ci_high:+.1f}]{'‡' if r.ci_flagged else ''}" if np.isfinite(r.ci_low) else ""
         lines.append(
             f"| {r.a} | {r.b} | {r.env} | {r.n} | {r.a_iqm:.1f} | {r.b_iqm:.1f} | {per_seed} | "

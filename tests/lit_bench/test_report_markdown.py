@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lit_bench.cli.reporting.markdown import comparison_markdown, per_seed_text
+from lit_bench.analysis.paired import ablation_markdown, per_seed_text
+from lit_bench.cli.reporting.markdown import comparison_markdown
 
 
 def test_per_seed_differences_are_capped_in_the_table_and_kept_in_the_csv():
@@ -21,5 +22,15 @@ def test_per_seed_differences_are_capped_in_the_table_and_kept_in_the_csv():
     want = "0: +0.0, 1: +0.5, 2: +1.0, 3: +1.5, 4: +2.0, 5: +2.5, 6: +3.0, 7: +3.5, 8: +4.0, 9: +4.5"
     assert cell == want + ", ... 490 more: comparison.csv"
     assert len(text) < 2000  # (every seed: ~6 kB in one cell)
-    assert per_seed_text([3, 7], [1.0, -2.25]) == "3: +1.0, 7: -2.2"  # a few seeds: all of them
-    assert per_seed_text(range(11), [0.0] * 11, at_most=10).endswith("9: +0.0, ... 1 more: comparison.csv")
+    assert per_seed_text([3, 7], [1.0, -2.25], "x.csv") == "3: +1.0, 7: -2.2"  # a few seeds: all of them
+    assert per_seed_text(range(11), [0.0] * 11, "x.csv", at_most=10).endswith("9: +0.0, ... 1 more: x.csv")
+
+
+def test_paired_ablations_cap_their_per_seed_differences_too():
+    row = {
+        "a": "ppo[lr]", "b": "ppo", "env": "CartPole", "n": 40, "a_iqm": 1.0, "b_iqm": 0.5,
+        "seeds": list(range(40)), "differences": [0.5] * 40, "iqm_difference": 0.5, "ci_low": 0.1, "ci_high": 0.9,
+        "ci_flagged": False, "probability_of_improvement": 0.7, "verdict": "A better",
+    }  # fmt: skip
+    cell = ablation_markdown(pd.DataFrame([row])).splitlines()[4].split(" | ")[6]
+    assert cell.endswith("9: +0.5, ... 30 more: ablations.csv") and cell.startswith("0: +0.5, 1: +0.5")

@@ -3,7 +3,6 @@ Markdown tables a person can read, with their footnotes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +10,9 @@ import numpy as np
 import pandas as pd
 
 from lit_bench.analysis import aggregate as agg
-from lit_bench.analysis.paired import ablation_markdown
+from lit_bench.analysis.paired import ablation_markdown, per_seed_text
 
 FLAG = "‡"
-SEEDS_SHOWN = 10  # per-seed differences in a table cell (comparison.csv has them all)
 OVERSHOOT = "§"  # a config that trained more env steps than its budget (the last rollout runs to its end)
 Row = Any  # a row of a table: its itertuples() namedtuple, or a Series, read by column name
 
@@ -113,7 +111,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in comparison.itertuples():
-        per_seed = per_seed_text(r.seeds, r.differences)
+        per_seed = per_seed_text(r.seeds, r.differences, "comparison.csv")
         ci = f" [{r.ci_low:+.1f}, {r.ci_high:+.1f}]{FLAG if r.ci_flagged else ''}" if r.n > 1 else ""
         ratio = (
             "-"
@@ -133,14 +131,6 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         f"withheld under {agg.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
     ]
     return "\n".join(lines)
-
-
-def per_seed_text(seeds: Sequence[Any], differences: Sequence[float], at_most: int = SEEDS_SHOWN) -> str:
-    """``0: +1.5, 1: -0.3`` for a table cell: the first ``at_most`` seeds, then how many more are in comparison.csv
-    (500 seeds made a cell of kilobytes)."""
-    shown = ", ".join(f"{s}: {d:+.1f}" for s, d in zip(list(seeds)[:at_most], differences))
-    more = len(seeds) - at_most
-    return shown + (f", ... {more} more: comparison.csv" if more > 0 else "")
 
 
 def _ratio(r: Row) -> str:
