@@ -1,6 +1,7 @@
 """Reading many runs' ``train/metrics.csv`` into numbers at once: the files of one header parsed together, only the
 metrics asked for (a file read alone when it is not plainly written, skipped when it cannot be read), as
-``eval_csv`` does for ``eval.csv``. At 10,000 runs, one ``read_csv`` and a melt per file was ~60 s of a report."""
+``eval_csv`` does for ``eval.csv``. At 10,000 runs (60 configs), a ``read_csv`` and a melt per file made each env's
+training figure 13-24 s."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ STEP_COLUMNS = ("time/total_timesteps", "step")  # env steps of a metrics row (t
 
 
 def metrics_csvs(run_dirs: Sequence[str]) -> list[str]:
-    """The ``train/metrics.csv`` of each run directory (str joins: a ``RunDir`` a run was ~0.3 s at 2,500 runs)."""
+    """The ``train/metrics.csv`` of each run directory (str joins: a ``RunDir`` per run, ~14 paths each, was 0.7 of
+    a training figure's 2.3 s under cProfile at 2,500 runs)."""
     return [os.path.join(d, METRICS_CSV) for d in run_dirs]
 
 
@@ -110,9 +112,7 @@ def _parse(
             table = pd.read_csv(io.BytesIO(header + b"\n" + data), usecols=columns)
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
-    counts = np.array([body.count(b"\n") for _, body in files], dtype=np.int64)
-    if header is not None:
-        counts = np.array([len(table)], dtype=np.int64)
+    counts = np.array([len(table)] if header else [body.count(b"\n") for _, body in files], dtype=np.int64)
     if len(table) != counts.sum():
         return None
     numbers = np.stack([pd.to_numeric(table[c], errors="coerce").to_numpy(float) for c in columns], axis=1)

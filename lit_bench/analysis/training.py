@@ -111,11 +111,11 @@ def config_bands(
         return {}
     run = np.concatenate([p.run for p in parts])
     steps = np.concatenate([p.timesteps for p in parts])
-    values = np.full((run.size, len(metrics)), np.nan)
+    values = np.full((run.size, len(metrics)), np.nan)  # (a header's columns in ``metrics``' order)
+    column = {m: j for j, m in enumerate(metrics)}
     start = 0
     for p in parts:
-        for j, name in enumerate(p.names):
-            values[start : start + p.run.size, list(metrics).index(name)] = p.values[:, j]
+        values[start : start + p.run.size, [column[n] for n in p.names]] = p.values
         start += p.run.size
     grouped = table.groupby(keys, sort=False)
     of_row = grouped.ngroup().to_numpy()[run]
