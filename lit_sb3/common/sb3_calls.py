@@ -14,6 +14,7 @@ A call that mixes the forms so that one argument would get two values is refused
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -52,10 +53,25 @@ def is_callback(value: Any) -> bool:
 
 
 def _sb3_counterpart(method: Callable[..., Any]) -> Callable[..., Any] | None:
-    """SB3's (or sb3-contrib's) method of the same name on the class of the same name as the one defining ``method``."""
+    """SB3's (or sb3-contrib's) method of the same name on the class of the same name as the one defining ``method``.
+
+    Read from the algorithm's subpackage (``stable_baselines3.ppo``), not the top level: code that points
+    ``stable_baselines3.PPO`` at lit_sb3's class (to run SB3's own tests or scripts on it) must not make it its own
+    counterpart.
+    """
+    import lit_sb3  # at call time: lit_sb3's package imports the algorithms that import this module
+
     owner = method.__qualname__.rsplit(".", 1)[0]
-    sb3_class = getattr(stable_baselines3, owner, None) or getattr(sb3_contrib, owner, None)
-    return getattr(sb3_class, method.__name__, None) if sb3_class is not None else None
+    package = lit_sb3._ALGORITHMS.get(owner)
+    if package is None:
+        return None
+    for root in (stable_baselines3, sb3_contrib):
+        try:
+            sb3_class = getattr(importlib.import_module(f"{root.__name__}.{package}"), owner)
+        except (ModuleNotFoundError, AttributeError):
+            continue
+        return getattr(sb3_class, method.__name__, None)
+    return None
 
 
 def _parameter_names(method: Callable[..., Any]) -> list[str]:

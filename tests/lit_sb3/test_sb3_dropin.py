@@ -22,6 +22,7 @@ from stable_baselines3.common.logger import Logger, make_output_format
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+import lit_sb3
 from lit_sb3 import A2C, ARS, DQN, PPO, QRDQN, SAC, TD3, TQC, TRPO, MaskablePPO
 
 TINY = {"net_arch": [8]}  # never handed to SB3 itself, which writes into its policy_kwargs
@@ -36,6 +37,16 @@ def test_sb3_positional_form_names_arguments_as_sb3_does():
     for name in ("learning_rate", "n_steps", "batch_size", "n_epochs", "n_envs"):
         assert getattr(ours, name) == getattr(theirs, name), name
     assert ours.env is not None and ours.policy is not None
+
+
+@pytest.mark.parametrize("package", [sb3, sb3_contrib])
+def test_sb3_form_holds_with_sb3s_names_pointed_at_lit_sb3(package, monkeypatch):
+    # running SB3's own tests or scripts on lit_sb3 replaces stable_baselines3.A2C (sb3_contrib.TRPO) by ours
+    name = "A2C" if package is sb3 else "TRPO"
+    ours = getattr(lit_sb3, name)
+    monkeypatch.setattr(package, name, ours)
+    model = ours("MlpPolicy", "CartPole-v1", 1e-3, 32, gamma=0.9, policy_kwargs=TINY)
+    assert (model.learning_rate, model.n_steps, model.gamma) == (1e-3, 32, 0.9)
 
 
 def test_sb3_positional_form_places_tensorboard_log_as_sb3_does(tmp_path):
