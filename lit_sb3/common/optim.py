@@ -11,7 +11,6 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.trainer.states import TrainerStatus
-from stable_baselines3.common.policies import BaseModel
 
 from lit_sb3.common import lightning_calls
 from lit_sb3.common.utils import clip_grad_norm
@@ -144,10 +143,14 @@ def frozen(params: list[torch.Tensor]) -> Iterator[None]:
             p.requires_grad_(True)
 
 
-def optimized_params(module: BaseModel) -> list[torch.Tensor]:
-    """The parameters of ``module`` its own ``optimizer`` updates (a features extractor shared with the actor is not).
+def critic_only_params(policy: Any) -> list[torch.Tensor]:
+    """The parameters the critic's optimizer updates and the actor does not use: frozen while the actor's loss reads
+    the critic, so that it writes no gradients into them.
 
-    An actor loss backpropagates through the critic; freezing exactly these keeps it from writing into their grads.
+    A features extractor shared by actor and critic is the actor's: SB3 trains it through the actor's loss only (the
+    critic reads its features without gradients). SAC, TQC and CrossQ leave it out of the critic's optimizer; TD3 and
+    DDPG list it there too, and freezing it would keep it from ever training.
     """
-    optimized = {id(p) for group in module.optimizer.param_groups for p in group["params"]}
-    return [p for p in module.parameters() if id(p) in optimized]
+    optimized = {id(p) for group in policy.critic.optimizer.param_groups for p in group["params"]}
+    actor = {id(p) for p in policy.actor.parameters()}
+    return [p for p in policy.critic.parameters() if id(p) in optimized and id(p) not in actor]

@@ -19,6 +19,20 @@ class RefreshSettings(Protocol):
     tau: float  #: the Polyak coefficient of a refresh
 
 
+Pairs = tuple[tuple[torch.nn.Module, torch.nn.Module], ...]
+
+
+def _group(pairs: Pairs) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+    """The parameters and the normalization statistics of the online networks and of the targets."""
+    onlines, targets = [online for online, _ in pairs], [target for _, target in pairs]
+
+    def stats(modules: list[torch.nn.Module]) -> list[torch.Tensor]:
+        return [s for module in modules for s in get_parameters_by_name(module, ["running_"])]
+
+    online_params: list[torch.Tensor] = [p for online in onlines for p in online.parameters()]
+    return online_params, [p for target in targets for p in target.parameters()], stats(onlines), stats(targets)
+
+
 class TargetNetworks(Part):
     """The target copies of an algorithm's networks: parameters Polyak-averaged, normalization statistics copied.
 
@@ -34,17 +48,20 @@ class TargetNetworks(Part):
     def __init__(
         self, *pairs: tuple[torch.nn.Module, torch.nn.Module], settings_of: RefreshSettings | None = None
     ) -> None:
-        self.online_params = [p for online, _ in pairs for p in online.parameters()]
-        self.target_params = [p for _, target in pairs for p in target.parameters()]
-        self.online_stats = [s for online, _ in pairs for s in get_parameters_by_name(online, ["running_"])]
-        self.target_stats = [s for _, target in pairs for s in get_parameters_by_name(target, ["running_"])]
+        # One foreach call per group. A network in two pairs (TD3's shared features extractor: in the critic and in
+        # the actor) is averaged once per pair, in turn, as SB3 does: one call over both pairs would scale it twice
+        # before adding. Otherwise all pairs make one group.
+        online_ids = [id(p) for online, _ in pairs for p in online.parameters()]
+        groups = [pairs] if len(online_ids) == len(set(online_ids)) else [(pair,) for pair in pairs]
+        self.groups = [_group(group) for group in groups]
         self.settings_of = settings_of
         self.n_calls = 0  # vector env steps seen
 
     def update(self, tau: float) -> None:
         """``target <- (1 - tau) * target + tau * online``; running statistics are copied as they are."""
-        soft_update(self.online_params, self.target_params, tau)
-        soft_update(self.online_stats, self.target_stats, 1.0)
+        for online_params, target_params, online_stats, target_stats in self.groups:
+            soft_update(online_params, target_params, tau)
+            soft_update(online_stats, target_stats, 1.0)
 
     def on_step(self, progress_remaining: float, n_envs: int) -> None:
         algorithm = self.settings_of

@@ -19,6 +19,8 @@ from omegaconf import OmegaConf
 from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
@@ -162,6 +164,24 @@ def assert_same(ref_grads, our_grads, ref, ours):
     ref_state, our_state = ref.policy.state_dict(), ours.policy.state_dict()
     for key, value in ref_state.items():
         torch.testing.assert_close(our_state[key], value, atol=TOL, rtol=0, msg=key)
+
+
+class LinearExtractor(BaseFeaturesExtractor):
+    """A features extractor with weights (SB3's default one for vectors has none), so that sharing it matters."""
+
+    def __init__(self, observation_space: gym.Space, features_dim: int = 8) -> None:
+        super().__init__(observation_space, features_dim)
+        linear = torch.nn.Linear(get_flattened_obs_dim(observation_space), features_dim)
+        self.net = torch.nn.Sequential(torch.nn.Flatten(), linear, torch.nn.ReLU())
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        return self.net(observations)
+
+
+def shared_extractor_kwargs(**policy_kwargs: Any) -> dict[str, Any]:
+    """policy_kwargs of an actor-critic whose actor and critic share one trained features extractor (fresh each
+    call: SB3 writes into the policy_kwargs it is given)."""
+    return {"features_extractor_class": LinearExtractor, "share_features_extractor": True, **policy_kwargs}
 
 
 def our_mean(ours, key: str) -> float:

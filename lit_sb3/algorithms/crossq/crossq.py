@@ -18,7 +18,7 @@ from lit_sb3.algorithms.crossq.policies import POLICY_ALIASES, CrossQPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.entropy import EntropyTemperature
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
-from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
 
 SelfCrossQ = TypeVar("SelfCrossQ", bound="CrossQ")
@@ -136,7 +136,7 @@ class CrossQ(OffPolicyAlgorithm):
         return super()._default_optimizer_kwargs(optimizer_class)
 
     def _build_extra(self) -> None:
-        self._critic_weights = optimized_params(self.policy.critic)  # frozen while the actor loss reads the critics
+        self._critic_weights = critic_only_params(self.policy)  # frozen while the actor loss reads the critics
         # the normalization layers whose mode decides between batch statistics (train) and running statistics (eval)
         self._actor_norms = [m for m in self.policy.actor.modules() if isinstance(m, BatchRenorm)]
         self._critic_norms = [m for m in self.policy.critic.modules() if isinstance(m, BatchRenorm)]

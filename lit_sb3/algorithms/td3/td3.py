@@ -14,7 +14,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from lit_sb3.algorithms.td3.policies import POLICY_ALIASES, TD3Policy
 from lit_sb3.common import losses
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
-from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
 from lit_sb3.common.targets import TargetNetworks
 
@@ -129,7 +129,7 @@ class TD3(OffPolicyAlgorithm):
         policy = self.policy
         pairs = (policy.critic, policy.critic_target), (policy.actor, policy.actor_target)
         self.target_networks = TargetNetworks(*pairs)
-        self._critic_weights = optimized_params(policy.critic)
+        self._critic_weights = critic_only_params(policy)
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Critic update every step; actor and target update every ``policy_delay`` steps."""

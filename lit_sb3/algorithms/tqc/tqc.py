@@ -17,7 +17,7 @@ from lit_sb3.common import quantile
 from lit_sb3.common.entropy import EntropyTemperature, policy_sample
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.off_policy_args import check_target_update_interval
-from lit_sb3.common.optim import frozen, optimized_params
+from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
 from lit_sb3.common.targets import TargetNetworks
 
@@ -144,7 +144,7 @@ class TQC(OffPolicyAlgorithm):
 
     def _build_extra(self) -> None:
         self.target_networks = TargetNetworks((self.policy.critic, self.policy.critic_target))
-        self._critic_weights = optimized_params(self.policy.critic)  # frozen while the actor loss reads the critics
+        self._critic_weights = critic_only_params(self.policy)  # frozen while the actor loss reads the critics
 
     def gradient_updates(self, gradient_steps: int, batch_size: int) -> None:
         """Temperature, quantile-critic and actor updates on ``gradient_steps`` replay samples."""

@@ -7,7 +7,14 @@ import sb3_contrib
 import torch
 
 import lit_sb3
-from tests.lit_sb3.helpers import TOL, assert_logged_means, assert_same, offpolicy_pair, run_both
+from tests.lit_sb3.helpers import (
+    TOL,
+    assert_logged_means,
+    assert_same,
+    offpolicy_pair,
+    run_both,
+    shared_extractor_kwargs,
+)
 
 pytestmark = pytest.mark.parity
 
@@ -65,6 +72,19 @@ def test_crossq_update_matches_sb3_contrib(policy_delay):
     torch.testing.assert_close(ours.log_ent_coef.data, ref.log_ent_coef.data, atol=TOL, rtol=0)
     assert_logged_means(ref, ours, ("actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"))
     assert ours._n_updates == ref._n_updates == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "policy_kwargs"),
+    [("TQC", {}, {"net_arch": [16], "n_quantiles": 5}), ("CrossQ", {"policy_delay": 1}, {"net_arch": [16]})],
+)
+def test_updates_with_a_shared_features_extractor_match_sb3_contrib(name, kwargs, policy_kwargs):
+    # the critic reads the shared extractor's features without gradients; the actor's loss trains it
+    ref, ours = _pair(name, "Pendulum-v1", **kwargs, policy_kwargs=shared_extractor_kwargs(**policy_kwargs))
+    assert ours.policy.actor.features_extractor is ours.policy.critic.features_extractor
+    ref_opts, our_opts = _actor_critic_optimizers(ref, ours)
+    ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
+    assert_same(ref_grads, our_grads, ref, ours)
 
 
 def test_crossq_keeps_sb3_contrib_adam_betas_and_fused():

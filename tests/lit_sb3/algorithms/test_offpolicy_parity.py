@@ -6,7 +6,15 @@ import pytest
 import torch
 
 import lit_sb3
-from tests.lit_sb3.helpers import TOL, assert_logged_means, assert_same, offpolicy_pair, our_mean, run_both
+from tests.lit_sb3.helpers import (
+    TOL,
+    assert_logged_means,
+    assert_same,
+    offpolicy_pair,
+    our_mean,
+    run_both,
+    shared_extractor_kwargs,
+)
 
 pytestmark = pytest.mark.parity
 
@@ -47,6 +55,24 @@ def test_td3_and_ddpg_updates_match_sb3(name):
     # SB3 logs the last train() call's means; ours accumulate over the same two steps here
     assert our_mean(ours, "critic_loss") == pytest.approx(logged["train/critic_loss"], abs=TOL)
     assert our_mean(ours, "actor_loss") == pytest.approx(logged["train/actor_loss"], abs=TOL)
+
+
+@pytest.mark.parametrize("name", ["TD3", "DDPG", "SAC"])
+def test_updates_with_a_shared_features_extractor_match_sb3(name):
+    # SB3 trains a features extractor shared by actor and critic through the actor's loss only (the critic reads its
+    # features without gradients); TD3 and DDPG also list it in the critic's optimizer, which must not freeze it
+    ref, ours = offpolicy_pair(name, "Pendulum-v1", policy_kwargs=shared_extractor_kwargs(net_arch=[16]))
+    extractor = ours.policy.actor.features_extractor
+    assert extractor is ours.policy.critic.features_extractor
+    before = [p.detach().clone() for p in extractor.parameters()]
+    ref_opts = {"actor": ref.actor.optimizer, "critic": ref.critic.optimizer}
+    our_opts = {"actor": ours.policy.actor.optimizer, "critic": ours.policy.critic.optimizer}
+    if name == "SAC":
+        ours.log_ent_coef.data.copy_(ref.log_ent_coef.data)
+        ref_opts["ent"], our_opts["ent"] = ref.ent_coef_optimizer, ours.ent_coef_optimizer
+    ref_grads, our_grads = run_both(ref, ours, ref_opts, our_opts, gradient_steps=2)
+    assert_same(ref_grads, our_grads, ref, ours)  # the extractor's weights are in the compared state_dict
+    assert all(not torch.equal(b, p) for b, p in zip(before, extractor.parameters()))
 
 
 def test_dqn_update_matches_sb3():

@@ -28,6 +28,7 @@ from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckA
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer
 
 import lit_sb3
+from tests.lit_sb3.helpers import shared_extractor_kwargs
 
 pytestmark = pytest.mark.parity
 
@@ -103,6 +104,18 @@ HER_CASES = {
         "MultiInputPolicy",
         fresh=_her,
     ),
+}
+
+
+# actor and critic share one features extractor with weights: trained by the actor's loss, Polyak-averaged with both
+# networks (TD3 and DDPG: twice per target update, the critic's and the actor's)
+_SHARED = {**OFF_POLICY, "policy_kwargs": shared_extractor_kwargs(net_arch=[16])}
+SHARED_EXTRACTOR_CASES = {
+    "SAC": Case("Pendulum-v1", 120, _SHARED),
+    "TD3": Case("Pendulum-v1", 120, dict(_SHARED, policy_delay=1)),
+    "DDPG": Case("Pendulum-v1", 120, _SHARED),
+    "TQC": Case("Pendulum-v1", 120, dict(_SHARED, policy_kwargs={**_SHARED["policy_kwargs"], "n_quantiles": 5})),
+    "CrossQ": Case("Pendulum-v1", 100, _SHARED),
 }
 
 
@@ -195,6 +208,11 @@ def test_whole_run_with_frequent_time_limits_is_bit_identical_to_sb3(algo, monke
     """Dozens of time-limit truncations, each bootstrapped with gamma * V(terminal observation): the rounding of that
     product is SB3's (the long MaskablePPO run, truncated every 100 steps, once drifted apart at its 15th rollout)."""
     _check(algo, _truncated_every(5, CASES[algo]), monkeypatch)
+
+
+@pytest.mark.parametrize("algo", sorted(SHARED_EXTRACTOR_CASES))
+def test_whole_run_with_a_shared_features_extractor_is_bit_identical_to_sb3(algo, monkeypatch):
+    _check(algo, SHARED_EXTRACTOR_CASES[algo], monkeypatch)
 
 
 @pytest.mark.parametrize("algo", sorted(HER_CASES))
