@@ -34,7 +34,7 @@ from lit_sb3.common.sb3_calls import SB3CallForms
 from lit_sb3.common.sb3_surface import SB3Surface
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
 from lit_sb3.common.training_mode import TrainingModeSwitch
-from lit_sb3.common.utils import resolve_policy_class
+from lit_sb3.common.utils import CheckFailed, resolve_policy_class
 from lit_sb3.lightning_compat import attached_trainer
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
@@ -158,13 +158,27 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
 
     def _check_spaces(self, env: VecEnv) -> None:
         """Fail when this algorithm cannot act in ``env`` (unsupported or mismatched spaces)."""
-        for name, space, supported in (
+        name = type(self).__name__
+        for kind, space, supported in (
             ("observation space", env.observation_space, self.supported_observation_spaces),
             ("action space", env.action_space, self.supported_action_spaces),
         ):
             if not isinstance(space, supported):
                 valid = ", ".join(s.__name__ for s in supported)
-                raise ValueError(f"env: {type(self).__name__} does not support the {name} {space}; supported: {valid}")
+                ours = f"env: {name} does not support the {kind} {space}; supported: {valid}"
+                sb3 = f"The algorithm only supports {supported} as {kind}s but {space} was provided. "  # SB3's words
+                raise CheckFailed(sb3 + ours if kind == "action space" else ours)
+        policy = self.hparams.get("policy")
+        if policy in ("MlpPolicy", "CnnPolicy") and isinstance(env.observation_space, spaces.Dict):
+            raise ValueError(
+                f"You must use `MultiInputPolicy` when working with dict observation space, not {policy}. "
+                f"policy: {name} with the Dict observation space {env.observation_space} needs 'MultiInputPolicy'"
+            )
+        if getattr(self, "use_sde", False) and not isinstance(env.action_space, spaces.Box):
+            raise ValueError(
+                "generalized State-Dependent Exploration (gSDE) can only be used with continuous actions. "
+                f"use_sde: must be False with the action space {env.action_space}"
+            )
         if self.observation_space is not None and self.action_space is not None:
             check_for_correct_spaces(env, self.observation_space, self.action_space)
 

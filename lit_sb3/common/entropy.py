@@ -57,7 +57,7 @@ class EntropyTemperature(Part, nn.Module):
     :param learning_rate: learning rate of the temperature's optimizer
     """
 
-    sb3_names = ("ent_coef", "log_ent_coef", "ent_coef_optimizer", "target_entropy")
+    sb3_names = ("ent_coef", "log_ent_coef", "ent_coef_optimizer", "target_entropy", "ent_coef_tensor")
     ent_coef_tensor: torch.Tensor  # the fixed temperature's buffer (registered when it is not learned)
 
     def __init__(self, ent_coef: str | float, target_entropy: str | float, learning_rate: float) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from argparse import Namespace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -78,6 +79,8 @@ class SB3Learn:
         loggers: list[Logger] = [algo._learn_logger] if default_root_dir is not None else []
         if algo.tensorboard_log is not None and not algo._custom_logger:
             loggers.append(_tensorboard_logger(algo.tensorboard_log, name, reset_num_timesteps))
+        if not algo._custom_logger:  # SB3's logger.dir: this run's log folder (SB3_LOGDIR when it writes none)
+            algo.sb3_logger.dir = loggers[-1].log_dir if loggers else os.environ.get("SB3_LOGDIR")
         trainer = RLTrainer(
             max_steps=algo.num_timesteps + total_timesteps,
             rl_callback=callback,

@@ -24,6 +24,7 @@ from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.off_policy_args import as_train_freq, check_off_policy_args
 from lit_sb3.common.off_policy_checkpoint import OffPolicyCheckpoint
 from lit_sb3.common.off_policy_collect import OffPolicyCollection
+from lit_sb3.common.utils import CheckFailed
 
 
 class EnvSteps:
@@ -128,20 +129,23 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm
         replay.check_replay_args(  # the replay buffer is built with the networks
             self.replay_buffer_class, env.observation_space, self.n_steps, self.optimize_memory_usage
         )
+        interval = getattr(self, "target_update_interval", None)
+        if self.target_update_in_env_steps and interval is not None and env.num_envs > max(interval, 1):
+            warnings.warn(  # SB3's words (DQN, QR-DQN warn as they are built), then ours
+                "The number of environments used is greater than the target network update interval "
+                f"({env.num_envs} > {interval}), therefore the target network will be updated after each call to "
+                f"env.step() which corresponds to {env.num_envs} steps. target_update_interval: counted in env "
+                "steps over all envs",
+                stacklevel=2,
+            )
 
     def check_env(self, env: VecEnv) -> None:
         super().check_env(env)
         if self.train_freq.unit == TrainFrequencyUnit.EPISODE and env.num_envs > 1:
-            raise ValueError(
+            raise CheckFailed(
+                "You must use only one env when doing episodic training. "  # SB3's words, then ours
                 f"train_freq: with {env.num_envs} envs the unit must be 'step' (episodes end at different times), "
                 f"got {self._train_freq_raw!r}"
-            )
-        interval = getattr(self, "target_update_interval", None)
-        if self.target_update_in_env_steps and interval is not None and env.num_envs > interval:
-            warnings.warn(
-                f"target_update_interval: {interval} env steps is less than one step of the {env.num_envs} envs, so "
-                f"the target network is updated after every env.step() call, i.e. every {env.num_envs} env steps",
-                stacklevel=2,
             )
 
     def _setup_buffers(self, env: VecEnv) -> None:
@@ -297,16 +301,28 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm
 
     # ------------------------------------------------------------------ logging
 
+    def _record_train_stats(self) -> None:
+        """Record the means of the updates since the last dump (the tracker starts over) and ``train/n_updates``."""
+        record = self.sb3_logger.record
+        for key, value in self._metrics.means().items():
+            record(f"train/{key}", value)
+        # SB3 records n_updates in train(), so a second dump at the same step (two envs ending an episode together)
+        # has none
+        if self._n_updates and self._n_updates != self._dumped_at[1]:
+            record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+    def on_train_end(self) -> None:
+        # after learn, SB3's logger holds the last train() call's values and the per-step ones, until a dump
+        self._record_train_stats()
+        for part in self._parts:
+            part.record(self.sb3_logger.record)
+        super().on_train_end()
+
     def dump_logs(self) -> None:
         record = self.sb3_logger.record
         record("time/episodes", self._episode_num, exclude="tensorboard")
-        for key, value in self._metrics.means().items():
-            record(f"train/{key}", value)
-        # SB3 records these when they change (n_updates in train(), the parts' values at each env step), so a second
-        # dump at the same step (two envs ending an episode together) has neither
-        steps, updates = self._dumped_at
-        if self._n_updates and self._n_updates != updates:
-            record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self._record_train_stats()
+        steps = self._dumped_at[0]  # the parts' values are recorded at each env step in SB3: once per step here
         actor = getattr(self.policy, "actor", None)
         if self.use_sde and actor is not None:  # gSDE's actors (SAC's, TQC's) have get_std
             record("train/std", actor.get_std().mean().item())

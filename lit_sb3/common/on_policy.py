@@ -22,7 +22,7 @@ from lit_sb3.common import lightning_calls
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.on_policy_checkpoint import OnPolicyCheckpoint
 from lit_sb3.common.rollout_loop import RolloutLoop, RolloutMinibatches
-from lit_sb3.common.utils import check_finite, env_actions, unchecked_distributions
+from lit_sb3.common.utils import CheckFailed, check_finite, env_actions, unchecked_distributions
 
 
 class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
@@ -102,13 +102,14 @@ class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
             kwargs.setdefault("use_sde", True)
         return kwargs
 
-    def check_env(self, env: VecEnv) -> None:
-        super().check_env(env)
+    def _check_spaces(self, env: VecEnv) -> None:
+        super()._check_spaces(env)  # SB3 checks the rollout's size as it is built, as the spaces
         rollout = self.n_steps * env.num_envs
         if rollout <= 1 and self.normalize_advantage:
-            raise ValueError(
-                f"n_steps: n_steps * n_envs must be > 1 (advantage normalization needs two samples), "
-                f"got {self.n_steps} * {env.num_envs}"
+            raise CheckFailed(
+                f"`n_steps * n_envs` must be greater than 1. Currently n_steps={self.n_steps} and "
+                f"n_envs={env.num_envs}. n_steps: n_steps * n_envs must be > 1 (advantage normalization needs two "
+                "samples)"
             )
 
     def on_train_start(self) -> None:
@@ -118,9 +119,12 @@ class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
     def _setup_buffers(self, env: VecEnv) -> None:
         rollout = self.n_steps * env.num_envs
         if self.batch_size is not None and rollout % self.batch_size > 0:
-            warnings.warn(
-                f"batch_size: {self.batch_size} does not divide the rollout of n_steps * n_envs = {rollout}; "
-                f"the last minibatch of each epoch has {rollout % self.batch_size} samples",
+            warnings.warn(  # SB3's words, then ours
+                f"You have specified a mini-batch size of {self.batch_size}, but because the `RolloutBuffer` is of "
+                f"size `n_steps * n_envs = {rollout}`, after every {rollout // self.batch_size} untruncated "
+                f"mini-batches, there will be a truncated mini-batch of size {rollout % self.batch_size}\n"
+                "We recommend using a `batch_size` that is a factor of `n_steps * n_envs`.\n"
+                f"Info: (n_steps={self.n_steps} and n_envs={env.num_envs})",
                 stacklevel=2,
             )
         _, observation_space, action_space = self._built()

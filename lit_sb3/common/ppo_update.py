@@ -18,7 +18,7 @@ from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import FloatSchedule
 
 from lit_sb3.common import losses
-from lit_sb3.common.utils import unchecked_distributions
+from lit_sb3.common.utils import CheckFailed, unchecked_distributions
 
 if TYPE_CHECKING:
     from lit_sb3.common.on_policy import OnPolicyAlgorithm
@@ -46,12 +46,18 @@ class ClippedSurrogateUpdate(_Base):
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
         if self.normalize_advantage and self.batch_size is not None and self.batch_size <= 1:
-            raise ValueError(
+            raise CheckFailed(
+                "`batch_size` must be greater than 1. "  # SB3's words, then ours
                 f"batch_size: must be > 1 to normalize advantages (or normalize_advantage=False), got {self.batch_size}"
             )
-        for name, value in (("clip_range", self._clip_range_raw), ("clip_range_vf", self._clip_range_vf_raw)):
-            if isinstance(value, (int, float)) and value <= 0:
-                raise ValueError(f"{name}: must be > 0 (or None for clip_range_vf), got {value}")
+        clip, clip_vf = self._clip_range_raw, self._clip_range_vf_raw
+        if isinstance(clip, (int, float)) and clip <= 0:
+            raise ValueError(f"clip_range: must be > 0, got {clip}")
+        if isinstance(clip_vf, (int, float)) and clip_vf <= 0:
+            raise CheckFailed(  # SB3's words, then ours
+                "`clip_range_vf` must be positive, pass `None` to deactivate vf clipping. "
+                f"clip_range_vf: must be > 0 (or None), got {clip_vf}"
+            )
         if self.target_kl is not None and self.target_kl <= 0:
             raise ValueError(f"target_kl: must be > 0 or None, got {self.target_kl}")
 

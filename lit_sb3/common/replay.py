@@ -23,6 +23,7 @@ from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from lit_sb3.common import resume
 from lit_sb3.common.her import GOAL_KEYS
+from lit_sb3.common.utils import CheckFailed
 
 
 def uses_her(buffer_class: type[ReplayBuffer] | None) -> bool:
@@ -52,7 +53,10 @@ def check_replay_args(
         if optimize_memory_usage:
             raise ValueError("optimize_memory_usage: must be False with HerReplayBuffer")
     if isinstance(observation_space, spaces.Dict) and n_steps > 1 and buffer_class is None:
-        raise ValueError(f"n_steps: n-step returns need a non-Dict observation space; use 1, got {n_steps}")
+        raise CheckFailed(  # SB3's words, then ours
+            "N-step returns are not supported for Dict observation spaces yet. "
+            f"n_steps: n-step returns need a non-Dict observation space; use 1, got {n_steps}"
+        )
     if n_steps > 1 and optimize_memory_usage:
         raise ValueError("optimize_memory_usage: must be False when n_steps > 1 (NStepReplayBuffer)")
 
@@ -79,9 +83,11 @@ def make_replay_buffer(
         else:
             buffer_class = ReplayBuffer
     elif n_steps > 1:
-        warnings.warn(
-            f"n_steps: {n_steps} is ignored with a custom replay_buffer_class; pass n_steps/gamma in "
-            f"replay_buffer_kwargs to that buffer instead",
+        warnings.warn(  # SB3's words
+            f"`n_steps={n_steps}` is ignored because a custom `replay_buffer_class` (`{buffer_class.__name__}`) was "
+            "passed: n-step returns are only set up automatically when `replay_buffer_class` is `None`. To use "
+            "n-step returns with a custom replay buffer, configure it explicitly, e.g. "
+            f'`replay_buffer_kwargs={{"n_steps": {n_steps}, "gamma": {gamma}}}`.',
             stacklevel=3,
         )
     if issubclass(buffer_class, HerReplayBuffer):
@@ -112,10 +118,11 @@ def truncate_last_trajectory(buffer: ReplayBuffer | None, optimize_memory_usage:
         if np.any(buffer._current_ep_start != buffer.pos):
             buffer.truncate_last_trajectory()
     elif optimize_memory_usage:
-        warnings.warn(
-            "optimize_memory_usage: the env was reset, so the replay buffer's last trajectory is cut (its last "
-            "transition marked done; SB3 issue #46); learn(reset_num_timesteps=False) or optimize_memory_usage=False "
-            "keep it whole",
+        warnings.warn(  # SB3's words, then ours
+            "The last trajectory in the replay buffer will be truncated, see "
+            "https://github.com/DLR-RM/stable-baselines3/issues/46."
+            "You should use `reset_num_timesteps=False` or `optimize_memory_usage=False`to avoid that issue. "
+            "optimize_memory_usage: the env was reset, so the last transition is marked done",
             stacklevel=3,
         )
         buffer.dones[(buffer.pos - 1) % buffer.buffer_size] = True

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
-from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
+from stable_baselines3.common.logger import DISABLED, HumanOutputFormat, KVWriter, Logger
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.utils import safe_mean
 
@@ -68,11 +68,22 @@ def _is_scalar(value: Any) -> bool:
 class AlgorithmLogger(Logger):
     """SB3's ``Logger`` of an algorithm (``model.logger``): ``record`` / ``dump`` as in SB3, and, inside a fit, every
     other attribute from the trainer's Lightning logger (``experiment``, ``log_metrics``, ``save_dir``, ...), so that
-    SB3 callbacks and Lightning-style module code both find theirs (the two APIs share no names)."""
+    SB3 callbacks and Lightning-style module code both find theirs (the two APIs share no names).
+
+    ``output_formats`` holds what the user chose, as SB3's (stdout's table with ``verbose=1``); each dump also goes
+    to the trainer's Lightning loggers (CSV, TensorBoard, ...) through a writer kept out of that list. ``dir`` is the
+    log folder of the last ``learn`` (see :meth:`lit_sb3.common.learn.SB3Learn.learn`).
+    """
 
     def __init__(self, algorithm: BaseAlgorithm, output_formats: list[KVWriter]) -> None:
         super().__init__(folder=None, output_formats=output_formats)
         self._algorithm = algorithm
+        self._lightning = LightningKVWriter(algorithm)
+
+    def dump(self, step: int = 0) -> None:
+        if self.level != DISABLED:
+            self._lightning.write(self.name_to_value, self.name_to_excluded, step)
+        super().dump(step)
 
     def __getattr__(self, name: str) -> Any:
         algorithm = self.__dict__.get("_algorithm")  # absent while unpickling
@@ -85,9 +96,7 @@ class AlgorithmLogger(Logger):
 
 def make_sb3_logger(algorithm: BaseAlgorithm, verbose: int) -> Logger:
     """SB3 ``Logger`` writing to Lightning's loggers, and to stdout as SB3's table when ``verbose >= 1``."""
-    formats: list[KVWriter] = [LightningKVWriter(algorithm)]
-    if verbose >= 1:
-        formats.append(HumanOutputFormat(sys.stdout))
+    formats: list[KVWriter] = [HumanOutputFormat(sys.stdout)] if verbose >= 1 else []
     return AlgorithmLogger(algorithm, formats)
 
 

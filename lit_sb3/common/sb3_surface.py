@@ -11,14 +11,16 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 from gymnasium import spaces
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.type_aliases import GymEnv
-from stable_baselines3.common.utils import check_for_correct_spaces
+from stable_baselines3.common.utils import check_for_correct_spaces, get_device
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 from lit_sb3.common.envs import to_vec_env
 from lit_sb3.common.sb3_bridge import record_rollout_stats
+from lit_sb3.common.utils import CheckFailed
 from lit_sb3.lightning_compat import attached_trainer
 
 if TYPE_CHECKING:
@@ -47,6 +49,19 @@ class SB3Surface(_Base):
     _custom_logger: bool
     _num_timesteps_at_start: int
     _start_time: int
+
+    # ------------------------------------------------------------------ device
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's tensors are (Lightning's ``device``)."""
+        return super().device
+
+    @device.setter
+    def device(self, device: torch.device | str) -> None:
+        """SB3 lets users set ``model.device``; here that moves the model there (to the CPU when that device is
+        unavailable, as SB3's ``get_device`` does): a Lightning module's device is where its tensors are."""
+        self.to(get_device(device))
 
     # ------------------------------------------------------------------ env access
 
@@ -86,6 +101,14 @@ class SB3Surface(_Base):
         vec_env = to_vec_env(env)
         if self.observation_space is not None and self.action_space is not None:
             check_for_correct_spaces(vec_env, self.observation_space, self.action_space)
+        if self.n_envs is not None and vec_env.num_envs != self.n_envs:  # a model that never had an env takes any
+            name = type(self).__name__
+            raise CheckFailed(  # SB3's words, then ours
+                "The number of environments to be set is different from the number of environments in the model: "
+                f"({vec_env.num_envs} != {self.n_envs}), whereas `set_env` requires them to be the same. To load a "
+                f"model with a different number of environments, you must use `{name}.load(path, env)` instead. "
+                f"env: learn(env=...) also trains on another number of envs"
+            )
         self.n_envs = vec_env.num_envs
         self._env = vec_env
         if force_reset:

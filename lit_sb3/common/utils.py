@@ -73,6 +73,11 @@ def clip_grad_norm(module: Any, optimizer: Any, max_norm: float) -> None:
     torch.nn.utils.clip_grad_norm_([p for group in raw.param_groups for p in group["params"]], max_norm)
 
 
+class CheckFailed(ValueError, AssertionError):
+    """An argument refused by a check SB3 makes with ``assert``: a ValueError, as lit_sb3 refuses bad input, and the
+    AssertionError that code written against SB3 catches."""
+
+
 def resolve_policy_class(
     policy: str | type[BasePolicy], aliases: Mapping[str, type[BasePolicy]], algorithm: str
 ) -> type[BasePolicy]:

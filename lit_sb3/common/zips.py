@@ -93,7 +93,9 @@ def load_zip(
                 path, device=device, custom_objects=custom_objects, print_system_info=print_system_info
             )
         else:
-            data = safe_zip.read_data(path, custom_objects, accepted | _MODEL_ENTRIES)
+            # an entry the caller passes (PPO.load(path, learning_rate=...), the RL Zoo's `train -i`) is not read
+            given = {**(custom_objects or {}), **{k: v for k, v in kwargs.items() if k in accepted}}
+            data = safe_zip.read_data(path, given, accepted | _MODEL_ENTRIES)
             _, params, pytorch_variables = load_from_zip_file(path, device=device, load_data=False)
     except zipfile.BadZipFile as error:
         raise ValueError(f"load: {path} is not a readable save() zip ({error})") from None
@@ -110,7 +112,7 @@ def load_zip(
         model._env = to_vec_env(env)
         check_for_correct_spaces(model._env, data["observation_space"], data["action_space"])
     model.build(data["observation_space"], data["action_space"])
-    model.set_parameters(_state_dicts(params), exact_match=False, device=device)
+    model.set_parameters(_patched_for_old_sb3(model, _state_dicts(params)), exact_match=False, device=device)
     model._load_extra_state({**data, **(pytorch_variables or {})}, ZIP)
     if model._env is not None:
         model.n_envs = model._env.num_envs  # as SB3's load: the env given now decides
@@ -129,25 +131,58 @@ def load_zip(
     return loaded
 
 
+def _patched_for_old_sb3(model: BaseAlgorithm, params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``params`` of a zip written by an older SB3, made loadable as SB3's ``load`` makes them, with its warnings:
+    A2C/PPO before 1.7 had no ``pi_`` / ``vf_features_extractor`` (the shared extractor's weights serve), DQN before
+    2.4 listed the target network's parameters in the optimizer too (truncated to the online network's)."""
+    policy = model._built()[0]
+    expected = set(policy.state_dict())
+    if any("pi_features_extractor" in key for key in expected - set(params.get("policy", expected))):
+        warnings.warn(
+            "You are probably loading a A2C/PPO model saved with SB3 < 1.7.0, we deactivated exact_match so you can "
+            "save the model again to avoid issues in the future (see "
+            "https://github.com/DLR-RM/stable-baselines3/issues/1233 for more info). load: the zip has no "
+            "pi_features_extractor / vf_features_extractor weights; the shared features extractor's serve",
+            stacklevel=4,
+        )
+    saved = params.get("policy.optimizer", {}).get("param_groups", [{}])[0].get("params")
+    optimizer = getattr(policy, "optimizer", None)
+    n_params = len(optimizer.param_groups[0]["params"]) if optimizer is not None else 0
+    if saved is not None and len(saved) == 2 * n_params > 0:
+        params["policy.optimizer"]["param_groups"][0]["params"] = saved[:n_params]
+        warnings.warn(
+            "You are probably loading a DQN model saved with SB3 < 2.4.0, we truncated the optimizer state so you "
+            "can save the model again to avoid issues in the future (see "
+            "https://github.com/DLR-RM/stable-baselines3/pull/1963 for more info). load: the zip's optimizer lists "
+            f"{len(saved)} parameters for the policy's {n_params} (its target network's too)",
+            stacklevel=4,
+        )
+    return params
+
+
 def _warn_about_unsafe_values(data: dict[str, Any], mirrored: set[str]) -> None:
-    """``save`` keeps a value without a plain-JSON form as SB3 does, a pickle; say which ones ``load`` will refuse
-    unless trusted (code such as a lambda, or a class outside the allow-list), instead of losing them silently."""
+    """``save`` keeps a value without a plain-JSON form as SB3 does, a pickle; say which ones are code (a lambda, a
+    function), which ``load`` refuses unless trusted or given again, instead of losing them silently.
+
+    An instance of an importable class (the RL Zoo's ``SimpleLinearSchedule``) is not warned about at every save: it
+    loads once its class is allow-listed or when the caller passes the value again (as the Zoo does), and a load
+    without either says so in one line.
+    """
     import cloudpickle
 
-    unsafe: dict[str, str] = {}
+    unsafe: list[str] = []
     for key in sorted(set(data) - mirrored - {safe_zip.SAFE_KEY}):
         try:
             loads(cloudpickle.dumps(data[key]), key)
         except NotAllowed as error:
-            code = error.name.startswith(("cloudpickle", "builtins", "types"))
-            unsafe[key] = "a function" if code else error.name
+            if error.name.startswith(("cloudpickle", "builtins", "types")):
+                unsafe.append(key)
         except Exception:
             continue
     if unsafe:
-        kinds = ", ".join(sorted(set(unsafe.values())))
         warnings.warn(
-            f"save: {', '.join(unsafe)} hold code ({kinds}), which a file keeps only as a pickle: load() refuses "
-            f"them unless given again in custom_objects, allow-listed (lit_sb3.safe_load.allow, for classes) or the "
-            f"file is trusted (load(..., trusted=True), LIT_SB3_TRUST=1)",
+            f"save: {', '.join(unsafe)} hold code (a function), which a file keeps only as a pickle: load() refuses "
+            "them unless given again (load(path, learning_rate=...) or custom_objects) or the file is trusted "
+            "(load(..., trusted=True), LIT_SB3_TRUST=1)",
             stacklevel=4,
         )

@@ -18,12 +18,13 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import SimpleMultiObsEnv
-from stable_baselines3.common.logger import Logger, make_output_format
-from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.logger import HumanOutputFormat, Logger, make_output_format
+from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import lit_sb3
 from lit_sb3 import A2C, ARS, DQN, PPO, QRDQN, SAC, TD3, TQC, TRPO, MaskablePPO
+from tests.lit_sb3.helpers import shared_extractor_kwargs
 
 TINY = {"net_arch": [8]}  # never handed to SB3 itself, which writes into its policy_kwargs
 
@@ -199,13 +200,14 @@ def test_env_is_sb3s_plain_attribute(tmp_path):
     assert model.env is env  # still there after learn (the Zoo closes it)
     del model.env
     assert model.env is None
-    other = make_vec_env("CartPole-v1", n_envs=2)
+    other = make_vec_env("CartPole-v1", n_envs=1)
     model.set_env(other)
-    assert model.env is other and model.n_envs == 2
+    assert model.env is other and model.n_envs == 1
     model.env = env
     assert model.get_env() is env
     model.save(tmp_path / "m")
-    assert PPO.load(tmp_path / "m", env=other).env is other
+    two = make_vec_env("CartPole-v1", n_envs=2)
+    assert PPO.load(tmp_path / "m", env=two).env is two  # load takes another number of envs; set_env does not
 
 
 def test_buffers_exist_once_there_is_an_env_as_in_sb3():
@@ -277,6 +279,17 @@ def test_dqn_with_sb3s_keywords():
 # ---------------------------------------------------------------------- networks, train(), save, warnings
 
 
+@pytest.mark.parametrize(("name", "env_id"), [("SAC", "Pendulum-v1"), ("TD3", "Pendulum-v1"), ("QRDQN", "CartPole-v1")])
+def test_logger_holds_the_last_train_calls_values_after_learn_as_sb3s(name, env_id):
+    kwargs = dict(learning_starts=0, buffer_size=100, batch_size=8, train_freq=4, gradient_steps=-1, seed=0)
+    theirs = (getattr(sb3, name, None) or getattr(sb3_contrib, name))("MlpPolicy", env_id, **kwargs).learn(4)
+    ours = getattr(lit_sb3, name)("MlpPolicy", env_id, **kwargs).learn(4)
+    expected = {k: v for k, v in theirs.logger.name_to_value.items() if k.startswith("train/")}
+    assert expected and ours.logger.name_to_value.keys() == theirs.logger.name_to_value.keys()
+    for key, value in expected.items():  # fused Adam rounds differently from SB3's (see sb3_parity)
+        assert ours.logger.name_to_value[key] == pytest.approx(value, rel=1e-3, abs=1e-4), key
+
+
 @pytest.mark.parametrize(
     ("lit", "env_id", "names"),
     [
@@ -329,7 +342,7 @@ def test_dqn_warns_when_envs_outnumber_target_update_interval_as_sb3():
     env = make_vec_env("CartPole-v1", n_envs=4)
     with pytest.warns(UserWarning, match="greater than the target network"):
         sb3.DQN("MlpPolicy", env, target_update_interval=2)
-    with pytest.warns(UserWarning, match="target_update_interval: 2 env steps"):
+    with pytest.warns(UserWarning, match=r"greater than the target network update interval \(4 > 2\)"):
         DQN("MlpPolicy", env, target_update_interval=2, learning_starts=10, policy_kwargs=TINY).learn(8)
 
 
@@ -351,6 +364,75 @@ def test_optimize_memory_usage_truncation_warns_as_sb3():
     model.learn(20)
     with pytest.warns(UserWarning, match="optimize_memory_usage"):
         model.learn(20)
+
+
+def test_logger_output_formats_and_dir_are_sb3s(tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard")
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    assert A2C("MlpPolicy", "CartPole-v1", policy_kwargs=TINY).learn(4).logger.output_formats == []
+    model = A2C("MlpPolicy", "CartPole-v1", verbose=1, tensorboard_log=str(tmp_path), policy_kwargs=TINY).learn(4)
+    formats = model.logger.output_formats  # TensorBoard is written through Lightning's logger, not listed
+    assert [type(f) for f in formats] == [HumanOutputFormat] and str(tmp_path) in model.logger.dir
+    assert list(tmp_path.glob("A2C_1/events.out.tfevents.*"))  # the dumps still reach the Lightning logger
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "new"))
+    assert A2C("MlpPolicy", "CartPole-v1", policy_kwargs=TINY).learn(4).logger.dir == str(tmp_path / "new")
+
+
+def _rewrite_zip(path, change) -> None:
+    """Rewrite a save() zip's parameters with ``change(params)``, as an older SB3 version would have written them."""
+    data, params, variables = load_from_zip_file(path)
+    change(params)
+    save_to_zip_file(path, data=data, params=params, pytorch_variables=variables)
+
+
+def test_zips_of_sb3_before_1_7_and_2_4_load_with_sb3s_warnings(tmp_path):
+    kwargs = shared_extractor_kwargs(net_arch=[8])
+    PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, policy_kwargs=kwargs).save(tmp_path / "ppo.zip")
+
+    def before_1_7(params):  # one features extractor, no pi_ / vf_ copies
+        for key in [k for k in params["policy"] if k.startswith(("pi_features", "vf_features"))]:
+            del params["policy"][key]
+
+    _rewrite_zip(tmp_path / "ppo.zip", before_1_7)
+    with pytest.warns(UserWarning, match=r"A2C/PPO model saved with SB3 < 1\.7\.0"):
+        PPO.load(tmp_path / "ppo.zip", trusted=True)  # its policy_kwargs name a class of these tests
+    DQN("MlpPolicy", "CartPole-v1", buffer_size=100, policy_kwargs=TINY).save(tmp_path / "dqn.zip")
+
+    def before_2_4(params):  # the target network's parameters in the optimizer too
+        group = params["policy.optimizer"]["param_groups"][0]
+        group["params"] = group["params"] + [p + len(group["params"]) for p in group["params"]]
+
+    _rewrite_zip(tmp_path / "dqn.zip", before_2_4)
+    with pytest.warns(UserWarning, match=r"DQN model saved with SB3 < 2\.4\.0, we truncated the optimizer state"):
+        loaded = DQN.load(tmp_path / "dqn.zip")
+    assert len(loaded.policy.optimizer.state_dict()["param_groups"][0]["params"]) == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded.save(tmp_path / "again.zip")
+        DQN.load(tmp_path / "again.zip")  # saved again: loads without a warning
+
+
+class _ZooLikeSchedule:
+    """A schedule class outside lit_sb3's allow-list, as the RL Zoo's SimpleLinearSchedule is without lit_sb3.zoo."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.value * progress_remaining
+
+
+def test_an_entry_the_caller_passes_to_load_is_not_read_from_the_zip(tmp_path):
+    # the Zoo's `train -i` with its ALGOS pointed at lit_sb3: ALGOS["ppo"].load(path, env=..., **hyperparams)
+    schedule = _ZooLikeSchedule(1e-3)
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, learning_rate=schedule, clip_range=schedule)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a class's instance is no code: no warning at every save
+        model.save(tmp_path / "zoo")
+    with pytest.raises(ValueError, match="learning_rate names"):
+        PPO.load(tmp_path / "zoo")  # not given: refused in one line, as before
+    loaded = PPO.load(tmp_path / "zoo", learning_rate=_ZooLikeSchedule(2e-3), clip_range=_ZooLikeSchedule(0.2))
+    assert loaded.learning_rate(1.0) == 2e-3 and loaded.clip_range(1.0) == 0.2
 
 
 # ---------------------------------------------------------------------- bugs

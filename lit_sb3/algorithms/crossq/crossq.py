@@ -63,7 +63,9 @@ class CrossQ(OffPolicyAlgorithm):
     policy: CrossQPolicy  # None until the networks are built (as SB3 declares it)
     actor, critic = PolicyNetwork(), PolicyNetwork()  # SB3's names of the policy's networks
     supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box,)
-    ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
+    ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy, ent_coef_tensor = EntropyTemperature.sb3_attributes(
+        "temperature"
+    )  # ent_coef_tensor: the fixed temperature (SB3 has none when it is learned)
 
     def __init__(
         self,

@@ -130,6 +130,14 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         self._action_masks: np.ndarray | None = None
         self._finish_init(_init_setup_model)
 
+    def _validate_hyperparameters(self) -> None:
+        super()._validate_hyperparameters()
+        if not issubclass(self.policy_class, MaskableActorCriticPolicy):
+            raise ValueError(  # sb3-contrib's words, then ours
+                "Policy must subclass MaskableActorCriticPolicy. policy: MaskablePPO needs a maskable policy "
+                f"('MlpPolicy', 'CnnPolicy', 'MultiInputPolicy' or a subclass), got {self.policy_class.__name__}"
+            )
+
     def check_env(self, env: VecEnv) -> None:
         super().check_env(env)
         if self.use_masking and not is_masking_supported(env):

@@ -68,7 +68,9 @@ class TQC(OffPolicyAlgorithm):
     # SB3's names of the policy's networks
     actor, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
     supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box,)
-    ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy = EntropyTemperature.sb3_attributes("temperature")
+    ent_coef, log_ent_coef, ent_coef_optimizer, target_entropy, ent_coef_tensor = EntropyTemperature.sb3_attributes(
+        "temperature"
+    )  # ent_coef_tensor: the fixed temperature (SB3 has none when it is learned)
 
     def __init__(
         self,

@@ -260,7 +260,7 @@ def test_bad_inputs_fail_before_training():
 
 
 def test_batch_size_not_dividing_rollout_warns():
-    with pytest.warns(UserWarning, match=r"batch_size: 48 does not divide the rollout of n_steps \* n_envs = 64"):
+    with pytest.warns(UserWarning, match=r"mini-batch size of 48, but .*n_steps \* n_envs = 64"):
         PPO("MlpPolicy", env="CartPole-v1", n_steps=64, batch_size=48, n_epochs=1).learn(64)
 
 
