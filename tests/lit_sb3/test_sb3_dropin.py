@@ -378,6 +378,19 @@ def test_logger_output_formats_and_dir_are_sb3s(tmp_path, monkeypatch):
     assert A2C("MlpPolicy", "CartPole-v1", policy_kwargs=TINY).learn(4).logger.dir == str(tmp_path / "new")
 
 
+def test_device_is_settable_and_a_fixed_ent_coef_is_a_tensor_as_in_sb3():
+    for lit in (SAC, TQC):
+        model = lit("MlpPolicy", "Pendulum-v1", ent_coef=0.01, buffer_size=100, policy_kwargs=TINY)
+        theirs = getattr(sb3, lit.__name__, None) or getattr(sb3_contrib, lit.__name__)
+        expected = theirs("MlpPolicy", "Pendulum-v1", ent_coef=0.01, buffer_size=100).ent_coef_tensor
+        assert torch.equal(model.ent_coef_tensor.cpu(), expected.cpu())
+    model.device = "cuda"  # as SB3's get_device: the CPU when CUDA is not available
+    expected_type = "cuda" if torch.cuda.is_available() else "cpu"
+    assert model.device.type == next(model.policy.parameters()).device.type == expected_type
+    model.device = torch.device("cpu")
+    assert model.device == torch.device("cpu") and model.replay_buffer is not None
+
+
 def _rewrite_zip(path, change) -> None:
     """Rewrite a save() zip's parameters with ``change(params)``, as an older SB3 version would have written them."""
     data, params, variables = load_from_zip_file(path)
