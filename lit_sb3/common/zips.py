@@ -98,7 +98,8 @@ def load_zip(
             data = safe_zip.read_data(path, given, accepted | _MODEL_ENTRIES)
             _, params, pytorch_variables = load_from_zip_file(path, device=device, load_data=False)
     except zipfile.BadZipFile as error:
-        raise ValueError(f"load: {path} is not a readable save() zip ({error})") from None
+        message = f"Error: the file {path} wasn't a zip-file. "  # SB3's words, then ours
+        raise ValueError(f"{message}load: {path} is not a readable save() zip ({error})") from None
     if data is None or "observation_space" not in data:
         raise ValueError(f"load: {path} holds no observation/action spaces; was it written by save()?")
     init_kwargs = {k: v for k, v in data.items() if k in accepted}

@@ -105,3 +105,10 @@ def test_warnings_use_sb3s_words():
     model.learn(8)
     with pytest.warns(UserWarning, match=r"The last trajectory in the replay buffer will be truncated"):
         model.learn(8)  # a new run resets the env
+
+
+def test_a_file_that_is_no_zip_is_refused_in_sb3s_words(tmp_path):
+    bad = tmp_path / "not_a_zip.zip"
+    bad.write_text("this is not a zip file")
+    with pytest.raises(ValueError, match=r"wasn't a zip-file\. load: .* is not a readable save\(\) zip"):
+        PPO.load(bad)
