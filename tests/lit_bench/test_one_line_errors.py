@@ -151,3 +151,25 @@ def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(
     assert enjoy.main([str(run.root), "--episodes", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"enjoy: config.yaml: {run.config}") and "\n" not in err, err
+
+
+@pytest.mark.parametrize("budget", ["99999999999999999999999", "100000000001"])
+def test_a_budget_no_run_could_finish_is_refused(tmp_path: Path, budget: str) -> None:
+    """Issue #36: such a budget was accepted and trained until killed."""
+    result = run_py(*TINY, f"out_dir={tmp_path}", f"budget={budget}")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    [line] = [line for line in output.splitlines() if f"budget={budget}" in line]
+    assert "more env steps than any run could finish (at most 1e+11" in line, line
+    assert not list(tmp_path.rglob("checkpoints/*")), "nothing was trained"
+
+
+@pytest.mark.parametrize("sweep", ["a\nb", "a\tb", "a\x1b[31mb"])
+def test_a_sweep_name_with_control_characters_is_refused(tmp_path: Path, sweep: str) -> None:
+    """Issue #36: a quoted newline made a directory with a newline in its name and split the results line."""
+    result = run_py(*TINY, f"out_dir={tmp_path}", f"sweep='{sweep}'")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    [line] = [line for line in output.splitlines() if line.startswith("Error: sweep=")]
+    assert "printable text, without control characters" in line, line
+    assert list(tmp_path.iterdir()) == []
