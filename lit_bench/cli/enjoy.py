@@ -35,6 +35,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_bench.config.checks import ConfigError, algorithm_class
 from lit_bench.config.envs import make_envs
+from lit_bench.config.sources import UserConfigError
 from lit_bench.config.trust import UntrustedConfig, check_run_config
 from lit_bench.run.best import checkpoint_files
 from lit_bench.run.checkpointing import zip_problem
@@ -77,7 +78,7 @@ def load_config(run: RunDir, trust: bool = False) -> DictConfig:
     if not trust:
         try:
             check_run_config(tree, str(run.config))
-        except UntrustedConfig as error:
+        except (UntrustedConfig, UserConfigError) as error:
             raise EnjoyError(str(error)) from None
     return OmegaConf.create(tree)
 
