@@ -96,7 +96,8 @@ def use_lit_sb3() -> dict[str, type]:
         algos[key] = getattr(lit_sb3, cls.__name__, cls)
     zoo.callbacks.SAC, zoo.callbacks.TQC = lit_sb3.SAC, lit_sb3.TQC  # ParallelTrainCallback's isinstance checks
     safe_load.allow(zoo.utils.SimpleLinearSchedule)
-    yaml.UnsafeLoader = ZooLoader  # type: ignore[misc]  # the name the Zoo's scripts read their log folder's YAML with, at each call
+    # the name the Zoo's scripts read their log folder's YAML with (looked up at each call)
+    yaml.UnsafeLoader = ZooLoader  # type: ignore[misc]
     return dict(algos)
 
 
