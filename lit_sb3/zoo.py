@@ -23,17 +23,20 @@ rl-trained-agents) hold pickled code: trust them with ``LIT_SB3_TRUST=1``. And t
 (``config.yml``, ``args.yml``), which the Zoo reads with ``yaml.UnsafeLoader``, are read with :class:`ZooLoader` in
 its place: plain YAML plus exactly what the Zoo writes there (``!!python/object/apply:collections.OrderedDict``,
 ``!!python/tuple``, and ``!!python/name:`` of an object on lit_sb3's allow-list, such as an activation class given with
-``--hyperparams``); any other ``!!python/`` tag is refused in one line unless ``LIT_SB3_TRUST=1``. Everything else is
-the Zoo's code, run unchanged.
+``--hyperparams``); any other ``!!python/`` tag is refused in one line unless ``LIT_SB3_TRUST=1``. The
+``vecnormalize.pkl`` the Zoo's ``enjoy`` / ``record_video`` load is unpickled through lit_sb3's allow-list as well.
+Everything else is the Zoo's code, run unchanged.
 """
 
 from __future__ import annotations
 
 import runpy
 import sys
+from pathlib import Path
 from typing import Any
 
 import yaml
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 import lit_sb3
 from lit_sb3 import safe_load
@@ -76,6 +79,21 @@ SCRIPTS = {
 }
 
 
+class ZooVecNormalize(VecNormalize):
+    """The name the Zoo's ``create_test_env`` (``enjoy``, ``record_video``) loads a log folder's VecNormalize
+    statistics with: :meth:`load` unpickles through lit_sb3's allow-list unless files are trusted."""
+
+    @staticmethod
+    def load(load_path: str, venv: VecEnv) -> VecNormalize:
+        if safe_load.is_trusted():
+            return VecNormalize.load(load_path, venv)
+        saved = safe_load.loads(Path(load_path).read_bytes(), f"vecnormalize: {load_path}", "SB3's VecNormalize.load")
+        if not isinstance(saved, VecNormalize):
+            raise safe_load.Refused(f"vecnormalize: {load_path} holds a {type(saved).__name__}, not VecNormalize")
+        saved.set_venv(venv)
+        return saved
+
+
 def _import_zoo() -> Any:
     try:
         import rl_zoo3.callbacks
@@ -98,6 +116,7 @@ def use_lit_sb3() -> dict[str, type]:
     safe_load.allow(zoo.utils.SimpleLinearSchedule)
     # the name the Zoo's scripts read their log folder's YAML with (looked up at each call)
     yaml.UnsafeLoader = ZooLoader  # type: ignore[misc]
+    zoo.utils.VecNormalize = ZooVecNormalize  # (create_test_env only loads with it)
     return dict(algos)
 
 
@@ -116,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
         mark = error.problem_mark
         where = f"{mark.name}, line {mark.line + 1}" if mark is not None else "a YAML file"
         sys.exit(f"lit_sb3.zoo: {where}: {error.problem}")
+    except safe_load.Refused as error:  # a pickle naming code
+        sys.exit(f"lit_sb3.zoo: {error}")
 
 
 if __name__ == "__main__":

@@ -61,3 +61,36 @@ def test_trusted_files_load_as_the_zoo_loads_them(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setenv(safe_load.TRUST_ENV, "1")
     assert yaml.load("!!python/name:os.path.join", Loader=ZooLoader) is os.path.join
+
+
+def test_the_zoos_vecnormalize_statistics_load_through_the_allow_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Zoo's create_test_env (enjoy, record_video) loaded a log folder's vecnormalize.pkl with plain pickle."""
+    import pickle
+
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from lit_sb3.zoo import ZooVecNormalize
+
+    monkeypatch.delenv(safe_load.TRUST_ENV, raising=False)
+    env = make_vec_env("CartPole-v1", n_envs=1)
+    VecNormalize(env).save(tmp_path / "vecnormalize.pkl")
+    loaded = ZooVecNormalize.load(str(tmp_path / "vecnormalize.pkl"), env)
+    assert type(loaded) is VecNormalize and loaded.venv is env
+    marker, evil = tmp_path / "ran", tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps(_Planted(marker), protocol=2))
+    with pytest.raises(safe_load.Refused, match=rf"^vecnormalize: {evil} holds code \(posix:system\): not on"):
+        ZooVecNormalize.load(str(evil), env)
+    assert not marker.exists()
+
+
+class _Planted:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple:
+        import os
+
+        return (os.system, (f"touch {self.marker}",))

@@ -467,3 +467,22 @@ def test_enjoy_reads_the_log_folders_yaml_safely(ppo_run, tmp_path, name):
         f"lit_sb3.zoo: {Path('logs') / file.relative_to(logs)}, line 1: python/object/apply:os.system"
     )
     assert "Traceback" not in output
+
+
+def test_enjoy_reads_the_log_folders_vecnormalize_safely(ppo_run, tmp_path):
+    """Issue #36: the Zoo's enjoy loaded ``vecnormalize.pkl`` with SB3's plain pickle."""
+    import shutil
+
+    logs = tmp_path / "logs"
+    shutil.copytree(ppo_run / "logs", logs)
+    marker = tmp_path / "ran"
+    (stats,) = logs.glob("ppo/CartPole-v1_1/CartPole-v1")
+    with (stats / "config.yml").open("a") as config:  # one more (key, value) pair of the Zoo's OrderedDict
+        config.write("  - - normalize\n    - true\n")
+    (stats / "vecnormalize.pkl").write_bytes(f"cposix\nsystem\n(Vtouch {marker}\ntR.".encode())
+    args = ("enjoy", "--algo", "ppo", "--env", "CartPole-v1", "-f", "logs", "-n", "50", "--no-render")
+    output = zoo(tmp_path, *args, env={"LIT_SB3_TRUST": "0"}, expect=1)
+    assert not marker.exists()
+    [line] = [line for line in output.splitlines() if line.startswith("lit_sb3.zoo: ")]
+    assert "vecnormalize.pkl holds code (posix:system)" in line, line
+    assert "Traceback" not in output
