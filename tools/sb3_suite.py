@@ -2,7 +2,7 @@
 
     python tools/sb3_suite.py sb3                 # stable-baselines3's tests/ (every file)
     python tools/sb3_suite.py contrib             # sb3-contrib's tests/
-    python tools/sb3_suite.py sb3 -k test_cnn.py  # some files only (names under tests/)
+    python tools/sb3_suite.py sb3 -f test_cnn.py  # some files only (names under tests/); -k ... goes to pytest
     python tools/sb3_suite.py sb3 --as-is         # the same run on SB3's own classes, for comparison
     python tools/sb3_suite.py sb3 -x              # other arguments go to pytest
 
@@ -95,7 +95,7 @@ def summarize(junit: Path) -> tuple[dict[str, int], list[tuple[str, str]]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("suite", choices=sorted(SUITES), help="sb3 (stable-baselines3) or contrib (sb3-contrib)")
-    parser.add_argument("-k", "--files", nargs="+", default=[], help="test files under tests/ (default: all)")
+    parser.add_argument("-f", "--files", nargs="+", default=[], help="test files under tests/ (default: all)")
     parser.add_argument("--as-is", action="store_true", help="run on SB3's own classes (nothing replaced)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "lit_sb3_sb3_suite")
     parser.add_argument("--junit", type=Path, help="where pytest's JUnit XML goes (default: in --cache)")
