@@ -12,6 +12,7 @@ import sys
 
 from omegaconf import DictConfig
 
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals
 from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
@@ -65,7 +66,7 @@ def main() -> None:
         sys.argv[1:] = rewrite(sys.argv[1:])  # algo.<key>=... in an algorithm sweep: for each algorithm that has it
     except OverrideError as error:
         sys.exit(str(error))
-    hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(task)()
+    hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE)(task)()
 
 
 if __name__ == "__main__":
