@@ -238,7 +238,8 @@ def watch_sweep() -> None:
     loky's executor), not the sweep's process, and Linux only."""
     global _watching
     sweep_pid = os.environ.get(SWEEP_PID_ENV)
-    if _watching or sweep_pid is None or not in_joblib_worker():
+    # only a child of the sweep's process (a loky worker): a Ray worker inherits the variable from a raylet
+    if _watching or sweep_pid is None or not in_joblib_worker() or str(os.getppid()) != sweep_pid:
         return
     _watching = True
 

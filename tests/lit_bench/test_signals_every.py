@@ -144,3 +144,15 @@ def test_a_lock_held_by_a_stopped_process_is_named_and_sigint_stops_the_wait(tmp
         os.kill(holder.pid, signal.SIGCONT)
         holder.kill()
         holder.communicate()
+
+
+def test_a_worker_that_is_no_child_of_the_sweep_does_not_watch_it() -> None:
+    """A Ray worker inherits the sweep's pid from its raylet but is not the sweep's child: it must not take the
+    other parent for a dead sweep (it would stop every run it starts)."""
+    code = (
+        "import os, time; from lit_bench.control import signals; signals.watch_sweep(); "
+        "time.sleep(3 * signals.PARENT_POLL_S); print('alive')"
+    )
+    env = {**CHILD_ENV, signals.SWEEP_PID_ENV: str(os.getpid() + 10**6)}  # a sweep that is not its parent
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout == "alive\n", (result.returncode, result.stdout, result.stderr)
