@@ -205,9 +205,12 @@ def _quiet_closed_terminal() -> None:
 
 
 def reinstall() -> None:
-    """Lightning installs its own SIGTERM handler at fit start (it stops without a checkpoint): take it back."""
+    """Lightning installs its own SIGTERM handler at fit start (it stops without a checkpoint): take it back. Only
+    ``TAKEN_OVER`` signals: a handler installed since for another one is its owner's (the ``step_timeout_s``
+    watchdog's SIGALRM, Lightning's SLURM requeue on SIGUSR1)."""
     for signum in _previous:
-        signal.signal(signum, _handler)
+        if signal.Signals(signum).name in TAKEN_OVER:
+            signal.signal(signum, _handler)
 
 
 PARENT_POLL_S = 0.5  # how often a joblib worker looks whether its sweep's process is still there
