@@ -26,6 +26,12 @@ def task(cfg: DictConfig) -> float | None:
     if HydraConfig.get().mode == RunMode.MULTIRUN and signals.sweep_stopped():
         return None  # a joblib worker after the sweep was interrupted: start no new run
     signals.install()
+    signals.watch_sweep()  # a joblib worker: stop when the sweep's process is gone
+    with signals.job():
+        return _run_job(cfg)
+
+
+def _run_job(cfg: DictConfig) -> float | None:
     # Imported here, not above: a joblib sweep's parent process only launches and reports, and never pays for
     # Lightning, SB3 and torch; its workers import them once each (loky reuses them for the following jobs).
     from lit_bench.run.train import describe, run

@@ -64,6 +64,7 @@ def train_and_score(
         fps=last["fps"],
         startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
         objective=score(rows, cfg.objective),
+        **run_dir.written(),
     )
 
 
