@@ -12,6 +12,7 @@ import sys
 
 from omegaconf import DictConfig
 
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals
 from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
@@ -25,6 +26,12 @@ def task(cfg: DictConfig) -> float | None:
     if HydraConfig.get().mode == RunMode.MULTIRUN and signals.sweep_stopped():
         return None  # a joblib worker after the sweep was interrupted: start no new run
     signals.install()
+    signals.watch_sweep()  # a joblib worker: stop when the sweep's process is gone
+    with signals.job():
+        return _run_job(cfg)
+
+
+def _run_job(cfg: DictConfig) -> float | None:
     # Imported here, not above: a joblib sweep's parent process only launches and reports, and never pays for
     # Lightning, SB3 and torch; its workers import them once each (loky reuses them for the following jobs).
     from lit_bench.run.train import describe, run
@@ -65,7 +72,7 @@ def main() -> None:
         sys.argv[1:] = rewrite(sys.argv[1:])  # algo.<key>=... in an algorithm sweep: for each algorithm that has it
     except OverrideError as error:
         sys.exit(str(error))
-    hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(task)()
+    hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE)(task)()
 
 
 if __name__ == "__main__":
