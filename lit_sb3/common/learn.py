@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+import time
 from argparse import Namespace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import torch
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import get_device, get_latest_run_id
 
 from lit_sb3.common.envs import to_vec_env
+from lit_sb3.common.sb3_bridge import as_callback
 from lit_sb3.common.sb3_calls import accepts_sb3_learn_forms
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.trainer import RLTrainer
@@ -92,6 +96,35 @@ class SB3Learn:
         )
         trainer.fit(algo, datamodule=RLEnvDataModule(train_env=algo._env))
         return self
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        """SB3's set-up of a training loop driven by hand (``collect_rollouts`` / ``train`` outside ``learn``): the
+        counters, the env's first observation, the buffers and the callback; returns the run's total env steps and
+        the callback. ``learn`` does this in its trainer's fit; ``tb_log_name`` and ``progress_bar`` belong to that
+        trainer (its loggers, its bar) and are accepted, unused, for SB3's signature."""
+        algo: BaseAlgorithm = self  # type: ignore[assignment]
+        env = algo.get_env()
+        if env is None:
+            raise ValueError(f"env: {type(self).__name__}._setup_learn needs an env (the constructor's, set_env, load)")
+        if reset_num_timesteps:
+            algo.num_timesteps, algo._episode_num = 0, 0
+        if reset_num_timesteps or algo._last_obs is None:
+            algo._last_obs = env.reset()
+            algo._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
+        algo._total_timesteps = total_timesteps + (0 if reset_num_timesteps else algo.num_timesteps)
+        algo._start_time, algo._num_timesteps_at_start = time.time_ns(), algo.num_timesteps
+        algo.n_envs = env.num_envs
+        algo._setup_buffers(env)
+        run_callback = as_callback(callback) or CallbackList([])
+        run_callback.init_callback(algo)  # type: ignore[arg-type]
+        return algo._total_timesteps, run_callback
 
 
 class SB3TensorBoardLogger(TensorBoardLogger):

@@ -391,6 +391,19 @@ def test_device_is_settable_and_a_fixed_ent_coef_is_a_tensor_as_in_sb3():
     assert model.device == torch.device("cpu") and model.replay_buffer is not None
 
 
+def test_setup_learn_prepares_a_loop_driven_by_hand_as_sb3s():
+    ppo = PPO("MlpPolicy", "CartPole-v1", n_steps=16, batch_size=16, policy_kwargs=TINY)
+    total, callback = ppo._setup_learn(total_timesteps=64)
+    assert total == 64 and isinstance(callback, BaseCallback) and callback.model is ppo
+    assert ppo.collect_rollouts(ppo.get_env(), callback, ppo.rollout_buffer, n_rollout_steps=ppo.n_steps)
+    assert ppo.num_timesteps == 16 and ppo.rollout_buffer.full
+    sac = SAC("MlpPolicy", "Pendulum-v1", buffer_size=100, policy_kwargs=TINY)
+    total, callback = sac._setup_learn(total_timesteps=10)
+    sac.collect_rollouts(sac.get_env(), callback, sac.train_freq, sac.replay_buffer, learning_starts=100)
+    assert total == 10 and sac.num_timesteps == 1 and sac.replay_buffer.pos == 1
+    assert sac._setup_learn(5, reset_num_timesteps=False)[0] == 6  # counting on, as SB3's
+
+
 def _rewrite_zip(path, change) -> None:
     """Rewrite a save() zip's parameters with ``change(params)``, as an older SB3 version would have written them."""
     data, params, variables = load_from_zip_file(path)
