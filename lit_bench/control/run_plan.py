@@ -10,7 +10,7 @@ more than ``LONG_RUN_S``. Commands this cannot expand (an Optuna sweeper, a glob
 
 A budget that makes no gradient step (``lit_bench.config.budget``) refuses the command in one line per config,
 exit 2, before Hydra makes any directory (``--allow-no-learning`` runs it anyway, e.g. a test of the machinery); the
-budget warnings are printed here once per config, not once per run.
+budget warnings of a sweep are printed here once per config, not once per run.
 """
 
 from __future__ import annotations
@@ -237,9 +237,10 @@ def announce(args: list[str], dry_run: bool, allow_no_learning: bool) -> None:
     long_run = plan.cpu_s > LONG_RUN_S or bool(plan.unmeasured and plan.env_steps > 100_000)
     if dry_run or plan.multirun or long_run:
         print(describe(plan), flush=True)
-    for line in dict.fromkeys(w for c in plan.configs for w in c.warnings):
-        print(f"warning: {line}", file=sys.stderr, flush=True)
-    os.environ[PLANNED_ENV] = "1"  # the runs (and a joblib sweep's workers) do not repeat these warnings
+    if plan.multirun:  # a single run warns itself (lit_bench.run.prepare), after Hydra's checks
+        for line in dict.fromkeys(w for c in plan.configs for w in c.warnings):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
+        os.environ[PLANNED_ENV] = "1"  # the runs (a joblib sweep's workers too) do not repeat them
     problems = list(dict.fromkeys(p for c in plan.configs for p in c.problems))
     if problems and not allow_no_learning:
         for line in problems:

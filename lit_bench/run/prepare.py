@@ -1,6 +1,6 @@
 """The checks a run passes before its directory changes and before any env is built (run options aside,
 checked in ``train.run``): algorithm, hyperparameters, budget, action space, env package, loggers, video, objective,
-console, processes, precision, trainer options; and the warning for a budget the last rollout overshoots."""
+console, processes, precision, trainer options; and the warnings of a budget that shows little."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 from omegaconf import DictConfig
 
-from lit_bench.config.budget import PLANNED_ENV, overshoot
+from lit_bench.config.budget import PLANNED_ENV, budget_warnings
 from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
@@ -68,9 +68,9 @@ def console_mode(cfg: DictConfig) -> str:
         raise ConfigError(str(error)) from None
 
 
-def warn_overshoot(cfg: DictConfig, budget: int) -> None:
-    """The warning of a budget the last rollout overshoots (``config.budget.overshoot``), unless the command's plan
-    printed it already (once per sweep, not once per run)."""
-    line = overshoot(cfg, budget)
-    if line and not os.environ.get(PLANNED_ENV):
-        print(f"warning: {line}", file=sys.stderr, flush=True)
+def warn_budget(cfg: DictConfig, budget: int) -> None:
+    """The budget's warning lines (``config.budget.budget_warnings``: a rollout the budget overshoots, ...), unless
+    the sweep's plan printed them already (once per sweep, not once per run)."""
+    if not os.environ.get(PLANNED_ENV):
+        for line in budget_warnings(cfg, budget):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
