@@ -13,7 +13,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import EngFormatter
+from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from lit_bench.analysis import style
 from lit_bench.analysis.style import LineStyle
@@ -316,8 +316,10 @@ def throughput(ax: Axes, summary: pd.DataFrame) -> Axes:
     right = np.nanmax(xerr[1] + fps) if xerr is not None else np.nanmax(fps)
     ax.set_xlim(0, right * 1.6)  # room for the numbers
     ax.invert_yaxis()  # first row on top, as in the tables
-    ax.set_xlabel("env steps / s (median over seeds; whiskers: min to max)")
-    ax.xaxis.set_major_formatter(EngFormatter())
+    cpu = "fps_clock" in rows and bool((rows["fps_clock"] == "cpu").all())
+    per = "env steps per CPU-second" if cpu else "env steps / s, wall-clock"
+    ax.set_xlabel(f"{per} (median over seeds; whiskers: min to max)")
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))  # 0.5, 1,200: never SI prefixes ("500 m")
     ax.grid(axis="x", alpha=0.3)
     return ax
 
@@ -354,6 +356,11 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame, names: tuple[str, st
 
 def _steps(value: float) -> str:
     return EngFormatter(sep="")(value)
+
+
+def _plain_number(value: float, _position: int | None = None) -> str:
+    """A speed tick: thousands separated, small ones as they are (0.5), no SI prefix."""
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:g}"
 
 
 def new_axes(width: float | None = None, height: float | None = None) -> Axes:

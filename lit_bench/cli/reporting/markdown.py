@@ -24,6 +24,14 @@ def label(row: Row, several_sweeps: bool, *, backend: bool = True) -> str:
     return text + (f" ({row.sweep})" if several_sweeps else "")
 
 
+WALL_CLOCK = " wall-clock"  # a speed of runs that did not record their CPU time: it changes with the machine's load
+SPEED_NOTE = (
+    "Speed: env steps per CPU-second of training in each run's process (evaluations excluded), the median over "
+    "seeds with its min-max; lit / SB3 is the ratio of the same config on the same seed. Speeds marked wall-clock "
+    "(runs without recorded CPU time) change with the machine's load: compare them with care."
+)
+
+
 def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, links_from: Path | None = None) -> str:
     """The summary (and the lit-vs-SB3 comparison) as Markdown a person can read; runs with a ``video/final.mp4``
     get links in a ``video`` column (relative to ``links_from`` when given)."""
@@ -35,7 +43,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         f"{FLAG} = under {agg.MIN_SEEDS_FOR_CI} seeds, the CI is little more than the range of the scores.",
         "",
         "| run | env | n (other runs) | final IQM [95% CI] | ratio to SB3 (against, n) | RL Zoo at this budget "
-        "(1 seed) | RL Zoo benchmark (1 agent) | steps to threshold (solved / runs) | env steps/s (min-max) |"
+        "(1 seed) | RL Zoo benchmark (1 agent) | steps to threshold (solved / runs) | env steps per CPU-s (min-max) |"
         + " video |"
         * video_column,
         "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
@@ -80,6 +88,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         "curve below its budget is shown, never a denominator."
     )
     lines += overshoots
+    lines.append(SPEED_NOTE)
     lines.append(
         f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
         "reach the env's threshold (median over runs that did)."
@@ -107,7 +116,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         f"## lit vs SB3, paired by seed (final = {agg.FINAL})",
         "",
         "| run | env | n | lit IQM | SB3 IQM | lit - SB3 per seed | IQM(lit) - IQM(SB3) [95% CI] | P(lit > SB3) "
-        "| verdict | env steps/s lit / SB3 (min-max) |",
+        "| verdict | speed lit / SB3 per CPU-s (min-max) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in comparison.itertuples():
@@ -118,6 +127,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
             if not np.isfinite(r.fps_ratio_median)
             else f"{r.fps_ratio_median:.2f}x"
             + (f" ({r.fps_ratio_min:.2f}-{r.fps_ratio_max:.2f})" if r.fps_ratio_min != r.fps_ratio_max else "")
+            + WALL_CLOCK * (getattr(r, "fps_clock", "wall") == "wall")
         )
         lines.append(
             f"| {label(r, several_sweeps, backend=False)} | {r.env} | {r.n} | {r.lit_iqm:.1f} | {r.sb3_iqm:.1f} | "
@@ -129,6 +139,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
         f'reads it ("lit better" / "lit worse" when it excludes 0, else "indistinguishable") and is '
         f"withheld under {agg.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
+        SPEED_NOTE,
     ]
     return "\n".join(lines)
 
@@ -159,7 +170,7 @@ def _fps(r: Row) -> str:
         return "-"
     return (
         f"{r.fps_median:.0f} ({r.fps_low:.0f}-{r.fps_high:.0f})" if r.fps_low != r.fps_high else (f"{r.fps_median:.0f}")
-    )
+    ) + WALL_CLOCK * (getattr(r, "fps_clock", "wall") == "wall")
 
 
 def _steps(value: float) -> str:
