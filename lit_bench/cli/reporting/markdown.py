@@ -100,7 +100,26 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         )
     if comparison is not None and not comparison.empty:
         lines += ["", comparison_markdown(comparison, several)]
+    lines += sb3_section(summary)
     return "\n".join(lines) + "\n"
+
+
+def sb3_section(summary: pd.DataFrame) -> list[str]:
+    """The commands that add SB3 runs to lit configs that have none (``tables.with_sb3_commands``)."""
+    commands = [c for c in dict.fromkeys(summary.get("sb3_command", ())) if c]
+    if not commands:
+        return []
+    return [
+        "",
+        "## lit vs SB3",
+        "",
+        "These lit configs have no SB3 runs of the same config, so no lit-vs-SB3 verdict. Run them on SB3 into the "
+        "same sweep (completed runs are skipped), then this report again:",
+        "",
+        "```",
+        *commands,
+        "```",
+    ]
 
 
 def _video_links(paths: str, links_from: Path | None) -> str:
