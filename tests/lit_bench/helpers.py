@@ -55,14 +55,27 @@ def harness_kwargs(cfg: DictConfig, cls: type, env: Any, backend: str) -> dict[s
     return algorithm_kwargs(job, backend)
 
 
-def run_py(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+RUN_PY_LIMIT_S = 300.0  # a run.py call of a test on an idle machine: seconds before it counts as hung
+
+
+def patience(seconds: float) -> float:
+    """A limit that catches a hang, never a busy machine: ``seconds`` (enough on an idle one) times the load per core
+    when above 1 (four jobs on two cores: 2x), times ``LIT_BENCH_TEST_PATIENCE`` (default 1) for a slow machine."""
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return seconds * max(1.0, load) * float(os.environ.get("LIT_BENCH_TEST_PATIENCE", "1"))
+
+
+def run_py(
+    *args: str, env: dict[str, str] | None = None, timeout: float = RUN_PY_LIMIT_S
+) -> subprocess.CompletedProcess:
+    """``python run.py *args`` from the repository root; ``timeout``: seconds on an idle machine (``patience``)."""
     return subprocess.run(
         [sys.executable, "run.py", *args],
         cwd=REPO,
         env=env or CHILD_ENV,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=patience(timeout),
     )
 
 
@@ -79,7 +92,7 @@ def kill_when_checkpointed(args: list[str], sweep_dir: Path, at_least: int, seed
     )
     run_dir = None
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patience(120)
         while time.monotonic() < deadline:
             run_dir = find_run(sweep_dir, seed)
             state = run_dir / "checkpoints" / "state.json" if run_dir else None
