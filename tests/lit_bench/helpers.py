@@ -247,3 +247,23 @@ def make_mixed_sweeps(root: Path) -> Path:
                     },
                 )
     return root
+
+
+def make_plain_sweep(root: Path, *, sb3: bool) -> Path:
+    """``run.py -m algo=ppo,a2c env=CartPole,Acrobot seed=0,1,2`` at a small budget, as written: PPO's runs on
+    CartPole have the usual training metrics, on Acrobot only ``time/*`` ones (no episode ended in its one rollout,
+    no loss was dumped), A2C's none (its ``log_interval`` of 100 rollouts never came); with ``sb3`` each run on both
+    backends."""
+    sweep = root / "plain"
+    for algo in ("ppo", "a2c"):
+        for env, env_id, base in (("CartPole", "CartPole-v1", 20.0), ("Acrobot", "Acrobot-v1", -500.0)):
+            for seed in range(3):
+                for backend in ("lit", "sb3") if sb3 else ("lit",):
+                    run = write_run(
+                        sweep, algo, env, seed, backend, [base, base + 10 + seed], env_id=env_id, sweep="plain"
+                    )
+                    if algo == "ppo":
+                        write_config_and_metrics(run, {"seed": seed, "sweep": "plain", "env": {"id": env_id}})
+                    if algo == "ppo" and env == "Acrobot":
+                        (run / "train" / "metrics.csv").write_text("step,time/fps\n4096,380.0\n")
+    return sweep
