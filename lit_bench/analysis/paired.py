@@ -193,7 +193,11 @@ def ablation_table(
     rows = variant_pairs(finals, seed=seed)
     for a, b in compare or []:
         rows += named_pairs(finals, ConfigName.parse(a), ConfigName.parse(b), seed=seed)
-    return pd.DataFrame(rows)
+    # each pair once: a --compare of a variant and its base (paired already), repeated, or reversed
+    unique: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        unique.setdefault((row["sweep"], row["env"], frozenset((row["a"], row["b"]))), row)
+    return pd.DataFrame(list(unique.values()))
 
 
 SEEDS_SHOWN = 10  # per-seed differences in a table cell (the CSV has them all)
