@@ -264,3 +264,15 @@ def test_suite_and_training_pages_over_several_envs(tmp_path, capsys):
     assert set(pd.read_csv(out / "normalization.csv").env_id) == {"Acrobot-v1", "CartPole-v1"}
     with Image.open(out / "suite.png") as image:
         assert image.width >= 0.95 * 7.0 * report.DPI  # the paper style's page width (7 in), not a column's
+
+
+def test_a_figure_left_out_is_named_with_why(tmp_path, capsys):
+    """No run wrote train/metrics.csv (runs shorter than one log_interval): training_<env> is not drawn, and the
+    report says so (console and summary.md) instead of leaving it out without a word."""
+    make_sweep(tmp_path)
+    out = tmp_path / "report"
+    report.main([str(tmp_path / "fixture_sweep"), "--out", str(out), "--formats", "png", "--workers", "1"])
+    assert not (out / "training_CartPole.png").exists()
+    note = "training_CartPole not drawn: no run on CartPole has training metrics to draw (train/metrics.csv)"
+    assert note in capsys.readouterr().out and note in (out / "summary.md").read_text()
+    assert "log_interval=" in (out / "summary.md").read_text()
