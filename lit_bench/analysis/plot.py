@@ -31,8 +31,14 @@ class ReferenceMark:
 
 
 def backend_style(backend: str, color: str) -> LineStyle:
-    """lit: a solid line; SB3: a dashed one (``style.BACKEND_LINES``), both in the algorithm's ``color``."""
-    return LineStyle(color, style.BACKEND_LINES.get(backend, ":"), "o")
+    """lit: a solid line in the algorithm's ``color``; SB3: a dashed one (``style.BACKEND_LINES``) in a darker shade,
+    its band hatched."""
+    return LineStyle(
+        style.backend_color(color, backend),
+        style.BACKEND_LINES.get(backend, ":"),
+        "o",
+        hatch=style.BACKEND_HATCH.get(backend),
+    )
 
 
 class _Scale:
@@ -94,25 +100,18 @@ def learning_curves(
     """
     x_max = 0.0
     own: list[Artist] = []
-    for i, (name, band) in enumerate(bands.items()):
+    for name, band in bands.items():
         line_style = (styles or {}).get(name)
-        kwargs: dict[str, Any] = (
-            {}
-            if line_style is None
-            else {"color": line_style.color, "ls": line_style.linestyle, "marker": line_style.marker}
-        )
+        # no markers: a band's points are a grid over the runs, not their evaluations, and would read as data
+        kwargs: dict[str, Any] = {} if line_style is None else {"color": line_style.color, "ls": line_style.linestyle}
         if line_style is not None and line_style.linewidth:
             kwargs["lw"] = line_style.linewidth
-        every = max(len(band) // 8, 1)  # markers staggered between lines, so coinciding curves show both
-        (line,) = ax.plot(
-            band["timesteps"],
-            band["iqm"],
-            label=f"{name} (n={int(band['n_runs'].max())})",
-            markevery=(i * max(every // 3, 1) % every, every),
-            mfc="none",
-            **kwargs,
-        )
-        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], color=line.get_color(), alpha=0.15, lw=0)
+        (line,) = ax.plot(band["timesteps"], band["iqm"], label=f"{name} (n={int(band['n_runs'].max())})", **kwargs)
+        hatch = line_style.hatch if line_style is not None else None
+        fill: dict[str, Any] = {"color": line.get_color(), "alpha": 0.15}  # lit: filled; SB3: hatched
+        if hatch:
+            fill = {"facecolor": "none", "edgecolor": line.get_color(), "hatch": hatch, "alpha": 0.35}
+        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], lw=0, **fill)
         own.append(line)
         x_max = max(x_max, float(band["timesteps"].max()))
     scale = _Scale(bands)

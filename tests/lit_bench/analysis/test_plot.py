@@ -53,9 +53,14 @@ def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
         "solved (80)",
         "RL Zoo ppo eval curve, 1 seed",
     } <= set(lines)
-    # one colour per algorithm, the backend in the line style
+    # the algorithm's colour; SB3 at a glance: dashed, a darker shade, its band hatched
     lit, sb3 = lines["ppo / lit (n=3)"], lines["ppo / sb3 (n=3)"]
-    assert lit.get_color() == sb3.get_color() and lit.get_linestyle() != sb3.get_linestyle()
+    assert lit.get_color() != sb3.get_color() and lit.get_linestyle() != sb3.get_linestyle()
+    assert sb3.get_color() == style.backend_color("tab:blue", "sb3") and lit.get_color() == "tab:blue"
+    hatched = [c for c in ax.collections if c.get_hatch()]
+    assert len(hatched) == 1  # SB3's band only: the two bands are told apart where they overlap
+    # no markers on the curves: their points are a grid, not the evaluations, and would read as data
+    assert all(line.get_marker() in (None, "None", "", " ") for line in (lit, sb3))
     # the reference budget beyond the runs' steps is a note, not a legend entry with nothing drawn
     assert not [label for label in lines if "a2c" in label and "Zoo" in label]
     assert "RL Zoo a2c: 80 at 500k steps (1 agent) (beyond these runs' budget)" in _texts(ax)
@@ -91,7 +96,7 @@ def test_coinciding_curves_are_said_to_coincide():
     )
     assert "ppo / lit and ppo / sb3: the same curve" in _texts(ax)
     lit, sb3 = ax.get_lines()
-    assert lit.get_markevery() != sb3.get_markevery()  # staggered markers: both visible
+    assert lit.get_color() != sb3.get_color()  # both visible: SB3 dashed over lit in a darker shade
     plt.close(ax.figure)
 
 
