@@ -220,7 +220,7 @@ def describe(plan: Plan) -> str:
         f"plan: {plan.runs} run{'s' if plan.runs != 1 else ''}, {plan.env_steps:,} env steps; estimated "
         f"{_duration(plan.cpu_s)} CPU, {where}"
         + (f"; no measured speed for {', '.join(unmeasured)}" if unmeasured else "")
-        + " (speeds: results/reference/suite_cost.csv)"
+        + " (training speeds: results/reference/suite_cost.csv; evaluations and start-up come on top)"
     )
     return "\n".join(lines)
 

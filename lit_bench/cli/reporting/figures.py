@@ -108,8 +108,6 @@ def _curves(
             [],
             [],
             color=look.line(*c, "lit").color,
-            marker=look.marker[c[1]],
-            mfc="none",
             label=short[c] + ("" if same else f" ({notes[c]})"),
         )
         for c in configs
