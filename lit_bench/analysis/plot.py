@@ -117,6 +117,7 @@ def learning_curves(
     scale = _Scale(bands)
     notes = [f"{a} and {b}: the same curve (drawn on top of each other)" for a, b in _coinciding(bands)]
     extra: list[Artist] = []
+    beyond: list[str] = []  # references past the runs' budget: one note for all of them
     for ref in (references or {}).values():
         marker = ref.marker or "x"
         if ref.curve is not None and not ref.curve.empty:
@@ -144,7 +145,7 @@ def learning_curves(
                 )
         where = f"{ref.label}: {ref.score:.4g} at {_steps(ref.budget)} steps (1 agent)"
         if ref.budget > x_max * 1.05:
-            notes.append(f"not drawn: {where} (beyond these runs' budget)")
+            beyond.append(where)
         elif scale.near(ref.score):
             scale.include(ref.score)
             (star,) = ax.plot(
@@ -160,6 +161,8 @@ def learning_curves(
             extra.append(star)
         else:
             notes.append(f"not drawn: {where} (off the scale)")
+    if beyond:
+        notes.append(f"not drawn, beyond these runs' budget: {'; '.join(beyond)}")
     if threshold is not None:
         if scale.near(threshold):
             scale.include(threshold)

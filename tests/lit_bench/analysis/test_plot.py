@@ -63,7 +63,7 @@ def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
     assert all(line.get_marker() in (None, "None", "", " ") for line in (lit, sb3))
     # the reference budget beyond the runs' steps is a note, not a legend entry with nothing drawn
     assert not [label for label in lines if "a2c" in label and "Zoo" in label]
-    assert "RL Zoo a2c: 80 at 500k steps (1 agent) (beyond these runs' budget)" in _texts(ax)
+    assert "not drawn, beyond these runs' budget: RL Zoo a2c: 80 at 500k steps (1 agent)" in _texts(ax)
     legend = _legend(ax)
     assert legend and all(label in lines for label in legend)
     assert not ax.get_legend()  # the figure's legend, under the plot: the plot keeps the figure's width
@@ -157,3 +157,13 @@ def test_long_notes_are_wrapped_to_the_figure_width():
     renderer = ax.get_figure(root=True).canvas.get_renderer()
     assert ax.get_figure(root=True).get_tightbbox(renderer).width <= ax.get_figure(root=True).get_figwidth()
     plt.close(ax.get_figure(root=True))
+
+
+def test_references_beyond_the_budget_make_one_note_not_one_each():
+    """A short sweep of two algorithms: their Zoo scores far beyond its budget are one line under the plot (in the
+    paper style they took a third of a one-column figure)."""
+    references = {a: plot.ReferenceMark(500.0, 10**6, f"RL Zoo {a}") for a in ("a2c", "ppo")}
+    ax = plot.learning_curves(plot.new_axes(), {"ppo / lit": _band(1.0)}, references=references)
+    text = _texts(ax)
+    assert text.count("beyond these runs' budget") == 1 and "RL Zoo a2c" in text and "RL Zoo ppo" in text
+    plt.close(ax.figure)
