@@ -82,7 +82,7 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 3600:,.1f} h"
 
 
 def _jobs(args: list[str]) -> tuple[list[str], list[list[str]]] | None:
