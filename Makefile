@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # "Failed to initialize NumPy", a warning about nothing the user did.
 TORCH_VERSION := $(BIN)/python -c 'from importlib.metadata import version; print(version("torch").split("+")[0])'
 
-.PHONY: help setup run test test-all test-wheel test-cluster test-zoo lint typecheck bench spec test-compat
+.PHONY: help setup run test test-all test-wheel test-cluster test-zoo lint typecheck bench spec test-compat docs
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,12 @@ lint: setup ## The pre-commit hooks on every file: ruff check and ruff format (f
 
 typecheck: setup ## mypy on lit_sb3 and lit_bench (settings and baseline: pyproject.toml)
 	$(BIN)/mypy
+
+docs: setup ## The docs site (docs/ -> docs/_build/html), strict: any warning fails; the generated reference checked
+	$(BIN)/pip install -q -e ".[docs]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	$(BIN)/python tools/docs_reference.py --check
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
 
 bench: setup ## Throughput of lit_sb3 vs SB3 (env steps/s and ratio)
 	$(BIN)/python benchmarks/throughput.py

@@ -94,6 +94,8 @@ class LitOptunaSweeper(Sweeper):
             raise ConfigError(
                 f"hydra.sweeper.direction={self.direction}: choose one of {', '.join(studies.DIRECTIONS)}"
             )
+        if self.n_trials < 1:
+            raise ConfigError(f"hydra.sweeper.n_trials={self.n_trials}: must be >= 1 (the study's trials in all)")
         space, fixed = studies.search_space(self.params, arguments)
         studies.make_pruner(self.pruner)  # a mistake in the pruner is found before any trial runs
         seeds = int(self.config.hpo.seeds)
@@ -146,8 +148,11 @@ class LitOptunaSweeper(Sweeper):
         from optuna.trial import TrialState
 
         from lit_bench.control import signals
+        from lit_bench.control.study import checked_trial
 
         resumed = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))  # a killed sweep's trials
+        for trial in study.get_trials(deepcopy=False):  # the storage is input: checked before anything runs
+            checked_trial(trial, space if trial.state == TrialState.RUNNING else None, seeds)
         done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)))
         print(
             f"study {study.study_name} ({url}): {done} trials finished, {len(resumed)} to resume from their "
@@ -173,7 +178,7 @@ class LitOptunaSweeper(Sweeper):
             overrides = [
                 self._overrides(fixed, trial, seed, len(seeds) > 1, study.study_name, url)
                 for trial in batch
-                for seed in trial.user_attrs.get("seeds", seeds)
+                for seed in checked_trial(trial, space, seeds)
             ]
             with lock:
                 if self.job_idx == 0:
@@ -184,7 +189,7 @@ class LitOptunaSweeper(Sweeper):
                 returns.append(launched)
                 at = 0
                 for trial in batch:
-                    count = len(trial.user_attrs.get("seeds", seeds))
+                    count = len(checked_trial(trial, space, seeds))
                     if not _tell(study, trial, launched[at : at + count], how):
                         state["stopped"] = True  # interrupted: it resumes from its checkpoint next time
                     at += count

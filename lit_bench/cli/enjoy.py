@@ -19,7 +19,6 @@ import argparse
 import inspect
 import json
 import pickle
-import re
 import sys
 import warnings
 import zipfile
@@ -35,13 +34,21 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_bench.config.checks import ConfigError, algorithm_class
 from lit_bench.config.envs import make_envs
+from lit_bench.config.sources import UserConfigError
 from lit_bench.config.trust import UntrustedConfig, check_run_config
 from lit_bench.run.best import checkpoint_files
 from lit_bench.run.checkpointing import zip_problem
 from lit_bench.run.evaluation import evaluate_episodes
 from lit_bench.run.video import check_renderable, check_video_deps, recording
 from lit_bench.store.rundir import RunDir
-from lit_sb3.common.safe_load import CheckpointError, Refused, is_trusted, loads
+from lit_sb3.common.safe_load import (
+    CheckpointError,
+    Refused,
+    is_trusted,
+    loads,
+    weights_only_refusal,
+    zip_tensor_refusal,
+)
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -77,7 +84,7 @@ def load_config(run: RunDir, trust: bool = False) -> DictConfig:
     if not trust:
         try:
             check_run_config(tree, str(run.config))
-        except UntrustedConfig as error:
+        except (UntrustedConfig, UserConfigError) as error:
             raise EnjoyError(str(error)) from None
     return OmegaConf.create(tree)
 
@@ -126,12 +133,8 @@ def load_lit(cls: type[BaseAlgorithm], path: Path, trust: bool) -> BaseAlgorithm
     except Refused as error:  # a global outside the allow-list, or a damaged file
         raise EnjoyError(f"{error} (enjoy: --trust)") from None
     except pickle.UnpicklingError as error:
-        refused = re.search(r"GLOBAL (\S+)", str(error))
-        what = refused.group(1) if refused else "objects"
-        raise EnjoyError(
-            f"checkpoint: {path} holds {what}, which torch.load(weights_only=True) refuses; "
-            f"rerun with --trust if you trust this run"
-        ) from None
+        refusal = weights_only_refusal(error, f"checkpoint: {path}")
+        raise EnjoyError(f"{refusal}; rerun with --trust if you trust this run") from None
 
 
 def _serialized_keys(path: Path) -> list[str]:
@@ -162,7 +165,19 @@ def safe_sb3_objects(cls: type[SB3Algorithm], cfg: DictConfig, path: Path, env: 
 
 def load_sb3(cls: type[SB3Algorithm], cfg: DictConfig, path: Path, env: VecEnv, trust: bool) -> SB3Algorithm:
     custom = None if trust else safe_sb3_objects(cls, cfg, path, env)
-    return cls.load(str(path), device="cpu", custom_objects=custom)
+    try:
+        return cls.load(str(path), device="cpu", custom_objects=custom)
+    except pickle.UnpicklingError as error:  # a tensor file holding more than tensors (SB3 reads them weights_only)
+        raise EnjoyError(str(zip_tensor_refusal(path, error, "checkpoint"))) from None
+    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError) as error:  # (JSON errors are ValueErrors)
+        raise EnjoyError(
+            f"checkpoint: {path} does not load ({type(error).__name__}: {_first_line(error)}): a damaged file, or a "
+            f"config.yaml that does not fit it; try --checkpoint best, or rerun the run"
+        ) from None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
 
 
 def load_model(run: RunDir, cfg: DictConfig, checkpoint: str, env: VecEnv, trust: bool = False) -> Any:
@@ -218,7 +233,15 @@ def enjoy(
     if video is not None:
         check_renderable(cfg.env, str(cfg.env_name))
     _, vecnormalize = checkpoint_files(run, str(cfg.backend), checkpoint)
-    env = make_eval_env(cfg, vecnormalize, render_mode="rgb_array" if video is not None else render, trust=trust)
+    try:
+        env = make_eval_env(cfg, vecnormalize, render_mode="rgb_array" if video is not None else render, trust=trust)
+    except (EnjoyError, ConfigError):
+        raise
+    except Exception as error:  # the config's (allowed) targets given values they refuse: the file, not a bug here
+        raise EnjoyError(
+            f"config.yaml: {run.config}: its evaluation env cannot be built ({type(error).__name__}: "
+            f"{_first_line(error)})"
+        ) from None
     try:
         model = load_model(run, cfg, checkpoint, env, trust)
         with recording(video, env, episodes) if video is not None else nullcontext(env) as played_env:

@@ -9,10 +9,12 @@
 
 Each completed run becomes ``<out>/<group>/<algo>/<EnvId>_<seed + 1>/`` holding links (relative symlinks, not copies)
 to its ``evaluations.npz`` (SB3's ``EvalCallback`` file) and its training envs' ``<i>.monitor.csv`` (SB3's
-``Monitor`` files). ``<group>`` is one of the Zoo's experiment folders (``-f``): runs that differ in anything but
-the seed never share one -- the backend (``lit``, ``sb3``, ``lit+parity``), the variant (``lit_budget=3000``) when
-the config is not the composed default, and the sweep when the runs come from several. A link that is already there
-pointing at the same file is kept; one pointing elsewhere stops the export with one line (nothing is overwritten).
+``Monitor`` files); a file that is a symlink leading outside its run is left out with one line (a run whose
+``evaluations.npz`` does is not exported). ``<group>`` is one of the Zoo's experiment folders (``-f``): runs that
+differ in anything but the seed never share one -- the backend (``lit``, ``sb3``, ``lit+parity``), the variant
+(``lit_budget=3000``) when the config is not the composed default, and the sweep when the runs come from several. A
+link that is already there pointing at the same file is kept; one pointing elsewhere stops the export with one line
+(nothing is overwritten).
 """
 
 from __future__ import annotations
@@ -87,13 +89,27 @@ def export(paths: Sequence[str | Path], out: Path) -> tuple[list[Exported], int]
             "runs of two configs map to the same Zoo folder (their variant names are shortened alike); "
             "export them one at a time, each with its own --out"
         )
+    linked = []
     for entry in exported:
+        if _outside(entry.run_dir, entry.run_dir / EVALUATIONS_NPZ):
+            continue  # (said): the run has no evaluations of its own to plot
         entry.folder.mkdir(parents=True, exist_ok=True)
-        run = RunDir(entry.run_dir)
         _link(entry.run_dir / EVALUATIONS_NPZ, entry.folder / EVALUATIONS_NPZ)
-        for monitor in run.monitor_files():
-            _link(monitor, entry.folder / monitor.name)
-    return exported, left_out
+        for monitor in RunDir(entry.run_dir).monitor_files():
+            if not _outside(entry.run_dir, monitor):
+                _link(monitor, entry.folder / monitor.name)
+        linked.append(entry)
+    return linked, left_out
+
+
+def _outside(run_dir: Path, path: Path) -> bool:
+    """Whether ``path`` of a run is a symlink leading out of the run (it is left out, in one line: the export links
+    a run's own files, never what its links point at)."""
+    target = path.resolve()
+    if target.is_relative_to(run_dir.resolve()):
+        return False
+    print(f"export: {path} points outside its run ({target}); left out", file=sys.stderr)
+    return True
 
 
 def commands(exported: list[Exported], out: Path) -> list[str]:

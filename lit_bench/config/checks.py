@@ -54,9 +54,19 @@ def sb3_equivalent(value: Any) -> Any:
     return value
 
 
+#: the largest budget a run accepts: 10^11 env steps are 116 days at 10,000 env steps/s, faster than any SB3 /
+#: lit_sb3 algorithm trains (a larger one could never finish, and would only train until killed)
+MAX_BUDGET = 10**11
+
+
 def check_budget(budget: Any) -> int:
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
         raise ConfigError(f"budget={budget}: the env-step budget must be a positive integer")
+    if budget > MAX_BUDGET:
+        raise ConfigError(
+            f"budget={budget}: more env steps than any run could finish (at most {MAX_BUDGET:.0e}, 116 days at "
+            f"10,000 env steps/s)"
+        )
     return budget
 
 
@@ -161,6 +171,8 @@ def check_sweep(sweep: Any, out_dir: Any) -> None:
     """``sweep`` names a directory below ``out_dir``: a relative path without ``..``, each part short enough for the
     file system (so that nothing is ever written outside ``out_dir``, and no mkdir fails mid-run)."""
     text = str(sweep)
+    if not text.isprintable():  # a newline or other control character would split every line that names the sweep
+        raise ConfigError(f"sweep={text!r}: a sweep name is printable text, without control characters (newlines)")
     parts = Path(text).parts
     if not text or Path(text).is_absolute() or ".." in parts or not parts:
         raise ConfigError(

@@ -16,6 +16,7 @@ in the algo node (a reserved key, never a constructor argument): the analysis re
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,27 @@ def user_config_dirs(value: str | None = None) -> list[Path]:
             raise UserConfigError(
                 f"{ENV_VAR}: {entry} is not a directory (config directories: algo/, env/, algo_env/, suite/ ...)"
             )
+        others = _writable_by_others(path)
+        if others is not None:
+            raise UserConfigError(
+                f"{ENV_VAR}: {entry}: {others}; the code a config directory names is trusted, so only you may "
+                f"write it (chmod go-w, or copy it to a directory of your own)"
+            )
         if path not in dirs:
             dirs.append(path)
     return dirs
+
+
+def _writable_by_others(directory: Path) -> str | None:
+    """How someone else could change what ``directory`` holds (it, a folder or a YAML file in it is group- or
+    world-writable, or owned by another user than you or root), or None."""
+    for path in [directory, *(p for p in sorted(directory.rglob("*")) if p.is_dir() or p.suffix == ".yaml")]:
+        info = path.stat()
+        if info.st_uid not in (os.geteuid(), 0):
+            return f"{path} is owned by another user (uid {info.st_uid})"
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return f"{path} is {'world' if info.st_mode & stat.S_IWOTH else 'group'}-writable"
+    return None
 
 
 def _searchpath_entries(value: str) -> list[str]:

@@ -4,16 +4,17 @@ A run's config names code in three ways: ``_target_`` nodes (and the ``path`` of
 ``get_method`` / ``get_object`` node, including every node inside ``_args_`` lists), ``env.package`` (a module
 imported to register env ids) and, through ``algo._target_``, the algorithm class. Each name must be one the
 harness's own config groups (``conf/``: algo, env, algo_env, ...) or the user's config directories in
-``LIT_BENCH_CONFIG_PATH`` use, an old path runs recorded before lit_bench's modules moved
-(``lit_bench.store.format.MOVED``: the old module + the same qualified name), or an object on lit_sb3's allow-list
-(:mod:`lit_sb3.safe_load`, which the user extends with ``allow`` / ``LIT_SB3_ALLOW``); anything else is refused in
-one line naming the node and ``--trust``. An interpolation (``${...}``) is refused too: a recorded config is
-resolved, and resolvers run code.
+``LIT_BENCH_CONFIG_PATH`` (only you may write them: see ``sources.user_config_dirs``) give at that same node (list
+indices aside: a target a file gives ``env.make`` is not trusted as a wrapper's argument), an old path runs
+recorded before lit_bench's modules moved (``lit_bench.store.format.MOVED``: the old module + the same qualified
+name), or an object on lit_sb3's allow-list (:mod:`lit_sb3.safe_load`, which the user extends with ``allow`` /
+``LIT_SB3_ALLOW``); anything else is refused in one line naming the node and ``--trust``. An interpolation
+(``${...}``) is refused too: a recorded config is resolved, and resolvers run code.
 """
 
 from __future__ import annotations
 
-import os
+import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 
 from lit_bench.config.resources import conf_dir
+from lit_bench.config.sources import user_config_dirs
 from lit_bench.store.format import MOVED
 from lit_sb3.common.safe_load import allowed_module, allowed_name
 
@@ -58,24 +60,44 @@ def code_names(tree: Any, where: str = "") -> Iterator[tuple[str, str, str]]:
             yield from code_names(value, f"{where}[{i}]")
 
 
-def harness_names() -> dict[str, frozenset[str]]:
-    """The targets and packages the harness's own config groups name (they ship with the harness: trusted), and
-    those of the user's own config directories named by ``LIT_BENCH_CONFIG_PATH`` (the user's word)."""
-    extra = tuple(Path(p) for p in os.environ.get("LIT_BENCH_CONFIG_PATH", "").split(os.pathsep) if p)
-    return _names_in((conf_dir(), *extra))
+def harness_names() -> dict[str, dict[str, frozenset[str]]]:
+    """kind -> name -> the nodes where it is named (:func:`node_of`), for the targets and packages the harness's own
+    config groups name (they ship with the harness: trusted) and those of the user's own config directories named
+    by ``LIT_BENCH_CONFIG_PATH`` (the user's word; refused when others can write them, see ``user_config_dirs``)."""
+    return _names_in((conf_dir(), *user_config_dirs()))
+
+
+def node_of(where: str) -> str:
+    """A node path with its list indices left out (``env.wrappers[2]._target_`` -> ``env.wrappers[]._target_``): a
+    wrapper a config file lists may come at any place of the list."""
+    return re.sub(r"\[\d+\]", "[]", where)
+
+
+def _package(path: Path, directory: Path) -> str:
+    """Where a config file's content goes in the composed config: its ``# @package`` header, else its group."""
+    with path.open() as lines:
+        for line in lines:
+            if line.startswith("# @package"):
+                package = line.split(maxsplit=2)[2].strip()
+                return "" if package == "_global_" else package
+            if not line.startswith("#"):
+                break
+    return ".".join(path.parent.relative_to(directory).parts)
 
 
 @lru_cache(maxsize=8)
-def _names_in(conf_dirs: tuple[Path, ...]) -> dict[str, frozenset[str]]:
-    found: dict[str, set[str]] = {"target": set(), "package": set()}
-    for path in sorted(p for directory in conf_dirs for p in directory.rglob("*.yaml")):
-        try:
-            tree = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError):
-            continue
-        for _, kind, name in code_names(tree):
-            found[kind].add(name)
-    return {kind: frozenset(names) for kind, names in found.items()}
+def _names_in(conf_dirs: tuple[Path, ...]) -> dict[str, dict[str, frozenset[str]]]:
+    found: dict[str, dict[str, set[str]]] = {"target": {}, "package": {}}
+    for directory in conf_dirs:
+        for path in sorted(directory.rglob("*.yaml")):
+            try:
+                tree = yaml.safe_load(path.read_text())
+                package = _package(path, directory)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue
+            for where, kind, name in code_names(tree):
+                found[kind].setdefault(name, set()).add(node_of(f"{package}.{where}" if package else where))
+    return {kind: {name: frozenset(nodes) for name, nodes in names.items()} for kind, names in found.items()}
 
 
 def current_spelling(name: str) -> str:
@@ -86,11 +108,13 @@ def current_spelling(name: str) -> str:
     return name
 
 
-def trusted_name(kind: str, name: str) -> bool:
-    """Whether ``name`` (of ``kind``, see :func:`code_names`) may be loaded from a run's config without --trust."""
+def trusted_name(kind: str, name: str, where: str) -> bool:
+    """Whether ``name`` (of ``kind``, see :func:`code_names`) may be loaded from node ``where`` of a run's config
+    without --trust: a config file names it at that node (a target a file gives ``env.make`` is not trusted
+    anywhere else), or it is on lit_sb3's allow-list."""
     name = current_spelling(name)
-    if name in harness_names()[kind]:
-        return True
+    if name in GETTERS or node_of(where) in harness_names()[kind].get(name, ()):
+        return True  # (a getter imports only its path, checked as a name of its own)
     if kind == "package":
         return allowed_module(name)
     return allowed_name(name) is not None
@@ -116,7 +140,7 @@ def check_run_config(tree: Any, source: str) -> None:
             f"holds and resolving could run code; rerun with --trust if you trust this run"
         )
     for where, kind, name in code_names(tree):
-        if not trusted_name(kind, name):
+        if not trusted_name(kind, name, where):
             what = "an env package" if kind == "package" else "code"
             raise UntrustedConfig(
                 f"{source}: {where}={name} names {what} that is neither in the harness's config groups nor on "

@@ -36,6 +36,9 @@ PRUNERS = {
     "threshold": "ThresholdPruner",
 }
 DIRECTIONS = ("maximize", "minimize")
+#: keys that say where a run is written, which runs it is and whether finished work is redone: never searched, and a
+#: study's trial (data from its storage, which others may write) never sets them
+PLACEMENT_KEYS = ("out_dir", "sweep", "force", "backend")
 JOURNAL_SUFFIX = ".journal"
 AGGREGATES = ("mean", "iqm")
 
@@ -155,6 +158,7 @@ def search_space(
     parser = OverridesParser.create()
     space: dict[str, BaseDistribution] = {}
     for key, value in (params or {}).items():
+        check_searchable(str(key), f"hydra.sweeper.params.{key}")
         if isinstance(value, Mapping):
             space[str(key)] = distribution_from_mapping(str(key), value)
         else:
@@ -170,8 +174,7 @@ def search_space(
         line = override.input_line
         assert line is not None  # parse_overrides keeps each override's text
         if override.is_sweep_override():
-            if override.is_hydra_override():
-                raise ConfigError(f"{line}: hydra.* keys cannot be searched")
+            check_searchable(override.get_key_element(), line)
             space[override.get_key_element()] = distribution_from_sweep(line, override.value())
         else:
             fixed.append(line)
@@ -182,6 +185,57 @@ def search_space(
             "'algo.learning_rate=tag(log, interval(1e-5, 1e-2))'"
         )
     return space, fixed
+
+
+def check_searchable(key: str, where: str) -> None:
+    """Refuse a search-space key that places runs or configures Hydra (one line naming ``where``)."""
+    bare = key.lstrip("+~")
+    if bare in PLACEMENT_KEYS or bare.split(".")[0] == "hydra":
+        raise ConfigError(
+            f"{where}: {bare} is not a hyperparameter ({', '.join(PLACEMENT_KEYS)} and hydra.* place runs); "
+            f"search the algorithm's or env's keys"
+        )
+
+
+def _holds(distribution: BaseDistribution, value: Any) -> bool:
+    """Whether ``value`` is one ``distribution`` can give: its type (no bool for a number) and its range / step."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if isinstance(distribution, CategoricalDistribution):
+        return any(type(value) is type(choice) and value == choice for choice in distribution.choices)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(distribution, IntDistribution):
+        low, high, step = distribution.low, distribution.high, distribution.step
+        return number and float(value).is_integer() and low <= value <= high and (int(value) - low) % step == 0
+    if isinstance(distribution, FloatDistribution):
+        on_step = distribution.step is None or math.isclose(
+            (value - distribution.low) / distribution.step, round((value - distribution.low) / distribution.step)
+        )
+        return number and distribution.low <= value <= distribution.high and on_step
+    return False
+
+
+def checked_trial(trial: Any, space: Mapping[str, BaseDistribution] | None, seeds: list[int]) -> list[int]:
+    """Check a trial read from the study's storage (a journal or database others may write: data, never a command
+    line); returns its seeds. Each param must be a searchable key, hold no interpolation (``${...}`` would be
+    resolved by Hydra) and, with ``space`` (a trial about to run), be a key of the search space with a value of its
+    distribution; its seeds must be integers. Anything else is one line naming the trial and the param."""
+    where = f"study trial {trial.number}"
+    for key, value in trial.params.items():
+        said = f"{where}: param {key}={value!r}"
+        check_searchable(str(key), said)
+        if isinstance(value, str) and "${" in value:
+            raise ConfigError(f"{said} is an interpolation; a trial's params are values, never resolved")
+        if space is None:
+            continue
+        if key not in space:
+            raise ConfigError(f"{said} is not in the search space ({', '.join(space)}); use another study_name")
+        if not _holds(space[key], value):
+            raise ConfigError(f"{said} is not a value of the search space's {space[key]}; use another study_name")
+    own = trial.user_attrs.get("seeds", seeds)
+    if not isinstance(own, list) or not own or not all(type(s) is int for s in own):
+        raise ConfigError(f"{where}: user attr seeds={own!r} is not a list of integer seeds; use another study_name")
+    return own
 
 
 def override_value(value: Any) -> str:

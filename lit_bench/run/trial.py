@@ -77,7 +77,7 @@ class TrialReporter:
         self.study = optuna.load_study(study_name=str(cfg.hpo.study), storage=self.storage, pruner=self.pruner)
         self.trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study._study_id, int(cfg.hpo.trial))
         self.how = studies.check_aggregate(str(cfg.hpo.aggregate))
-        seeds = self.storage.get_trial(self.trial_id).user_attrs.get("seeds") or [int(cfg.seed)]
+        seeds = studies.checked_trial(self.storage.get_trial(self.trial_id), None, [int(cfg.seed)])
         config = resolved(cfg)
         self.seeds = [RunDir(run_path({**config, "seed": s})) for s in seeds if s != int(cfg.seed)]
 

@@ -35,7 +35,13 @@ _MODULES_OF = {  # module -> the qualified names defined there that a file may n
     "stable_baselines3.common.type_aliases": ("TrainFreq", "TrainFrequencyUnit"),
     "stable_baselines3.her.goal_selection_strategy": ("GoalSelectionStrategy",),
     # classes hyperparameters name (policy classes come from the algorithms' own policy_aliases, see _policies)
-    "stable_baselines3.common.buffers": ("ReplayBuffer", "DictReplayBuffer", "RolloutBuffer", "DictRolloutBuffer"),
+    "stable_baselines3.common.buffers": (
+        "ReplayBuffer",
+        "DictReplayBuffer",
+        "NStepReplayBuffer",
+        "RolloutBuffer",
+        "DictRolloutBuffer",
+    ),
     "stable_baselines3.her.her_replay_buffer": ("HerReplayBuffer",),
     "lit_sb3.common.her": ("HerReplayBuffer",),
     "sb3_contrib.common.recurrent.buffers": ("RecurrentRolloutBuffer", "RecurrentDictRolloutBuffer"),
@@ -57,6 +63,7 @@ _MODULES_OF = {  # module -> the qualified names defined there that a file may n
         "Hardtanh",
     ),
     "torch.nn.modules.linear": ("Identity",),
+    "torch": ("device",),  # a buffer's device (a name such as "cpu": building one touches no device)
     "torch.optim.adam": ("Adam",),
     "torch.optim.adamw": ("AdamW",),
     "torch.optim.sgd": ("SGD",),

@@ -322,7 +322,13 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm
         """Pickle the replay buffer (SB3's format; HER's env is left out)."""
         replay.save_replay_buffer(self.replay_buffer, path, self.verbose)
 
-    def load_replay_buffer(self, path: str | Path, truncate_last_traj: bool = True) -> None:
-        """Load a buffer written by ``save_replay_buffer`` (or SB3's); HER buffers get the current env."""
+    def load_replay_buffer(
+        self, path: str | Path, truncate_last_traj: bool = True, *, trusted: bool | None = None
+    ) -> None:
+        """Load a buffer written by ``save_replay_buffer`` (or SB3's); HER buffers get the current env. The pickle is
+        read through lit_sb3's allow-list (:mod:`lit_sb3.safe_load`); ``trusted=True`` (or, when not given,
+        ``LIT_SB3_TRUST=1`` / ``lit_sb3.safe_load.trusted()``) unpickles everything."""
         env = self.get_env()
-        self.replay_buffer = replay.load_replay_buffer(path, env, self.device, truncate_last_traj, self.verbose)
+        self.replay_buffer = replay.load_replay_buffer(
+            path, env, self.device, truncate_last_traj, self.verbose, trusted
+        )

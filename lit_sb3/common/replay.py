@@ -23,6 +23,7 @@ from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from lit_sb3.common import resume
 from lit_sb3.common.her import GOAL_KEYS
+from lit_sb3.common.safe_load import is_trusted, loads
 
 
 def uses_her(buffer_class: type[ReplayBuffer] | None) -> bool:
@@ -194,11 +195,31 @@ def save_replay_buffer(buffer: ReplayBuffer | None, path: str | Path, verbose: i
     save_to_pkl(path, buffer, verbose)
 
 
+def _read_buffer(path: str | Path, trusted: bool | None, verbose: int) -> Any:
+    """The pickled buffer at ``path`` (or ``path.pkl``, as SB3 names it), read through lit_sb3's allow-list unless
+    ``trusted`` (or, when not given, ``LIT_SB3_TRUST=1`` / ``lit_sb3.safe_load.trusted()``)."""
+    if trusted if trusted is not None else is_trusted():
+        return load_from_pkl(path, verbose)
+    if not Path(path).is_file() and Path(f"{path}.pkl").is_file():
+        path = f"{path}.pkl"
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise FileNotFoundError(f"load_replay_buffer: cannot read {path} ({error.strerror})") from None
+    return loads(data, f"load_replay_buffer: {path}", trusted="load_replay_buffer(..., trusted=True)")
+
+
 def load_replay_buffer(
-    path: str | Path, env: VecEnv | None, device: torch.device, truncate_last_traj: bool = True, verbose: int = 0
+    path: str | Path,
+    env: VecEnv | None,
+    device: torch.device,
+    truncate_last_traj: bool = True,
+    verbose: int = 0,
+    trusted: bool | None = None,
 ) -> ReplayBuffer:
-    """A buffer written by :func:`save_replay_buffer` (or SB3's), on ``device``; a HER buffer gets ``env``."""
-    buffer = load_from_pkl(path, verbose)
+    """A buffer written by :func:`save_replay_buffer` (or SB3's), on ``device``; a HER buffer gets ``env``. The
+    pickle may name only allow-listed classes (:mod:`lit_sb3.safe_load`) unless ``trusted``."""
+    buffer = _read_buffer(path, trusted, verbose)
     if not isinstance(buffer, ReplayBuffer):
         raise ValueError(f"load_replay_buffer: {path} holds a {type(buffer).__name__}, not a ReplayBuffer")
     if not hasattr(buffer, "handle_timeout_termination"):  # written by an old SB3

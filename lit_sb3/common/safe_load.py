@@ -46,6 +46,8 @@ __all__ = [
     "refusal",
     "trusted",
     "trusted_checkpoint",
+    "weights_only_refusal",
+    "zip_tensor_refusal",
 ]
 
 #: how a refusal tells the user to go on (every refusal names these)
@@ -139,6 +141,36 @@ def loads(data: bytes, what: str, trusted: str = "load(..., trusted=True)") -> A
 
 
 # ------------------------------------------------------------------ torch checkpoints
+
+
+def weights_only_refusal(error: Exception, what: str) -> Refused:
+    """One line for torch's multi-line ``weights_only`` refusal (``error``) of the file ``what`` names."""
+    import re
+
+    found = re.search(r"GLOBAL (\S+)", str(error))
+    return Refused(
+        f"{what} names {found.group(1) if found else 'objects'}, which torch.load(weights_only=True) refuses "
+        f"(loading it would run code)"
+    )
+
+
+def zip_tensor_refusal(path: str | Path, error: Exception, prefix: str = "load") -> Refused:
+    """One line for an SB3-format zip whose tensor file (``policy.pth``, ``pytorch_variables.pth``, ...) torch
+    refused to read with ``weights_only=True`` (``error``): SB3 reads them so, trusted or not."""
+    import io
+    import zipfile
+
+    entry = "a .pth entry"
+    with zipfile.ZipFile(path) as archive:
+        for name in (n for n in archive.namelist() if n.endswith(".pth")):
+            try:
+                unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(archive.read(name)))
+            except Exception:  # (a damaged entry is as much the culprit)
+                unsafe = [name]
+            if unsafe:
+                entry = name
+                break
+    return weights_only_refusal(error, f"{prefix}: {path}: {entry}")
 
 
 def checkpoint_globals(path: str | Path) -> list[Any]:

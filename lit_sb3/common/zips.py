@@ -9,6 +9,7 @@ the algorithm's own entries), ``params`` (the policy's and the optimizers' state
 from __future__ import annotations
 
 import inspect
+import pickle
 import warnings
 import zipfile
 from pathlib import Path
@@ -21,7 +22,7 @@ from stable_baselines3.common.utils import check_for_correct_spaces
 
 from lit_sb3.common import safe_zip
 from lit_sb3.common.envs import to_vec_env
-from lit_sb3.common.safe_load import NotAllowed, is_trusted, loads
+from lit_sb3.common.safe_load import NotAllowed, is_trusted, loads, zip_tensor_refusal
 from lit_sb3.common.saved_state import INCLUDED_KEY, NOT_HPARAMS, ZIP
 
 if TYPE_CHECKING:
@@ -38,7 +39,10 @@ _MODEL_ENTRIES = {"observation_space", "action_space", "policy", "policy_class"}
 
 def read_parameters(path: str | Path, device: torch.device | str) -> dict[str, dict[str, Any]]:
     """The zip's ``params``: ``{"policy": state_dict, "policy.optimizer": state_dict, ...}``."""
-    _, params, _ = load_from_zip_file(path, device=device, load_data=False)
+    try:
+        _, params, _ = load_from_zip_file(path, device=device, load_data=False)
+    except pickle.UnpicklingError as error:
+        raise zip_tensor_refusal(path, error) from None
     return _state_dicts(params)
 
 
@@ -97,6 +101,8 @@ def load_zip(
             _, params, pytorch_variables = load_from_zip_file(path, device=device, load_data=False)
     except zipfile.BadZipFile as error:
         raise ValueError(f"load: {path} is not a readable save() zip ({error})") from None
+    except pickle.UnpicklingError as error:  # torch's weights_only refusal of a tensor file: many lines
+        raise zip_tensor_refusal(path, error) from None
     if data is None or "observation_space" not in data:
         raise ValueError(f"load: {path} holds no observation/action spaces; was it written by save()?")
     init_kwargs = {k: v for k, v in data.items() if k in accepted}

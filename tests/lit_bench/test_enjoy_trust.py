@@ -306,3 +306,84 @@ def test_every_class_the_config_groups_hand_an_algorithm_loads_back() -> None:
     for name in sorted(paths):
         cls = get_class(name)
         assert safe_load.allowed_name(f"{cls.__module__}:{cls.__qualname__}") is cls, name
+
+
+# ------------------------------------------------------------------ config paths from the environment (issue #36)
+
+
+def _copyfile_node(victim: Path, dst: Path) -> dict:
+    return {"_target_": "shutil.copyfile", "src": str(victim), "dst": str(dst)}
+
+
+def _nested_in_a_wrapper(genuine: Path, tmp_path: Path, victim: Path, dst: Path) -> Path:
+    """A copy of the genuine run whose wrapper's argument is a shutil.copyfile node."""
+    skip = _copyfile_node(victim, dst)
+    wrapper = {"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": skip}
+    return crafted_copy(genuine, tmp_path, lambda c: c["env"].__setitem__("wrappers", [wrapper]))
+
+
+@pytest.mark.parametrize("writable", ["directory 777", "directory 775", "file 666", "subdirectory 757", "other owner"])
+def test_a_config_path_others_can_write_is_refused(
+    writable: str, genuine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A world-writable LIT_BENCH_CONFIG_PATH directory holding a yaml that mentions shutil.copyfile made that target
+    trusted for enjoy: a run's config.yaml nesting it wrote a file outside the run (and ended in a traceback)."""
+    import os
+
+    if writable == "other owner" and os.geteuid() != 0:
+        pytest.skip("giving a directory to another user needs root")
+    conf = tmp_path / "shared_conf"
+    (conf / "env").mkdir(parents=True)
+    evil = conf / "env" / "Evil.yaml"
+    evil.write_text("make: {_target_: shutil.copyfile}\n")
+    what, _, mode = writable.partition(" ")
+    path = {"directory": conf, "file": evil, "subdirectory": conf / "env", "other": conf}[what]
+    if what == "other":
+        os.chown(conf, 65534, 65534)
+    else:
+        path.chmod(int(mode, 8))
+    victim, dst = tmp_path / "victim.txt", tmp_path / "copied.txt"
+    victim.write_text("secret")
+    run_dir = _nested_in_a_wrapper(genuine, tmp_path, victim, dst)
+    monkeypatch.setenv("LIT_BENCH_CONFIG_PATH", str(conf))
+    err = refused([str(run_dir), "--episodes", "1"], capsys)
+    assert err.startswith(f"enjoy: LIT_BENCH_CONFIG_PATH: {conf}: {path} is "), err
+    assert ("owned by another user" if what == "other" else "-writable") in err
+    assert victim.read_text() == "secret" and not dst.exists()
+
+
+def test_a_config_files_targets_are_trusted_only_at_the_node_it_defines(
+    genuine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A target the user's env file gives env.make is trusted at env.make, not nested in a wrapper's argument."""
+    conf = tmp_path / "my_conf"
+    (conf / "env").mkdir(parents=True)
+    (conf / "env" / "Mine.yaml").write_text("make: {_target_: shutil.copyfile}\n")
+    (conf / "algo_env").mkdir()
+    (conf / "algo_env" / "ppo_Mine.yaml").write_text(
+        "# @package _global_\nalgo:\n  policy_kwargs: {activation_fn: {_target_: hydra.utils.get_class, "
+        "path: planted_code.Planted}}\n"
+    )
+    monkeypatch.setenv("LIT_BENCH_CONFIG_PATH", str(conf))
+    victim, dst = tmp_path / "victim.txt", tmp_path / "copied.txt"
+    victim.write_text("secret")
+    check_run_config({"env": {"make": _copyfile_node(victim, dst)}}, "config.yaml")
+    check_run_config(
+        {
+            "algo": {
+                "policy_kwargs": {
+                    "activation_fn": {"_target_": "hydra.utils.get_class", "path": "planted_code.Planted"}
+                }
+            }
+        },
+        "config.yaml",
+    )
+    with pytest.raises(UntrustedConfig, match=r"^config.yaml: algo.action_noise.path=planted_code.Planted names code"):
+        check_run_config(
+            {"algo": {"action_noise": {"_target_": "hydra.utils.get_class", "path": "planted_code.Planted"}}},
+            "config.yaml",
+        )
+    run_dir = _nested_in_a_wrapper(genuine, tmp_path, victim, dst)
+    err = refused([str(run_dir), "--episodes", "1"], capsys)
+    assert "env.wrappers[0].skip._target_=shutil.copyfile names code" in err, err
+    assert victim.read_text() == "secret" and not dst.exists()

@@ -136,3 +136,36 @@ def test_export_refuses_to_overwrite(sweep: Path, tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="exists and is not a link to"):
         export([sweep], out)
     assert taken.read_bytes() == b"someone else's"
+
+
+def test_export_leaves_out_files_that_point_outside_the_run(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue #36: a symlink in a run (evaluations.npz, a monitor file) made the export link the file it points at,
+    outside the run, without a word."""
+    import shutil
+
+    from lit_bench.cli.export import export
+
+    copy = tmp_path / "zoo"
+    shutil.copytree(sweep, copy, symlinks=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a run's file")
+    runs = sorted(p.parent for p in copy.rglob("summary.json"))
+    monitor = RunDir(runs[0]).monitor_files()[3]
+    monitor.unlink()
+    monitor.symlink_to(secret)
+    evaluations = runs[1] / "evaluations.npz"
+    evaluations.unlink()
+    evaluations.symlink_to(secret)
+    capsys.readouterr()
+    out = tmp_path / "zoo_logs"
+    exported, _ = export([copy], out)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"export: {monitor} points outside its run ({secret}); left out",
+        f"export: {evaluations} points outside its run ({secret}); left out",
+    ]
+    assert sorted(e.run_dir for e in exported) == [r for r in runs if r != runs[1]]
+    assert not [p for p in out.rglob("*") if p.resolve() == secret]
+    assert secret.read_text() == "not a run's file"

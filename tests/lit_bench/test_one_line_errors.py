@@ -1,12 +1,16 @@
 """One line and an honest exit code instead of a traceback: the report where it cannot write, a full disk while
-summary.json is written, a sweep name that is not a relative path below out_dir (or too long), enjoy on a
-malformed config.yaml or a truncated checkpoint."""
+summary.json is written, a sweep name that is not a relative path below out_dir (or too long, or not printable), a
+budget no run could finish, enjoy on a malformed config.yaml, a truncated or tampered checkpoint or a config whose
+allowed targets get wrong values, ``load`` of a zip whose tensor file holds code."""
 
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
+import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -151,3 +155,121 @@ def test_enjoy_on_a_malformed_config_or_a_truncated_checkpoint(
     assert enjoy.main([str(run.root), "--episodes", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"enjoy: config.yaml: {run.config}") and "\n" not in err, err
+
+
+@pytest.mark.parametrize("budget", ["99999999999999999999999", "100000000001"])
+def test_a_budget_no_run_could_finish_is_refused(tmp_path: Path, budget: str) -> None:
+    """Issue #36: such a budget was accepted and trained until killed."""
+    result = run_py(*TINY, f"out_dir={tmp_path}", f"budget={budget}")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    [line] = [line for line in output.splitlines() if f"budget={budget}" in line]
+    assert "more env steps than any run could finish (at most 1e+11" in line, line
+    assert not list(tmp_path.rglob("checkpoints/*")), "nothing was trained"
+
+
+@pytest.mark.parametrize("sweep", ["a\nb", "a\tb", "a\x1b[31mb"])
+def test_a_sweep_name_with_control_characters_is_refused(tmp_path: Path, sweep: str) -> None:
+    """Issue #36: a quoted newline made a directory with a newline in its name and split the results line."""
+    result = run_py(*TINY, f"out_dir={tmp_path}", f"sweep='{sweep}'")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    [line] = [line for line in output.splitlines() if line.startswith("Error: sweep=")]
+    assert "printable text, without control characters" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ tensor files holding code (issue #36)
+
+
+class _Planted:
+    """What ``torch.save`` writes for this object calls ``os.system`` when unpickled without weights_only."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _plant_in_zip(path: Path, member: str, marker: Path) -> None:
+    """Replace ``member`` (a tensor file) of the zip at ``path`` with a torch file holding :class:`_Planted`."""
+    import torch
+
+    planted = io.BytesIO()
+    torch.save({"weights": _Planted(marker)}, planted)
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as archive, zipfile.ZipFile(path, "w") as out:
+        for item in archive.infolist():
+            out.writestr(item, planted.getvalue() if item.filename == member else archive.read(item))
+
+
+@pytest.mark.parametrize("member", ["policy.pth", "pytorch_variables.pth"])
+def test_load_of_a_zip_whose_tensor_file_holds_code_is_one_line(tmp_path: Path, member: str) -> None:
+    """PPO.load ended in torch's multi-line "Weights only load failed"."""
+    from lit_sb3 import PPO, safe_load
+
+    path, marker = tmp_path / "model.zip", tmp_path / "ran"
+    PPO("MlpPolicy", "CartPole-v1", n_steps=32, policy_kwargs={"net_arch": [8]}).save(path)
+    _plant_in_zip(path, member, marker)
+    for trusted in (False, True):  # SB3's tensor files are read weights_only, trusted or not
+        with pytest.raises(safe_load.Refused) as error:
+            PPO.load(path, trusted=trusted)
+        message = str(error.value)
+        assert "\n" not in message and message.startswith(f"load: {path}: {member} names posix.system"), message
+    assert not marker.exists()
+
+
+@pytest.fixture(scope="module")
+def sb3_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    summary = train.run(compose_run(*TINY, "backend=sb3", f"out_dir={tmp_path_factory.mktemp('sb3')}"))
+    assert summary["status"] == "completed", summary.get("traceback")
+    return Path(summary["run_dir"])
+
+
+@pytest.mark.parametrize(("checkpoint", "member"), [("last", "policy.pth"), ("best", "pytorch_variables.pth")])
+def test_enjoy_on_a_tampered_sb3_zip_is_one_line(
+    sb3_run: Path, tmp_path: Path, checkpoint: str, member: str, capsys: pytest.CaptureFixture
+) -> None:
+    """enjoy on a backend=sb3 run with a tampered last.zip / best.zip ended in a 32-line UnpicklingError."""
+    run_dir, marker = tmp_path / "run", tmp_path / "ran"
+    shutil.copytree(sb3_run, run_dir)
+    zip_path = run_dir / "checkpoints" / f"{checkpoint}.zip"
+    _plant_in_zip(zip_path, member, marker)
+    capsys.readouterr()
+    assert enjoy.main([str(run_dir), "--episodes", "1", "--checkpoint", checkpoint]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"enjoy: checkpoint: {zip_path}: {member} names posix.system") and "\n" not in err, err
+    assert not marker.exists()
+
+
+WRONG_VALUES = [
+    ("env.wrappers", [{"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": "abc"}]),
+    ("env.wrappers", [{"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "nope": 1}]),
+    ("env.kwargs", {"max_episode_steps": "abc"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("backend", "node", "value"),
+    [
+        *(("lit", *case) for case in WRONG_VALUES),
+        *(("sb3", *case) for case in WRONG_VALUES),
+        ("sb3", "algo.policy", [1]),  # (the lit backend's checkpoint holds its policy; sb3's zip is rebuilt from it)
+    ],
+)
+def test_enjoy_on_a_config_whose_allowed_targets_get_wrong_values_is_one_line(
+    tmp_path: Path, backend: str, node: str, value: object, capsys: pytest.CaptureFixture
+) -> None:
+    """Such a config.yaml ended in a 40-51-line traceback."""
+    import yaml
+
+    summary = train.run(compose_run(*TINY, f"backend={backend}", f"out_dir={tmp_path}"))
+    run = RunDir(summary["run_dir"])
+    config = yaml.safe_load(run.config.read_text())
+    group, key = node.split(".")
+    config[group][key] = value
+    run.config.write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    code = enjoy.main([str(run.root), "--episodes", "1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("enjoy: ") and "\n" not in err and "Traceback" not in err, err

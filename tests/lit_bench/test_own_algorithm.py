@@ -22,7 +22,7 @@ from lit_bench.config.checks import (
 from lit_bench.config.resources import conf_dir, reference_dir, source_checkout
 from lit_sb3 import PPO
 
-from .helpers import CONF, REPO
+from .helpers import CHILD_ENV, CONF, REPO, TINY, run_py
 
 pytestmark = pytest.mark.harness
 
@@ -144,3 +144,16 @@ def test_command_line_directories_come_first(tmp_path, monkeypatch):
         str(d) for d in (dirs[0], dirs[1], dirs[2], dirs[3])
     ]
     assert config_sources.user_config_dirs() == dirs
+
+
+def test_a_config_directory_others_can_write_is_refused(tmp_path):
+    """Issue #36: the code a config directory names is trusted (enjoy, resume): one line, before Hydra starts."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    conf.chmod(0o777)
+    with pytest.raises(config_sources.UserConfigError, match=rf"^{config_sources.ENV_VAR}: {conf}: {conf} is world-"):
+        config_sources.user_config_dirs(str(conf))
+    result = run_py(*TINY, f"out_dir={tmp_path / 'out'}", env={**CHILD_ENV, config_sources.ENV_VAR: str(conf)})
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().startswith(f"lit-bench: {config_sources.ENV_VAR}: {conf}: {conf} is world-writable")
+    assert not (tmp_path / "out").exists()

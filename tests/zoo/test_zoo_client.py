@@ -446,3 +446,43 @@ def test_continue_training_from_an_sb3_written_zip(tmp_path):
         "sb3_a2c.zip",
         env={safe_load.TRUST_ENV: "1"},
     )
+
+
+@pytest.mark.parametrize("name", ["config.yml", "args.yml"])
+def test_enjoy_reads_the_log_folders_yaml_safely(ppo_run, tmp_path, name):
+    """Issue #36: a ``!!python/object/apply:os.system`` in the log folder's YAML ran without LIT_SB3_TRUST (the Zoo
+    reads it with ``yaml.UnsafeLoader``); lit_sb3.zoo refuses it in one line. The Zoo's own files load."""
+    import shutil
+
+    logs = tmp_path / "logs"
+    shutil.copytree(ppo_run / "logs", logs)
+    marker = tmp_path / "ran"
+    (file,) = logs.glob(f"ppo/CartPole-v1_1/CartPole-v1/{name}")
+    file.write_text(f'!!python/object/apply:os.system ["touch {marker}"]\n')
+    args = ("enjoy", "--algo", "ppo", "--env", "CartPole-v1", "-f", "logs", "-n", "50", "--no-render")
+    output = zoo(tmp_path, *args, env={"LIT_SB3_TRUST": "0"}, expect=1)
+    assert not marker.exists()
+    [line] = [line for line in output.splitlines() if line.startswith("lit_sb3.zoo: ")]
+    assert line.startswith(
+        f"lit_sb3.zoo: {Path('logs') / file.relative_to(logs)}, line 1: python/object/apply:os.system"
+    )
+    assert "Traceback" not in output
+
+
+def test_enjoy_reads_the_log_folders_vecnormalize_safely(ppo_run, tmp_path):
+    """Issue #36: the Zoo's enjoy loaded ``vecnormalize.pkl`` with SB3's plain pickle."""
+    import shutil
+
+    logs = tmp_path / "logs"
+    shutil.copytree(ppo_run / "logs", logs)
+    marker = tmp_path / "ran"
+    (stats,) = logs.glob("ppo/CartPole-v1_1/CartPole-v1")
+    with (stats / "config.yml").open("a") as config:  # one more (key, value) pair of the Zoo's OrderedDict
+        config.write("  - - normalize\n    - true\n")
+    (stats / "vecnormalize.pkl").write_bytes(f"cposix\nsystem\n(Vtouch {marker}\ntR.".encode())
+    args = ("enjoy", "--algo", "ppo", "--env", "CartPole-v1", "-f", "logs", "-n", "50", "--no-render")
+    output = zoo(tmp_path, *args, env={"LIT_SB3_TRUST": "0"}, expect=1)
+    assert not marker.exists()
+    [line] = [line for line in output.splitlines() if line.startswith("lit_sb3.zoo: ")]
+    assert "vecnormalize.pkl holds code (posix:system)" in line, line
+    assert "Traceback" not in output

@@ -405,3 +405,46 @@ def test_vecnormalize_pickle_round_trip_is_allow_listed(tmp_path: Path) -> None:
     env.step(np.zeros((1, 1), dtype=np.float32))
     saved = safe_load.loads(pickle.dumps(env), "vecnormalize")
     assert np.array_equal(saved.obs_rms.mean, env.obs_rms.mean)
+
+
+# ------------------------------------------------------------------ replay buffers (issue #36)
+
+
+@pytest.mark.parametrize("route", sorted(CRAFTED))
+def test_replay_buffer_pickles_run_nothing(route: str, tmp_path: Path) -> None:
+    """``load_replay_buffer`` read SB3's plain pickle: a crafted buffer ran ``os.system``."""
+    from lit_sb3 import DQN
+
+    marker, path = tmp_path / "ran", tmp_path / "evil.pkl"
+    path.write_bytes(CRAFTED[route](marker))
+    model = DQN("MlpPolicy", "CartPole-v1", policy_kwargs=NET)
+    with pytest.raises(safe_load.Refused) as error:
+        model.load_replay_buffer(path)
+    assert not marker.exists()
+    message = one_line(error)
+    assert message.startswith(f"load_replay_buffer: {path}") and "not on lit_sb3's allow-list" in message
+    assert "load_replay_buffer(..., trusted=True)" in message
+
+
+@pytest.mark.parametrize(("algo", "env"), [("DQN", "CartPole-v1"), ("SAC", "Pendulum-v1")])
+def test_replay_buffers_round_trip_through_the_allow_list(algo: str, env: str, tmp_path: Path) -> None:
+    import lit_sb3
+
+    cls = getattr(lit_sb3, algo)
+    model = cls("MlpPolicy", env, learning_starts=1000, policy_kwargs=NET, seed=0)
+    model.learn(40)
+    model.save_replay_buffer(tmp_path / "buffer")
+    other = cls("MlpPolicy", env, policy_kwargs=NET)
+    other.load_replay_buffer(tmp_path / "buffer")  # (SB3's name: the .pkl suffix added)
+    assert other.replay_buffer.pos == 40
+    assert np.array_equal(other.replay_buffer.observations, model.replay_buffer.observations)
+
+
+def test_a_trusted_replay_buffer_unpickles_anything(tmp_path: Path) -> None:
+    from lit_sb3 import DQN
+
+    marker, path = tmp_path / "ran", tmp_path / "evil.pkl"
+    path.write_bytes(pickle.dumps(Planted(marker), protocol=2))
+    with pytest.raises(ValueError, match=r"holds a TextIOWrapper, not a ReplayBuffer"):
+        DQN("MlpPolicy", "CartPole-v1", policy_kwargs=NET).load_replay_buffer(path, trusted=True)
+    assert marker.exists()  # trusted: the file's code ran, as the user asked
