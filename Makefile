@@ -53,7 +53,7 @@ typecheck: setup ## mypy on lit_sb3 and lit_bench (settings and baseline: pyproj
 	$(BIN)/mypy
 
 docs: setup ## The docs site (docs/ -> docs/_build/html), strict: any warning fails; the generated reference checked
-	$(BIN)/pip install -q -e ".[docs]" "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+	$(BIN)/pip install -q -e ".[docs]" "torch==$$($(TORCH_VERSION))"
 	$(BIN)/python tools/docs_reference.py --check
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs: docs/_build/html/index.html"
