@@ -31,6 +31,10 @@ BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 SEED_KEYS = ("seed",)
 
 
+class PlanUnavailable(ValueError):
+    """The command's config does not compose (the message: Hydra's, on one line)."""
+
+
 @dataclass
 class Config:
     """One distinct config of the command (all its seeds)."""
@@ -128,7 +132,8 @@ def _family_of_env() -> dict[str, str]:
 
 
 def make_plan(args: list[str]) -> Plan | None:
-    """The plan of a ``lit-bench`` command line (without the program), or None where it cannot be made here."""
+    """The plan of a ``lit-bench`` command line (without the program), or None where it cannot be made here (a sweeper
+    or glob this does not expand); raises ``PlanUnavailable`` when the config does not compose."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -158,8 +163,9 @@ def make_plan(args: list[str]) -> Plan | None:
                 if launcher_cfg is None:
                     launcher_cfg, sweeper = cfg.hydra.launcher, str(cfg.hydra.sweeper.get("_target_"))
                 configs.append(_config(cfg, runs, per_step, family))
-    except Exception:  # an unknown option, a broken config: Hydra reports it in its own words when it composes
-        return None
+    except Exception as error:  # an unknown option, a broken config: Hydra reports it in its own words when it runs
+        text = " ".join(str(error).split()).split(" Config search path:")[0]  # (the paths: not the user's concern)
+        raise PlanUnavailable(text) from None
     finally:
         GlobalHydra.instance().clear()
     if sweeper != BASIC_SWEEPER or launcher_cfg is None:
@@ -228,7 +234,13 @@ def describe(plan: Plan) -> str:
 def announce(args: list[str], dry_run: bool, allow_no_learning: bool) -> None:
     """Print the command's plan (a sweep, a long single run, or any with ``--dry-run``) and its budget warnings;
     exit 2 on a budget without a gradient step; exit 0 after a dry run."""
-    plan = make_plan(args)
+    try:
+        plan = make_plan(args)
+    except PlanUnavailable as error:
+        if dry_run:  # (a run would stop in Hydra's composition, with the same message)
+            print(f"Error: {error}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        return
     if plan is None:
         if dry_run:
             print("plan: not available for this command (a sweeper or glob this does not expand)", flush=True)

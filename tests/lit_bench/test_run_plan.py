@@ -118,3 +118,11 @@ def test_the_overshoot_warning_is_printed_once_per_sweep(tmp_path: Path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stderr.count("is not a multiple of the 256 env steps") == 1
     assert len(list(tmp_path.rglob("summary.json"))) == 2
+
+
+def test_dry_run_of_a_config_that_does_not_compose_is_one_line_exit_2(tmp_path: Path):
+    done = run_py("--dry-run", "algo=nosuchalgo", f"out_dir={tmp_path}")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("Error: ") and "nosuchalgo" in line and "ppo" in line  # Hydra's words, with the choices
+    assert not any(tmp_path.iterdir())
