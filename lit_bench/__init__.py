@@ -13,17 +13,16 @@ import sys
 from importlib.machinery import ModuleSpec
 from types import CodeType, ModuleType
 
-from omegaconf import OmegaConf
-
+from lit_bench.config.hydra_versions import register_resolver
 from lit_bench.config.identity import algo_dir, run_path, run_subdir, sweep_path
 from lit_bench.store.format import MOVED
 
 # The run-directory layout, defined once in lit_bench.config.identity, for conf/config.yaml: Hydra's directories and
 # the harness's are the same by construction.
-OmegaConf.register_new_resolver("algo_dir", algo_dir, replace=True)
-OmegaConf.register_new_resolver("run_path", lambda _root_: str(run_path(_root_)), replace=True)
-OmegaConf.register_new_resolver("sweep_path", lambda _root_: str(sweep_path(_root_)), replace=True)
-OmegaConf.register_new_resolver("run_subdir", run_subdir, replace=True)
+register_resolver("algo_dir", algo_dir)
+register_resolver("run_path", lambda _root_: str(run_path(_root_)))
+register_resolver("sweep_path", lambda _root_: str(sweep_path(_root_)))
+register_resolver("run_subdir", run_subdir)
 
 # python -m lit_bench.<tool> runs lit_bench.cli.<tool>
 TOOLS = ("report", "regress", "enjoy", "coverage", "quickstart", "export")

@@ -5,7 +5,9 @@ Joblib's process pool breaks when one worker dies: every job still running or wa
 multirun ends in a traceback. Here the jobs that have no record in this multirun yet (``lit_bench.control.sweep``)
 are launched again one at a time; a job whose worker dies then is recorded ``failed`` (naming its overrides), and
 the others run. Jobs that were running when the pool broke resume from their checkpoints. The sweep table lists
-every job, and the multirun exits 1.
+every job, and the multirun exits 1. The table and the run directories agree: a job whose worker died is ``failed``
+in both (its directory named in the table; a run it left ``running`` is recorded failed there, resumable), and a run
+left ``running`` by a pool broken while the sweep was being stopped is listed too.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra_plugins.hydra_joblib_launcher import _core
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher as HydraJoblibLauncher
 from joblib.externals.loky.process_executor import TerminatedWorkerError
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
+from hydra_plugins.lit_bench_launchers.lost_jobs import lost_job, lost_run
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals, sweep
 
@@ -31,9 +34,7 @@ class JoblibLauncher(HydraJoblibLauncher):
             return _core.launch(launcher=self, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
         except TerminatedWorkerError as error:
             if signals.pending() is not None:  # stopped by a signal (a worker that had to exit at once): no reruns
-                return [
-                    JobReturn(overrides=list(o), status=JobStatus.COMPLETED, _return_value=None) for o in job_overrides
-                ]
+                return [self._stopped(o, idx, error) for idx, o in enumerate(job_overrides, start=initial_job_idx)]
             print(
                 f"a joblib worker died ({_why(error)}): the jobs that did not finish run again, one at a time",
                 flush=True,
@@ -61,8 +62,31 @@ class JoblibLauncher(HydraJoblibLauncher):
             try:
                 returns += _core.launch(launcher=self, job_overrides=[overrides], initial_job_idx=idx)
             except TerminatedWorkerError as error:
-                returns.append(_died(_own_sweep_dir(self.config, overrides), invocation, overrides, error))
+                returns.append(self._lost(overrides, idx, _died(overrides, error)))
         return returns
+
+    def _job_config(self, overrides: Sequence[str], idx: int) -> DictConfig:
+        """The job's own config, as joblib's worker composes it (its run directory, variant and config id)."""
+        assert self.config is not None and self.hydra_context is not None
+        job_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(job_config):
+            job_config.hydra.job.id = f"{job_config.hydra.job.name}_{idx}"
+            job_config.hydra.job.num = idx
+        return job_config
+
+    def _lost(self, overrides: Sequence[str], idx: int, message: str) -> JobReturn:
+        """A job that ended without returning: failed in the sweep table and in its run directory."""
+        assert self.config is not None
+        job_config = self._job_config(overrides, idx)
+        return lost_job(_own_sweep_dir(self.config, overrides), job_config, list(overrides), message)
+
+    def _stopped(self, overrides: Sequence[str], idx: int, error: TerminatedWorkerError) -> JobReturn:
+        """A job of a pool that broke while the sweep was being stopped: one that had started and left its run
+        ``running`` is recorded (failed, resumable); one that had not started stays out of the table."""
+        job_config = self._job_config(overrides, idx)
+        if lost_run(job_config) is None:
+            return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=None)
+        return self._lost(overrides, idx, _died(overrides, error))
 
 
 def _fresh_pool() -> None:
@@ -83,20 +107,6 @@ def _own_sweep_dir(config: DictConfig, overrides: Sequence[str]) -> Path:
     return sweep_path({key: values.get(key, str(config[key])) for key in ("out_dir", "sweep")})
 
 
-def _died(sweep_dir: Path, invocation: str, overrides: Sequence[str], error: TerminatedWorkerError) -> JobReturn:
-    """Record the job whose worker died as failed (in the sweep table) and give Hydra a value for it."""
-    values = dict(o.split("=", 1) for o in overrides if "=" in o and not o.startswith(("+", "~")))
-    sweep.record(
-        sweep_dir,
-        invocation,
-        {
-            "algo": values.get("algo"),
-            "env": values.get("env"),
-            "seed": values.get("seed"),
-            "backend": values.get("backend"),
-            "status": "failed",
-            "job_overrides": list(overrides),
-            "error": f"its joblib worker died ({_why(error)}); rerun the sweep to resume it: {' '.join(overrides)}",
-        },
-    )
-    return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=math.nan)
+def _died(overrides: Sequence[str], error: TerminatedWorkerError) -> str:
+    """Why a job ended without returning: its worker died."""
+    return f"its joblib worker died ({_why(error)}); rerun the sweep to resume it: {' '.join(overrides)}"

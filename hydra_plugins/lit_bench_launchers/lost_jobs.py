@@ -1,5 +1,6 @@
-"""A job that ended without returning (its process killed, its SLURM job cancelled): recorded for the sweep table and
-returned to the sweeper as a failed run returns from its own process (``lit_bench.control.sweep.job_result``)."""
+"""A job that ended without returning (its process killed, its SLURM job cancelled): recorded for the sweep table,
+in its run directory (a run it left ``running`` is recorded failed: the table and the directory agree) and returned
+to the sweeper as a failed run returns from its own process (``lit_bench.control.sweep.job_result``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig
+
+from lit_bench.store.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +35,14 @@ def lost_job(sweep_dir: Path, job_config: DictConfig, overrides: list[str], mess
             "status": "failed",
             "error": message,
             "job": num,
+            "job_overrides": list(overrides),
             **_run_fields(job_config),
         }
     invocation = os.environ.get(INVOCATION_ENV)
     if invocation and not any(r.get("job") == num for r in read_records(sweep_dir, invocation)):
         record(sweep_dir, invocation, summary)
+    if summary["run_dir"] is not None:
+        RunDir(summary["run_dir"]).record_lost(message)
     log.error(f"#{num} {' '.join(filter_overrides(overrides))}: {message}")
     result = JobReturn(overrides=overrides, cfg=job_config, hydra_cfg=job_config.hydra, working_dir=None)
     if basic_sweeper(job_config.hydra):
@@ -44,6 +50,13 @@ def lost_job(sweep_dir: Path, job_config: DictConfig, overrides: list[str], mess
     else:
         result.status, result._return_value = JobStatus.FAILED, RunFailed(f"{summary['run_dir']}: {message}")
     return result
+
+
+def lost_run(job_config: DictConfig) -> RunDir | None:
+    """The job's run directory when it holds a run left ``running`` by a process that is gone (None otherwise)."""
+    with _as_job(job_config):
+        run_dir = _run_fields(job_config)["run_dir"]
+    return RunDir(run_dir) if run_dir is not None and RunDir(run_dir).left_running() else None
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ import numpy as np
 from lit_bench.store.rundir import EVAL_FIELDS, atomic_write
 
 CACHE_FILE = ".lit_bench_cache.npz"
-FORMAT = 1  # bump when the parsing of run files changes what an entry holds
+FORMAT = 2  # bump when the parsing of run files changes what an entry holds (2: eval.csv checked against its record)
 SIGNED_FILES = ("summary.json", "eval.csv", "config.yaml")  # the files a run's entry is parsed from
 MISSING = (-1, -1, -1, -1)
 SIGNATURE = len(MISSING) * len(SIGNED_FILES)  # numbers per run

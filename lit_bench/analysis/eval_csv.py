@@ -4,6 +4,7 @@ named (a cut last row, a missing column, a row without a number)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,7 @@ class Evals:
     values: list[np.ndarray] = field(default_factory=list)
     present: dict[int, np.ndarray] = field(default_factory=dict)
     problems: dict[int, str] = field(default_factory=dict)
+    sha256: dict[int, str] = field(default_factory=dict)  # each file's checksum (summary.json's eval_csv_sha256)
 
     def add(self, position: int, timesteps: np.ndarray, values: np.ndarray, present: np.ndarray) -> None:
         self.run.append(np.full(timesteps.size, position, dtype=np.int64))
@@ -146,6 +148,7 @@ def read_eval_csvs(paths: list[Path], chunk: int = 2000) -> Evals:
             continue
         if not data:
             continue
+        evals.sha256[position] = hashlib.sha256(data).hexdigest()
         if _plain(data):
             plain.append((position, path, data[len(_HEADER) :]))
         else:

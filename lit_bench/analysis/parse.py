@@ -14,7 +14,7 @@ import numpy as np
 from lit_bench.analysis import cache
 from lit_bench.analysis.eval_csv import METRICS, read_eval_csvs
 from lit_bench.config.identity import config_id, parse_run_path
-from lit_bench.store.format import format_problem
+from lit_bench.store.format import NUMBER_VERSIONS, format_problem
 from lit_bench.store.rundir import RunDir
 
 
@@ -52,9 +52,10 @@ def _number(value: Any) -> float:
 
 
 def _completed_run_problem(
-    run_dir: Path, summary: dict[str, Any], timesteps: np.ndarray, returns: np.ndarray
+    run_dir: Path, summary: dict[str, Any], timesteps: np.ndarray, returns: np.ndarray, sha256: str | None
 ) -> str | None:
-    """A completed run's final evaluation is at the end of its budget: an eval.csv that stops earlier was cut.
+    """A completed run's final evaluation is at the end of its budget: an eval.csv that stops earlier was cut; one
+    that is not the file the run recorded writing (format 3: evaluations, checksum) was changed since.
 
     ``timesteps`` and ``returns`` are its evaluations in file order; the last one is the last of the latest step.
     """
@@ -70,6 +71,11 @@ def _completed_run_problem(
     final = _number(summary.get("final_mean_return"))
     if not np.isnan(final) and abs(last_return - final) > 1e-6 * max(1.0, abs(final)):
         return f"{run_dir / 'eval.csv'}: last return {last_return:g} is not summary.json's final {final:g}"
+    recorded = summary.get("evaluations")
+    if recorded is not None and recorded != timesteps.size:
+        return f"{run_dir / 'eval.csv'}: holds {timesteps.size} evaluations, summary.json recorded {recorded}"
+    if summary.get("eval_csv_sha256") not in (None, sha256):
+        return f"{run_dir / 'eval.csv'}: not the file the run wrote (its checksum differs from summary.json's)"
     return None
 
 
@@ -77,7 +83,7 @@ def _run_row(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
     """``load_runs``' row of one run, without status and problem (set once its eval.csv is read)."""
     path_identity = parse_run_path(run_dir)
     row = {**path_identity, **{k: v for k, v in (summary or {}).items() if not isinstance(v, (dict, list))}}
-    row.update(status=None, problem=None, run_dir=str(run_dir))
+    row.update(status=None, problem=None, run_dir=str(run_dir), versions=_number_versions(summary))
     row["sweep"] = str(row.get("sweep") or path_identity["sweep"])
     if not isinstance(row.get("config_id"), str):  # runs written before config ids: hash their config.yaml
         config = RunDir(run_dir).read_config()
@@ -86,6 +92,13 @@ def _run_row(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
         if not isinstance(row.get(key), str):
             row[key] = default
     return row
+
+
+def _number_versions(summary: dict[str, Any] | None) -> str:
+    """The recorded versions of the packages that change a run's numbers (``NUMBER_VERSIONS``), as JSON text."""
+    recorded = (summary or {}).get("versions")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    return json.dumps({k: str(recorded[k]) for k in NUMBER_VERSIONS if recorded.get(k) is not None})
 
 
 SPLIT_FROM = 1000  # runs: fewer are parsed in one process (a forked worker's start costs more than it saves)
@@ -132,7 +145,7 @@ def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
         if problem is None and status == "completed":
             s, e = bounds[i], bounds[i + 1]
             problem = evals.problems.get(i) or _completed_run_problem(
-                run_dir, summary or {}, timesteps[s:e], values[s:e, METRICS.index("mean_return")]
+                run_dir, summary or {}, timesteps[s:e], values[s:e, METRICS.index("mean_return")], evals.sha256.get(i)
             )
         elif problem is None:
             problem = evals.problems.get(i)

@@ -8,6 +8,7 @@ there are any, else the RL Zoo's at the runs' own budget (``with_ratio``).
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -163,6 +164,7 @@ def summary_table(
                 **_threshold_columns(results.steps_to_threshold.to_numpy(float)),
                 **_fps_columns(results),
                 **_reference_columns(base or str(identity["algo"]), env_id, trained),  # a variant: its base's
+                "versions": mixed_versions(completed.get("versions", pd.Series(dtype=object))),
             }
         )
     return with_ratio(in_value_order(pd.DataFrame(rows), run_dirs))
@@ -236,6 +238,22 @@ def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
         "ci_flagged": bool(finals.size < agg.MIN_SEEDS_FOR_CI),
         "final_mean": float(np.mean(finals)) if finals.size else np.nan,
     }
+
+
+def mixed_versions(recorded: pd.Series) -> str:
+    """What a config's completed runs differ in, of the versions that change numbers (runs' ``versions`` column:
+    JSON text): ``torch 1.13.0 (1) / 2.13.0 (3)``, ``; `` between packages; "" when they agree (a version a run did
+    not record is no difference)."""
+    seen: dict[str, dict[str, int]] = {}
+    for text in recorded.dropna():
+        for package, version in json.loads(text).items():
+            counts = seen.setdefault(package, {})
+            counts[version] = counts.get(version, 0) + 1
+    return "; ".join(
+        f"{package} " + " / ".join(f"{v} ({n})" for v, n in sorted(counts.items()))
+        for package, counts in seen.items()
+        if len(counts) > 1
+    )
 
 
 def _status_counts(status: pd.Series) -> dict[str, int]:

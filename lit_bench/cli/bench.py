@@ -13,6 +13,7 @@ import sys
 
 from omegaconf import DictConfig
 
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals
 from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
@@ -26,6 +27,12 @@ def task(cfg: DictConfig) -> float | None:
     if HydraConfig.get().mode == RunMode.MULTIRUN and signals.sweep_stopped():
         return None  # a joblib worker after the sweep was interrupted: start no new run
     signals.install()
+    signals.watch_sweep()  # a joblib worker: stop when the sweep's process is gone
+    with signals.job():
+        return _run_job(cfg)
+
+
+def _run_job(cfg: DictConfig) -> float | None:
     # Imported here, not above: a joblib sweep's parent process only launches and reports, and never pays for
     # Lightning, SB3 and torch; its workers import them once each (loky reuses them for the following jobs).
     from lit_bench.run.train import describe, run
@@ -77,7 +84,7 @@ def main() -> None:
     # Our own flags, taken off before Hydra parses the command line: the plan (cost, budgets) comes first.
     dry_run, allow_no_learning = (_take_flag(flag) for flag in ("--dry-run", "--allow-no-learning"))
     announce(sys.argv[1:], dry_run, allow_no_learning)
-    hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(task)()
+    hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE)(task)()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ without ``budget`` runs the budget its algo_env file sets (the RL Zoo's). A suit
 recorded thresholds is compared with SB3's reference scores in its report instead. The
 score is the final evaluation return's IQM across seeds (``lit_bench.cli.report``). A threshold is the lowest of the two
 backends' 95% CI lower bounds minus ``margin`` times its magnitude, so it tracks what both implementations really
-reach at that budget, not a guess.
+reach at that budget, not a guess. ``--record`` writes each seed's score beside the thresholds
+(``results/baselines/<suite>_seeds.csv``) and refuses, writing nothing, a threshold measured from fewer than 5 seeds,
+reached by a random policy (``results/reference/random_scores.csv``), or less than half the way from a random policy's
+score to what the seeds reach: such a threshold cannot tell a regression from seed noise.
 
 A suite's ``parity`` entries are exact-parity checks: lit_sb3 with ``parity=true`` (SB3's exact optimizer) and SB3
 train with the same seeds, and every seed's final evaluation must be identical (no threshold involved).
@@ -37,6 +40,7 @@ import pandas as pd
 from lit_bench.analysis.load import load_runs
 from lit_bench.cli.regression.suites import BACKENDS, dry_run, load_suite, only, report_dir, scale, sweep_dir_of
 from lit_bench.cli.regression.verdicts import (
+    MIN_SEEDS,
     compare,
     measured,
     parity_result,
@@ -44,6 +48,7 @@ from lit_bench.cli.regression.verdicts import (
     print_table,
     selected,
     thresholds,
+    toothless,
 )
 from lit_bench.cli.report import write_report
 from lit_bench.config.resources import baselines_dir, source_checkout
@@ -73,6 +78,7 @@ __all__ = [  # the public names, importable from here as before the suites and v
     "selected",
     "sweep_dir_of",
     "thresholds",
+    "toothless",
 ]
 
 
@@ -141,19 +147,56 @@ def check_parity(suite: dict[str, Any], out_dir: Path, launcher: str | None = No
 def record(
     suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None, *, keep_others: bool = False
 ) -> int:
-    """Measure both backends and (re)write the thresholds; ``keep_others``: entries not measured now keep theirs."""
-    scores = {backend: measure(suite, backend, out_dir, launcher) for backend in BACKENDS}
-    table = thresholds(scores, float(suite["margin"]))
-    table["recorded"] = datetime.date.today().isoformat()
+    """Measure both backends and (re)write the thresholds, with the per-seed scores they come from beside them
+    (``<suite>_seeds.csv``); ``keep_others``: entries not measured now keep theirs. Refused, writing nothing, when a
+    threshold would not separate a regression from seed noise (``verdicts.toothless``)."""
+    if len(suite["seeds"]) < MIN_SEEDS:
+        raise SystemExit(
+            f"--record: suite {suite['name']!r} runs {len(suite['seeds'])} seeds; thresholds are recorded from at "
+            f"least {MIN_SEEDS} (its seeds: list)"
+        )
+    runs = {backend: run_suite(suite, backend, out_dir, launcher) for backend in BACKENDS}
+    table = thresholds({backend: measured(paths, suite) for backend, paths in runs.items()}, float(suite["margin"]))
+    refused = toothless(table, list(BACKENDS))
+    if refused:
+        print("\n".join(f"refused: {line}" for line in refused))
+        print(f"nothing written to {baseline_file}")
+        return 1
+    today = datetime.date.today().isoformat()
+    table["recorded"] = today
     table["command"] = f"python -m lit_bench.regress --suite {suite['name']} --record"
-    if keep_others and baseline_file.is_file():
-        kept = pd.read_csv(baseline_file)
-        kept = kept[~(kept.algo + ":" + kept.env).isin(table.algo + ":" + table.env)]
-        table = pd.concat([kept, table], ignore_index=True).sort_values(["algo", "env"])
+    seeds = per_seed(runs, suite).assign(recorded=today)
+    seeds_file = baseline_file.with_name(f"{baseline_file.stem}_seeds.csv")
+    if keep_others:
+        table = kept_alongside(table, baseline_file)
+        seeds = kept_alongside(seeds, seeds_file)
+    atomic_write_text(seeds_file, seeds.to_csv(index=False, float_format="%.3f"))
     atomic_write_text(baseline_file, table.to_csv(index=False, float_format="%.3f"))
     print(table.to_string(index=False))
-    print(f"thresholds written to {baseline_file}")
+    print(f"thresholds written to {baseline_file}, the seeds' scores to {seeds_file}")
     return 0
+
+
+def per_seed(runs: dict[str, list[Path]], suite: dict[str, Any]) -> pd.DataFrame:
+    """Every recorded run's final evaluation: the evidence a threshold comes from."""
+    parts = []
+    for backend, paths in runs.items():
+        table = selected(load_runs(paths), suite) if paths else pd.DataFrame()
+        if len(table):
+            parts.append(table[["algo", "env", "seed", "status", "final_mean_return"]].assign(backend=backend))
+    columns = ["algo", "env", "backend", "seed", "status", "final_mean_return"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns].sort_values(columns[:4])
+
+
+def kept_alongside(table: pd.DataFrame, recorded_file: Path) -> pd.DataFrame:
+    """``table`` with the rows of ``recorded_file`` whose entries it does not hold (``--only``)."""
+    if not recorded_file.is_file():
+        return table
+    kept = pd.read_csv(recorded_file)
+    kept = kept[~(kept.algo + ":" + kept.env).isin(table.algo + ":" + table.env)]
+    return pd.concat([kept, table], ignore_index=True).sort_values(["algo", "env"])
 
 
 def check(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None) -> int:

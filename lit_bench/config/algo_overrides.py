@@ -16,6 +16,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Glob, Override
 from omegaconf import OmegaConf
 
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import CONF_DIR
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -61,7 +62,7 @@ def _algo_config(name: str, search_path: list[str]) -> Any:
         overrides.append("hydra.searchpath=[" + ",".join(f"file://{Path(d).resolve()}" for d in search_path) + "]")
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(CONF_DIR), **VERSION_BASE):
             return compose("config", overrides=overrides).algo
     finally:
         GlobalHydra.instance().clear()

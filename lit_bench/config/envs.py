@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import gymnasium as gym
@@ -30,6 +31,33 @@ def require_package(env_cfg: DictConfig, env_name: str) -> None:
         raise ConfigError(
             f"env={env_name} needs the '{extra}' extra (missing module {error.name!r}): pip install 'lit-sb3[{extra}]'"
         ) from None
+    if uses_mujoco(env_cfg):
+        refuse_broken_mujoco(env_name)
+
+
+# Releases whose results are known to be wrong: 4.0.0's constraint solver (fixed in 4.0.1) changes MuJoCo returns.
+BROKEN_MUJOCO = ("4.0.0",)
+
+
+def uses_mujoco(env_cfg: DictConfig) -> bool:
+    """Whether the env's registered entry point is a MuJoCo model (gymnasium's own, or a family's built on it)."""
+    env_id = env_cfg.get("id")
+    spec = gym.envs.registry.get(str(env_id)) if env_id else None
+    entry = spec.entry_point if spec is not None else None
+    name = entry if isinstance(entry, str) else getattr(entry, "__module__", "")
+    return "mujoco" in str(name).lower()
+
+
+def refuse_broken_mujoco(env_name: str) -> None:
+    try:
+        installed = version("mujoco")
+    except PackageNotFoundError:
+        return
+    if installed in BROKEN_MUJOCO:
+        raise ConfigError(
+            f"env={env_name}: mujoco=={installed} has a solver bug that changes MuJoCo results (fixed in 4.0.1); "
+            "install another release: pip install 'mujoco!=4.0.0'"
+        )
 
 
 def env_source(env_cfg: DictConfig, env_name: str) -> str | Callable[..., gym.Env]:

@@ -1,4 +1,10 @@
-"""SIGINT / SIGTERM during a run or a sweep: checkpoint, record ``interrupted``, exit 128 + the signal (130 / 143).
+"""A signal during a run or a sweep: checkpoint, record ``interrupted``, exit 128 + the signal (130 for SIGINT, 143
+for SIGTERM, 129 for SIGHUP, ...).
+
+Every signal that would end the process and that Python can catch (``CAUGHT``: SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPWR) takes the same path; one another library handles
+already (a profiler's SIGPROF) or one that is ignored (nohup's SIGHUP) is left to it. SIGHUP (a closed terminal or
+SSH session) also sends further output that went to the terminal to /dev/null: writing there would fail.
 
 A signal is noted, not acted on where it lands (half a rollout cannot be checkpointed consistently): the run stops
 at its next checkpoint boundary (after the update in progress), writes a checkpoint there with the usual
@@ -20,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, NoReturn
@@ -122,6 +129,8 @@ def _stop_timer(signum: int) -> None:
 def _handler(signum: int, frame: FrameType | None) -> None:
     global _pending
     name = signal.Signals(signum).name
+    if signum == getattr(signal, "SIGHUP", None):
+        _quiet_closed_terminal()
     worker = in_joblib_worker()
     if _pending is not None and not worker:
         hard_stop(f"{name} again", 128 + signum, signum=signum)
@@ -134,7 +143,9 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if stop_file and in_sweep_process():  # only the sweep stops the sweep (a requeued submitit job must run)
         open(stop_file, "a").close()
     if not worker:
-        print(f"\n{name}: stopping at the next checkpoint (send it again to stop at once)", file=sys.stderr, flush=True)
+        # a run (or a sweep's workers) stops at its next checkpoint; a process waiting for a run's lock, at once
+        what = "at the next checkpoint" if _on_hard_stop or in_sweep_process() else "now"
+        print(f"\n{name}: stopping {what} (send it again to stop at once)", file=sys.stderr, flush=True)
         for pid in _workers():
             _kill(pid, signum)
 
@@ -144,16 +155,36 @@ def _kill(pid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
+# Signals whose default action ends the process and that a run can stop for in an orderly way (not the faults a
+# process raises on itself, SIGSEGV and the like, nor SIGPIPE / SIGXFSZ, which Python ignores).
+CAUGHT = tuple(
+    getattr(signal, name)
+    for name in (
+        "SIGINT",
+        "SIGTERM",
+        "SIGHUP",
+        "SIGQUIT",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGALRM",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGXCPU",
+        "SIGPWR",
+    )
+    if hasattr(signal, name)
+)
+TAKEN_OVER = ("SIGINT", "SIGTERM", "SIGUSR2")  # replaced whatever their handler (Python's, Lightning's, submitit's)
+
+
 def _signals() -> list[signal.Signals]:
-    found = [signal.SIGINT, signal.SIGTERM]
-    usr2 = signal.getsignal(signal.SIGUSR2)
-    if callable(usr2) and usr2 is not _handler:  # submitit's requeue signal
-        found.append(signal.SIGUSR2)
-    return found
+    """The signals this process handles: ``TAKEN_OVER`` ones always (submitit's SIGUSR2 handler is called after
+    ours, in ``finish``), the others while nothing else handles them."""
+    return [s for s in CAUGHT if s.name in TAKEN_OVER or signal.getsignal(s) in (signal.SIG_DFL, _handler)]
 
 
 def install() -> None:
-    """Handle SIGINT and SIGTERM (and submitit's SIGUSR2) in this process; idempotent. Ignored signals stay so."""
+    """Handle every signal of ``_signals()`` in this process; idempotent. Ignored signals stay so."""
     for signum in _signals():
         current = signal.getsignal(signum)
         if current in (_handler, signal.SIG_IGN):
@@ -162,10 +193,69 @@ def install() -> None:
         signal.signal(signum, _handler)
 
 
+def _quiet_closed_terminal() -> None:
+    """After SIGHUP: output to the terminal that hung up goes to /dev/null (a write there fails with EIO, which would
+    turn the orderly stop into a traceback); output to files and pipes is kept."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(devnull, fd)
+        os.close(devnull)
+
+
 def reinstall() -> None:
-    """Lightning installs its own SIGTERM handler at fit start (it stops without a checkpoint): take it back."""
+    """Lightning installs its own SIGTERM handler at fit start (it stops without a checkpoint): take it back. Only
+    ``TAKEN_OVER`` signals: a handler installed since for another one is its owner's (the ``step_timeout_s``
+    watchdog's SIGALRM, Lightning's SLURM requeue on SIGUSR1)."""
     for signum in _previous:
-        signal.signal(signum, _handler)
+        if signal.Signals(signum).name in TAKEN_OVER:
+            signal.signal(signum, _handler)
+
+
+PARENT_POLL_S = 0.5  # how often a joblib worker looks whether its sweep's process is still there
+_watching = False
+_orphaned = False  # this joblib worker's sweep process is gone
+_in_job = False
+
+
+@contextlib.contextmanager
+def job() -> Iterator[None]:
+    """One job of a multirun runs in this process. A joblib worker whose sweep is gone exits when the job is over
+    (there is no one to return its result to)."""
+    global _in_job
+    _in_job = True
+    try:
+        yield
+    finally:
+        _in_job = False
+        if _orphaned:
+            os._exit(128 + (_pending or signal.SIGHUP))
+
+
+def watch_sweep() -> None:
+    """In a joblib worker: never outlive the sweep. When the sweep's process is gone (killed, or ended without
+    stopping its workers) the worker is reparented; it then stops as on SIGHUP: a run in progress checkpoints and is
+    recorded ``interrupted`` (resumable, within ``stop_timeout_s``), and the worker exits. A thread that polls the
+    parent pid, not prctl(PR_SET_PDEATHSIG): that signal follows the thread that started the worker (a thread of
+    loky's executor), not the sweep's process, and Linux only."""
+    global _watching
+    sweep_pid = os.environ.get(SWEEP_PID_ENV)
+    # only a child of the sweep's process (a loky worker): a Ray worker inherits the variable from a raylet
+    if _watching or sweep_pid is None or not in_joblib_worker() or str(os.getppid()) != sweep_pid:
+        return
+    _watching = True
+
+    def watch() -> None:
+        global _orphaned
+        while os.getppid() == int(sweep_pid):
+            time.sleep(PARENT_POLL_S)
+        _orphaned = True
+        _handler(signal.SIGHUP, None)  # (called, not sent: under nohup SIGHUP is ignored)
+        if not _in_job:
+            os._exit(128 + signal.SIGHUP)
+
+    threading.Thread(target=watch, name="lit_bench-sweep-watch", daemon=True).start()
 
 
 def start_sweep(stop_file: str) -> None:
@@ -181,10 +271,24 @@ def finish() -> None:
     if _pending is None:
         return
     previous = _previous.get(_pending)
-    if callable(previous) and previous is not signal.default_int_handler:
+    quiet_start = getattr(sys.modules.get("lit_bench.control.startup"), "_quiet_exit", None)  # run.py's, for imports
+    if callable(previous) and previous not in (signal.default_int_handler, quiet_start):
         previous(_pending, None)
     if not in_joblib_worker():
-        sys.exit(128 + _pending)
+        exit_now(128 + _pending)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit once the run is recorded: logs and output flushed, without the interpreter's teardown (its final garbage
+    collection of torch's, Lightning's and SB3's objects took seconds, 10 s on a busy machine, after the run had
+    already stopped)."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def stop_if_pending() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir, reference_dir
 
 COSTS = reference_dir() / "suite_cost.csv"
@@ -97,7 +98,7 @@ def memory_of(entries: list[Entry]) -> dict[tuple[str, str], int | None]:
         if "buffer_size" in (yaml.safe_load((conf_dir() / "algo" / f"{e.algo}.yaml").read_text()) or {})
     ]
     found: dict[tuple[str, str], int | None] = {}
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(conf_dir()), **VERSION_BASE):
         for entry in buffered:
             overrides = [f"algo={entry.algo}", f"env={entry.env}", *entry.overrides]
             try:

@@ -137,7 +137,7 @@ def job_result(cfg: DictConfig, summary: dict[str, Any]) -> float | None:
     trial (raises ``RunFailed``) for a sweeper that uses return values, and NaN for Hydra's basic sweeper, which
     ignores them (its multirun then reports the failure and exits 1). A pruned trial raises ``RunPruned``."""
     hydra_cfg = HydraConfig.get()
-    failed = summary["status"] == "failed"
+    failed = summary["status"] in ("failed", "damaged")  # damaged: a completed run left for the user
     if hydra_cfg.mode == RunMode.RUN:
         if failed:
             sys.exit(1)

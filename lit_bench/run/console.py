@@ -88,8 +88,12 @@ class ConsoleProgress:
         if self.mode == "lines":
             first = min((steps // self.every + 1) * self.every, self.budget)
             resumed = f" (resumed at {steps:,})" if steps else ""
+            # the grid's points up to the budget, and the final evaluation at the end when it is off the grid
+            count = self.budget // self.every - steps // self.every + (1 if self.budget % self.every else 0)
+            evaluations = f"{count} evaluation{'s' if count != 1 else ''}"
             self._write(
-                f"[{self.name}] training to {self.budget:,} env steps{resumed}; first evaluation at {first:,}\n"
+                f"[{self.name}] training to {self.budget:,} env steps{resumed}; {evaluations}, every "
+                f"{self.every:,} env steps, the first at {first:,}\n"
             )
 
     def step(self, steps: int) -> None:

@@ -15,7 +15,7 @@ from lit_bench.config.checks import check_spaces
 from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
 from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.console import ConsoleProgress
-from lit_bench.run.evaluation import PeriodicEval
+from lit_bench.run.evaluation import PeriodicEval, default_every
 from lit_bench.run.objective import score
 from lit_bench.run.prepare import console_mode
 from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, requested_devices
@@ -66,6 +66,7 @@ def train_and_score(
         cpu_fps=round(evaluator.cpu_fps, 1),
         startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
         objective=score(rows, cfg.objective),
+        **run_dir.written(),
     )
 
 
@@ -82,7 +83,7 @@ def _train(
     from lit_bench.run.backends import BACKENDS, Job
 
     resume = start.action == "resume"
-    every = int(cfg.eval.every or max(budget // 10, 1))
+    every = int(cfg.eval.every or default_every(cfg, budget))
     video = eval_video(cfg.eval, run_dir.video, budget, every)
     train_env, eval_env = make_envs(
         cfg.env,

@@ -158,7 +158,7 @@ def describe(summary: dict[str, Any]) -> str:
             f"{name}: PRUNED after the evaluation at {summary.get('pruned_at')} env steps; checkpoint at "
             f"{summary.get('timesteps')} kept in {summary['run_dir']}"
         )
-    if summary["status"] in ("failed", "interrupted"):
+    if summary["status"] in ("failed", "interrupted", "damaged"):
         return f"{name}: {summary['status'].upper()}: {summary.get('error')}"
     score = f"{summary['final_mean_return']:.1f} +/- {summary['final_std_return']:.1f}"
     threshold = summary.get("threshold")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import requires as requirements
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,16 +17,40 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.resources import source_checkout
 
+SHAPING = ("stable-baselines3", "sb3-contrib", "torch", "lightning", "gymnasium", "mujoco", "numpy", "hydra-core")
 
-def versions() -> dict[str, str | None]:
+
+def versions(env: dict[str, Any] | None = None) -> dict[str, str | None]:
+    """lit_sb3's version and those of the packages that shape a run's numbers (``SHAPING``), plus the env family's
+    own packages (``env``: the run's env config; its ``extra`` names them, e.g. ale-py, box2d, minigrid, pybullet)."""
     import lit_sb3
 
     found: dict[str, str | None] = {"lit_sb3": lit_sb3.__version__}
-    for dist in ("stable-baselines3", "sb3-contrib", "torch", "lightning", "gymnasium", "mujoco", "hydra-core"):
+    for dist in (*SHAPING, *family_packages((env or {}).get("extra"))):
         try:
             found[dist] = version(dist)
         except PackageNotFoundError:
             found[dist] = None
+    return found
+
+
+def family_packages(extra: str | None) -> list[str]:
+    """The distributions lit-sb3's ``extra`` installs (an env family's: ``atari`` -> ale-py, opencv-python-headless)."""
+    if not extra:
+        return []
+    from packaging.requirements import Requirement
+
+    try:
+        requires = requirements("lit-sb3") or []
+    except PackageNotFoundError:
+        return []
+    found = []
+    for text in requires:
+        requirement = Requirement(text)
+        marker = requirement.marker
+        of_extra = marker is not None and marker.evaluate({"extra": extra}) and not marker.evaluate({"extra": ""})
+        if of_extra and requirement.name != "lit-sb3":  # (an extra of extras, `envs`, names lit-sb3 itself)
+            found.append(requirement.name)
     return found
 
 
@@ -44,13 +69,14 @@ def git_state() -> dict[str, Any]:
         return {"commit": None, "dirty": None}
 
 
-def provenance() -> dict[str, Any]:
-    """The summary's fields written when a run starts (``cluster`` only for a job of a scheduler)."""
+def provenance(env: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The summary's fields written when a run starts (``env``: the run's env config; ``cluster`` only for a job of a
+    scheduler)."""
     found = {
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": socket.gethostname(),
         "python": platform.python_version(),
-        "versions": versions(),
+        "versions": versions(env),
         "git": git_state(),
     }
     job = scheduler_job()

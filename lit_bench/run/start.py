@@ -20,10 +20,10 @@ from lit_bench.store.rundir import RunDir, atomic_write_text
 @dataclass(frozen=True)
 class Start:
     """How a run begins in its directory: ``skip`` (completed or pruned with this config), ``resume`` (from the
-    checkpoint at ``step``) or ``fresh`` (nothing usable there; ``damage`` says what was wrong with a run found
-    there)."""
+    checkpoint at ``step``), ``fresh`` (nothing usable there; with ``force``, ``damage`` says what was wrong with the
+    run found there) or ``damaged`` (a completed run whose files do not match its record: left for the user)."""
 
-    action: Literal["skip", "resume", "fresh"]
+    action: Literal["skip", "resume", "fresh", "damaged"]
     step: int | None = None
     damage: str | None = None
 
@@ -40,8 +40,8 @@ def decide(
     """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
     already known to be this run's; ``budget`` None: only whether to skip is known, never ``resume``)."""
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
-    if damage:
-        return Start("fresh", damage=damage)
+    if damage:  # finished work is never trained over unasked: force=true does
+        return Start("fresh" if force else "damaged", damage=damage)
     pruned = previous is not None and previous["status"] == "pruned"
     if held is None or (force and not pruned):
         return Start("fresh")
@@ -52,6 +52,14 @@ def decide(
         return Start("skip")  # force=true continues a pruned run from its checkpoint
     step = resume_point(run_dir, backend) if budget is not None else None  # at the budget: killed in the final
     return Start("resume", step) if step is not None else Start("fresh")  # evaluation, which alone is redone
+
+
+def left_damaged(run_dir: RunDir, damage: str) -> str:
+    """The one line of a completed run whose files do not match what it recorded."""
+    return (
+        f"{run_dir.root}: damaged: {damage}; left as it is (nothing was changed): "
+        f"restore or move it, or force=true to train it again"
+    )
 
 
 def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir) -> str | None:
@@ -76,7 +84,7 @@ def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir)
 def open_run_dir(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
     """Make the directory ready for ``start``: cleared, or cut back to the checkpoint; then this run's config."""
     if start.damage:
-        print(f"{run_dir.root}: {start.damage}; running it again from the start", file=sys.stderr, flush=True)
+        print(f"{run_dir.root}: {start.damage}; force=true: running it again", file=sys.stderr, flush=True)
     if start.action == "resume":
         assert start.step is not None
         run_dir.truncate_eval(start.step)

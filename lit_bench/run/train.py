@@ -37,7 +37,7 @@ from lit_bench.run.outcome import (
 from lit_bench.run.prepare import console_mode, prepare, warn_budget
 from lit_bench.run.provenance import hydra_output_dir, provenance
 from lit_bench.run.ranks import process_rank, run_rank
-from lit_bench.run.start import Start, decide, not_retrained, open_run_dir
+from lit_bench.run.start import Start, decide, left_damaged, not_retrained, open_run_dir
 from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir
 
@@ -125,6 +125,9 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         )
     # a completed run is skipped before the checks: a logger it would need only to train again is not required
     start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=None, force=bool(cfg.force))
+    if start.action == "damaged":  # finished work that does not check out: the user's to look at, never retrained
+        assert start.damage is not None
+        return {**base, "status": "damaged", "error": left_damaged(run_dir, start.damage), "traceback": None}
     if start.action != "skip":
         try:
             algo_cls, budget = prepare(cfg)
@@ -149,7 +152,7 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     torch.set_num_threads(int(cfg.threads))
     open_run_dir(run_dir, config, start)
     warn_budget(cfg, budget)
-    summary = {**base, "status": "running", "resumed_from": start.step, **provenance()}
+    summary = {**base, "status": "running", "resumed_from": start.step, **provenance(config["env"])}
     run_dir.write_summary(summary)
 
     def rank_failed(error: str) -> None:

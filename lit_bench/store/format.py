@@ -5,7 +5,9 @@ A run directory is ``<out_dir>/<sweep>/<algo>[@<backend>]/<env>/[<variant>-<conf
 sibling moved into place with ``os.replace``: a killed run leaves the old or the new version, never half of one).
 
 Versions (``summary.json``'s ``format``): 1 -- every directory written before the field existed (read as 1); 2 --
-adds ``format``. A reader takes any version up to ``FORMAT`` and refuses a newer one in one line (``format_problem``).
+adds ``format``; 3 -- a completed run records what it wrote (``evaluations``, ``eval_csv_sha256``: a later change to
+``eval.csv`` makes it ``damaged``), and ``versions`` adds numpy and the env family's package. A reader takes any
+version up to ``FORMAT`` and refuses a newer one in one line (``format_problem``).
 
 ``MOVED`` names the modules that version-1 ``config.yaml`` files may name by their path before the layered layout
 (``_target_`` / ``package`` entries ``lit_bench.noise.*``, ``lit_bench.wrappers.*``): the old module is importable as
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FORMAT = 2  # the run-directory format this version writes and the newest it reads
+FORMAT = 3  # the run-directory format this version writes and the newest it reads
 
 CONFIG = "config.yaml"
 OVERRIDES = "overrides.yaml"
@@ -102,7 +104,7 @@ SUMMARY_FIELDS: dict[str, str] = {
     "finished_at": "local time of the end",
     "host": "host name",
     "python": "Python version",
-    "versions": "versions of the packages that shape results",
+    "versions": "versions of the packages that shape results (format 3 on: numpy and the env family's own package)",
     "git": "commit and dirty flag of the checkout",
     "cluster": "the scheduler job that ran it (SLURM: job id, node, restarts, submitit's stdout / stderr files; Ray: "
     "job, node, task, worker pid, log folder); absent outside a scheduler",
@@ -120,6 +122,8 @@ SUMMARY_FIELDS: dict[str, str] = {
     "changes it far less than the wall-clock fps)",
     "startup_s": "seconds from the start to the first env step",
     "objective": "the score a sweeper gets",
+    "evaluations": "a completed run's number of evaluations in eval.csv (format 3 on)",
+    "eval_csv_sha256": "the SHA-256 of the eval.csv a completed run wrote (format 3 on)",
     "error": "what went wrong (failed, interrupted)",
     "traceback": "the traceback of an unexpected error",
     "signal": "the signal that stopped an interrupted run",
@@ -127,6 +131,10 @@ SUMMARY_FIELDS: dict[str, str] = {
     "console): recorded, never part of its identity",
     "note": "what a skipped run's command asked for that did not train it again (another observation setting)",
 }
+
+# The packages whose versions change a run's numbers (summary.json's ``versions``): the report flags a config whose
+# runs differ in one of them (pooled in one row, said in the table's footnotes and the figures' legends).
+NUMBER_VERSIONS = ("lit_sb3", "stable-baselines3", "sb3-contrib", "torch", "gymnasium", "mujoco", "numpy")
 
 # Files a sweep directory (<out_dir>/<sweep>) holds next to its runs.
 SWEEP_FILES: dict[str, str] = {

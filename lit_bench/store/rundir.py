@@ -11,8 +11,10 @@ import contextlib
 import csv
 import errno
 import fcntl
+import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import socket
@@ -122,16 +124,41 @@ def _step_of(row: dict[str, Any], key: str) -> float:
 LOCK_POLL_S = 0.2  # how often a process waiting for another's run lock looks again (and at a pending signal)
 
 
-def _wait_for_lock(handle: Any, poll: Callable[[], None]) -> None:
+def _wait_for_lock(handle: Any, poll: Callable[[], None], root: Path, holder: str) -> None:
     """Block until ``handle``'s lock is ours, calling ``poll`` every ``LOCK_POLL_S`` (it may raise, e.g. on a
-    signal, to stop the wait instead of blocking until the other process ends)."""
+    signal, to stop the wait instead of blocking until the other process ends). Says so, once, when the holder is
+    (or becomes) a stopped process: that wait would not end by itself."""
+    said_stopped = False
     while True:
         poll()
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
+            note = None if said_stopped else stopped_holder(holder)
+            if note:
+                print(f"{root}: {note}", flush=True)
+                said_stopped = True
             time.sleep(LOCK_POLL_S)
+
+
+def stopped_holder(holder: str) -> str | None:
+    """What to say when ``holder`` (a lock's ``pid N on <host>``) is a process of this machine that is stopped
+    (SIGSTOP, Ctrl-Z; state T or t in /proc/N/stat): it is not progressing, so the wait would not end."""
+    words = holder.split()
+    if len(words) != 4 or words[0] != "pid" or words[2] != "on" or words[3] != socket.gethostname():
+        return None
+    pid = words[1]
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):  # gone, or no /proc (not Linux)
+        return None
+    if state not in ("T", "t"):
+        return None
+    return (
+        f"pid {pid} on {words[3]} holds the lock and is stopped (SIGSTOP or Ctrl-Z; /proc/{pid}/stat state {state}): "
+        f"it is not progressing; kill -CONT {pid} resumes it, Ctrl-C stops this wait"
+    )
 
 
 class RunDir:
@@ -238,7 +265,7 @@ class RunDir:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 print(f"{self.root}: being written by {holder}; waiting for it to finish", flush=True)
-                _wait_for_lock(handle, poll)
+                _wait_for_lock(handle, poll, self.root, holder)
             handle.seek(0)
             handle.truncate()
             handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
@@ -247,6 +274,30 @@ class RunDir:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def left_running(self) -> bool:
+        """Whether summary.json says ``running`` while no process holds the run's lock (its writer is gone)."""
+        if (self.read_summary() or {}).get("status") != "running":
+            return False
+        try:
+            handle = open_no_follow(self.lock_file, os.O_RDWR)
+        except OSError:
+            return False
+        with os.fdopen(handle, "r+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False  # a live writer
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        return True
+
+    def record_lost(self, error: str) -> None:
+        """A run whose process died without recording its end: ``failed`` with ``error`` (a rerun resumes it from its
+        checkpoint), so that its directory says what the sweep table says. A run that recorded its end, or that a
+        live process is writing, is left as it is."""
+        if self.left_running():
+            summary = self.read_summary() or {}
+            self.write_summary({**summary, "status": "failed", "error": error, "traceback": None})
 
     def refuse_symlinked_dirs(self) -> None:
         """OSError (one line naming it) when the run directory, or a directory in it that the harness or its loggers
@@ -340,17 +391,25 @@ class RunDir:
 
     # ------------------------------------------------------------------ checking a finished run
 
+    def written(self) -> dict[str, Any]:
+        """What a completed run records about the eval.csv it wrote (``format.WRITTEN``): its number of evaluations
+        and its checksum, so that a later change to the file is found (``damage``)."""
+        data = self.eval_csv.read_bytes()
+        return {"evaluations": len(read_csv(self.eval_csv)), "eval_csv_sha256": hashlib.sha256(data).hexdigest()}
+
     def damage(self, summary: dict[str, Any] | None) -> str | None:
         """What is wrong with the files of a run before it is skipped as completed (None: nothing, or not completed).
 
-        A completed run's eval.csv ends with the final evaluation that its summary.json reports.
+        A completed run's eval.csv has a number in every row, ends with the final evaluation that its summary.json
+        reports and (format 3 on) is the file the run wrote: as many evaluations, the same checksum.
         """
         if summary is None:
             return "summary.json is unreadable" if self.summary.exists() else None
         if summary.get("status") != "completed":
             return None
         try:
-            text = self.eval_csv.read_text()
+            data = self.eval_csv.read_bytes()
+            text = data.decode()
         except FileNotFoundError:
             return "eval.csv is missing"
         except (OSError, ValueError) as error:
@@ -361,13 +420,27 @@ class RunDir:
         last = rows[-1]
         if not text.endswith("\n") or None in last or None in last.values():
             return "eval.csv is truncated (its last row is incomplete)"
-        try:
-            final_step, final_return = int(float(last["timesteps"])), float(last["mean_return"])
-        except (KeyError, ValueError):
-            return "eval.csv is damaged (its last row does not parse)"
+        for n, row in enumerate(rows, start=1):
+            if not all(math.isfinite(_number(row.get(key))) for key in ("timesteps", "mean_return")):
+                return f"eval.csv is damaged (row {n} has no number for timesteps or mean_return)"
+        final_step, final_return = int(float(last["timesteps"])), float(last["mean_return"])
         if final_step != summary.get("timesteps") or final_return != summary.get("final_mean_return"):
             return (
                 f"eval.csv does not end with the final evaluation in summary.json "
                 f"({final_step} vs {summary.get('timesteps')} env steps)"
             )
+        recorded = summary.get("evaluations")
+        if recorded is not None and recorded != len(rows):
+            return f"eval.csv holds {len(rows)} evaluations, summary.json recorded {recorded}"
+        digest = summary.get("eval_csv_sha256")
+        if digest is not None and digest != hashlib.sha256(data).hexdigest():
+            return "eval.csv is not the file the run wrote (its checksum differs from summary.json's)"
         return None
+
+
+def _number(value: Any) -> float:
+    """A CSV cell as a number; NaN when it is none."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan

@@ -19,6 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from lit_bench.config.checks import ConfigError, algorithm_class
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.store.rundir import EVAL_FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ CHILD_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0", "PYT
 
 def compose_run(*overrides: str) -> DictConfig:
     """The config run.py would get (with ${hydra:...} resolvable, as in a real run)."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF), **VERSION_BASE):
         cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
     return cfg

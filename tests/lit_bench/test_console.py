@@ -45,7 +45,9 @@ def test_a_run_prints_one_status_line_per_evaluation(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "\r" not in err
     lines = [line for line in err.splitlines() if line.startswith("[ppo CartPole seed 0]")]
-    assert lines[0] == "[ppo CartPole seed 0] training to 512 env steps; first evaluation at 256"
+    assert lines[0] == (
+        "[ppo CartPole seed 0] training to 512 env steps; 2 evaluations, every 256 env steps, the first at 256"
+    )
     assert len(lines) == 1 + 2 and all(STATUS.match(line) for line in lines[1:]), lines  # evaluations at 256, 512
     assert "next eval at 512" in lines[1] and lines[2].startswith("[ppo CartPole seed 0] 512/512 env steps (100%)")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lit_bench.analysis.load import load_runs
@@ -71,3 +73,28 @@ def test_load_runs_keeps_damaged_runs_marked(tmp_path):
     table = load_runs([tmp_path / "s"]).set_index("seed")
     assert table.loc[3, "status"] == "damaged" and "not a JSON object" in table.loc[3, "problem"]
     assert (table.loc[[0, 1, 2], "status"] == "completed").all() and table.loc[[0, 1, 2], "problem"].isna().all()
+
+
+def test_a_completed_run_whose_eval_csv_is_not_the_one_it_wrote_is_damaged(tmp_path, capsys):
+    """Format 3 records the evaluations and the checksum of eval.csv: rows deleted in the middle (the last kept) or a
+    value changed there are damage, not a shorter curve."""
+    import hashlib
+
+    runs = _sweep(tmp_path / "s")
+    for run in runs:
+        data = (run / "eval.csv").read_bytes()
+        summary = json.loads((run / "summary.json").read_text())
+        summary.update(format=3, evaluations=4, eval_csv_sha256=hashlib.sha256(data).hexdigest())
+        (run / "summary.json").write_text(json.dumps(summary))
+    eval_csv = runs[0] / "eval.csv"
+    lines = eval_csv.read_text().splitlines(keepends=True)
+    eval_csv.write_text("".join(lines[:2] + lines[4:]))  # rows 2-3 gone, the final evaluation kept
+    eval_csv = runs[1] / "eval.csv"
+    eval_csv.write_text(eval_csv.read_text().replace(",200.0,", ",250.0,", 1))
+    lit, warnings = _report(capsys, tmp_path / "s")
+    assert lit.seeds == 2 and lit.damaged == 2
+    assert f"{runs[0] / 'eval.csv'}: holds 2 evaluations, summary.json recorded 4" in warnings[0]
+    assert (
+        f"{runs[1] / 'eval.csv'}: not the file the run wrote (its checksum differs from summary.json's)"
+        in (warnings[1])
+    )

@@ -41,14 +41,17 @@ def test_decision(
     assert decide(run, summary, HELD, backend="lit", budget=2000, force=force) == expected
 
 
-def test_a_new_or_damaged_directory_starts_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_directory_starts_afresh_and_a_damaged_one_is_left_unless_forced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(start, "resume_point", lambda run, backend: pytest.fail("nothing to resume from"))
     assert decide(RunDir(tmp_path / "new"), None, None, backend="lit", budget=2000, force=False) == Start("fresh")
     run, summary = _run(tmp_path, "completed")
     run.eval_csv.write_text(run.eval_csv.read_text()[:-3])  # the final evaluation's row cut short
-    assert decide(run, summary, HELD, backend="lit", budget=2000, force=False) == Start(
-        "fresh", damage="eval.csv is truncated (its last row is incomplete)"
-    )
-    assert decide(run, None, HELD, backend="lit", budget=2000, force=False) == Start(
-        "fresh", damage="summary.json is unreadable"
-    )
+    for force, action in ((False, "damaged"), (True, "fresh")):
+        assert decide(run, summary, HELD, backend="lit", budget=2000, force=force) == Start(
+            action, damage="eval.csv is truncated (its last row is incomplete)"
+        )
+        assert decide(run, None, HELD, backend="lit", budget=2000, force=force) == Start(
+            action, damage="summary.json is unreadable"
+        )

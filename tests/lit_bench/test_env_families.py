@@ -154,6 +154,25 @@ def test_missing_extra_is_one_line_before_training(
         require_package(compose_run("env=Breakout").env, "Breakout")
 
 
+def test_the_broken_mujoco_release_is_refused_for_mujoco_envs_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lit_bench.config.envs as envs
+    from lit_bench.run.train import run
+
+    monkeypatch.setattr(envs, "version", lambda dist: "4.0.0" if dist == "mujoco" else "1.0")
+    summary = run(compose_run("algo=sac", "env=HalfCheetah", f"out_dir={tmp_path}"))
+    assert summary["status"] == "failed" and summary["traceback"] is None
+    assert summary["error"].startswith("env=HalfCheetah: mujoco==4.0.0 has a solver bug")
+    assert "\n" not in summary["error"]
+    assert not list(tmp_path.rglob("eval.csv")) and not list(tmp_path.rglob("config.yaml"))
+    envs.require_package(compose_run("env=CartPole").env, "CartPole")  # not a MuJoCo env: no refusal
+    monkeypatch.setattr(envs, "version", lambda dist: "3.3.7")
+    envs.require_package(compose_run("env=HalfCheetah").env, "HalfCheetah")
+    assert envs.uses_mujoco(compose_run("env=InvertedPendulum").env)
+    assert not envs.uses_mujoco(compose_run("env=Pendulum").env)
+
+
 # ------------------------------------------------------------------------------------------- smoke runs (run.py)
 
 SMALL = ("budget=256", "eval.every=256", "eval.episodes=1", "hydra/launcher=basic")

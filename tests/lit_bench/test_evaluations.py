@@ -101,3 +101,33 @@ def test_a_resumed_run_continues_evaluations_npz_from_its_checkpoint(tmp_path):
     evaluator.evaluate(model)
     with np.load(run.root / "evaluations.npz") as data:
         assert list(data["timesteps"]) == [100, 200, 400] and data["results"].shape == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "budget", "every"),
+    [
+        (("algo=ppo", "env=CartPole"), 64, 256),  # the Zoo's 8 envs x 32 steps: one rollout, one evaluation
+        (("algo=ppo", "env=CartPole"), 20000, 2048),  # a tenth of the budget, rounded up to whole rollouts
+        (("algo=a2c", "env=Acrobot"), 1000, 160),  # the Zoo's 16 envs x 5 steps
+        (("algo=dqn", "env=CartPole"), 50000, 5120),  # the Zoo's train_freq=256
+        (("algo=sac", "env=Pendulum"), 1500, 150),  # a step at a time: a tenth of the budget
+        (("algo=ppo", "env=CartPole", "eval.every=100"), 64, 100),  # a chosen eval.every is kept
+    ],
+)
+def test_evaluations_fall_on_whole_units_of_the_algorithms_work(overrides, budget, every):
+    from lit_bench.run.evaluation import default_every
+    from tests.lit_bench.helpers import compose_run
+
+    cfg = compose_run(*overrides, f"budget={budget}")
+    assert int(cfg.eval.every or default_every(cfg, budget)) == every
+
+
+@pytest.mark.harness
+def test_a_tiny_ppo_budget_evaluates_once_at_the_end_of_its_rollout(tmp_path):
+    from lit_bench.run.train import run
+    from tests.lit_bench.helpers import compose_run
+
+    summary = run(compose_run("algo=ppo", "env=CartPole", "budget=64", f"out_dir={tmp_path}"))
+    assert summary["status"] == "completed" and summary["timesteps"] == 256
+    (eval_csv,) = tmp_path.rglob("eval.csv")
+    assert [int(line.split(",")[0]) for line in eval_csv.read_text().splitlines()[1:]] == [256]

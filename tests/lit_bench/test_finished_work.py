@@ -14,7 +14,7 @@ from lit_bench.config.identity import identify, resolved, run_path
 from lit_bench.run import train
 from lit_bench.store.format import WRITTEN_DIRS
 from lit_bench.store.rundir import RunDir, atomic_write_text
-from tests.lit_bench.helpers import TINY, compose_run, read_csv
+from tests.lit_bench.helpers import TINY, compose_run, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 
@@ -175,3 +175,62 @@ def test_a_resume_through_a_symlinked_checkpoints_directory_is_refused(tmp_path:
     assert again["status"] == "failed" and "\n" not in again["error"]
     assert f"{run.checkpoints} is a symlink" in again["error"], again["error"]
     assert _files(victim) == before and run.checkpoints.is_symlink()
+
+
+def _rows_deleted(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:3] + lines[7:])  # rows 3-6 of 8 gone, the final evaluation kept
+
+
+def _not_a_number(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    cells = lines[4].split(",")
+    cells[2] = "NOTANUMBER"  # row 4's mean_return
+    return "".join([*lines[:4], ",".join(cells), *lines[5:]])
+
+
+@pytest.mark.parametrize("damage", [_rows_deleted, _not_a_number])
+def test_a_completed_run_whose_eval_csv_changed_is_damaged_and_left_alone(
+    tmp_path: Path, damage: object, capfd: pytest.CaptureFixture
+) -> None:
+    """A completed run records what it wrote (evaluations, checksum): one that does not match is neither skipped as
+    completed nor trained over; one line says so, and every file stays as it is."""
+    overrides = [*TINY, "budget=256", "eval.every=32", f"out_dir={tmp_path}"]
+    first = train.run(compose_run(*overrides))
+    run_dir = Path(first["run_dir"])
+    eval_csv = run_dir / "eval.csv"
+    eval_csv.write_text(damage(eval_csv.read_text()))  # type: ignore[operator]
+    files = _files(run_dir)
+    capfd.readouterr()
+    again = train.run(compose_run(*overrides))
+    assert again["status"] == "damaged" and again["traceback"] is None, again
+    assert again["error"].startswith(f"{run_dir}: damaged: eval.csv ") and "\n" not in again["error"]
+    assert "left as it is (nothing was changed)" in again["error"] and "force=true" in again["error"]
+    assert _files(run_dir) == files  # finished work is the user's: nothing rewritten, nothing deleted
+    assert "Traceback" not in "".join(capfd.readouterr())
+    assert train.describe(again) == f"ppo on CartPole (seed 0, lit, {again['variant']}): DAMAGED: {again['error']}"
+    assert first["evaluations"] == 8 and len(first["eval_csv_sha256"]) == 64  # what it wrote, recorded
+
+
+def test_a_damaged_run_fails_run_py_in_one_line_and_force_trains_it_again(tmp_path: Path) -> None:
+    overrides = [*TINY, "budget=256", "eval.every=32", f"out_dir={tmp_path}"]
+    run_dir = Path(train.run(compose_run(*overrides))["run_dir"])
+    eval_csv = run_dir / "eval.csv"
+    eval_csv.write_text(_not_a_number(eval_csv.read_text()))
+    result = run_py(*overrides)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert "DAMAGED: " in output and "row 4 has no number for timesteps or mean_return" in output
+    assert "NOTANUMBER" in eval_csv.read_text()
+    again = train.run(compose_run(*overrides, "force=true"))
+    assert again["status"] == "completed" and "NOTANUMBER" not in eval_csv.read_text()
+
+
+def test_a_run_written_before_the_record_is_still_skipped(tmp_path: Path) -> None:
+    """Format 2 directories have no evaluations / checksum: read as before (and checked for numbers)."""
+    overrides = [*TINY, "budget=256", "eval.every=96", f"out_dir={tmp_path}"]
+    first = train.run(compose_run(*overrides))
+    run = RunDir(first["run_dir"])
+    old = {k: v for k, v in json.loads(run.summary.read_text()).items() if k not in ("evaluations", "eval_csv_sha256")}
+    atomic_write_text(run.summary, json.dumps({**old, "format": 2}))
+    assert train.run(compose_run(*overrides))["status"] == "skipped"

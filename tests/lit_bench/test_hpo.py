@@ -31,6 +31,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState, create_trial  # noqa: E402
 
 from lit_bench.analysis.hpo import plot_study, plot_sweep  # noqa: E402
+from lit_bench.config.hydra_versions import VERSION_BASE  # noqa: E402
 from lit_bench.control import study as studies  # noqa: E402
 from lit_bench.control.hpo_results import write_results  # noqa: E402
 
@@ -102,7 +103,7 @@ def test_samplers_and_pruners_by_name_with_one_line_errors() -> None:
 
 
 def _sweeper_node(*overrides: str):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF), **VERSION_BASE):
         cfg = compose("config", overrides=["hydra.mode=MULTIRUN", *overrides], return_hydra_config=True)
     return OmegaConf.to_container(cfg.hydra.sweeper, resolve=True)
 

@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from lit_bench.config.checks import ConfigError
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.run import loggers
 from lit_bench.store.rundir import RunDir
 
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _logger_cfg(*overrides: str):
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), **VERSION_BASE):
         cfg = compose("config", overrides=list(overrides))
     # the names the harness derives from Hydra's runtime choices, set by hand outside a Hydra app
     return OmegaConf.merge(

@@ -19,6 +19,7 @@ from lit_bench.config.checks import (
     check_hyperparameters,
     constructor_parameters,
 )
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir, reference_dir, source_checkout
 from lit_sb3 import PPO
 
@@ -47,7 +48,7 @@ def _user_dir(root: Path, files: dict[str, str]) -> Path:
 def _compose(user: Path | None, *overrides: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv(config_sources.ENV_VAR, str(user) if user else "")
     config_sources.install()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(conf_dir()), **VERSION_BASE):
         return compose("config", overrides=list(overrides))
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from lit_bench.analysis.load import load_runs
 from lit_bench.cli import regress
-from tests.lit_bench.helpers import make_sweep
+from tests.lit_bench.helpers import make_sweep, write_run
 
 
 @pytest.fixture
@@ -46,10 +47,12 @@ def test_failed_or_missing_runs_are_regressions(fixture_suite):
 
 
 def test_thresholds_take_the_lower_backend_with_margin():
-    lit = pd.DataFrame({"algo": ["sac"], "env": ["Pendulum"], "final_iqm": [-150.0], "ci_low": [-200.0]})
-    sb3 = pd.DataFrame({"algo": ["sac"], "env": ["Pendulum"], "final_iqm": [-160.0], "ci_low": [-180.0]})
+    row = {"algo": ["sac"], "env": ["Pendulum"]}
+    lit = pd.DataFrame({**row, "final_iqm": [-150.0], "ci_low": [-200.0], "seeds": [6]})
+    sb3 = pd.DataFrame({**row, "final_iqm": [-160.0], "ci_low": [-180.0], "seeds": [5]})
     table = regress.thresholds({"lit": lit, "sb3": sb3}, margin=0.25)
     assert table.threshold.item() == pytest.approx(-250.0)
+    assert table.seeds.item() == 5 and table.random.item() == pytest.approx(-1208.0)  # the fewer seeds count
 
 
 def test_unknown_suite_lists_the_available_ones():
@@ -99,29 +102,113 @@ def test_an_entry_without_a_threshold_is_a_regression():
     assert regress.compare(table, baselines, suite).passed.tolist() == [True, False]  # trpo: nothing recorded
 
 
-def test_record_with_only_rewrites_the_measured_thresholds_and_keeps_the_others(tmp_path, monkeypatch, capsys):
-    make_sweep(tmp_path)  # ppo on CartPole: lit finals 480, 490, 500; SB3 finals 470 for every seed
-    sweep = tmp_path / "fixture_sweep"
+def _recorded_sweep(root, lit: dict[str, list[float]], sb3: dict[str, list[float]]):
+    """Final evaluations per entry ("algo:env") and seed, as run directories of both backends."""
+    runs: dict[str, list] = {"lit": [], "sb3": []}
+    for backend, finals in (("lit", lit), ("sb3", sb3)):
+        for name, scores in finals.items():
+            algo, env = name.split(":")
+            for seed, score in enumerate(scores):
+                run = write_run(
+                    root / f"sweep_{backend}", algo, env, seed, backend, [score / 2, score], env_id=f"{env}-v1"
+                )
+                runs[backend].append(run)
+    return runs
+
+
+def _record(tmp_path, monkeypatch, suite, runs, *args):
     monkeypatch.setattr(
-        regress,
-        "run_suite",
-        lambda suite, backend, out, launcher=None, kind="entries": sorted(
-            (sweep / ("ppo@sb3" if backend == "sb3" else "ppo")).glob("CartPole/seed_*")
-        ),
+        regress, "run_suite", lambda suite, backend, out, launcher=None, kind="entries": sorted(runs[backend])
     )
+    monkeypatch.setattr(regress, "load_suite", lambda name: suite)
+    return regress.main(["--suite", "ci", "--record", "--baselines", str(tmp_path / "ci.csv"), *args])
+
+
+FIVE = [0, 1, 2, 3, 4]
+
+
+def test_record_with_only_rewrites_the_measured_thresholds_and_keeps_the_others(tmp_path, monkeypatch, capsys):
+    runs = _recorded_sweep(tmp_path, {"ppo:CartPole": [480, 490, 500, 495, 485]}, {"ppo:CartPole": [470] * 5})
     suite = {
         "name": "ci",
-        "seeds": [0, 1, 2],
+        "seeds": FIVE,
         "margin": 0.25,
         "entries": [{"algo": "ppo", "env": "CartPole"}, {"algo": "sac", "env": "Pendulum"}],
     }
-    monkeypatch.setattr(regress, "load_suite", lambda name: suite)
     baselines = tmp_path / "ci.csv"
     pd.DataFrame({"algo": ["ppo", "sac"], "env": ["CartPole", "Pendulum"], "threshold": [1.0, -200.0]}).to_csv(
         baselines, index=False
     )
-    assert regress.main(["--suite", "ci", "--record", "--only", "ppo:CartPole", "--baselines", str(baselines)]) == 0
+    assert _record(tmp_path, monkeypatch, suite, runs, "--only", "ppo:CartPole") == 0
     table = pd.read_csv(baselines).set_index("algo")
     assert table.loc["ppo", "threshold"] == pytest.approx(470 - 0.25 * 470)  # SB3's CI is the lower one
+    assert table.loc["ppo", "seeds"] == 5 and table.loc["ppo", "random"] == pytest.approx(23.68)
     assert table.loc["sac", "threshold"] == -200.0  # not measured this time: its recorded threshold is kept
+    seeds = pd.read_csv(tmp_path / "ci_seeds.csv")
+    assert len(seeds) == 10 and set(seeds.backend) == {"lit", "sb3"}  # the evidence: every seed's final score
+    assert sorted(seeds[seeds.backend == "lit"].final_mean_return) == [480, 485, 490, 495, 500]
     assert f"thresholds written to {baselines}" in capsys.readouterr().out
+
+
+def test_the_recorder_refuses_fewer_than_five_seeds_before_running_anything(tmp_path, monkeypatch):
+    suite = {"name": "ci", "seeds": [0, 1], "margin": 0.25, "entries": [{"algo": "td3", "env": "Pendulum"}]}
+    ran = []
+    monkeypatch.setattr(regress, "run_suite", lambda *args, **kwargs: ran.append(args) or [])
+    monkeypatch.setattr(regress, "load_suite", lambda name: suite)
+    with pytest.raises(SystemExit, match="runs 2 seeds; thresholds are recorded from at least 5"):
+        regress.main(["--suite", "ci", "--record", "--baselines", str(tmp_path / "ci.csv")])
+    assert not ran and not (tmp_path / "ci.csv").exists()
+
+
+def test_the_recorder_refuses_a_threshold_without_teeth_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    # TD3 on Pendulum as recorded on 2026-12-01: one seed that barely learned widened the CI until the threshold sat
+    # near a random policy's score (-1208): it would only catch an agent that learned nothing.
+    lit = {"td3:Pendulum": [-813.5, -60.0, -55.0, -150.0, -700.0], "sac:Pendulum": [-150.0, -140.0, -160.0, -145, -155]}
+    sb3 = {"td3:Pendulum": [-134.0, -215.0, -120.0, -900.0, -130.0], "sac:Pendulum": [-150.0, -148, -152, -146, -154]}
+    runs = _recorded_sweep(tmp_path, lit, sb3)
+    suite = {
+        "name": "ci",
+        "seeds": FIVE,
+        "margin": 0.25,
+        "entries": [{"algo": "td3", "env": "Pendulum"}, {"algo": "sac", "env": "Pendulum"}],
+    }
+    (tmp_path / "ci.csv").write_text("algo,env,threshold\ntd3,Pendulum,-300.0\n")
+    assert _record(tmp_path, monkeypatch, suite, runs) == 1
+    out = capsys.readouterr().out
+    assert "refused: td3:Pendulum: threshold" in out and "of the way from a random policy (-1208.0)" in out
+    assert "sac:Pendulum" not in out  # five seeds that agree give a threshold with teeth
+    assert (tmp_path / "ci.csv").read_text() == "algo,env,threshold\ntd3,Pendulum,-300.0\n"  # nothing written
+    assert not (tmp_path / "ci_seeds.csv").exists()
+
+
+def test_a_threshold_a_random_policy_reaches_is_refused():
+    table = pd.DataFrame(
+        {
+            "algo": ["dqn"],
+            "env": ["CartPole"],
+            "lit_final_iqm": [30.0],
+            "sb3_final_iqm": [40.0],
+            "threshold": [20.0],
+            "seeds": [5],
+            "random": [23.68],
+        }
+    )
+    assert regress.toothless(table, ["lit", "sb3"]) == [
+        "dqn:CartPole: threshold 20.0 is reached by a random policy (23.7)"
+    ]
+
+
+@pytest.mark.harness
+def test_an_exact_parity_entry_fails_when_one_side_trains_with_another_hyperparameter(tmp_path):
+    """Both backends through the real harness: identical seed for seed; then lit_sb3 with one hyperparameter off its
+    default (as a changed default in lit_sb3 would be), and the entry fails, whatever the seeds' noise."""
+    entry = {"algo": "td3", "env": "Pendulum", "budget": 300, "overrides": ["algo.learning_starts=100"]}
+    suite = {"name": "ci", "seeds": [0], "eval_episodes": 1, "parity": [entry]}
+    same = regress.check_parity(suite, tmp_path / "same", launcher="basic")
+    assert len(same) == 1 and same.passed.all(), same.to_string()
+    changed = {**suite, "parity": [{**entry, "overrides": [*entry["overrides"], "algo.tau=0.01"]}]}
+    lit = regress.run_suite(changed, "lit", tmp_path / "changed", "basic", kind="parity")
+    sb3 = regress.run_suite(suite, "sb3", tmp_path / "changed", "basic", kind="parity")
+    result = regress.parity_result(suite, load_runs(lit), load_runs(sb3))
+    assert (result.lit_status == "completed").all() and (result.sb3_status == "completed").all()
+    assert not result.passed.any(), result.to_string()

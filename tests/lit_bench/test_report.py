@@ -276,3 +276,20 @@ def test_a_figure_left_out_is_named_with_why(tmp_path, capsys):
     note = "training_CartPole not drawn: no run on CartPole has training metrics to draw (train/metrics.csv)"
     assert note in capsys.readouterr().out and note in (out / "summary.md").read_text()
     assert "log_interval=" in (out / "summary.md").read_text()
+
+
+def test_runs_with_other_versions_pooled_in_a_row_are_flagged(tmp_path):
+    """A run copied in from elsewhere (torch 1.13, SB3 1.8) is flagged in the table and its footnotes, not silently
+    pooled; a version a run did not record (numpy, before format 3) is no difference."""
+    today = {"lit_sb3": "0.1.0", "stable-baselines3": "2.9.2", "torch": "2.13.0", "numpy": "2.4.6"}
+    old = {"lit_sb3": "0.1.0", "stable-baselines3": "1.8.0", "torch": "1.13.0"}
+    for seed in range(3):
+        write_run(tmp_path / "s", "ppo", "CartPole", seed, "lit", [100.0, 480.0], versions=today)
+    write_run(tmp_path / "s", "ppo", "CartPole", 3, "lit", [100.0, 480.0], versions=old)
+    write_run(tmp_path / "s", "a2c", "CartPole", 0, "lit", [100.0, 480.0], versions=old)
+    summary, _, text = _tables(tmp_path / "s")
+    versions = summary.set_index("algo").versions
+    assert versions["ppo"] == "stable-baselines3 1.8.0 (1) / 2.9.2 (3); torch 1.13.0 (1) / 2.13.0 (3)"
+    assert versions["a2c"] == ""
+    assert "| ppo / lit ¶ |" in text and "| a2c / lit |" in text
+    assert "¶ ppo / lit on CartPole: its runs were trained with different versions (stable-baselines3" in text

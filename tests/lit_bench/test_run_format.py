@@ -77,3 +77,13 @@ def test_a_run_never_touches_a_directory_of_a_newer_format(tiny_run: dict):
     assert again["run_dir"] == str(root), again["run_dir"]
     assert again["status"] == "failed" and "newer than this lit_bench reads" in again["error"]
     assert json.loads(summary_file.read_text()) == newer
+
+
+def test_versions_record_numpy_and_the_env_familys_packages() -> None:
+    """#36: the versions that change numbers, numpy among them, and the env family's own packages (its extra's)."""
+    from lit_bench.run.provenance import versions
+
+    found = versions({"extra": "box2d"})
+    assert {"lit_sb3", "stable-baselines3", "sb3-contrib", "torch", "gymnasium", "mujoco", "numpy"} <= set(found)
+    assert found["numpy"] and found["box2d"] and "pygame-ce" in found
+    assert "ale-py" not in versions({"extra": "minigrid"}) and "minigrid" in versions({"extra": "minigrid"})

@@ -108,12 +108,15 @@ def _damage(run_dir: Path, how: str) -> None:
         summary.write_text(summary.read_text()[:40])
 
 
-def test_damaged_completed_run_is_rerun_not_skipped(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_damaged_completed_run_is_left_alone_not_skipped(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """#36: a completed run whose files do not check out is neither skipped nor trained over (finished work is the
+    user's): damaged, in one line; force=true trains it again."""
     cfg = compose_run(*TINY, "budget=128", "eval.every=64", f"out_dir={tmp_path}")
     first = train.run(cfg)
     assert first["status"] == "completed"
     run_dir = Path(first["run_dir"])
     assert train.run(cfg)["status"] == "skipped"  # intact: skipped
+    forced = compose_run(*TINY, "budget=128", "eval.every=64", f"out_dir={tmp_path}", "force=true")
     for how in (
         "eval.csv truncated",
         "eval.csv rows lost",
@@ -121,11 +124,15 @@ def test_damaged_completed_run_is_rerun_not_skipped(tmp_path: Path, capsys: pyte
         "eval.csv missing",
         "summary.json unreadable",
     ):
-        capsys.readouterr()
         _damage(run_dir, how)
+        files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
         again = train.run(cfg)
+        assert again["status"] == "damaged", how  # neither skipped nor rerun
+        assert again["error"].startswith(f"{run_dir}: damaged: {how.split()[0]}") and "\n" not in again["error"]
+        assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files, how  # nothing changed
+        capsys.readouterr()
+        assert train.run(forced)["status"] == "completed", how
         err = capsys.readouterr().err
-        assert again["status"] == "completed", how  # rerun, not skipped
         assert err.count("\n") == 1 and f"{run_dir}: {how.split()[0]}" in err and "running it again" in err, err
         assert [int(r["timesteps"]) for r in read_csv(run_dir / "eval.csv")] == [64, 128], how
     assert train.run(cfg)["status"] == "skipped" and capsys.readouterr().err == ""  # repaired: skipped again
@@ -224,9 +231,8 @@ def test_sigterm_sequential_sweep_sb3_table_and_143(tmp_path: Path) -> None:
     assert not (root / "seed_1").exists()  # the rest of the sweep did not start
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", pytest.param("sigterm-parent", marks=pytest.mark.slow)])
-def test_joblib_sweep_stops_with_table(how: str, tmp_path: Path) -> None:
-    """Ctrl-C reaches the whole process group; SIGTERM (kill, timeout) only the parent, which forwards it."""
+def joblib_sweep(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """A 2-worker joblib sweep of 3 long runs, once the first two have a checkpoint: the process, the runs' parent."""
     process = _start(
         [
             "-m",
@@ -240,7 +246,13 @@ def test_joblib_sweep_stops_with_table(how: str, tmp_path: Path) -> None:
         ]
     )
     parent = tmp_path / "sig" / "ppo" / "CartPole"
-    root = _wait_for_checkpoint(process, parent / "seed_0", parent / "seed_1")[0].parent
+    return process, _wait_for_checkpoint(process, parent / "seed_0", parent / "seed_1")[0].parent
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", pytest.param("sigterm-parent", marks=pytest.mark.slow)])
+def test_joblib_sweep_stops_with_table(how: str, tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group; SIGTERM (kill, timeout) only the parent, which forwards it."""
+    process, root = joblib_sweep(tmp_path)
     if how == "ctrl-c":
         os.killpg(process.pid, signal.SIGINT)
     else:

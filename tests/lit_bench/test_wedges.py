@@ -158,14 +158,30 @@ def _sweep_with_a_dying_worker(tmp_path: Path, seeds: str, sweeps: str) -> str:
     return output
 
 
+def _table_agrees_with_the_run_directories(sweep_dir: Path) -> None:
+    """Every job of the sweep table names its run directory, whose summary.json says the same status; every run
+    directory with a summary is in the table."""
+    from lit_bench.control.sweep import read_records
+
+    records = read_records(sweep_dir)
+    in_table = set()
+    for record in records:
+        assert record["run_dir"] is not None, record
+        status = _summary(Path(record["run_dir"]))["status"]
+        assert status == {"skipped": "completed"}.get(record["status"], record["status"]), (record, status)
+        in_table.add(Path(record["run_dir"]))
+    assert {p.parent for p in sweep_dir.rglob("summary.json")} == in_table
+
+
 @pytest.mark.slow  # ~2 min: three sweeps' worth of joblib pools on 2 cores
 def test_a_joblib_worker_that_dies_fails_its_job_and_the_sweep_runs_the_rest(tmp_path: Path) -> None:
     output = _sweep_with_a_dying_worker(tmp_path, "0,10,20", "died")
     assert "2 completed, 1 failed (3 runs)" in output
     [died] = [line for line in output.splitlines() if " failed " in line and "its joblib worker died" in line]
-    assert died.split()[:3] == ["ppo", "CartPole", "-"] and died.split()[3] == "10", died  # (8 envs: seeds 10-17)
+    assert died.split()[:2] == ["ppo", "CartPole"] and died.split()[3] == "10", died  # (8 envs: seeds 10-17)
     for seed in (0, 20):
         assert _summary(find_run(tmp_path / "died", seed))["status"] == "completed"
+    _table_agrees_with_the_run_directories(tmp_path / "died")  # (the dead job's run: failed in both, resumable)
 
 
 @pytest.mark.slow  # ~40 s: two joblib pools broken in turn

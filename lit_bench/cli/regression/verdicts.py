@@ -11,6 +11,15 @@ import pandas as pd
 
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.analysis.summarize import summary_table
+from lit_bench.config.resources import reference_dir
+
+# A threshold is evidence only when it separates a regression from seed noise. With fewer seeds the IQM's bootstrap
+# CI is as wide as the seeds' spread (two seeds: the CI's low end is the worse seed), and a threshold under it
+# catches only an agent that learned nothing.
+MIN_SEEDS = 5
+# ... and when it sits at least this share of the way from a random policy's score up to the lower backend's IQM:
+# a recorded threshold nearer to random than that says the seeds disagreed too much to judge anything.
+MIN_TEETH = 0.5
 
 
 def measured(runs: Path | Sequence[Path], suite: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -26,18 +35,47 @@ def selected(table: pd.DataFrame, suite: dict[str, Any]) -> pd.DataFrame:
 
 
 def thresholds(scores: dict[str, pd.DataFrame], margin: float) -> pd.DataFrame:
-    """Per (algo, env): the lowest CI lower bound across backends, lowered by ``margin`` of its magnitude."""
+    """Per (algo, env): the lowest CI lower bound across backends, lowered by ``margin`` of its magnitude; with the
+    fewest seeds a backend measured and a random policy's score, the evidence ``toothless`` judges it by."""
     merged = None
     for backend, table in scores.items():
-        part = table[["algo", "env", "final_iqm", "ci_low"]].rename(
-            columns={"final_iqm": f"{backend}_final_iqm", "ci_low": f"{backend}_ci_low"}
-        )
+        columns = {"final_iqm": f"{backend}_final_iqm", "ci_low": f"{backend}_ci_low", "seeds": f"{backend}_seeds"}
+        part = table[["algo", "env", *columns]].rename(columns=columns)
         merged = part if merged is None else merged.merge(part, on=["algo", "env"], how="outer")
     assert merged is not None
     lows = merged[[f"{b}_ci_low" for b in scores]].min(axis=1)
     merged["threshold"] = lows - margin * lows.abs()
     merged["margin"] = margin
-    return merged
+    merged["seeds"] = merged[[f"{b}_seeds" for b in scores]].min(axis=1)
+    merged["random"] = merged.env.map(random_scores())
+    return merged.drop(columns=[f"{b}_seeds" for b in scores])
+
+
+def random_scores() -> dict[str, float]:
+    """A uniformly random policy's mean return per env short name (``results/reference/random_scores.csv``)."""
+    table = pd.read_csv(reference_dir() / "random_scores.csv")
+    return dict(zip(table.env, table.mean_return.astype(float)))
+
+
+def toothless(table: pd.DataFrame, backends: Sequence[str]) -> list[str]:
+    """One line per recorded threshold that cannot tell a regression from seed noise: from fewer than
+    ``MIN_SEEDS`` seeds, reached by a random policy, or far below what the recorded seeds reach (``MIN_TEETH``)."""
+    lines = []
+    for r in table.itertuples():
+        name, iqm = f"{r.algo}:{r.env}", min(getattr(r, f"{b}_final_iqm") for b in backends)
+        if pd.isna(r.seeds) or int(r.seeds) < MIN_SEEDS:
+            seeds = 0 if pd.isna(r.seeds) else int(r.seeds)
+            lines.append(f"{name}: recorded from {seeds} seeds; a threshold needs at least {MIN_SEEDS} per backend")
+        elif pd.isna(r.random):
+            continue  # no random-policy score for this env: the seed count is the check
+        elif r.threshold <= r.random:
+            lines.append(f"{name}: threshold {r.threshold:.1f} is reached by a random policy ({r.random:.1f})")
+        elif r.threshold < r.random + MIN_TEETH * (iqm - r.random):
+            lines.append(
+                f"{name}: threshold {r.threshold:.1f} is less than {MIN_TEETH:.0%} of the way from a random policy "
+                f"({r.random:.1f}) to the recorded IQM ({iqm:.1f}): the seeds disagree too much; record more seeds"
+            )
+    return lines
 
 
 def compare(table: pd.DataFrame, baselines: pd.DataFrame, suite: dict[str, Any] | None = None) -> pd.DataFrame:

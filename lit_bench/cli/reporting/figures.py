@@ -19,7 +19,7 @@ from lit_bench.analysis.metrics_csv import metric_names, metrics_csvs
 from lit_bench.analysis.paired import ablation_figure
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import Returns, curve_bands
-from lit_bench.cli.reporting.markdown import FLAG, Row
+from lit_bench.cli.reporting.markdown import FLAG, MIXED, Row
 from lit_bench.cli.reporting.pool import Drawing, draw
 
 
@@ -101,7 +101,8 @@ def _curves(
                 ref.score, ref.budget, f"RL Zoo {algo}{version}", reference_curve(algo, r.env_id), look.marker[r.algo]
             )
     backends = sorted({str(b) for b in rows.backend})
-    notes = {c: _seeds_note(seeds[c]) for c in configs}
+    mixed = {(r.sweep, r.algo, r.variant) for r in rows.itertuples() if getattr(r, "versions", "")}
+    notes = {c: _seeds_note(seeds[c]) + (f", {MIXED} mixed versions" if c in mixed else "") for c in configs}
     same = len(set(notes.values())) == 1  # then said once, in the title
     handles = [
         Line2D(

@@ -14,6 +14,7 @@ from lit_bench.analysis.paired import ablation_markdown, per_seed_text
 
 FLAG = "‡"
 OVERSHOOT = "§"  # a config that trained more env steps than its budget (the last rollout runs to its end)
+MIXED = "¶"  # a config whose runs were trained with different versions of a package that changes numbers
 Row = Any  # a row of a table: its itertuples() namedtuple, or a Series, read by column name
 
 
@@ -50,7 +51,14 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     ]
     sources: dict[str, tuple[str, str]] = {}
     overshoots: list[str] = []
+    mixed: list[str] = []
     for r in summary.itertuples():
+        if getattr(r, "versions", ""):
+            mixed.append(
+                f"{MIXED} {label(r, several)} on {r.env}: its runs were trained with different versions "
+                f"({r.versions}): pooled in one row; compare with care, or keep each version's runs in a sweep of "
+                "their own."
+            )
         trained = getattr(r, "trained", r.budget)
         over = bool(np.isfinite(trained) and np.isfinite(r.budget) and trained != r.budget)
         if over:
@@ -76,7 +84,8 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
             reached = _steps(r.steps_to_threshold_median) if np.isfinite(r.steps_to_threshold_median) else "never"
             to_threshold = f"{reached} ({r.solved_seeds}/{r.threshold_runs})"
         lines.append(
-            f"| {label(r, several)}{' ' + OVERSHOOT if over else ''} | {r.env} | {_runs(r)} | {_score(r)} | "
+            f"| {label(r, several)}{' ' + OVERSHOOT if over else ''}{' ' + MIXED if getattr(r, 'versions', '') else ''}"
+            f" | {r.env} | {_runs(r)} | {_score(r)} | "
             f"{_ratio(r)} | {at_budget} | {bench} | {to_threshold} | {_fps(r)} |"
             + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
@@ -88,6 +97,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         "curve below its budget is shown, never a denominator."
     )
     lines += overshoots
+    lines += mixed
     lines.append(SPEED_NOTE)
     lines.append(
         f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
