@@ -242,8 +242,8 @@ def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
 
 def mixed_versions(recorded: pd.Series) -> str:
     """What a config's completed runs differ in, of the versions that change numbers (runs' ``versions`` column:
-    JSON text): ``torch 1.13.0 (1) / 2.13.0 (3)``, ``; `` between packages; "" when they agree (a version a run did
-    not record is no difference)."""
+    JSON text): ``torch 1.13.0 (1) / 2.13.0 (3)``, packages separated by semicolons; "" when they agree (a version a
+    run did not record is no difference)."""
     seen: dict[str, dict[str, int]] = {}
     for text in recorded.dropna():
         for package, version in json.loads(text).items():
