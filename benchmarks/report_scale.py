@@ -10,9 +10,11 @@ the cache the cold report left (as a second report). CPU seconds include the rep
 all of them together, sampled every 50 ms (proportional set sizes: pages forked workers share with the report
 counted once). The figures cost per config (one curve, bar and label each), the rest per run: ``--configs`` takes
 several shapes, by default 60 configs (~167 seeds each at 10,000 runs) and the many-seeds shape of 20 configs (500
-seeds each), every one timed. ``--workers`` is passed to the report (its default: the usable CPUs); ``--code`` times
-another checkout's ``lit_bench`` (e.g. ``git archive main | tar -x -C /tmp/main``) with the same data, for
-before/after tables. The machine is shared: alternate, and compare CPU seconds and ratios rather than wall seconds.
+seeds each), every one timed. ``--from-run DIR`` makes the runs copies of a real run directory (every file a run
+has, e.g. checkpoints and monitor files) instead of synthetic ones. ``--workers`` is passed to the report (its
+default: the usable CPUs); ``--code`` times another checkout's ``lit_bench`` (e.g. ``git archive main | tar -x -C
+/tmp/main``) with the same data, for before/after tables. The machine is shared: alternate, and compare CPU
+seconds and ratios rather than wall seconds.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_runs import generate
+from synthetic_runs import copies, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -94,6 +96,12 @@ def main() -> None:
         help="shapes: configs of each synthetic sweep (the runs: their seeds)",
     )
     parser.add_argument("--workers", type=int, default=None, help="the report's --workers (default: its own)")
+    parser.add_argument(
+        "--from-run",
+        type=Path,
+        default=None,
+        help="a real run directory: the runs are copies of it (all its files) instead of synthetic ones",
+    )
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose lit_bench is timed")
     args = parser.parse_args()
     print(
@@ -102,10 +110,15 @@ def main() -> None:
     )
     for n, configs in ((n, c) for n in args.runs for c in args.configs):
         runs = args.root / (str(n) if configs == 60 else f"{n}_c{configs}")
+        if args.from_run is not None:
+            runs = args.root / f"copies_{n}_c{configs}"
         if not (runs / ".complete").is_file():
             if runs.exists() and any(runs.iterdir()):
                 raise SystemExit(f"report_scale: {runs} holds something other than a finished synthetic sweep")
-            generate(runs, n, n_configs=configs)
+            if args.from_run is not None:
+                copies(args.from_run, runs, n, n_configs=configs)
+            else:
+                generate(runs, n, n_configs=configs)
             (runs / ".complete").write_text(f"{n}\n")
         shape = f"{min(configs, n)} x {-(-n // min(configs, n))}"
         command = [sys.executable, "-m", REPORT, str(runs), "--out", str(args.root / f"report_{runs.name}")]

@@ -13,6 +13,7 @@ seeds: the report's work grows with runs (loading, statistics) and with configs 
 figures), so vary both. About 1% of the runs
 failed, 1% were killed mid-run (``running``) and 0.2% have a damaged ``eval.csv``, as in real sweeps. Everything is
 drawn from a fixed seed, so the same arguments always write the same files. Keep the output out of the repository.
+``copies`` writes copies of one real run directory instead (every file a run has).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import hashlib
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -233,6 +235,32 @@ def generate(
         write_run(root, g, i % seeds, n_evals, str(fates[i]), rng)
         sweeps.add(root / g["sweep"])
     return sorted(sweeps)
+
+
+def copies(source: Path, root: Path, n_runs: int, *, n_configs: int = 20) -> list[Path]:
+    """``n_runs`` copies of one real run directory ``source`` (every file it has: checkpoints, monitor files, ...) as
+    ``n_configs`` configs of equally many seeds in one sweep under ``root``: each copy's ``summary.json`` names its
+    own seed, config and directory, everything else is the source's bytes (the shape of a real sweep on disk, which
+    the synthetic runs only imitate). Returns the sweep directory."""
+    summary = json.loads((source / "summary.json").read_text())
+    seeds = math.ceil(n_runs / min(n_configs, n_runs))
+    sweep = root / "copies"
+    for i in range(n_runs):
+        config, seed = divmod(i, seeds)
+        config_id = _config_id("copy", config)
+        run_dir = sweep / str(summary["algo"]) / str(summary["env"]) / f"c{config}-{config_id}" / f"seed_{seed}"
+        shutil.copytree(source, run_dir, symlinks=False, ignore=shutil.ignore_patterns(".lock"))
+        own = {
+            **summary,
+            "seed": seed,
+            "sweep": "copies",
+            "variant": f"c{config}",
+            "config_id": config_id,
+            "config_hash": _config_id("copy", config, seed),
+            "run_dir": str(run_dir),
+        }
+        (run_dir / "summary.json").write_text(json.dumps(own))
+    return sweep
 
 
 def main() -> None:

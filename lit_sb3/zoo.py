@@ -123,6 +123,10 @@ def use_lit_sb3() -> dict[str, type]:
 def main(argv: list[str] | None = None) -> None:
     """``python -m lit_sb3.zoo SCRIPT [the Zoo's arguments]``."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _import_zoo()
+    except ImportError as error:  # the zoo extra is missing: one line naming it, not a traceback
+        sys.exit(str(error))
     if not argv or argv[0] not in SCRIPTS:
         given = repr(argv[0]) if argv else "nothing"
         sys.exit(f"lit_sb3.zoo: script must be one of {', '.join(SCRIPTS)}, got {given}")

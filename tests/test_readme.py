@@ -89,3 +89,19 @@ def test_readme_python_block_runs(block: Block, tmp_path: Path) -> None:
         pytest.skip(block.skip)
     code = compile(small_budgets(block.code), f"README.md:{block.line}", "exec")
     exec(code, {"__name__": "__readme__"})  # the working directory is tmp_path (conftest)
+
+
+def test_the_lightning_snippet_resumes_into_a_trainer_that_saves(tmp_path: Path) -> None:
+    """The Lightning-style block's resume: its final ``load_from_checkpoint`` returns the resumed model (at the
+    longer budget), with no ModelCheckpoint warning and no stray ``lightning_logs/``."""
+    import warnings
+
+    [block] = [b for b in BLOCKS if "load_from_checkpoint" in b.code and "ckpt_path=" in b.code]
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(compile(small_budgets(block.code), f"README.md:{block.line}", "exec"), namespace)
+    trainer, model = namespace["trainer"], namespace["model"]
+    assert model.num_timesteps == trainer.rl_num_timesteps >= 200_000 // BUDGET_DIVISOR  # type: ignore[attr-defined]
+    assert not [w for w in caught if "ModelCheckpoint" in str(w.message)], [str(w.message) for w in caught]
+    assert not (tmp_path / "lightning_logs").exists()

@@ -35,7 +35,8 @@ def paired_columns(a: pd.DataFrame, b: pd.DataFrame, *, seed: int = 0, name: str
     result = agg.paired_comparison(a.final.to_dict(), b.final.to_dict(), seed=seed, name=name)
     if result is None:
         return None
-    fps_ratio = agg.ratio_spread(a.fps.to_dict(), b.fps.to_dict())
+    clock, fps = speed_clock(a, b)
+    fps_ratio = agg.ratio_spread(a[fps].to_dict(), b[fps].to_dict())
     return {
         "n": len(result.seeds),
         "seeds": result.seeds,
@@ -51,7 +52,16 @@ def paired_columns(a: pd.DataFrame, b: pd.DataFrame, *, seed: int = 0, name: str
         "fps_ratio_median": fps_ratio[0],
         "fps_ratio_min": fps_ratio[1],
         "fps_ratio_max": fps_ratio[2],
+        "fps_clock": clock,
     }
+
+
+def speed_clock(a: pd.DataFrame, b: pd.DataFrame) -> tuple[str, str]:
+    """Which speed two configs' runs are compared by, and its column: per CPU-second when every run of both
+    recorded its CPU time (``run_table``'s ``fps_clock``), else wall-clock for both (never one of each)."""
+    if all("fps_clock" in side and (side.fps_clock == "cpu").all() for side in (a, b)):
+        return "cpu", "fps"
+    return "wall", "fps_wall" if all("fps_wall" in side for side in (a, b)) else "fps"
 
 
 def one_run_per_seed(runs: pd.DataFrame) -> bool:
@@ -183,7 +193,11 @@ def ablation_table(
     rows = variant_pairs(finals, seed=seed)
     for a, b in compare or []:
         rows += named_pairs(finals, ConfigName.parse(a), ConfigName.parse(b), seed=seed)
-    return pd.DataFrame(rows)
+    # each pair once: a --compare of a variant and its base (paired already), repeated, or reversed
+    unique: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        unique.setdefault((row["sweep"], row["env"], frozenset((row["a"], row["b"]))), row)
+    return pd.DataFrame(list(unique.values()))
 
 
 SEEDS_SHOWN = 10  # per-seed differences in a table cell (the CSV has them all)

@@ -73,4 +73,6 @@ def _shared_subset(fontfile: Any, glyphs: Iterable[int]) -> AbstractContextManag
         with _original[0](fontfile, set(wanted)) as subset:
             _subsets[key] = (pdf_ps.font_as_file(subset.font).getvalue(), dict(subset.glyph_index_map))
     data, glyph_map = _subsets[key]
-    return pdf_ps.SubsetResults(TTFont(io.BytesIO(data)), dict(glyph_map))._as_cm()
+    # recalcTimestamp=False: the copy keeps the subset's timestamp when the PDF backend saves it (fontTools would
+    # stamp the current second: two saves of one subset then differed, and so did the PDFs)
+    return pdf_ps.SubsetResults(TTFont(io.BytesIO(data), recalcTimestamp=False), dict(glyph_map))._as_cm()

@@ -13,7 +13,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import EngFormatter
+from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from lit_bench.analysis import style
 from lit_bench.analysis.style import LineStyle
@@ -31,8 +31,14 @@ class ReferenceMark:
 
 
 def backend_style(backend: str, color: str) -> LineStyle:
-    """lit: a solid line; SB3: a dashed one (``style.BACKEND_LINES``), both in the algorithm's ``color``."""
-    return LineStyle(color, style.BACKEND_LINES.get(backend, ":"), "o")
+    """lit: a solid line in the algorithm's ``color``; SB3: a dashed one (``style.BACKEND_LINES``) in a darker shade,
+    its band hatched."""
+    return LineStyle(
+        style.backend_color(color, backend),
+        style.BACKEND_LINES.get(backend, ":"),
+        "o",
+        hatch=style.BACKEND_HATCH.get(backend),
+    )
 
 
 class _Scale:
@@ -94,30 +100,24 @@ def learning_curves(
     """
     x_max = 0.0
     own: list[Artist] = []
-    for i, (name, band) in enumerate(bands.items()):
+    for name, band in bands.items():
         line_style = (styles or {}).get(name)
-        kwargs: dict[str, Any] = (
-            {}
-            if line_style is None
-            else {"color": line_style.color, "ls": line_style.linestyle, "marker": line_style.marker}
-        )
+        # no markers: a band's points are a grid over the runs, not their evaluations, and would read as data
+        kwargs: dict[str, Any] = {} if line_style is None else {"color": line_style.color, "ls": line_style.linestyle}
         if line_style is not None and line_style.linewidth:
             kwargs["lw"] = line_style.linewidth
-        every = max(len(band) // 8, 1)  # markers staggered between lines, so coinciding curves show both
-        (line,) = ax.plot(
-            band["timesteps"],
-            band["iqm"],
-            label=f"{name} (n={int(band['n_runs'].max())})",
-            markevery=(i * max(every // 3, 1) % every, every),
-            mfc="none",
-            **kwargs,
-        )
-        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], color=line.get_color(), alpha=0.15, lw=0)
+        (line,) = ax.plot(band["timesteps"], band["iqm"], label=f"{name} (n={int(band['n_runs'].max())})", **kwargs)
+        hatch = line_style.hatch if line_style is not None else None
+        fill: dict[str, Any] = {"color": line.get_color(), "alpha": 0.15}  # lit: filled; SB3: hatched
+        if hatch:
+            fill = {"facecolor": "none", "edgecolor": line.get_color(), "hatch": hatch, "alpha": 0.35}
+        ax.fill_between(band["timesteps"], band["ci_low"], band["ci_high"], lw=0, **fill)
         own.append(line)
         x_max = max(x_max, float(band["timesteps"].max()))
     scale = _Scale(bands)
     notes = [f"{a} and {b}: the same curve (drawn on top of each other)" for a, b in _coinciding(bands)]
     extra: list[Artist] = []
+    beyond: list[str] = []  # references past the runs' budget: one note for all of them
     for ref in (references or {}).values():
         marker = ref.marker or "x"
         if ref.curve is not None and not ref.curve.empty:
@@ -145,7 +145,7 @@ def learning_curves(
                 )
         where = f"{ref.label}: {ref.score:.4g} at {_steps(ref.budget)} steps (1 agent)"
         if ref.budget > x_max * 1.05:
-            notes.append(f"not drawn: {where} (beyond these runs' budget)")
+            beyond.append(where)
         elif scale.near(ref.score):
             scale.include(ref.score)
             (star,) = ax.plot(
@@ -161,6 +161,8 @@ def learning_curves(
             extra.append(star)
         else:
             notes.append(f"not drawn: {where} (off the scale)")
+    if beyond:
+        notes.append(f"not drawn, beyond these runs' budget: {'; '.join(beyond)}")
     if threshold is not None:
         if scale.near(threshold):
             scale.include(threshold)
@@ -316,8 +318,10 @@ def throughput(ax: Axes, summary: pd.DataFrame) -> Axes:
     right = np.nanmax(xerr[1] + fps) if xerr is not None else np.nanmax(fps)
     ax.set_xlim(0, right * 1.6)  # room for the numbers
     ax.invert_yaxis()  # first row on top, as in the tables
-    ax.set_xlabel("env steps / s (median over seeds; whiskers: min to max)")
-    ax.xaxis.set_major_formatter(EngFormatter())
+    cpu = "fps_clock" in rows and bool((rows["fps_clock"] == "cpu").all())
+    per = "env steps per CPU-second" if cpu else "env steps / s, wall-clock"
+    ax.set_xlabel(f"{per} (median over seeds; whiskers: min to max)")
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))  # 0.5, 1,200: never SI prefixes ("500 m")
     ax.grid(axis="x", alpha=0.3)
     return ax
 
@@ -354,6 +358,11 @@ def paired_differences(ax: Axes, comparisons: pd.DataFrame, names: tuple[str, st
 
 def _steps(value: float) -> str:
     return EngFormatter(sep="")(value)
+
+
+def _plain_number(value: float, _position: int | None = None) -> str:
+    """A speed tick: thousands separated, small ones as they are (0.5), no SI prefix."""
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:g}"
 
 
 def new_axes(width: float | None = None, height: float | None = None) -> Axes:

@@ -40,6 +40,8 @@ PALETTE = [
 SWEEP_MAP = mpl.colormaps["viridis"]  # one algorithm's configs beyond the palette's 12 (its yellow end left out)
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 BACKEND_LINES = {"lit": "-", "sb3": "--"}  # SB3 dashed: equal curves both show
+BACKEND_HATCH = {"sb3": "////"}  # SB3's band hatched, lit's filled: overlapping bands stay apart
+SB3_DARKER = 0.4  # SB3's line a darker shade of its algorithm's colour: told apart at a glance, not by dashes alone
 REFERENCE_COLOR = "0.25"  # the RL Zoo's single-seed curve and other published numbers: dark grey
 
 
@@ -129,6 +131,15 @@ class LineStyle:
     linestyle: str = "-"
     marker: str = "o"
     linewidth: float | None = None  # None: the style's
+    hatch: str | None = None  # its band's hatch (None: filled)
+
+
+def backend_color(color: str, backend: str) -> str:
+    """The colour of a config's line on ``backend``: the algorithm's for lit, a darker shade of it for SB3."""
+    if str(backend) != "sb3":
+        return color
+    red, green, blue = (float(v) * (1 - SB3_DARKER) for v in mcolors.to_rgb(color))
+    return mcolors.to_hex((red, green, blue))
 
 
 def shade(color: str, k: int, n: int) -> str:
@@ -193,7 +204,12 @@ class Look:
     def line(self, sweep: str, algo: str, variant: str, backend: str) -> LineStyle:
         config = (str(sweep), str(algo), str(variant or ""))
         color = self.color.get(config, self.algo_color.get(str(algo), PALETTE[0]))
-        return LineStyle(color, BACKEND_LINES.get(str(backend), ":"), self.marker.get(str(algo), "o"))
+        return LineStyle(
+            backend_color(color, backend),
+            BACKEND_LINES.get(str(backend), ":"),
+            self.marker.get(str(algo), "o"),
+            hatch=BACKEND_HATCH.get(str(backend)),
+        )
 
     def kept_of(self, config: Config, env: str | None = None) -> str | None:
         """The defaults ``config`` keeps on ``env``; over all its envs when None (a value that differs between them
@@ -227,7 +243,7 @@ class Look:
 
 def backend_handles(backends: Iterable[str]) -> list[Line2D]:
     """Legend entries saying which line style is which backend (only those present)."""
-    names = {"lit": "lit_sb3", "sb3": "SB3"}
+    names = {"lit": "lit_sb3", "sb3": "SB3"}  # (its darker shade and hatched band: the README)
     return [
         Line2D([], [], color="0.3", ls=BACKEND_LINES.get(b, ":"), label=names.get(b, b))
         for b in sorted(set(backends), key=lambda b: (b != "lit", b))

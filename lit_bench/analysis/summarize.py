@@ -100,17 +100,27 @@ def run_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, returns: Return
     table = info[keys].reset_index(drop=True)
     steps, values, order, bounds = returns.timesteps, returns.values, returns.order, returns.bounds
     completed = (table.status == "completed").to_numpy()
-    thresholds, fps = (
+    thresholds, fps_wall, fps_cpu = (
         pd.to_numeric(info[c], errors="coerce").to_numpy(float) if c in info else np.full(len(info), np.nan)
-        for c in ("threshold", "fps")
+        for c in ("threshold", "fps", "cpu_fps")
     )
+    # the speed compared: env steps per CPU-second where the run recorded it (a busy machine changes it far less
+    # than the wall-clock one, which older runs have only)
+    fps = np.where(np.isfinite(fps_cpu), fps_cpu, fps_wall)
+    clock = np.where(np.isfinite(fps_cpu), "cpu", "wall")
     final, to_threshold = np.full(len(table), np.nan), np.full(len(table), np.nan)
     for k in range(len(table)):
         rows = order[bounds[k] : bounds[k + 1]]
         if completed[k]:
             final[k] = agg.final_score(steps[rows], values[rows])
         to_threshold[k] = agg.steps_to_threshold(steps[rows], values[rows], thresholds[k])
-    return table.assign(final=final, steps_to_threshold=to_threshold, fps=np.where(completed, fps, np.nan))
+    return table.assign(
+        final=final,
+        steps_to_threshold=to_threshold,
+        fps=np.where(completed, fps, np.nan),
+        fps_wall=np.where(completed, fps_wall, np.nan),
+        fps_clock=clock,
+    )
 
 
 def summary_table(
@@ -152,7 +162,7 @@ def summary_table(
                 **scores,
                 "threshold": number(group_runs.get("threshold")),
                 **_threshold_columns(results.steps_to_threshold.to_numpy(float)),
-                **_fps_columns(results.fps.dropna()),
+                **_fps_columns(results),
                 **_reference_columns(base or str(identity["algo"]), env_id, trained),  # a variant: its base's
                 "versions": mixed_versions(completed.get("versions", pd.Series(dtype=object))),
             }
@@ -263,10 +273,20 @@ def _threshold_columns(to_threshold: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _fps_columns(fps: pd.Series) -> dict[str, float]:
+def _fps_columns(results: pd.DataFrame) -> dict[str, Any]:
+    """Median and min-max over a config's runs of its speed: per CPU-second when every run recorded its CPU time,
+    else the wall-clock speed of all of them (one clock per config)."""
+    timed = results[np.isfinite(results.fps.to_numpy(float))]
+    clock = "cpu" if len(timed) and (timed.fps_clock == "cpu").all() else "wall"
+    fps = (timed.fps if clock == "cpu" else timed.fps_wall).dropna()
     if fps.empty:
-        return {"fps_median": np.nan, "fps_low": np.nan, "fps_high": np.nan}
-    return {"fps_median": float(fps.median()), "fps_low": float(fps.min()), "fps_high": float(fps.max())}
+        return {"fps_median": np.nan, "fps_low": np.nan, "fps_high": np.nan, "fps_clock": clock}
+    return {
+        "fps_median": float(fps.median()),
+        "fps_low": float(fps.min()),
+        "fps_high": float(fps.max()),
+        "fps_clock": clock,
+    }
 
 
 def _reference_columns(algo: str, env_id: str | None, budget: float) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import style
 from lit_bench.analysis.load import RUN_COLUMNS
-from lit_bench.analysis.metrics_csv import MetricRows, metrics_csvs, read_metrics_csvs
+from lit_bench.analysis.metrics_csv import MetricRows, metric_names, metrics_csvs, read_metrics_csvs
 from lit_bench.store.rundir import RunDir
 
 PREFERRED = (
@@ -74,9 +74,15 @@ def load_metrics(runs: pd.DataFrame | Iterable[str | Path], metrics: Sequence[st
     return pd.concat([identity, long.drop(columns="run")], axis=1)
 
 
+def run_metric_names(runs: pd.DataFrame) -> list[str]:
+    """The metric names in the ``train/metrics.csv`` headers of ``runs`` (``load_runs``' table), in file order."""
+    return metric_names(metrics_csvs(runs.run_dir.astype(str).tolist()))
+
+
 def metric_band(long: pd.DataFrame, metric: str, *, n_points: int = 40, seed: int = 0) -> pd.DataFrame:
     """IQM [95% CI] across runs of one metric of one config (``load_metrics`` rows), on a grid up to its shortest
-    run (only the completed ones where there are any: ``aggregate.band_runs``; see ``aggregate.iqm_band``)."""
+    run (only the completed ones where there are any: ``aggregate.band_runs``; see ``aggregate.iqm_band``); empty
+    (float columns) when no run has it. ``config_bands`` makes the same bands of many configs from the files."""
     rows = long[long.metric == metric]
     if "status" in rows:
         rows = rows[agg.band_runs(rows.status.to_numpy())]
@@ -88,8 +94,8 @@ def _band(
     codes: np.ndarray, n_runs: int, steps: np.ndarray, values: np.ndarray, n_points: int, seed: int
 ) -> pd.DataFrame:
     """``metric_band`` of points numbered by run (``codes``: 0 .. n_runs - 1, in the order of the runs' paths)."""
-    if not n_runs:
-        return pd.DataFrame(columns=["timesteps", "iqm", "ci_low", "ci_high", "n_runs"])
+    if not n_runs:  # (float columns: an empty band draws as nothing, as any other band)
+        return pd.DataFrame({c: np.array([], dtype=float) for c in ("timesteps", "iqm", "ci_low", "ci_high", "n_runs")})
     last = np.full(n_runs, -np.inf)
     np.fmax.at(last, codes, steps)
     grid = agg.common_grid(last.tolist(), n_points=n_points)
@@ -146,6 +152,8 @@ def draw_metric(
     from matplotlib.ticker import EngFormatter
 
     for name, band in bands.items():
+        if band.empty:  # a config without this metric (e.g. no episode ended yet): nothing to draw
+            continue
         line = lines.get(name, style.LineStyle("C0"))
         ax.plot(band.timesteps, band.iqm, color=line.color, ls=line.linestyle)
         ax.fill_between(band.timesteps, band.ci_low, band.ci_high, color=line.color, alpha=0.15, lw=0)

@@ -1,5 +1,6 @@
 """``lit-bench [algo=ppo env=CartPole seed=0 budget=...]``, or ``-m`` to sweep: the harness's command (``run.py`` is
-the same command).
+the same command). It prints its plan first (runs, env steps, estimated CPU and wall time: lit_bench.control.run_plan);
+``--dry-run`` prints only that; ``--allow-no-learning`` runs a budget without a gradient step.
 
 Groups and options are the built-in ``conf/`` (shipped in the package) plus the user's config directories
 (``--config-dir``, ``hydra.searchpath``, ``LIT_BENCH_CONFIG_PATH``: ``lit_bench.config.sources``). Each run writes its
@@ -51,6 +52,13 @@ def _run_job(cfg: DictConfig) -> float | None:
     return None
 
 
+def _take_flag(flag: str) -> bool:
+    """Whether ``flag`` is on the command line (removed from it)."""
+    found = flag in sys.argv[1:]
+    sys.argv[1:] = [arg for arg in sys.argv[1:] if arg != flag]
+    return found
+
+
 def main() -> None:
     """The console entry point: Hydra's command line, with the built-in configs and the user's."""
     # A quiet Ctrl-C while Hydra and the rest import; here, not at the top: a joblib worker imports this module for
@@ -61,6 +69,7 @@ def main() -> None:
     from lit_bench.config.algo_overrides import OverrideError, rewrite
     from lit_bench.config.resources import conf_dir
     from lit_bench.config.sources import UserConfigError, fold_command_line, install, user_config_dirs
+    from lit_bench.control.run_plan import announce
 
     try:
         fold_command_line(sys.argv[1:])
@@ -72,6 +81,9 @@ def main() -> None:
         sys.argv[1:] = rewrite(sys.argv[1:])  # algo.<key>=... in an algorithm sweep: for each algorithm that has it
     except OverrideError as error:
         sys.exit(str(error))
+    # Our own flags, taken off before Hydra parses the command line: the plan (cost, budgets) comes first.
+    dry_run, allow_no_learning = (_take_flag(flag) for flag in ("--dry-run", "--allow-no-learning"))
+    announce(sys.argv[1:], dry_run, allow_no_learning)
     hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE)(task)()
 
 

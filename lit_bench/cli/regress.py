@@ -104,6 +104,7 @@ def run_suite(
             "-m",
             "lit_bench.cli.bench",
             "-m",
+            "--allow-no-learning",  # a suite's entries are fixed (and --scale shrinks them): its verdicts judge them
             f"algo={algo}",
             f"env={','.join(envs)}",
             f"seed={seeds}",

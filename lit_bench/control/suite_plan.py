@@ -72,12 +72,17 @@ def family_of() -> dict[tuple[str, str], str]:
     return found
 
 
-def costs(path: Path = COSTS) -> dict[tuple[str, str], float]:
-    """(algo, family) -> measured CPU seconds per env step."""
+def cost_rows(path: Path = COSTS) -> dict[tuple[str, str], dict[str, str]]:
+    """(algo, family) -> its row of the cost table (``cpu_s_per_step``, the ``env`` it was measured on, ...)."""
     if not path.is_file():
         return {}
     with path.open() as file:
-        return {(r["algo"], r["family"]): float(r["cpu_s_per_step"]) for r in csv.DictReader(file)}
+        return {(r["algo"], r["family"]): r for r in csv.DictReader(file)}
+
+
+def costs(path: Path = COSTS) -> dict[tuple[str, str], float]:
+    """(algo, family) -> measured CPU seconds per env step."""
+    return {key: float(row["cpu_s_per_step"]) for key, row in cost_rows(path).items()}
 
 
 def memory_of(entries: list[Entry]) -> dict[tuple[str, str], int | None]:

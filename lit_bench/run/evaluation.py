@@ -59,7 +59,9 @@ class PeriodicEval(BaseCallback):
     """Every ``every`` env steps, run ``episodes`` evaluation episodes and append a row to ``eval.csv``.
 
     Evaluations fall on multiples of ``every``, so a run resumed from a checkpoint continues the same grid.
-    ``wall_time_s`` and ``fps`` continue from the checkpoint too; ``fps`` counts training time only. Every
+    ``wall_time_s`` and ``fps`` continue from the checkpoint too; ``fps`` counts training time only. ``train_cpu_s``
+    and ``cpu_fps`` are this process's CPU seconds of training (evaluations excluded) up to the latest evaluation and
+    the env steps per CPU-second they trained: a speed that other processes' load changes far less. Every
     evaluation's per-episode returns and lengths also go to ``evaluations.npz`` (SB3's ``EvalCallback`` format), and
     its mean return, mean episode length and success rate to the run's loggers (``eval/mean_reward``, ...) at the
     env step, as SB3's ``EvalCallback`` logs them, with either backend.
@@ -101,6 +103,11 @@ class PeriodicEval(BaseCallback):
         self.started = time.perf_counter()
         self.first_step_at: float | None = None  # perf_counter of the first env step (harness overhead)
         self.eval_seconds = 0.0
+        self.cpu_started = time.process_time()
+        self.first_step_cpu: float | None = None
+        self.eval_cpu_seconds = 0.0
+        self.train_cpu_s = 0.0
+        self.cpu_fps = 0.0
         self.steps_at_start = 0
         self.next_eval = every
         self.last_row: dict[str, Any] | None = None
@@ -123,6 +130,7 @@ class PeriodicEval(BaseCallback):
     def _on_step(self) -> bool:
         if self.first_step_at is None:
             self.first_step_at = time.perf_counter()
+            self.first_step_cpu = time.process_time()
         if self.progress is not None:
             self.progress.step(self.num_timesteps)
         if self.num_timesteps >= self.next_eval:
@@ -139,7 +147,9 @@ class PeriodicEval(BaseCallback):
 
     def evaluate(self, model: BaseAlgorithm | SB3Algorithm) -> dict[str, Any]:
         """Evaluate ``model`` now and append the row (also called once after training for the final score)."""
-        begin = time.perf_counter()
+        begin, cpu_begin = time.perf_counter(), time.process_time()
+        self.train_cpu_s = cpu_begin - (self.first_step_cpu or self.cpu_started) - self.eval_cpu_seconds
+        self.cpu_fps = (int(model.num_timesteps) - self.steps_at_start) / max(self.train_cpu_s, 1e-9)
         training_env = model.get_env()
         if training_env is not None:
             sync_envs_normalization(training_env, self.eval_env)
@@ -164,6 +174,7 @@ class PeriodicEval(BaseCallback):
                 callback=record_success,
             )
         self.eval_seconds += time.perf_counter() - begin
+        self.eval_cpu_seconds += time.process_time() - cpu_begin
         if not np.isfinite(np.mean(returns)):  # not written: eval.csv holds scores only
             raise Diverged(
                 f"diverged: the evaluation at {timesteps} env steps has mean return {np.mean(returns)} "

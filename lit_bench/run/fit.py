@@ -62,6 +62,8 @@ def train_and_score(
         steps_to_threshold=None if math.isnan(at) else int(at),  # JSON: null
         wall_time_s=round(evaluator.wall_time(), 3),
         fps=last["fps"],
+        cpu_time_s=round(evaluator.train_cpu_s, 3),
+        cpu_fps=round(evaluator.cpu_fps, 1),
         startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
         objective=score(rows, cfg.objective),
         **run_dir.written(),

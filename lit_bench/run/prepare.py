@@ -1,13 +1,15 @@
 """The checks a run passes before its directory changes and before any env is built (run options aside,
 checked in ``train.run``): algorithm, hyperparameters, budget, action space, env package, loggers, video, objective,
-console, processes, precision, trainer options; and the warning for a budget the last rollout overshoots."""
+console, processes, precision, trainer options; and the warnings of a budget that shows little."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from omegaconf import DictConfig
 
+from lit_bench.config.budget import PLANNED_ENV, budget_warnings
 from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
@@ -66,20 +68,9 @@ def console_mode(cfg: DictConfig) -> str:
         raise ConfigError(str(error)) from None
 
 
-def warn_overshoot(cfg: DictConfig, budget: int) -> None:
-    """One warning line when an on-policy budget is not a multiple of its rollout: the last rollout runs to its end
-    (SB3's ``learn`` does the same; cutting it short would change the algorithm), so more env steps are trained
-    than asked for. The summary's ``timesteps`` records them; the report labels and compares the run with them."""
-    n_steps = cfg.algo.get("n_steps")
-    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps <= 0:
-        return
-    rollout = n_steps * int(cfg.env.get("n_envs") or 1)
-    if budget % rollout:
-        trained = -(-budget // rollout) * rollout
-        print(
-            f"warning: budget={budget} is not a multiple of the {rollout} env steps of one rollout "
-            f"({cfg.env.get('n_envs') or 1} envs x n_steps={n_steps}): {cfg.algo_name} trains {trained} env steps, "
-            f"as SB3's learn does; the summary and the report say {trained}",
-            file=sys.stderr,
-            flush=True,
-        )
+def warn_budget(cfg: DictConfig, budget: int) -> None:
+    """The budget's warning lines (``config.budget.budget_warnings``: a rollout the budget overshoots, ...), unless
+    the sweep's plan printed them already (once per sweep, not once per run)."""
+    if not os.environ.get(PLANNED_ENV):
+        for line in budget_warnings(cfg, budget):
+            print(f"warning: {line}", file=sys.stderr, flush=True)

@@ -34,7 +34,7 @@ from lit_bench.run.outcome import (
     stopped_at_once,
     timestamp,
 )
-from lit_bench.run.prepare import console_mode, prepare, warn_overshoot
+from lit_bench.run.prepare import console_mode, prepare, warn_budget
 from lit_bench.run.provenance import hydra_output_dir, provenance
 from lit_bench.run.ranks import process_rank, run_rank
 from lit_bench.run.start import Start, decide, left_damaged, not_retrained, open_run_dir
@@ -50,7 +50,7 @@ __all__ = [  # the run's public names, importable from here as before its parts 
     "not_retrained",
     "run",
     "run_fields",
-    "warn_overshoot",
+    "warn_budget",
 ]
 
 
@@ -151,7 +151,7 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
         }
     torch.set_num_threads(int(cfg.threads))
     open_run_dir(run_dir, config, start)
-    warn_overshoot(cfg, budget)
+    warn_budget(cfg, budget)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance(config["env"])}
     run_dir.write_summary(summary)
 

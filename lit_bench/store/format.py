@@ -115,7 +115,11 @@ SUMMARY_FIELDS: dict[str, str] = {
     "threshold": "the env's solved threshold",
     "steps_to_threshold": "first step from which the threshold held",
     "wall_time_s": "training and evaluation seconds",
-    "fps": "env steps per second",
+    "fps": "env steps per second (wall-clock, training only)",
+    "cpu_time_s": "CPU seconds of the training in the run's process (evaluations excluded; a resumed run: since it "
+    "resumed)",
+    "cpu_fps": "env steps per CPU-second of training: the speed the report compares (another process's load "
+    "changes it far less than the wall-clock fps)",
     "startup_s": "seconds from the start to the first env step",
     "objective": "the score a sweeper gets",
     "evaluations": "a completed run's number of evaluations in eval.csv (format 3 on)",

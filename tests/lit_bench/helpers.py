@@ -56,14 +56,27 @@ def harness_kwargs(cfg: DictConfig, cls: type, env: Any, backend: str) -> dict[s
     return algorithm_kwargs(job, backend)
 
 
-def run_py(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+RUN_PY_LIMIT_S = 300.0  # a run.py call of a test on an idle machine: seconds before it counts as hung
+
+
+def patience(seconds: float) -> float:
+    """A limit that catches a hang, never a busy machine: ``seconds`` (enough on an idle one) times the load per core
+    when above 1 (four jobs on two cores: 2x), times ``LIT_BENCH_TEST_PATIENCE`` (default 1) for a slow machine."""
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return seconds * max(1.0, load) * float(os.environ.get("LIT_BENCH_TEST_PATIENCE", "1"))
+
+
+def run_py(
+    *args: str, env: dict[str, str] | None = None, timeout: float = RUN_PY_LIMIT_S
+) -> subprocess.CompletedProcess:
+    """``python run.py *args`` from the repository root; ``timeout``: seconds on an idle machine (``patience``)."""
     return subprocess.run(
         [sys.executable, "run.py", *args],
         cwd=REPO,
         env=env or CHILD_ENV,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=patience(timeout),
     )
 
 
@@ -80,7 +93,7 @@ def kill_when_checkpointed(args: list[str], sweep_dir: Path, at_least: int, seed
     )
     run_dir = None
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patience(120)
         while time.monotonic() < deadline:
             run_dir = find_run(sweep_dir, seed)
             state = run_dir / "checkpoints" / "state.json" if run_dir else None
@@ -235,3 +248,23 @@ def make_mixed_sweeps(root: Path) -> Path:
                     },
                 )
     return root
+
+
+def make_plain_sweep(root: Path, *, sb3: bool) -> Path:
+    """``run.py -m algo=ppo,a2c env=CartPole,Acrobot seed=0,1,2`` at a small budget, as written: PPO's runs on
+    CartPole have the usual training metrics, on Acrobot only ``time/*`` ones (no episode ended in its one rollout,
+    no loss was dumped), A2C's none (its ``log_interval`` of 100 rollouts never came); with ``sb3`` each run on both
+    backends."""
+    sweep = root / "plain"
+    for algo in ("ppo", "a2c"):
+        for env, env_id, base in (("CartPole", "CartPole-v1", 20.0), ("Acrobot", "Acrobot-v1", -500.0)):
+            for seed in range(3):
+                for backend in ("lit", "sb3") if sb3 else ("lit",):
+                    run = write_run(
+                        sweep, algo, env, seed, backend, [base, base + 10 + seed], env_id=env_id, sweep="plain"
+                    )
+                    if algo == "ppo":
+                        write_config_and_metrics(run, {"seed": seed, "sweep": "plain", "env": {"id": env_id}})
+                    if algo == "ppo" and env == "Acrobot":
+                        (run / "train" / "metrics.csv").write_text("step,time/fps\n4096,380.0\n")
+    return sweep

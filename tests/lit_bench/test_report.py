@@ -186,7 +186,7 @@ def test_paired_comparison_table(tmp_path):
     assert (
         "| ppo | CartPole | 5 | 420.0 | 415.0 | 0: +5.0, 1: +5.0, 2: +5.0, 3: +5.0, 4: +5.0 | +5.0 [+5.0, +5.0] |"
         in text
-        and "| lit better | 1.00x |" in text
+        and "| lit better | 1.00x wall-clock |" in text  # the fixture runs recorded no CPU time
     )
 
 
@@ -264,6 +264,18 @@ def test_suite_and_training_pages_over_several_envs(tmp_path, capsys):
     assert set(pd.read_csv(out / "normalization.csv").env_id) == {"Acrobot-v1", "CartPole-v1"}
     with Image.open(out / "suite.png") as image:
         assert image.width >= 0.95 * 7.0 * report.DPI  # the paper style's page width (7 in), not a column's
+
+
+def test_a_figure_left_out_is_named_with_why(tmp_path, capsys):
+    """No run wrote train/metrics.csv (runs shorter than one log_interval): training_<env> is not drawn, and the
+    report says so (console and summary.md) instead of leaving it out without a word."""
+    make_sweep(tmp_path)
+    out = tmp_path / "report"
+    report.main([str(tmp_path / "fixture_sweep"), "--out", str(out), "--formats", "png", "--workers", "1"])
+    assert not (out / "training_CartPole.png").exists()
+    note = "training_CartPole not drawn: no run on CartPole has training metrics to draw (train/metrics.csv)"
+    assert note in capsys.readouterr().out and note in (out / "summary.md").read_text()
+    assert "log_interval=" in (out / "summary.md").read_text()
 
 
 def test_runs_with_other_versions_pooled_in_a_row_are_flagged(tmp_path):

@@ -42,6 +42,15 @@ def test_a_run_writes_only_files_and_summary_fields_of_the_format(tiny_run: dict
     assert {fmt.CONFIG, fmt.EVAL_CSV, fmt.EVALUATIONS_NPZ, fmt.SUMMARY, fmt.METRICS_CSV} <= files
 
 
+def test_a_run_records_its_cpu_time_as_well_as_its_wall_time(tiny_run: dict):
+    """CPU seconds of the training (this process, evaluations excluded) and env steps per CPU-second: a speed that
+    another process's load does not change, as the wall-clock one does."""
+    written = json.loads((Path(tiny_run["run_dir"]) / fmt.SUMMARY).read_text())
+    assert {"cpu_time_s", "cpu_fps"} <= set(fmt.SUMMARY_FIELDS)
+    assert 0 < written["cpu_time_s"] <= written["wall_time_s"] * 4  # a few threads at most
+    assert written["cpu_fps"] == pytest.approx(written["timesteps"] / written["cpu_time_s"], rel=0.01)
+
+
 def test_a_directory_without_format_reads_as_version_1(tmp_path: Path):
     run_dir = write_run(tmp_path / "old", "ppo", "CartPole", 0, "lit", [10.0, 20.0])
     summary = RunDir(run_dir).read_summary()

@@ -21,7 +21,7 @@ from lit_bench.analysis.load import load_runs
 from lit_bench.config.identity import identify, slug
 from lit_bench.control.sweep import RunFailed, job_result
 from lit_bench.store.rundir import RunDir
-from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run, read_csv, run_py
+from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run, patience, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 
@@ -147,7 +147,7 @@ def test_learning_rate_sweep_writes_one_directory_per_value(tmp_path: Path) -> N
 def _wait_for(process: subprocess.Popen, text: str, timeout: float) -> str:
     """Read the process's stdout until a line contains ``text``; returns what was read."""
     seen = ""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     assert process.stdout is not None
     while time.monotonic() < deadline:
         line = process.stdout.readline()
@@ -196,7 +196,7 @@ def test_second_writer_waits_for_the_lock_and_a_killed_holder_never_blocks(tmp_p
         except BaseException:
             process.kill()
             raise
-    out, _ = process.communicate(timeout=180)
+    out, _ = process.communicate(timeout=patience(180))
     assert process.returncode == 0, out
     assert summary_of(run_dir.root)["status"] == "completed" and eval_steps(run_dir.root) == [256, 512]
 
@@ -218,7 +218,7 @@ def test_two_identical_sweeps_at_once_write_each_run_once(tmp_path: Path) -> Non
         subprocess.Popen(args, cwd=REPO, env=CHILD_ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for _ in range(2)
     ]
-    outputs = [c.communicate(timeout=300)[0] for c in copies]
+    outputs = [c.communicate(timeout=patience(300))[0] for c in copies]
     for copy, out in zip(copies, outputs):
         assert copy.returncode == 0, out
         assert "2 completed (2 runs)" in out

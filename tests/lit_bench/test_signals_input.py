@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lit_bench.run import fit, train
-from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, read_csv, run_py
+from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, patience, read_csv, run_py
 
 pytestmark = pytest.mark.harness
 
@@ -172,7 +172,7 @@ def _located(run_dir: Path) -> Path:
 
 def _wait_for_checkpoint(process: subprocess.Popen, *run_dirs: Path, step: int = 320) -> list[Path]:
     """The run directories once each holds a checkpoint at ``step`` or later."""
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + patience(180)
     while time.monotonic() < deadline:
         located = [_located(d) for d in run_dirs]
         states = [d / "checkpoints" / "state.json" for d in located]
@@ -196,7 +196,7 @@ def test_sigint_run_checkpoints_exits_130_and_resumes(tmp_path: Path) -> None:
     process = _start(args)
     [run_dir] = _wait_for_checkpoint(process, tmp_path / "sig" / "ppo" / "CartPole" / "seed_0")
     os.kill(process.pid, signal.SIGINT)
-    output, _ = process.communicate(timeout=120)
+    output, _ = process.communicate(timeout=patience(120))
     assert process.returncode == 130, output
     assert "Traceback" not in output and "stopped by SIGINT at" in output
     step = _interrupted(run_dir, "SIGINT")
@@ -224,7 +224,7 @@ def test_sigterm_sequential_sweep_sb3_table_and_143(tmp_path: Path) -> None:
     [seed_0] = _wait_for_checkpoint(process, tmp_path / "sig" / "ppo@sb3" / "CartPole" / "seed_0")
     root = seed_0.parent
     os.kill(process.pid, signal.SIGTERM)
-    output, _ = process.communicate(timeout=120)
+    output, _ = process.communicate(timeout=patience(120))
     assert process.returncode == 143, output
     assert "Traceback" not in output and "1 interrupted (1 runs)" in output and "sweep stopped by SIGTERM" in output
     _interrupted(root / "seed_0", "SIGTERM")
@@ -258,7 +258,7 @@ def test_joblib_sweep_stops_with_table(how: str, tmp_path: Path) -> None:
     else:
         os.kill(process.pid, signal.SIGTERM)
     name, code = ("SIGINT", 130) if how == "ctrl-c" else ("SIGTERM", 143)
-    output, _ = process.communicate(timeout=180)
+    output, _ = process.communicate(timeout=patience(180))
     assert process.returncode == code, output
     assert "Traceback" not in output and "2 interrupted (2 runs)" in output and f"sweep stopped by {name}" in output
     assert output.count(f"{name}: stopping at the next checkpoint") == 1
@@ -303,7 +303,7 @@ def test_submitit_preempted_job_checkpoints_requeues_and_resumes(tmp_path: Path)
     ]
     assert len(tasks) == 1, tasks
     os.kill(tasks[0], signal.SIGUSR2)
-    output, _ = process.communicate(timeout=300)
+    output, _ = process.communicate(timeout=patience(300))
     assert process.returncode == 0, output
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["timesteps"] >= 1600

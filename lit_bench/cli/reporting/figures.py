@@ -109,8 +109,6 @@ def _curves(
             [],
             [],
             color=look.line(*c, "lit").color,
-            marker=look.marker[c[1]],
-            mfc="none",
             label=short[c] + ("" if same else f" ({notes[c]})"),
         )
         for c in configs
@@ -228,7 +226,7 @@ def _comparison(comparison: pd.DataFrame | None, several: bool, look: style.Look
         ],
         note=[
             f"n={r.n}, P(lit>SB3)={r.probability_of_improvement:.2f}, verdict: {r.verdict}"
-            + (f", fps x{r.fps_ratio_median:.2f}" if np.isfinite(r.fps_ratio_median) else "")
+            + (f", speed x{r.fps_ratio_median:.2f}{_clock(r)}" if np.isfinite(r.fps_ratio_median) else "")
             for r in comparison.itertuples()
         ],
     )
@@ -290,4 +288,9 @@ def _ratio_note(row: Row, comparison: pd.DataFrame | None) -> str:
     if match.empty or not np.isfinite(match.fps_ratio_median.iloc[0]):
         return ""
     m = match.iloc[0]
-    return f"= {m.fps_ratio_median:.2f}x SB3 ({m.fps_ratio_min:.2f}-{m.fps_ratio_max:.2f})"
+    return f"= {m.fps_ratio_median:.2f}x SB3 ({m.fps_ratio_min:.2f}-{m.fps_ratio_max:.2f}){_clock(m)}"
+
+
+def _clock(row: Any) -> str:
+    """What a speed ratio measures: CPU time unless the runs recorded wall-clock time only."""
+    return " per CPU-s" if getattr(row, "fps_clock", "wall") == "cpu" else " wall-clock"

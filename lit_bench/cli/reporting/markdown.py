@@ -25,6 +25,14 @@ def label(row: Row, several_sweeps: bool, *, backend: bool = True) -> str:
     return text + (f" ({row.sweep})" if several_sweeps else "")
 
 
+WALL_CLOCK = " wall-clock"  # a speed of runs that did not record their CPU time: it changes with the machine's load
+SPEED_NOTE = (
+    "Speed: env steps per CPU-second of training in each run's process (evaluations excluded), the median over "
+    "seeds with its min-max; lit / SB3 is the ratio of the same config on the same seed. Speeds marked wall-clock "
+    "(runs without recorded CPU time) change with the machine's load: compare them with care."
+)
+
+
 def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, links_from: Path | None = None) -> str:
     """The summary (and the lit-vs-SB3 comparison) as Markdown a person can read; runs with a ``video/final.mp4``
     get links in a ``video`` column (relative to ``links_from`` when given)."""
@@ -36,7 +44,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         f"{FLAG} = under {agg.MIN_SEEDS_FOR_CI} seeds, the CI is little more than the range of the scores.",
         "",
         "| run | env | n (other runs) | final IQM [95% CI] | ratio to SB3 (against, n) | RL Zoo at this budget "
-        "(1 seed) | RL Zoo benchmark (1 agent) | steps to threshold (solved / runs) | env steps/s (min-max) |"
+        "(1 seed) | RL Zoo benchmark (1 agent) | steps to threshold (solved / runs) | env steps per CPU-s (min-max) |"
         + " video |"
         * video_column,
         "|---|---|---|---|---|---|---|---|---|" + "---|" * video_column,
@@ -90,6 +98,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     )
     lines += overshoots
     lines += mixed
+    lines.append(SPEED_NOTE)
     lines.append(
         f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
         "reach the env's threshold (median over runs that did)."
@@ -101,7 +110,26 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         )
     if comparison is not None and not comparison.empty:
         lines += ["", comparison_markdown(comparison, several)]
+    lines += sb3_section(summary)
     return "\n".join(lines) + "\n"
+
+
+def sb3_section(summary: pd.DataFrame) -> list[str]:
+    """The commands that add SB3 runs to lit configs that have none (``tables.with_sb3_commands``)."""
+    commands = [c for c in dict.fromkeys(summary.get("sb3_command", ())) if c]
+    if not commands:
+        return []
+    return [
+        "",
+        "## lit vs SB3",
+        "",
+        "These lit configs have no SB3 runs of the same config, so no lit-vs-SB3 verdict. Run them on SB3 into the "
+        "same sweep (completed runs are skipped), then this report again:",
+        "",
+        "```",
+        *commands,
+        "```",
+    ]
 
 
 def _video_links(paths: str, links_from: Path | None) -> str:
@@ -117,7 +145,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         f"## lit vs SB3, paired by seed (final = {agg.FINAL})",
         "",
         "| run | env | n | lit IQM | SB3 IQM | lit - SB3 per seed | IQM(lit) - IQM(SB3) [95% CI] | P(lit > SB3) "
-        "| verdict | env steps/s lit / SB3 (min-max) |",
+        "| verdict | speed lit / SB3 per CPU-s (min-max) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in comparison.itertuples():
@@ -128,6 +156,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
             if not np.isfinite(r.fps_ratio_median)
             else f"{r.fps_ratio_median:.2f}x"
             + (f" ({r.fps_ratio_min:.2f}-{r.fps_ratio_max:.2f})" if r.fps_ratio_min != r.fps_ratio_max else "")
+            + WALL_CLOCK * (getattr(r, "fps_clock", "wall") == "wall")
         )
         lines.append(
             f"| {label(r, several_sweeps, backend=False)} | {r.env} | {r.n} | {r.lit_iqm:.1f} | {r.sb3_iqm:.1f} | "
@@ -139,6 +168,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
         f'reads it ("lit better" / "lit worse" when it excludes 0, else "indistinguishable") and is '
         f"withheld under {agg.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
+        SPEED_NOTE,
     ]
     return "\n".join(lines)
 
@@ -169,7 +199,7 @@ def _fps(r: Row) -> str:
         return "-"
     return (
         f"{r.fps_median:.0f} ({r.fps_low:.0f}-{r.fps_high:.0f})" if r.fps_low != r.fps_high else (f"{r.fps_median:.0f}")
-    )
+    ) + WALL_CLOCK * (getattr(r, "fps_clock", "wall") == "wall")
 
 
 def _steps(value: float) -> str:

@@ -10,12 +10,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from lit_bench.analysis.cache import Parsed
 from lit_bench.analysis.load import evaluations_table, read_runs, runs_table
 from lit_bench.analysis.paired import CompareError, ablation_table
-from lit_bench.analysis.summarize import GROUP, Returns, comparison_table, group_key, run_table, summary_table
+from lit_bench.analysis.summarize import (
+    GROUP,
+    PAIR,
+    Returns,
+    comparison_table,
+    group_key,
+    run_table,
+    summary_table,
+)
 from lit_bench.store.rundir import RunDir
 
 
@@ -81,7 +90,7 @@ def read_tables(
         parsed,
         runs,
         returns,
-        with_videos(summary, runs),
+        with_sb3_commands(with_videos(summary, runs), runs),
         comparison_table(runs, None, seed=seed, per_run=per_run, summary=summary),
         per_run,
         ablations,
@@ -98,3 +107,57 @@ def with_videos(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         return " ".join(v for v in paths if os.path.isfile(v))
 
     return summary.assign(videos=[videos(row) for _, row in summary.iterrows()] if len(summary) else [])
+
+
+JOB_KEYS = ("algo", "env", "seed", "backend")  # what the suggested command sweeps itself
+
+
+def with_sb3_commands(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The summary with an ``sb3_command`` column: for a lit config without SB3 runs of the same config, the command
+    that adds them to its sweep (``python run.py -m algo=... env=... seed=... <its other overrides> backend=sb3``,
+    from its runs' ``overrides.yaml``; configs sharing the other overrides share one command); '' elsewhere."""
+    paired = {tuple(r) for r in summary.loc[summary.backend == "sb3", PAIR].itertuples(index=False)}
+    alone = np.array([tuple(r) not in paired for r in summary[PAIR].itertuples(index=False)], dtype=bool)
+    lonely = summary[(summary.backend == "lit").to_numpy() & alone]
+    if lonely.empty:
+        return summary.assign(sb3_command="")
+    completed = runs[runs.status == "completed"]
+    dirs_of = {group_key(key): group for key, group in completed.groupby(GROUP, sort=False, dropna=False)}
+    commands: dict[tuple[str, ...], dict[str, set[str]]] = {}
+    key_of: dict[int, tuple[str, ...]] = {}
+    for index, row in lonely.iterrows():
+        group = dirs_of.get(group_key(tuple(row[k] for k in GROUP)))
+        if group is None or group.empty:
+            continue
+        words = _overrides(group.run_dir.iloc[0])
+        if words is None or "parity=true" in words:  # no command line to repeat; parity runs pair otherwise
+            continue
+        rest = tuple(w for w in words if w.split("=", 1)[0].lstrip("+~") not in JOB_KEYS)
+        values = commands.setdefault(rest, {"algo": set(), "env": set(), "seed": set()})
+        values["algo"].add(str(row.algo))
+        values["env"].add(str(row.env))
+        values["seed"].update(str(int(s)) for s in group.seed)
+        key_of[index] = rest
+    text = {
+        rest: "python run.py -m "
+        + " ".join(f"{k}={','.join(sorted(v, key=_natural))}" for k, v in values.items())
+        + "".join(f" {w}" for w in rest)
+        + " backend=sb3"
+        for rest, values in commands.items()
+    }
+    return summary.assign(sb3_command=[text[key_of[i]] if i in key_of else "" for i in summary.index])
+
+
+def _natural(value: str) -> tuple[int, str]:
+    return (int(value), "") if value.isdigit() else (0, value)
+
+
+def _overrides(run_dir: str) -> list[str] | None:
+    """A run's command-line overrides (``overrides.yaml``), None when unreadable."""
+    import yaml
+
+    try:
+        words = yaml.safe_load(RunDir(run_dir).overrides.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    return [str(w) for w in words] if isinstance(words, list) else None

@@ -113,4 +113,20 @@ def write(
     )
     for path in paths:  # a sweep directory of an Optuna study: its figures too (lit_bench.analysis.hpo)
         plot_sweep(Path(path), out)
+    notes = left_out(out, f".{formats[0]}", sorted(runs.env.astype(str).unique()) if train_metrics != ["none"] else [])
+    if notes:  # a figure left out is named with why, on the console and in summary.md
+        print("\n".join(notes), flush=True)
+        text = markdown(summary, comparison, out) + ablations_section(ablations)
+        atomic_write_text(out / "summary.md", text + "\n" + "\n".join(notes) + "\n")
     return summary, comparison, ablations
+
+
+def left_out(out: Path, suffix: str, envs: Sequence[str]) -> list[str]:
+    """A note per training figure not drawn (no run of its env wrote training metrics), saying why."""
+    return [
+        f"note: training_{env} not drawn: no run on {env} has training metrics to draw (train/metrics.csv); they are "
+        f"written every log_interval rollouts (on-policy) or episodes (off-policy), so a run shorter than one interval "
+        f"has none: rerun with e.g. log_interval=1"
+        for env in envs
+        if not (out / f"training_{env}{suffix}").exists()
+    ]

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from lit_bench.analysis import cache, parse
-from lit_bench.analysis.load import load_tables
+from lit_bench.analysis.load import load_runs, load_tables
 from lit_bench.store.rundir import atomic_write_text
 
 from ..helpers import make_sweep, write_run
@@ -153,3 +153,23 @@ def test_synthetic_runs_load_like_harness_runs(tmp_path):
     assert set(runs.status) <= {"completed", "failed", "interrupted", "damaged"} and (runs.status == "completed").any()
     completed = runs[runs.status == "completed"]
     assert len(evals[evals.run_dir.isin(completed.run_dir)]) == 20 * 7 * len(completed)
+
+
+def test_copies_of_a_real_run_hold_all_its_files_and_load_as_distinct_runs(tmp_path):
+    """benchmarks/report_scale.py --from-run: its runs are copies of a real run directory (every file), each its own
+    seed and config to the analysis."""
+    spec = importlib.util.spec_from_file_location("synthetic_runs", ROOT / "benchmarks" / "synthetic_runs.py")
+    synthetic = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synthetic)
+    source = write_run(tmp_path / "real", "ppo", "CartPole", 0, "lit", [10.0, 20.0, 30.0])
+    (source / "checkpoints").mkdir()
+    (source / "checkpoints" / "last.ckpt").write_bytes(b"\0" * 64)  # the files the report never reads are copied too
+    (source / "monitor").mkdir()
+    (source / "monitor" / "0.monitor.csv").write_text("#\nr,l,t\n")
+    sweep = synthetic.copies(source, tmp_path / "copies", 12, n_configs=3)
+    runs = load_runs([sweep])
+    assert len(runs) == 12 and (runs.status == "completed").all()
+    assert runs.config_id.nunique() == 3 and runs.groupby("config_id").seed.nunique().eq(4).all()
+    for run_dir in runs.run_dir:
+        files = {p.relative_to(run_dir) for p in Path(run_dir).rglob("*") if p.is_file()}
+        assert files == {p.relative_to(source) for p in source.rglob("*") if p.is_file()}

@@ -122,3 +122,13 @@ def test_compare_names_that_match_nothing_or_several_configs_fail_in_one_line(tm
     with pytest.raises(CompareError, match="name a config as ALGO"):
         ConfigName.parse("ppo[x")
     assert ConfigName.parse("ppo@sb3[a=1]") == ConfigName("ppo", "sb3", "a=1") and str(ConfigName("ppo")) == "ppo"
+
+
+def test_each_pair_is_tabulated_and_drawn_once(tmp_path):
+    """``--compare`` naming the variant and its base (paired already), the same pair again, or reversed: one row."""
+    root = _sweep(tmp_path / "s")
+    pairs = [("my_ppo", "ppo[budget=20000]"), ("my_ppo", "ppo[budget=20000]"), ("ppo[budget=20000]", "my_ppo")]
+    ablations = read_tables([root], compare=pairs).ablations
+    assert len(ablations) == 1 and ablations.kind.item() == "variant vs base"
+    both = read_tables([root], compare=[*pairs, ("ppo[budget=20000]", "ppo@sb3")]).ablations
+    assert len(both) == 2

@@ -67,3 +67,22 @@ def test_a_remembered_subset_holds_every_requested_glyph(counted):
     with pdf_ps.get_glyphs_subset(fontfile, {font.get_char_index(0x2212)}) as minus:  # no ASCII: as it comes
         assert set(minus.glyph_index_map) >= {font.get_char_index(0x2212)}
     assert len(counted) == 2
+
+
+def test_a_remembered_subset_is_the_same_bytes_whatever_the_clock(counted, monkeypatch):
+    """Each copy of a remembered subset keeps the subset's own timestamp: fontTools stamps a font with the current
+    second when it is saved, so on a busy machine two saves straddled a second and differed (the test above failed
+    in the full suite, never alone)."""
+    import itertools
+
+    from fontTools.ttLib.tables import _h_e_a_d
+
+    ticks = itertools.count(3_000_000_000)  # a clock that has moved on at every save
+    monkeypatch.setattr(_h_e_a_d, "timestampNow", lambda: next(ticks))
+    fontfile = findfont(FontProperties(family=plt.rcParams["font.family"]))
+    wanted = {get_font(fontfile).get_char_index(ord(c)) for c in "abc"}
+    saved = []
+    for _ in range(2):
+        with pdf_ps.get_glyphs_subset(fontfile, wanted) as subset:
+            saved.append(pdf_ps.font_as_file(subset.font).getvalue())
+    assert saved[0] == saved[1] and len(counted) == 1

@@ -53,12 +53,17 @@ def test_learning_curves_have_lines_bands_and_near_references(tmp_path):
         "solved (80)",
         "RL Zoo ppo eval curve, 1 seed",
     } <= set(lines)
-    # one colour per algorithm, the backend in the line style
+    # the algorithm's colour; SB3 at a glance: dashed, a darker shade, its band hatched
     lit, sb3 = lines["ppo / lit (n=3)"], lines["ppo / sb3 (n=3)"]
-    assert lit.get_color() == sb3.get_color() and lit.get_linestyle() != sb3.get_linestyle()
+    assert lit.get_color() != sb3.get_color() and lit.get_linestyle() != sb3.get_linestyle()
+    assert sb3.get_color() == style.backend_color("tab:blue", "sb3") and lit.get_color() == "tab:blue"
+    hatched = [c for c in ax.collections if c.get_hatch()]
+    assert len(hatched) == 1  # SB3's band only: the two bands are told apart where they overlap
+    # no markers on the curves: their points are a grid, not the evaluations, and would read as data
+    assert all(line.get_marker() in (None, "None", "", " ") for line in (lit, sb3))
     # the reference budget beyond the runs' steps is a note, not a legend entry with nothing drawn
     assert not [label for label in lines if "a2c" in label and "Zoo" in label]
-    assert "RL Zoo a2c: 80 at 500k steps (1 agent) (beyond these runs' budget)" in _texts(ax)
+    assert "not drawn, beyond these runs' budget: RL Zoo a2c: 80 at 500k steps (1 agent)" in _texts(ax)
     legend = _legend(ax)
     assert legend and all(label in lines for label in legend)
     assert not ax.get_legend()  # the figure's legend, under the plot: the plot keeps the figure's width
@@ -91,7 +96,7 @@ def test_coinciding_curves_are_said_to_coincide():
     )
     assert "ppo / lit and ppo / sb3: the same curve" in _texts(ax)
     lit, sb3 = ax.get_lines()
-    assert lit.get_markevery() != sb3.get_markevery()  # staggered markers: both visible
+    assert lit.get_color() != sb3.get_color()  # both visible: SB3 dashed over lit in a darker shade
     plt.close(ax.figure)
 
 
@@ -152,3 +157,13 @@ def test_long_notes_are_wrapped_to_the_figure_width():
     renderer = ax.get_figure(root=True).canvas.get_renderer()
     assert ax.get_figure(root=True).get_tightbbox(renderer).width <= ax.get_figure(root=True).get_figwidth()
     plt.close(ax.get_figure(root=True))
+
+
+def test_references_beyond_the_budget_make_one_note_not_one_each():
+    """A short sweep of two algorithms: their Zoo scores far beyond its budget are one line under the plot (in the
+    paper style they took a third of a one-column figure)."""
+    references = {a: plot.ReferenceMark(500.0, 10**6, f"RL Zoo {a}") for a in ("a2c", "ppo")}
+    ax = plot.learning_curves(plot.new_axes(), {"ppo / lit": _band(1.0)}, references=references)
+    text = _texts(ax)
+    assert text.count("beyond these runs' budget") == 1 and "RL Zoo a2c" in text and "RL Zoo ppo" in text
+    plt.close(ax.figure)

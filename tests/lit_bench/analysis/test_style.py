@@ -16,8 +16,10 @@ def test_colours_markers_and_line_styles():
         look.line("s", "sac", "", "sb3"),
         look.line("s", "td3", "", "lit"),
     )
-    assert sac_lit.color == sac_sb3.color != td3.color  # one colour per algorithm, whatever the backend
+    assert sac_lit.color != td3.color  # one colour per algorithm; SB3 a darker shade of it, dashed, its band hatched
+    assert sac_sb3.color == style.backend_color(sac_lit.color, "sb3") != sac_lit.color
     assert sac_lit.linestyle == "-" and sac_sb3.linestyle == "--" and sac_lit.marker != td3.marker
+    assert sac_lit.hatch is None and sac_sb3.hatch
     # the same configs in another order (another figure of the report) get the same colours
     again = style.Look([("s", "td3", ""), ("s", "ppo", ""), ("s", "sac", "")])
     assert again.line("s", "sac", "", "lit") == sac_lit

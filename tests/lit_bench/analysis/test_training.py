@@ -74,3 +74,17 @@ def test_metrics_of_many_files_read_together_equal_each_file_read_alone(tmp_path
     assert set(together.run) == {0, 1, 2, 3}
     only = training._long(list(read_metrics_csvs(paths, ["train/value_loss"])))
     assert only.metric.tolist() == ["train/value_loss"] and only.timesteps.tolist() == [50]
+
+
+def test_a_config_without_the_metric_has_an_empty_band_that_draws_as_nothing():
+    import matplotlib.pyplot as plt
+
+    long = pd.DataFrame(
+        {"run_dir": ["r0"], "status": ["completed"], "timesteps": [4096.0], "metric": ["time/fps"], "value": [380.0]}
+    )
+    band = training.metric_band(long, "rollout/ep_rew_mean")
+    assert band.empty and all(dtype.kind == "f" for dtype in band.dtypes)
+    figure, ax = plt.subplots()
+    training.draw_metric(ax, {"ppo / Acrobot": band}, {}, "rollout/ep_rew_mean")  # numpy refused object columns
+    assert not ax.lines and not ax.collections
+    plt.close(figure)

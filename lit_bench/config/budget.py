@@ -1,0 +1,106 @@
+"""Budgets too small for what the algorithm needs, found before a run starts (kept apart from ``checks``, which
+refuses malformed values: these budgets are valid, they only cannot show learning).
+
+- No gradient step: an off-policy algorithm trains only once more than ``learning_starts`` env steps were collected
+  (SB3's ``learn``); a budget at or below that ends with a random policy's score. Refused (:func:`no_learning`).
+- Less than one rollout: an on-policy algorithm collects ``n_envs x n_steps`` env steps before its first update, so
+  the run trains one whole rollout whatever the budget. Warned (:func:`budget_warnings`).
+- No evaluation before the end: ``eval.every`` at or above the budget leaves only the final evaluation, no curve.
+  Warned.
+
+Each message is one line naming the parameter and the smallest budget that would do what it lacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig
+
+PLANNED_ENV = "LIT_BENCH_PLANNED"  # set by the command's plan once it printed these warnings: runs do not repeat them
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _steps_per_collect(algo: Any, n_envs: int) -> tuple[int, bool]:
+    """Env steps one ``collect_rollouts`` of an off-policy algorithm gathers between training checks, and whether that
+    is exact (``train_freq`` in steps) or a lower bound (``train_freq`` in episodes)."""
+    freq = algo.get("train_freq", 1)
+    if _int(freq) is not None:
+        return max(int(freq), 1) * n_envs, True
+    items = list(freq) if isinstance(freq, (list, tuple, ListConfig)) else []
+    if len(items) == 2 and _int(items[0]) is not None and str(items[1]) == "step":  # SB3's (n, "step")
+        return max(int(items[0]), 1) * n_envs, True
+    return n_envs, False
+
+
+def smallest_learning_budget(cfg: DictConfig) -> int | None:
+    """The smallest budget with at least one gradient step of an off-policy algorithm (None: not off-policy).
+
+    SB3 collects ``train_freq`` steps per env, then trains if more than ``learning_starts`` env steps were collected;
+    the run stops at the first collect that reaches the budget. So a budget B trains iff the collect that ends at
+    ``ceil(B / k) * k`` (``k`` the steps of one collect) exceeds ``learning_starts``."""
+    starts = _int(cfg.algo.get("learning_starts"))
+    if starts is None:
+        return None
+    k, _ = _steps_per_collect(cfg.algo, int(cfg.env.get("n_envs") or 1))
+    return (max(starts, 0) // k) * k + 1
+
+
+def no_learning(cfg: DictConfig, budget: int) -> str | None:
+    """One line when the run would end without a single gradient step (else None)."""
+    smallest = smallest_learning_budget(cfg)
+    if smallest is None or budget >= smallest:
+        return None
+    starts = int(cfg.algo.learning_starts)
+    _, exact = _steps_per_collect(cfg.algo, int(cfg.env.get("n_envs") or 1))
+    least = f"budget={smallest}" if exact else f"budget>{starts} (plus one episode: train_freq is in episodes)"
+    return (
+        f"budget={budget}: {cfg.algo_name} on {cfg.env_name} makes no gradient step, as algo.learning_starts="
+        f"{starts} env steps are collected first; the smallest budget that trains is {least} "
+        f"(or lower algo.learning_starts)"
+    )
+
+
+def overshoot(cfg: DictConfig, budget: int) -> str | None:
+    """One line when an on-policy budget is not a multiple of its rollout: the last rollout runs to its end (SB3's
+    ``learn`` does the same; cutting it short would change the algorithm), so more env steps are trained than asked
+    for. The summary's ``timesteps`` records them; the report labels and compares the run with them."""
+    n_steps = _int(cfg.algo.get("n_steps"))
+    if n_steps is None or n_steps <= 0:
+        return None
+    n_envs = cfg.env.get("n_envs") or 1
+    rollout = n_steps * int(n_envs)
+    if not budget % rollout:
+        return None
+    trained = -(-budget // rollout) * rollout
+    return (
+        f"budget={budget} is not a multiple of the {rollout} env steps of one rollout ({n_envs} envs x "
+        f"n_steps={n_steps}): {cfg.algo_name} trains {trained} env steps, as SB3's learn does; the summary and the "
+        f"report say {trained}"
+    )
+
+
+def budget_warnings(cfg: DictConfig, budget: int) -> list[str]:
+    """Lines for a budget that trains but shows little (less than one on-policy rollout, no evaluation before the
+    end) or more than asked for (not a multiple of the rollout)."""
+    found = []
+    n_steps = _int(cfg.algo.get("n_steps"))
+    if n_steps is not None and n_steps > 0:
+        rollout = n_steps * int(cfg.env.get("n_envs") or 1)
+        if budget < rollout:
+            found.append(
+                f"budget={budget} is less than one rollout of {cfg.algo_name} on {cfg.env_name} "
+                f"({cfg.env.get('n_envs') or 1} envs x algo.n_steps={n_steps}): it trains {rollout} env steps, one "
+                f"update; budget={2 * rollout} is the smallest with two"
+            )
+    every = _int(cfg.eval.get("every"))
+    if every is not None and every >= budget:
+        found.append(
+            f"eval.every={every} >= budget={budget}: the run is evaluated at its end only (no learning curve); "
+            f"budget={2 * every} (or eval.every<={budget // 2}) gives one evaluation before it"
+        )
+    line = overshoot(cfg, budget)
+    return found + ([line] if line else [])

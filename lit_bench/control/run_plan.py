@@ -1,0 +1,262 @@
+"""What a ``lit-bench`` command will cost before it runs, and the budgets that cannot show learning.
+
+The command line is expanded as Hydra's basic sweeper does (the product of its ``a,b,c`` and ``range(...)`` values),
+each distinct config (seeds aside) composed once, and priced like ``regress --dry-run`` prices a suite
+(``lit_bench.control.suite_plan``): CPU seconds per env step of the algorithm on the env's family, measured in
+``results/reference/suite_cost.csv``, times the env steps. The wall time is that CPU time spread over the launcher's
+parallel jobs on this machine (joblib: ``n_jobs``, one per core by default; basic: one), bounded below by the longest
+run; a busy machine takes longer. A sweep always prints its plan; a single run only when it is estimated to take
+more than ``LONG_RUN_S``. Commands this cannot expand (an Optuna sweeper, a glob) get no plan.
+
+A budget that makes no gradient step (``lit_bench.config.budget``) refuses the command in one line per config,
+exit 2, before Hydra makes any directory (``--allow-no-learning`` runs it anyway, e.g. a test of the machinery); the
+budget warnings of a sweep are printed here once per config, not once per run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
+from lit_bench.config.identity import CONF_DIR
+
+LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+SEED_KEYS = ("seed",)
+
+
+class PlanUnavailable(ValueError):
+    """The command's config does not compose (the message: Hydra's, on one line)."""
+
+
+@dataclass
+class Config:
+    """One distinct config of the command (all its seeds)."""
+
+    algo: str
+    env: str
+    backend: str
+    budget: int
+    runs: int
+    cpu_s: float | None  # None: no measured speed for this algorithm and env family
+    measured_on: str | None  # the env its speed was measured on (one per family)
+    problems: list[str] = field(default_factory=list)  # no gradient step: refused
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    configs: list[Config]
+    launcher: str
+    parallel: int | None  # runs at once on this machine (None: a cluster launcher)
+    multirun: bool
+
+    @property
+    def runs(self) -> int:
+        return sum(c.runs for c in self.configs)
+
+    @property
+    def env_steps(self) -> int:
+        return sum(c.runs * c.budget for c in self.configs)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(c.runs * c.cpu_s for c in self.configs if c.cpu_s is not None)
+
+    @property
+    def unmeasured(self) -> list[Config]:
+        return [c for c in self.configs if c.cpu_s is None]
+
+    def wall_s(self) -> float | None:
+        """Wall seconds with ``parallel`` runs at once and perfect packing (the longest run bounds it from below)."""
+        if self.parallel is None:
+            return None
+        longest = max((c.cpu_s for c in self.configs if c.cpu_s is not None), default=0.0)
+        return max(self.cpu_s / min(self.parallel, max(self.runs, 1)), longest)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:,.1f} h"
+
+
+def _jobs(args: list[str]) -> tuple[list[str], list[list[str]]] | None:
+    """(overrides that do not vary, one list of overrides per job) of a command line, or None when it holds a sweep
+    this does not expand (a glob, an interval for an Optuna sweeper) or does not parse."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
+
+    texts = [a for a in args if "=" in a and not a.startswith("-")]
+    try:
+        parsed = OverridesParser.create().parse_overrides(texts)
+    except Exception:  # Hydra reports a malformed command line itself
+        return None
+    fixed, axes = [], []
+    for text, override in zip(texts, parsed):
+        if not override.is_sweep_override():
+            fixed.append(text)
+            continue
+        if not isinstance(override.value(), (ChoiceSweep, RangeSweep)):
+            return None
+        key = override.get_key_element()
+        axes.append([f"{key}={value}" for value in override.sweep_string_iterator()])
+    return fixed, [list(job) for job in itertools.product(*axes)]
+
+
+def _parallel(launcher: Any) -> tuple[str, int | None]:
+    """The launcher's name and how many runs it runs at once on this machine (None: elsewhere, a cluster)."""
+    target = str(launcher.get("_target_", ""))
+    cores = os.cpu_count() or 1
+    if "joblib" in target.lower():
+        n_jobs = launcher.get("n_jobs", -1)
+        n_jobs = int(n_jobs) if isinstance(n_jobs, int) else -1
+        return "joblib", max(1, cores + 1 + n_jobs if n_jobs < 0 else n_jobs)
+    if target.endswith("BasicLauncher"):
+        return "basic", 1
+    return target.rsplit(".", 1)[-1] or "launcher", None
+
+
+def _family_of_env() -> dict[str, str]:
+    from lit_bench.control.suite_plan import family_of
+
+    return {env: family for (_, env), family in family_of().items()}
+
+
+def make_plan(args: list[str]) -> Plan | None:
+    """The plan of a ``lit-bench`` command line (without the program), or None where it cannot be made here (a sweeper
+    or glob this does not expand); raises ``PlanUnavailable`` when the config does not compose."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from lit_bench.control.suite_plan import cost_rows
+
+    multirun = any(flag in args for flag in ("-m", "--multirun"))
+    expanded = _jobs(args)
+    if expanded is None:
+        return None
+    fixed, jobs = expanded
+    if not multirun:
+        jobs = [[]]
+    # seeds never change the cost: one composed config per distinct job without its seed
+    distinct: dict[tuple[str, ...], int] = {}
+    for job in jobs:
+        key = tuple(o for o in job if o.split("=", 1)[0].lstrip("+~") not in SEED_KEYS)
+        distinct[key] = distinct.get(key, 0) + 1
+    per_step = cost_rows()
+    family = _family_of_env()
+    configs: list[Config] = []
+    launcher_cfg, sweeper = None, BASIC_SWEEPER
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            for overrides, runs in distinct.items():
+                cfg = compose("config", overrides=[*fixed, *overrides], return_hydra_config=True)
+                if launcher_cfg is None:
+                    launcher_cfg, sweeper = cfg.hydra.launcher, str(cfg.hydra.sweeper.get("_target_"))
+                configs.append(_config(cfg, runs, per_step, family))
+    except Exception as error:  # an unknown option, a broken config: Hydra reports it in its own words when it runs
+        text = " ".join(str(error).split()).split(" Config search path:")[0]  # (the paths: not the user's concern)
+        raise PlanUnavailable(text) from None
+    finally:
+        GlobalHydra.instance().clear()
+    if sweeper != BASIC_SWEEPER or launcher_cfg is None:
+        return None
+    launcher, parallel = _parallel(launcher_cfg) if multirun else ("one process", 1)
+    return Plan(configs, launcher, parallel, multirun)
+
+
+def _config(
+    cfg: DictConfig, runs: int, per_step: dict[tuple[str, str], dict[str, str]], family: dict[str, str]
+) -> Config:
+    choices = cfg.hydra.runtime.choices
+    algo, env = str(choices.algo), str(choices.env)
+    view = OmegaConf.create(
+        {
+            "algo": OmegaConf.to_container(cfg.algo, resolve=False),
+            "env": {"n_envs": cfg.env.get("n_envs")},
+            "eval": {"every": cfg.eval.get("every")},
+            "algo_name": algo,
+            "env_name": env,
+        }
+    )
+    budget = int(cfg.budget)
+    row = per_step.get((str(OmegaConf.select(cfg, "algo.base", default=None) or algo), family.get(env, "")))
+    problem = no_learning(view, budget)
+    return Config(
+        algo=algo,
+        env=env,
+        backend=str(cfg.backend),
+        budget=budget,
+        runs=runs,
+        cpu_s=None if row is None else float(row["cpu_s_per_step"]) * budget,
+        measured_on=None if row is None else row["env"],
+        problems=[problem] if problem else [],
+        warnings=budget_warnings(view, budget),
+    )
+
+
+def describe(plan: Plan) -> str:
+    """The plan as text: one line per config in a sweep, then the total."""
+    lines = []
+    if plan.multirun:
+        for c in plan.configs:
+            cost = "speed not measured" if c.cpu_s is None else f"{_duration(c.runs * c.cpu_s)} CPU"
+            if c.measured_on not in (None, c.env):
+                cost += f" (at its speed on {c.measured_on})"
+            sb3 = "@sb3" if c.backend == "sb3" else ""
+            lines.append(f"  {c.algo}{sb3} on {c.env}, budget={c.budget}: {c.runs} runs, {cost}")
+    wall = plan.wall_s()
+    if wall is None:
+        where = f"wall time: the {plan.launcher} cluster's"
+    elif plan.multirun:
+        where = f"~{_duration(wall)} wall with {plan.launcher} ({plan.parallel} at once here; more when it is busy)"
+    else:
+        where = f"~{_duration(wall)} wall (more when this machine is busy)"
+    unmeasured = sorted({f"{c.algo} on {c.env}" for c in plan.unmeasured})
+    lines.append(
+        f"plan: {plan.runs} run{'s' if plan.runs != 1 else ''}, {plan.env_steps:,} env steps; estimated "
+        f"{_duration(plan.cpu_s)} CPU, {where}"
+        + (f"; no measured speed for {', '.join(unmeasured)}" if unmeasured else "")
+        + " (training speeds: results/reference/suite_cost.csv; evaluations and start-up come on top)"
+    )
+    return "\n".join(lines)
+
+
+def announce(args: list[str], dry_run: bool, allow_no_learning: bool) -> None:
+    """Print the command's plan (a sweep, a long single run, or any with ``--dry-run``) and its budget warnings;
+    exit 2 on a budget without a gradient step; exit 0 after a dry run."""
+    try:
+        plan = make_plan(args)
+    except PlanUnavailable as error:
+        if dry_run:  # (a run would stop in Hydra's composition, with the same message)
+            print(f"Error: {error}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        return
+    if plan is None:
+        if dry_run:
+            print("plan: not available for this command (a sweeper or glob this does not expand)", flush=True)
+            sys.exit(0)
+        return
+    long_run = plan.cpu_s > LONG_RUN_S or bool(plan.unmeasured and plan.env_steps > 100_000)
+    if dry_run or plan.multirun or long_run:
+        print(describe(plan), flush=True)
+    if plan.multirun:  # a single run warns itself (lit_bench.run.prepare), after Hydra's checks
+        for line in dict.fromkeys(w for c in plan.configs for w in c.warnings):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
+        os.environ[PLANNED_ENV] = "1"  # the runs (a joblib sweep's workers too) do not repeat them
+    problems = list(dict.fromkeys(p for c in plan.configs for p in c.problems))
+    if problems and not allow_no_learning:
+        for line in problems:
+            print(f"Error: {line}; --allow-no-learning runs it anyway", file=sys.stderr, flush=True)
+        sys.exit(2)
+    if dry_run:
+        sys.exit(0)

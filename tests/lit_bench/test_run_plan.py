@@ -1,0 +1,128 @@
+"""A command's plan before it runs (lit_bench.control.run_plan) and the budgets that cannot show learning
+(lit_bench.config.budget): the cost of the design card's sweep, ``--dry-run``, the refusal of a budget without a
+gradient step, and the budget warnings once per sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from lit_bench.config.budget import budget_warnings, no_learning, smallest_learning_budget
+from lit_bench.control.run_plan import describe, make_plan
+from lit_bench.control.suite_plan import costs
+from tests.lit_bench.helpers import run_py
+
+pytestmark = pytest.mark.harness
+
+CARD = ["-m", "algo=sac,td3", "env=HalfCheetah", "seed=0,1,2"]
+
+
+def _cfg(algo: dict, n_envs: int = 1, every: int | None = None):
+    return OmegaConf.create(
+        {"algo": algo, "env": {"n_envs": n_envs}, "eval": {"every": every}, "algo_name": "x", "env_name": "E"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("algo", "n_envs", "smallest"),
+    [
+        ({"learning_starts": 10000, "train_freq": 1}, 1, 10001),
+        ({"learning_starts": 100, "train_freq": 8}, 1, 97),  # collects of 8 steps: the one ending at 104 trains
+        ({"learning_starts": 1000, "train_freq": 4}, 4, 993),  # 16 env steps a collect
+        ({"learning_starts": 0, "train_freq": [2, "step"]}, 1, 1),
+        ({"n_steps": 32}, 8, None),  # on-policy: no learning_starts
+    ],
+)
+def test_the_smallest_budget_with_a_gradient_step_follows_sb3s_learn(algo, n_envs, smallest):
+    assert smallest_learning_budget(_cfg(algo, n_envs)) == smallest
+
+
+def test_a_budget_without_a_gradient_step_is_one_line_naming_the_parameter_and_the_smallest_budget():
+    cfg = _cfg({"learning_starts": 10000, "train_freq": 1})
+    assert no_learning(cfg, 10001) is None
+    line = no_learning(cfg, 3000)
+    assert line is not None and "\n" not in line
+    assert "budget=3000" in line and "algo.learning_starts=10000" in line and "budget=10001" in line
+    episodes = no_learning(_cfg({"learning_starts": 50, "train_freq": [1, "episode"]}), 40)
+    assert episodes is not None and "budget>50" in episodes
+
+
+def test_budget_warnings_name_less_than_one_rollout_no_evaluation_before_the_end_and_an_overshoot():
+    [rollout, overshoot] = budget_warnings(_cfg({"n_steps": 32}, n_envs=8), 200)
+    assert "less than one rollout" in rollout and "budget=512" in rollout
+    assert "not a multiple" in overshoot and "trains 256" in overshoot
+    [evaluation] = budget_warnings(_cfg({}, every=5000), 5000)
+    assert evaluation.startswith("eval.every=5000 >= budget=5000") and "eval.every<=2500" in evaluation
+    assert budget_warnings(_cfg({"n_steps": 32}, n_envs=8, every=256), 512) == []
+
+
+def test_the_cards_sweep_is_priced_from_the_measured_speeds():
+    plan = make_plan(CARD)
+    assert plan is not None and plan.multirun and plan.runs == 6
+    assert plan.env_steps == 6 * 1_000_000  # the tuned HalfCheetah budget
+    speed = costs()
+    expected = 3 * 1_000_000 * (speed[("sac", "mujoco")] + speed[("td3", "mujoco")])
+    assert plan.cpu_s == pytest.approx(expected)
+    text = describe(plan)
+    assert "sac on HalfCheetah, budget=1000000: 3 runs" in text
+    assert f"plan: 6 runs, 6,000,000 env steps; estimated {expected / 3600:.1f} h CPU" in text
+    wall = plan.wall_s()
+    assert wall is not None and wall >= max(1_000_000 * speed[("td3", "mujoco")], expected / 6)
+
+
+def test_a_basic_launcher_runs_one_at_a_time_and_seeds_do_not_multiply_the_configs():
+    plan = make_plan([*CARD, "budget=20000", "hydra/launcher=basic", "backend=lit,sb3"])
+    assert plan is not None and plan.launcher == "basic" and plan.parallel == 1
+    assert len(plan.configs) == 4 and plan.runs == 12
+    assert plan.wall_s() == pytest.approx(plan.cpu_s)
+    assert "sac@sb3 on HalfCheetah" in describe(plan)
+
+
+def test_an_optuna_sweep_gets_no_plan():
+    assert make_plan(["-m", "hydra/sweeper=tpe_ppo", "algo=ppo", "env=CartPole"]) is None
+
+
+def test_dry_run_prints_the_plan_and_makes_nothing(tmp_path: Path):
+    done = run_py("--dry-run", *CARD, f"out_dir={tmp_path}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "plan: 6 runs, 6,000,000 env steps; estimated" in done.stdout
+    assert not any(tmp_path.iterdir())
+    single = run_py("--dry-run", "algo=ppo", "env=CartPole", f"out_dir={tmp_path}")
+    assert single.returncode == 0 and "plan: 1 run, 100,000 env steps" in single.stdout
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_cards_sweep_at_budget_3000_is_refused_in_one_line_per_config(tmp_path: Path):
+    done = run_py(*CARD, "budget=3000", f"out_dir={tmp_path}")
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 2, done.stderr
+    assert errors[0].startswith("Error: budget=3000: sac on HalfCheetah makes no gradient step")
+    assert "budget=10001" in errors[0] and "Traceback" not in done.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_overshoot_warning_is_printed_once_per_sweep(tmp_path: Path):
+    done = run_py(
+        "-m",
+        "algo=ppo",
+        "env=CartPole",
+        "seed=0,1",
+        "budget=300",  # 8 envs x 32 steps: the last rollout ends at 512
+        "hydra/launcher=basic",
+        "eval.episodes=1",
+        f"out_dir={tmp_path}",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.count("is not a multiple of the 256 env steps") == 1
+    assert len(list(tmp_path.rglob("summary.json"))) == 2
+
+
+def test_dry_run_of_a_config_that_does_not_compose_is_one_line_exit_2(tmp_path: Path):
+    done = run_py("--dry-run", "algo=nosuchalgo", f"out_dir={tmp_path}")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("Error: ") and "nosuchalgo" in line and "ppo" in line  # Hydra's words, with the choices
+    assert not any(tmp_path.iterdir())

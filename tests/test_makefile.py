@@ -1,0 +1,38 @@
+"""``make setup`` says nothing that is not about the user's set-up: torch's version is read from its metadata, never
+by importing torch (before numpy is installed that prints "Failed to initialize NumPy")."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_setup_never_imports_torch_to_read_its_version():
+    recipe = subprocess.run(
+        ["make", "-n", "-B", "setup", "lint", "test-zoo", "test-cluster", "docs"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "torch==$(" in recipe  # the extras are installed against the torch that is there
+    assert "import torch" not in recipe
+
+
+def test_the_version_command_prints_the_installed_torch_version():
+    import torch
+
+    command = next(
+        line.split(":=", 1)[1].strip()
+        for line in (REPO / "Makefile").read_text().splitlines()
+        if line.startswith("TORCH_VERSION :=")
+    )
+    script = command.split("-c ", 1)[1].strip("'")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == torch.__version__.split("+")[0]
