@@ -5,6 +5,8 @@ The collection itself is :mod:`lit_sb3.common.off_policy_collect`; what a checkp
 
 from __future__ import annotations
 
+import io
+
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -339,7 +341,7 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm
         replay.save_replay_buffer(self.replay_buffer, path, self.verbose)
 
     def load_replay_buffer(
-        self, path: str | Path, truncate_last_traj: bool = True, *, trusted: bool | None = None
+        self, path: str | Path | io.BufferedIOBase, truncate_last_traj: bool = True, *, trusted: bool | None = None
     ) -> None:
         """Load a buffer written by ``save_replay_buffer`` (or SB3's); HER buffers get the current env. The pickle is
         read through lit_sb3's allow-list (:mod:`lit_sb3.safe_load`); ``trusted=True`` (or, when not given,

@@ -7,6 +7,7 @@ turns a buffer into tensors and plain numbers (safe for ``weights_only`` checkpo
 
 from __future__ import annotations
 
+import io
 import warnings
 from pathlib import Path
 from typing import Any, cast
@@ -202,22 +203,28 @@ def save_replay_buffer(buffer: ReplayBuffer | None, path: str | Path, verbose: i
     save_to_pkl(path, buffer, verbose)
 
 
-def _read_buffer(path: str | Path, trusted: bool | None, verbose: int) -> Any:
-    """The pickled buffer at ``path`` (or ``path.pkl``, as SB3 names it), read through lit_sb3's allow-list unless
-    ``trusted`` (or, when not given, ``LIT_SB3_TRUST=1`` / ``lit_sb3.safe_load.trusted()``)."""
+def _read_buffer(path: str | Path | io.BufferedIOBase, trusted: bool | None, verbose: int) -> Any:
+    """The pickled buffer at ``path`` (or ``path.pkl``, as SB3 names it; or an open binary file, as SB3 takes too),
+    read through lit_sb3's allow-list unless ``trusted`` (or, when not given, ``LIT_SB3_TRUST=1`` /
+    ``lit_sb3.safe_load.trusted()``)."""
     if trusted if trusted is not None else is_trusted():
         return load_from_pkl(path, verbose)
+    if isinstance(path, io.BufferedIOBase):
+        return loads(path.read(), f"load_replay_buffer: {getattr(path, 'name', 'the file')}", trusted=_TRUST_HINT)
     if not Path(path).is_file() and Path(f"{path}.pkl").is_file():
         path = f"{path}.pkl"
     try:
         data = Path(path).read_bytes()
     except OSError as error:
         raise FileNotFoundError(f"load_replay_buffer: cannot read {path} ({error.strerror})") from None
-    return loads(data, f"load_replay_buffer: {path}", trusted="load_replay_buffer(..., trusted=True)")
+    return loads(data, f"load_replay_buffer: {path}", trusted=_TRUST_HINT)
+
+
+_TRUST_HINT = "load_replay_buffer(..., trusted=True)"
 
 
 def load_replay_buffer(
-    path: str | Path,
+    path: str | Path | io.BufferedIOBase,
     env: VecEnv | None,
     device: torch.device,
     truncate_last_traj: bool = True,

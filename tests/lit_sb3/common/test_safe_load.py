@@ -440,6 +440,24 @@ def test_replay_buffers_round_trip_through_the_allow_list(algo: str, env: str, t
     assert np.array_equal(other.replay_buffer.observations, model.replay_buffer.observations)
 
 
+def test_a_replay_buffer_loads_from_an_open_file_through_the_allow_list(tmp_path: Path) -> None:
+    """SB3 takes an open binary file as well as a path (its own test_no_resource_warning does)."""
+    from lit_sb3 import DQN
+
+    model = DQN("MlpPolicy", "CartPole-v1", learning_starts=1000, policy_kwargs=NET, seed=0)
+    model.learn(40)
+    model.save_replay_buffer(tmp_path / "buffer.pkl")
+    other = DQN("MlpPolicy", "CartPole-v1", policy_kwargs=NET)
+    with open(tmp_path / "buffer.pkl", "rb") as file:
+        other.load_replay_buffer(file)
+    assert other.replay_buffer.pos == 40
+    marker, evil = tmp_path / "ran", tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps(Planted(marker), protocol=2))
+    with open(evil, "rb") as file, pytest.raises(safe_load.Refused, match=r"^load_replay_buffer: .*evil\.pkl"):
+        other.load_replay_buffer(file)
+    assert not marker.exists()
+
+
 def test_a_trusted_replay_buffer_unpickles_anything(tmp_path: Path) -> None:
     from lit_sb3 import DQN
 
