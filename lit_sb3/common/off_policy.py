@@ -6,7 +6,6 @@ The collection itself is :mod:`lit_sb3.common.off_policy_collect`; what a checkp
 from __future__ import annotations
 
 import io
-
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
