@@ -211,7 +211,7 @@ class PeriodicEval(BaseCallback):
     def _log(self, row: dict[str, Any], successes: list[float]) -> None:
         """Send the evaluation to the run's loggers at its env step, under SB3's ``EvalCallback`` names.
 
-        Written straight to the SB3 logger's output formats (Lightning's loggers with lit, SB3's formats with sb3)
+        Written straight to the SB3 logger's writers (its output formats, and Lightning's loggers with lit)
         rather than ``record`` + ``dump``, so that values a training loop recorded but has not dumped yet stay where
         they belong; excluded from CSV, whose record of the evaluations is ``eval.csv``.
         """
@@ -221,5 +221,6 @@ class PeriodicEval(BaseCallback):
         values = {"eval/mean_reward": row["mean_return"], "eval/mean_ep_length": row["mean_ep_length"]}
         if successes:
             values["eval/success_rate"] = float(np.mean(successes))
-        for output in model.logger.output_formats:
+        lightning = getattr(model.logger, "lightning_writer", None)  # lit: Lightning's loggers, beside SB3's formats
+        for output in [*model.logger.output_formats, *([lightning] if lightning is not None else [])]:
             output.write(values, dict.fromkeys(values, ("csv",)), step=row["timesteps"])

@@ -71,18 +71,19 @@ class AlgorithmLogger(Logger):
     SB3 callbacks and Lightning-style module code both find theirs (the two APIs share no names).
 
     ``output_formats`` holds what the user chose, as SB3's (stdout's table with ``verbose=1``); each dump also goes
-    to the trainer's Lightning loggers (CSV, TensorBoard, ...) through a writer kept out of that list. ``dir`` is the
-    log folder of the last ``learn`` (see :meth:`lit_sb3.common.learn.SB3Learn.learn`).
+    to the trainer's Lightning loggers (CSV, TensorBoard, ...) through ``lightning_writer``, kept out of that list
+    (code that writes to a logger's formats directly, as the harness's evaluations do, writes to it too). ``dir`` is
+    the log folder of the last ``learn`` (see :meth:`lit_sb3.common.learn.SB3Learn.learn`).
     """
 
     def __init__(self, algorithm: BaseAlgorithm, output_formats: list[KVWriter]) -> None:
         super().__init__(folder=None, output_formats=output_formats)
         self._algorithm = algorithm
-        self._lightning = LightningKVWriter(algorithm)
+        self.lightning_writer = LightningKVWriter(algorithm)
 
     def dump(self, step: int = 0) -> None:
         if self.level != DISABLED:
-            self._lightning.write(self.name_to_value, self.name_to_excluded, step)
+            self.lightning_writer.write(self.name_to_value, self.name_to_excluded, step)
         super().dump(step)
 
     def __getattr__(self, name: str) -> Any:
