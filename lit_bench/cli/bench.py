@@ -67,8 +67,10 @@ def main() -> None:
 
     import lit_bench.control.startup  # noqa: F401
     from lit_bench.config.algo_overrides import OverrideError, rewrite
+    from lit_bench.config.hydra_versions import main_whitelist
     from lit_bench.config.resources import conf_dir
     from lit_bench.config.sources import UserConfigError, fold_command_line, install, user_config_dirs
+    from lit_bench.config.trust import live_run_targets
     from lit_bench.control.run_plan import announce
 
     try:
@@ -84,7 +86,8 @@ def main() -> None:
     # Our own flags, taken off before Hydra parses the command line: the plan (cost, budgets) comes first.
     dry_run, allow_no_learning = (_take_flag(flag) for flag in ("--dry-run", "--allow-no-learning"))
     announce(sys.argv[1:], dry_run, allow_no_learning)
-    hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE)(task)()
+    whitelist = main_whitelist(live_run_targets(sys.argv[1:]))
+    hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE, **whitelist)(task)()
 
 
 if __name__ == "__main__":

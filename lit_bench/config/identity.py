@@ -44,6 +44,7 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir
 from lit_bench.store.format import legacy_spelling
 from lit_bench.store.layout import ID_CHARS, VARIANT_DIR
@@ -175,7 +176,7 @@ def _compose_defaults(config_name: str, overrides: list[str]) -> dict[str, Any]:
     if GlobalHydra.instance().is_initialized():  # inside lit-bench: Hydra's own search path
         return resolved(compose(config_name, overrides=overrides))
     install()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # run(cfg) called from Python
+    with initialize_config_dir(config_dir=str(CONF_DIR), **VERSION_BASE):  # run(cfg) called from Python
         return resolved(compose(config_name, overrides=overrides))
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import CONF_DIR
 
 LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
@@ -157,7 +158,7 @@ def make_plan(args: list[str]) -> Plan | None:
     launcher_cfg, sweeper = None, BASIC_SWEEPER
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(CONF_DIR), **VERSION_BASE):
             for overrides, runs in distinct.items():
                 cfg = compose("config", overrides=[*fixed, *overrides], return_hydra_config=True)
                 if launcher_cfg is None:
