@@ -40,7 +40,7 @@ def register_resolver(name: str, resolver: Callable[..., Any]) -> None:
 WHITELISTS = _release("hydra-core") >= (1, 4)
 
 
-def main_whitelist(names: Sequence[str]) -> dict[str, list[str]]:
+def main_whitelist(names: Sequence[str]) -> dict[str, Any]:
     """Keyword arguments for ``hydra.main``: the targets its ``instantiate`` calls may resolve (none on Hydra 1.3)."""
     return {"execution_whitelist": sorted(set(names))} if WHITELISTS else {}
 
