@@ -18,7 +18,7 @@ FILE_NAME = re.compile(r"[\w<>.-]+\.(?:yaml|csv|npz|json|ckpt|zip|pt|pkl|mp4)\b"
 
 def test_the_harness_guides_table_lists_exactly_the_files_of_the_format():
     guide = (REPO / "docs" / "guides" / "harness.md").read_text()
-    table = guide.split("Each run writes its directory (above), every file atomically:", 1)[1].split("```")[1]
+    table = guide.split("Each run writes its directory (above), every file atomically:", 1)[1].split("\n\n", 2)[1]
     assert set(FILE_NAME.findall(table)) == {Path(name).name for name in fmt.FILES}
 
 
