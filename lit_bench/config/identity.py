@@ -26,9 +26,10 @@ A run's identity is what changes the numbers it produces:
 
 ``OBSERVATION`` keys say how a run is watched, not what it computes, so they never change its directory: they are
 recorded in ``summary.json`` (``observation``) and hashed at their shipped defaults (so a directory made before they
-became observation settings keeps its name). Each was checked to leave the results bit for bit unchanged (README,
-"Run identity"): the loggers, the progress bar and Lightning's logging interval, ``log_interval``, evaluation videos,
-the checkpoint interval (exact resume: a checkpoint only reads the state) and the live console (``console.*``).
+became observation settings keeps its name). Each was checked to leave the results bit for bit unchanged
+(docs/guides/harness.md, "Run identity"): the loggers, the progress bar and Lightning's logging interval,
+``log_interval``, evaluation videos, the checkpoint interval (exact resume: a checkpoint only reads the state) and the
+live console (``console.*``).
 ``NOT_IDENTITY`` keys say how a run is launched, scored or placed.
 """
 
