@@ -112,7 +112,7 @@ def _jobs(args: list[str]) -> tuple[list[str], list[list[str]]] | None:
     return fixed, [list(job) for job in itertools.product(*axes)]
 
 
-def _parallel(launcher: Any) -> tuple[str, int | None]:
+def launcher_parallel(launcher: Any) -> tuple[str, int | None]:
     """The launcher's name and how many runs it runs at once on this machine (None: elsewhere, a cluster)."""
     target = str(launcher.get("_target_", ""))
     cores = os.cpu_count() or 1
@@ -170,7 +170,7 @@ def make_plan(args: list[str]) -> Plan | None:
         GlobalHydra.instance().clear()
     if sweeper != BASIC_SWEEPER or launcher_cfg is None:
         return None
-    launcher, parallel = _parallel(launcher_cfg) if multirun else ("one process", 1)
+    launcher, parallel = launcher_parallel(launcher_cfg) if multirun else ("one process", 1)
     return Plan(configs, launcher, parallel, multirun)
 
 

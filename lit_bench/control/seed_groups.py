@@ -1,0 +1,295 @@
+"""A sweep's seeds of one config trained in one process (``seeds_per_process``): the launch side.
+
+Every launcher of the harness (joblib, submitit, Ray; ``hydra_plugins.lit_bench_launchers``) and so every sweeper
+that launches through one (Hydra's basic sweeper, lit_bench's Optuna sweeper: a trial's ``hpo.seeds`` jobs are one
+launch) hands its jobs to ``launch``: the jobs that differ only in ``seed`` become groups, each group is one job
+(the first seed's overrides plus ``seed_group={seeds: [...], jobs: [...]}``: its seeds and the job numbers they have
+ungrouped), and the group's result comes back as one ``JobReturn`` per seed, in the jobs' order, so that the sweep
+table, the job records, lost-job handling and the sweepers see one entry per seed, as without groups. A group of one
+is the job as it was. The group's process trains its seeds with ``lit_bench.run.group``.
+
+``seeds_per_process``:
+
+- ``1``: one process per seed (no groups);
+- ``N``: at most N seeds of a config per process (each config's seeds in as few processes as that allows);
+- ``auto`` (the default): groups where they pay, that is where lit_sb3's ``SeedGroup`` trains the seeds as one
+  batched model: ``backend=lit``, one device (``trainer.devices``), more than one seed of the config, and a lit_sb3
+  that has ``SeedGroup``; the seeds of a config are split into as many groups as the launcher runs jobs at once
+  (joblib: ``n_jobs``, one per core; a cluster launcher runs them all at once: one group per config). Elsewhere
+  ``auto`` is ``1``: seeds trained one after another in one process only save the imports of a process per seed
+  (~5 CPU s), which joblib already saves by reusing its workers for the following jobs.
+
+Multi-process runs (``trainer.devices`` > 1) are never grouped: Lightning starts their further processes from the
+command line, one run per command.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from lit_bench.config.checks import ConfigError
+
+KEY = "seeds_per_process"
+GROUP_KEY = "seed_group"  # the config key a group's job carries (never part of a run's identity)
+SEED = "seed"
+
+
+def seeds_per_process(value: Any) -> int | str:
+    """``auto`` or a positive number of seeds per process; a bad value is one line naming the key and the choices."""
+    if value == "auto":
+        return "auto"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise ConfigError(f"{KEY}={value}: one of auto, 1 (one process per seed), 2, 3, ... (seeds per process)")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One seed of a group: the job it is without groups."""
+
+    seed: int
+    num: int  # its job number
+    overrides: tuple[str, ...]  # its job's overrides
+
+
+@dataclass(frozen=True)
+class Group:
+    """One job of the launch: one seed (``members`` of one: the job as it was), or several seeds of one config."""
+
+    members: tuple[Member, ...]
+
+    @property
+    def overrides(self) -> list[str]:
+        """The job's overrides: the first seed's, and the group's seeds and job numbers when there are several."""
+        first = list(self.members[0].overrides)
+        if len(self.members) == 1:
+            return first
+        seeds = ",".join(str(m.seed) for m in self.members)
+        jobs = ",".join(str(m.num) for m in self.members)
+        return [*first, f"{GROUP_KEY}={{seeds:[{seeds}],jobs:[{jobs}]}}"]
+
+
+@dataclass(frozen=True)
+class SeedReturn:
+    """What a group's process returns for one of its seeds (plain data: it comes back through a pickle)."""
+
+    num: int
+    run_dir: str | None
+    status: str  # a JobStatus name: COMPLETED (value: the objective, NaN or None) or FAILED (value: the error)
+    value: Any
+
+
+def _seed_of(override: str) -> int | None:
+    key, _, value = override.partition("=")
+    if key != SEED:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _config_key(overrides: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
+    """(the overrides with the seed's replaced by a marker, the seed), or None for a job that cannot be grouped: no
+    ``seed=<integer>`` among its overrides (the job reports a bad seed itself, in one line), or one already grouped."""
+    seeds = [(i, _seed_of(o)) for i, o in enumerate(overrides) if o.partition("=")[0] == SEED]
+    if len(seeds) != 1 or seeds[0][1] is None or any(o.startswith(f"{GROUP_KEY}=") for o in overrides):
+        return None
+    at, seed = seeds[0]
+    assert seed is not None
+    return (*overrides[:at], f"{SEED}=*", *overrides[at + 1 :]), seed
+
+
+def _split(members: list[Member], groups: int) -> list[tuple[Member, ...]]:
+    """``members`` in ``groups`` consecutive groups whose sizes differ by one at most."""
+    size, extra = divmod(len(members), groups)
+    out, at = [], 0
+    for k in range(groups):
+        take = size + (1 if k < extra else 0)
+        out.append(tuple(members[at : at + take]))
+        at += take
+    return out
+
+
+def group_jobs(
+    job_overrides: Sequence[Sequence[str]], initial_job_idx: int, groups_of: Callable[[list[str], int], int]
+) -> list[Group]:
+    """The launch's jobs as groups, ordered by their first job. Jobs whose overrides differ only in ``seed`` are one
+    config; ``groups_of(overrides, n)`` says into how many groups its ``n`` seeds go (1: all in one; ``n``: none
+    grouped). A seed that appears twice in a config, or a job that cannot be grouped, is a group of its own."""
+    configs: dict[tuple[str, ...], list[Member]] = {}
+    alone: list[Member] = []
+    for num, overrides in enumerate(job_overrides, start=initial_job_idx):
+        member = Member(seed=-1, num=num, overrides=tuple(overrides))
+        key = _config_key(overrides)
+        if key is None:
+            alone.append(member)
+            continue
+        shape, seed = key
+        seen = configs.setdefault(shape, [])
+        if any(m.seed == seed for m in seen):
+            alone.append(Member(seed, num, tuple(overrides)))
+        else:
+            seen.append(Member(seed, num, tuple(overrides)))
+    found = [Group((m,)) for m in alone]
+    for members in configs.values():
+        count = min(max(groups_of(list(members[0].overrides), len(members)), 1), len(members))
+        found += [Group(part) for part in _split(members, count)]
+    return sorted(found, key=lambda g: g.members[0].num)
+
+
+def group_count(setting: int | str, seeds: int, parallel: int | None, batched: bool) -> int:
+    """Into how many groups a config's ``seeds`` go under ``setting`` (``seeds``: none grouped), with ``parallel``
+    jobs at once (None: a cluster, all at once) and ``batched``: whether SeedGroup trains them as one model."""
+    if setting == "auto":
+        if seeds < 2 or not batched:
+            return seeds
+        return 1 if parallel is None else min(parallel, seeds)
+    assert isinstance(setting, int)
+    return math.ceil(seeds / setting)
+
+
+def seed_group_available() -> bool:
+    """Whether the installed lit_sb3 has ``lit_sb3.seeds`` (found without importing lit_sb3: it imports torch, which
+    a sweep's launching process never needs)."""
+    spec = importlib.util.find_spec("lit_sb3")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return any((Path(location) / "seeds" / "__init__.py").is_file() for location in locations)
+
+
+def batched(job_config: DictConfig) -> bool:
+    """Whether the job's seeds train as one batched model: backend=lit, one device, an algorithm SeedGroup batches."""
+    devices = OmegaConf.select(job_config, "trainer.devices", default=1)
+    if str(job_config.get("backend")) != "lit" or devices not in (1, None, "auto") or not seed_group_available():
+        return False
+    from lit_sb3.seeds import SeedGroup  # type: ignore[import-not-found,unused-ignore]  (the seeds branch's)
+
+    from lit_bench.config.checks import algorithm_class
+
+    try:
+        return bool(SeedGroup.batched(algorithm_class(str(job_config.algo._target_), "lit")))
+    except ConfigError:
+        return False  # an algorithm lit_sb3 does not have: its job says so in one line
+
+
+def members(cfg: DictConfig) -> list[tuple[int, int]] | None:
+    """A group's (seed, job number) pairs, from its job's config; None for a job of one seed."""
+    group = cfg.get(GROUP_KEY)
+    if not group:
+        return None
+    seeds, jobs = list(group["seeds"]), list(group["jobs"])
+    if len(seeds) != len(jobs) or not seeds:
+        raise ConfigError(f"{GROUP_KEY}: set by the launcher ({{seeds: [...], jobs: [...]}}), got {group}")
+    return [(int(s), int(j)) for s, j in zip(seeds, jobs)]
+
+
+def member_overrides(overrides: Sequence[str], seed: int) -> list[str]:
+    """A seed's own job overrides, from its group's: ``seed=<seed>`` and no ``seed_group``."""
+    kept = [o for o in overrides if not o.startswith(f"{GROUP_KEY}=")]
+    return [f"{SEED}={seed}" if o.partition("=")[0] == SEED else o for o in kept]
+
+
+def set_job(hydra: DictConfig, num: int, overrides: list[str], output_dir: str | None = None) -> None:
+    """A Hydra config (its ``hydra`` node) as the job ``num``'s: its overrides, and its output directory if given."""
+    with read_write(hydra.job), read_write(hydra.overrides), read_write(hydra.runtime), open_dict(hydra.runtime):
+        hydra.job.num, hydra.overrides.task = num, overrides
+        if output_dir is not None:
+            hydra.runtime.output_dir = output_dir
+
+
+def member_config(job_config: DictConfig, seed: int, num: int) -> DictConfig:
+    """A group's job config as the config of one of its seeds' jobs (a config with its ``hydra`` node too)."""
+    config = copy.deepcopy(job_config)
+    with read_write(config), open_dict(config):
+        config.seed = seed
+        config[GROUP_KEY] = None
+    if "hydra" in config:
+        set_job(config.hydra, num, member_overrides(list(config.hydra.overrides.task), seed))
+    return config
+
+
+def _member_return(result: JobReturn, member: Member, seed_return: SeedReturn | None) -> JobReturn:
+    """One seed's ``JobReturn``, as its own job would have returned it."""
+    hydra_cfg = copy.deepcopy(result.hydra_cfg)
+    if hydra_cfg is not None:
+        run_dir = None if seed_return is None else seed_return.run_dir
+        set_job(hydra_cfg.hydra, member.num, list(member.overrides), None if run_dir is None else str(run_dir))
+    cfg = copy.deepcopy(result.cfg)
+    if cfg is not None:
+        with read_write(cfg), open_dict(cfg):
+            cfg.seed, cfg[GROUP_KEY] = member.seed, None
+    status, value = (
+        (result.status, result._return_value)
+        if seed_return is None
+        else (JobStatus[seed_return.status], seed_return.value)
+    )
+    return JobReturn(
+        overrides=list(member.overrides),
+        cfg=cfg,
+        hydra_cfg=hydra_cfg,
+        working_dir=result.working_dir,
+        task_name=result.task_name,
+        status=status,
+        _return_value=value,
+    )
+
+
+def expand(groups: Sequence[Group], results: Sequence[JobReturn]) -> list[JobReturn]:
+    """One ``JobReturn`` per seed from one per group, in the order of the jobs before grouping."""
+    returns: list[tuple[int, JobReturn]] = []
+    for group, result in zip(groups, results):
+        if len(group.members) == 1:
+            returns.append((group.members[0].num, result))
+            continue
+        value = result._return_value if result.status == JobStatus.COMPLETED else None
+        if isinstance(value, list):  # the group's process returned: each seed's own (None: it did not start)
+            by_num = {r.num: r for r in value}
+            for m in group.members:
+                own = by_num.get(m.num, SeedReturn(m.num, None, "COMPLETED", None))
+                returns.append((m.num, _member_return(result, m, own)))
+        else:  # the group failed or never ran (a lost job): each of its seeds so
+            returns += [(m.num, _member_return(result, m, None)) for m in group.members]
+    return [r for _, r in sorted(returns, key=lambda pair: pair[0])]
+
+
+def launch(
+    launcher: Any,
+    job_overrides: Sequence[Sequence[str]],
+    initial_job_idx: int,
+    dispatch: Callable[[Sequence[Sequence[str]], int], Sequence[JobReturn]],
+) -> Sequence[JobReturn]:
+    """Launch ``job_overrides`` through ``dispatch`` (the launcher's own launch) in groups of seeds (module
+    docstring); a bad ``seeds_per_process`` ends the command in one line."""
+    import sys
+
+    from lit_bench.control.run_plan import launcher_parallel
+
+    try:
+        setting = seeds_per_process(launcher.config.get(KEY, 1))
+    except ConfigError as error:
+        print(f"Error: {error}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    if setting == 1 or len(job_overrides) < 2:
+        return dispatch(job_overrides, initial_job_idx)
+
+    parallel = launcher_parallel(launcher.config.hydra.launcher)[1]
+
+    def groups_of(overrides: list[str], seeds: int) -> int:
+        job_config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, overrides)
+        if OmegaConf.select(job_config, "trainer.devices", default=1) not in (1, None, "auto"):
+            return seeds  # never grouped (module docstring), whatever the setting
+        return group_count(setting, seeds, parallel, setting == "auto" and batched(job_config))
+
+    groups = group_jobs(job_overrides, initial_job_idx, groups_of)
+    if len(groups) == len(job_overrides):
+        return dispatch(job_overrides, initial_job_idx)
+    return expand(groups, dispatch([g.overrides for g in groups], initial_job_idx))
