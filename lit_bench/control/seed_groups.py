@@ -38,6 +38,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from lit_bench.config.checks import ConfigError
 
+# CPU seconds a process pays for its imports before a run's first step (lit_bench's run, Lightning, SB3, lit_sb3's
+# PPO): 3.2, 3.8 and 4.0 s measured, `python -c "import lit_bench.cli.bench, lit_bench.run.fit, ..."`, 2 cores at
+# a load of 2; a group saves it for every process fewer (lit_bench.control.run_plan).
+STARTUP_CPU_S = 3.7
+# Training CPU of a seed trained in a batched SeedGroup over the same seed trained alone, per algorithm; none
+# measured yet (lit_sb3's SeedGroup is not in this lit_sb3): the plan counts batched groups at 1x.
+BATCHED_SPEEDUP: dict[str, float] = {}
 KEY = "seeds_per_process"
 GROUP_KEY = "seed_group"  # the config key a group's job carries (never part of a run's identity)
 SEED = "seed"
@@ -222,7 +229,8 @@ def _member_return(result: JobReturn, member: Member, seed_return: SeedReturn | 
     hydra_cfg = copy.deepcopy(result.hydra_cfg)
     if hydra_cfg is not None:
         run_dir = None if seed_return is None else seed_return.run_dir
-        set_job(hydra_cfg.hydra, member.num, list(member.overrides), None if run_dir is None else str(run_dir))
+        node = hydra_cfg.hydra if "hydra" in hydra_cfg else hydra_cfg  # (a lost job's is the hydra node itself)
+        set_job(node, member.num, list(member.overrides), None if run_dir is None else str(run_dir))
     cfg = copy.deepcopy(result.cfg)
     if cfg is not None:
         with read_write(cfg), open_dict(cfg):
