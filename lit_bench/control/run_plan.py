@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.identity import CONF_DIR
-from lit_bench.control.seed_groups import batched, group_count, seeds_per_process
+from lit_bench.control.seed_groups import group_count, seeds_per_process
 
 LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -52,7 +52,6 @@ class Config:
     problems: list[str] = field(default_factory=list)  # no gradient step: refused
     warnings: list[str] = field(default_factory=list)
     groups: int = 0  # the jobs its runs go into under seeds_per_process (runs: one per seed)
-    batched: bool = False  # its groups train as one batched model (lit_sb3's SeedGroup)
 
 
 @dataclass
@@ -106,24 +105,21 @@ class GroupedCost:
 
 
 def grouped_cost(configs: list[Config], parallel: int | None) -> GroupedCost:
-    """Training CPU divided by SeedGroup's measured speed-up where a config's groups are batched; the wall time
-    with ``parallel`` jobs at once bounded below by the longest group; start-up saved: one process's imports
-    (``STARTUP_CPU_S``) per process fewer (a cluster starts one per job; joblib one per worker it uses, reusing
-    them for the following jobs)."""
-    from lit_bench.control.seed_groups import BATCHED_SPEEDUP, STARTUP_CPU_S
+    """The training CPU as it is (a group trains its seeds one after another); the wall time with ``parallel`` jobs
+    at once bounded below by the longest group; start-up saved: one process's imports (``STARTUP_CPU_S``) per
+    process fewer (a cluster starts one per job; joblib one per worker it uses, reusing them for the following
+    jobs)."""
+    from lit_bench.control.seed_groups import STARTUP_CPU_S
 
-    cpu, longest, saved = 0.0, 0.0, 0.0
+    cpu, longest = 0.0, 0.0
     for c in configs:
-        groups = c.groups or c.runs
         if c.cpu_s is not None:
-            per_run = c.cpu_s / (BATCHED_SPEEDUP.get(c.algo, 1.0) if c.batched else 1.0)
-            cpu += c.runs * per_run
-            longest = max(longest, per_run * math.ceil(c.runs / groups))
+            cpu += c.runs * c.cpu_s
+            longest = max(longest, c.cpu_s * math.ceil(c.runs / (c.groups or c.runs)))
     runs, jobs = sum(c.runs for c in configs), sum(c.groups or c.runs for c in configs)
     before, after = (runs, jobs) if parallel is None else (min(parallel, runs), min(parallel, jobs))
-    saved = (before - after) * STARTUP_CPU_S
     wall = None if parallel is None else max(cpu / min(parallel, max(jobs, 1)), longest)
-    return GroupedCost(cpu_s=cpu, wall_s=wall, startup_saved_s=saved)
+    return GroupedCost(cpu_s=cpu, wall_s=wall, startup_saved_s=(before - after) * STARTUP_CPU_S)
 
 
 def _duration(seconds: float) -> str:
@@ -157,7 +153,7 @@ def _jobs(args: list[str]) -> tuple[list[str], list[list[str]]] | None:
     return fixed, [list(job) for job in itertools.product(*axes)]
 
 
-def launcher_parallel(launcher: Any) -> tuple[str, int | None]:
+def _parallel(launcher: Any) -> tuple[str, int | None]:
     """The launcher's name and how many runs it runs at once on this machine (None: elsewhere, a cluster)."""
     target = str(launcher.get("_target_", ""))
     cores = os.cpu_count() or 1
@@ -216,11 +212,11 @@ def make_plan(args: list[str]) -> Plan | None:
         GlobalHydra.instance().clear()
     if sweeper != BASIC_SWEEPER or launcher_cfg is None:
         return None
-    launcher, parallel = launcher_parallel(launcher_cfg) if multirun else ("one process", 1)
+    launcher, parallel = _parallel(launcher_cfg) if multirun else ("one process", 1)
     setting = seeds_per_process(setting_value)  # a bad value: ConfigError, one line (announce)
     if multirun and launcher != "basic":  # (the basic launcher runs every job in this process: never grouped)
         for c in configs:
-            c.groups = group_count(setting, c.runs, parallel, c.batched) if c.groups else c.runs
+            c.groups = group_count(setting, c.runs) if c.groups else c.runs
     return Plan(configs, launcher, parallel, multirun, setting)
 
 
@@ -253,7 +249,6 @@ def _config(
         problems=[problem] if problem else [],
         warnings=budget_warnings(view, budget),
         groups=int(one_device),  # 0: never grouped (a multi-process run); set from seeds_per_process by make_plan
-        batched=one_device and runs > 1 and cfg.get("seeds_per_process") == "auto" and batched(cfg),
     )
 
 
@@ -295,15 +290,14 @@ def _grouped_line(plan: Plan) -> str:
         why = (
             "the basic launcher runs every job in this process"
             if plan.launcher == "basic"
-            else "auto groups the seeds that lit_sb3's SeedGroup trains as one batched model: none here"
+            else "auto groups only seeds trained as one batched model, which the harness does not do yet"
             if plan.seeds_per_process == "auto"
             else "no config has more than one seed"
         )
         return f"{setting}: one job per run ({why})"
     cost = plan.grouped()
     wall = "" if cost.wall_s is None else f", ~{_duration(cost.wall_s)} wall"
-    batched = sum(c.runs for c in plan.configs if c.batched)
-    how = f"{batched} runs batched" if batched else "seeds one after another in each job"
+    how = "seeds one after another in each job"
     return (
         f"grouped ({setting}): {plan.runs} runs in {plan.jobs} job{'s' if plan.jobs != 1 else ''}, {how}; "
         f"estimated {_duration(cost.cpu_s)} CPU"

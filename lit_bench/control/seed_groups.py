@@ -11,13 +11,15 @@ is the job as it was. The group's process trains its seeds with ``lit_bench.run.
 ``seeds_per_process``:
 
 - ``1``: one process per seed (no groups);
-- ``N``: at most N seeds of a config per process (each config's seeds in as few processes as that allows);
-- ``auto`` (the default): groups where they pay, that is where lit_sb3's ``SeedGroup`` trains the seeds as one
-  batched model: ``backend=lit``, one device (``trainer.devices``), more than one seed of the config, and a lit_sb3
-  that has ``SeedGroup``; the seeds of a config are split into as many groups as the launcher runs jobs at once
-  (joblib: ``n_jobs``, one per core; a cluster launcher runs them all at once: one group per config). Elsewhere
-  ``auto`` is ``1``: seeds trained one after another in one process only save the imports of a process per seed
-  (~5 CPU s), which joblib already saves by reusing its workers for the following jobs.
+- ``N``: at most N seeds of a config per process (each config's seeds in as few processes as that allows), trained
+  one after another (``lit_bench.run.group``): each seed's run and numbers are exactly those of its own process;
+  the group saves the imports of a process per seed (``STARTUP_CPU_S``), which pays where a launcher starts a
+  process per job (submitit, Ray); joblib already reuses its workers for the following jobs;
+- ``auto`` (the default): groups where they pay, that is where the seeds train as one batched model (lit_sb3's
+  ``SeedGroup``: ``backend=lit``, one device, an algorithm it batches, more than one seed of the config), split
+  into as many groups as the launcher runs jobs at once. The harness does not train batched groups yet, so ``auto``
+  is ``1`` today: seeds one after another in one process do not pay under joblib (the same workers, fewer jobs to
+  spread over them) and cost a cluster its parallelism.
 
 Multi-process runs (``trainer.devices`` > 1) are never grouped: Lightning starts their further processes from the
 command line, one run per command.
@@ -26,11 +28,9 @@ command line, one run per command.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
@@ -42,9 +42,6 @@ from lit_bench.config.checks import ConfigError
 # PPO): 3.2, 3.8 and 4.0 s measured, `python -c "import lit_bench.cli.bench, lit_bench.run.fit, ..."`, 2 cores at
 # a load of 2; a group saves it for every process fewer (lit_bench.control.run_plan).
 STARTUP_CPU_S = 3.7
-# Training CPU of a seed trained in a batched SeedGroup over the same seed trained alone, per algorithm; none
-# measured yet (lit_sb3's SeedGroup is not in this lit_sb3): the plan counts batched groups at 1x.
-BATCHED_SPEEDUP: dict[str, float] = {}
 KEY = "seeds_per_process"
 GROUP_KEY = "seed_group"  # the config key a group's job carries (never part of a run's identity)
 SEED = "seed"
@@ -154,38 +151,13 @@ def group_jobs(
     return sorted(found, key=lambda g: g.members[0].num)
 
 
-def group_count(setting: int | str, seeds: int, parallel: int | None, batched: bool) -> int:
-    """Into how many groups a config's ``seeds`` go under ``setting`` (``seeds``: none grouped), with ``parallel``
-    jobs at once (None: a cluster, all at once) and ``batched``: whether SeedGroup trains them as one model."""
+def group_count(setting: int | str, seeds: int) -> int:
+    """Into how many groups a config's ``seeds`` go under ``setting`` (``seeds``: none grouped). ``auto`` groups
+    only seeds trained as one batched model, which the harness does not do yet (module docstring)."""
     if setting == "auto":
-        if seeds < 2 or not batched:
-            return seeds
-        return 1 if parallel is None else min(parallel, seeds)
+        return seeds
     assert isinstance(setting, int)
     return math.ceil(seeds / setting)
-
-
-def seed_group_available() -> bool:
-    """Whether the installed lit_sb3 has ``lit_sb3.seeds`` (found without importing lit_sb3: it imports torch, which
-    a sweep's launching process never needs)."""
-    spec = importlib.util.find_spec("lit_sb3")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    return any((Path(location) / "seeds" / "__init__.py").is_file() for location in locations)
-
-
-def batched(job_config: DictConfig) -> bool:
-    """Whether the job's seeds train as one batched model: backend=lit, one device, an algorithm SeedGroup batches."""
-    devices = OmegaConf.select(job_config, "trainer.devices", default=1)
-    if str(job_config.get("backend")) != "lit" or devices not in (1, None, "auto") or not seed_group_available():
-        return False
-    from lit_sb3.seeds import SeedGroup  # type: ignore[import-not-found,unused-ignore]  (the seeds branch's)
-
-    from lit_bench.config.checks import algorithm_class
-
-    try:
-        return bool(SeedGroup.batched(algorithm_class(str(job_config.algo._target_), "lit")))
-    except ConfigError:
-        return False  # an algorithm lit_sb3 does not have: its job says so in one line
 
 
 def members(cfg: DictConfig) -> list[tuple[int, int]] | None:
@@ -279,8 +251,6 @@ def launch(
     docstring); a bad ``seeds_per_process`` ends the command in one line."""
     import sys
 
-    from lit_bench.control.run_plan import launcher_parallel
-
     try:
         setting = seeds_per_process(launcher.config.get(KEY, 1))
     except ConfigError as error:
@@ -289,13 +259,11 @@ def launch(
     if setting == 1 or len(job_overrides) < 2:
         return dispatch(job_overrides, initial_job_idx)
 
-    parallel = launcher_parallel(launcher.config.hydra.launcher)[1]
-
     def groups_of(overrides: list[str], seeds: int) -> int:
         job_config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, overrides)
         if OmegaConf.select(job_config, "trainer.devices", default=1) not in (1, None, "auto"):
             return seeds  # never grouped (module docstring), whatever the setting
-        return group_count(setting, seeds, parallel, setting == "auto" and batched(job_config))
+        return group_count(setting, seeds)
 
     groups = group_jobs(job_overrides, initial_job_idx, groups_of)
     if len(groups) == len(job_overrides):

@@ -53,20 +53,11 @@ def test_a_configs_seeds_split_into_the_groups_asked_for_and_ungroupable_jobs_st
 
 
 @pytest.mark.parametrize(
-    ("setting", "seeds", "parallel", "batched", "groups"),
-    [
-        (1, 10, 2, True, 10),
-        (3, 10, 2, False, 4),  # at most 3 per process, batched or one after another
-        ("auto", 10, 2, True, 2),  # as many groups as jobs at once
-        ("auto", 10, None, True, 1),  # a cluster runs every job at once: one per config
-        ("auto", 10, 2, False, 10),  # nothing batches them: one process per seed
-        ("auto", 1, 2, True, 1),
-    ],
+    ("setting", "seeds", "groups"),
+    [(1, 10, 10), (3, 10, 4), (3, 2, 1), ("auto", 10, 10)],  # auto: no batched groups yet, one process per seed
 )
-def test_how_many_groups_a_configs_seeds_make(
-    setting: int | str, seeds: int, parallel: int | None, batched: bool, groups: int
-) -> None:
-    assert group_count(setting, seeds, parallel, batched) == groups
+def test_how_many_groups_a_configs_seeds_make(setting: int | str, seeds: int, groups: int) -> None:
+    assert group_count(setting, seeds) == groups
 
 
 @pytest.mark.parametrize("value", [0, -1, "two", 1.5, True, None])
@@ -146,8 +137,8 @@ def test_the_plan_prints_the_grouped_estimate_beside_todays() -> None:
     assert cost.wall_s is not None and cost.wall_s >= plan.wall_s()  # 2 jobs of 3 runs
     text = describe(plan)
     assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job" in text
-    auto = describe(make_plan([*args, "backend=sb3"]))  # the default, auto: SeedGroup batches no sb3 run
-    assert "seeds_per_process=auto: one job per run (auto groups the seeds that lit_sb3's SeedGroup" in auto
+    auto = describe(make_plan(args))  # the default
+    assert "seeds_per_process=auto: one job per run (auto groups only seeds trained as one batched model" in auto
     assert "grouped" not in describe(make_plan([*args, "seeds_per_process=1"]))
 
 
