@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
+import re
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,7 +25,7 @@ from lit_bench.control import seed_groups
 from lit_bench.control.run_plan import describe, make_plan
 from lit_bench.control.seed_groups import Group, Member, SeedReturn, expand, group_count, group_jobs
 from lit_bench.control.sweep import RunFailed
-from tests.lit_bench.helpers import find_run, patience, read_csv, run_py
+from tests.lit_bench.helpers import compose_run, find_run, patience, read_csv, run_py
 from tests.lit_bench.test_signals_input import _interrupted, _start, _wait_for_checkpoint
 
 pytestmark = pytest.mark.harness
@@ -250,3 +252,36 @@ def test_an_optuna_trials_seeds_train_in_one_process(tmp_path: Path) -> None:
     _one_after_another([Path(d) for d in run_dirs])
     objectives = [json.loads((Path(d) / "summary.json").read_text())["objective"] for d in run_dirs]
     assert float(row["value"]) == pytest.approx(sum(objectives) / 2)
+
+
+def test_a_lost_group_is_recorded_seed_by_seed_as_their_own_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group's process that died (its worker killed, its SLURM job cancelled): each seed a failed job of its own,
+    under its own job number and overrides, unless it recorded its own end."""
+    from hydra_plugins.lit_bench_launchers.lost_jobs import lost_job
+    from lit_bench.control.sweep import INVOCATION_ENV, read_records, record
+
+    monkeypatch.setenv(INVOCATION_ENV, "lost")
+    overrides = [*TINY, "seed=0", f"out_dir={tmp_path}", "sweep=s", "seed_group={seeds:[0,1],jobs:[4,5]}"]
+    job_config = compose_run(*overrides)
+    sweep_dir = tmp_path / "s"
+    record(sweep_dir, "lost", {"seed": 0, "status": "interrupted", "job": 4})  # seed 0 recorded its own end
+    result = lost_job(sweep_dir, job_config, overrides, "its worker died")
+    assert math.isnan(result._return_value)  # Hydra's basic sweeper: NaN, as for a job of one seed
+    records = {r["job"]: r for r in read_records(sweep_dir, "lost")}
+    assert records[4]["status"] == "interrupted"
+    assert records[5]["status"] == "failed" and records[5]["seed"] == 1 and records[5]["error"] == "its worker died"
+    assert records[5]["job_overrides"] == [*TINY, "seed=1", f"out_dir={tmp_path}", "sweep=s"]
+    assert records[5]["run_dir"].endswith("seed_1")
+
+
+def test_regress_dry_run_prints_the_grouped_estimate(capsys: pytest.CaptureFixture) -> None:
+    from lit_bench.cli.regression.suites import dry_run, load_suite
+
+    dry_run(load_suite("zoo_classic"), None)
+    out = capsys.readouterr().out
+    found = re.search(r"total: \d+ multiruns, (\d+) runs", out)
+    assert found is not None, out
+    runs = int(found.group(1))
+    assert f"grouped (seeds_per_process=auto, the default): {runs} jobs for {runs} runs" in out
