@@ -47,7 +47,8 @@ def _seed_job(cfg: DictConfig, num: int) -> SeedReturn:
 
     summary = run(cfg)
     print(describe(summary), flush=True)
-    status, value = "COMPLETED", None
+    status = "COMPLETED"
+    value: float | Exception | None = None
     if signals.pending() is None:
         try:
             value = job_result(cfg, summary)
