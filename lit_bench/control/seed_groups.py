@@ -72,10 +72,16 @@ class Group:
     members: tuple[Member, ...]
 
     @property
+    def seeded(self) -> bool:
+        """Whether its job can carry its seeds and their job numbers (not a job without ``seed=<integer>``)."""
+        return self.members[0].seed >= 0
+
+    @property
     def overrides(self) -> list[str]:
-        """The job's overrides: the first seed's, and the group's seeds and job numbers when there are several."""
+        """The job's overrides: the first seed's, and its seeds and their job numbers (a launch of groups numbers
+        its jobs by their place in it, not by the seeds' numbers: a group of one carries its own too)."""
         first = list(self.members[0].overrides)
-        if len(self.members) == 1:
+        if not self.seeded:
             return first
         seeds = ",".join(str(m.seed) for m in self.members)
         jobs = ",".join(str(m.num) for m in self.members)
@@ -97,9 +103,10 @@ def _seed_of(override: str) -> int | None:
     if key != SEED:
         return None
     try:
-        return int(value)
+        seed = int(value)
     except ValueError:
         return None
+    return seed if seed >= 0 else None  # (a negative seed fails its run in one line)
 
 
 def _config_key(overrides: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
@@ -227,11 +234,10 @@ def expand(groups: Sequence[Group], results: Sequence[JobReturn]) -> list[JobRet
     """One ``JobReturn`` per seed from one per group, in the order of the jobs before grouping."""
     returns: list[tuple[int, JobReturn]] = []
     for group, result in zip(groups, results):
-        if len(group.members) == 1:
-            returns.append((group.members[0].num, result))
-            continue
         value = result._return_value if result.status == JobStatus.COMPLETED else None
-        if isinstance(value, list):  # the group's process returned: each seed's own (None: it did not start)
+        if not group.seeded:  # launched as it was
+            returns.append((group.members[0].num, result))
+        elif isinstance(value, list):  # the group's process returned: each seed's own (None: it did not start)
             by_num = {r.num: r for r in value}
             for m in group.members:
                 own = by_num.get(m.num, SeedReturn(m.num, None, "COMPLETED", None))
@@ -268,4 +274,9 @@ def launch(
     groups = group_jobs(job_overrides, initial_job_idx, groups_of)
     if len(groups) == len(job_overrides):
         return dispatch(job_overrides, initial_job_idx)
-    return expand(groups, dispatch([g.overrides for g in groups], initial_job_idx))
+    seeded = [g for g in groups if g.seeded]
+    results = dict(zip(seeded, dispatch([g.overrides for g in seeded], initial_job_idx)))
+    for group in groups:  # a job without a seed to group by (it fails on its seed in one line): under its number
+        if not group.seeded:
+            results[group] = dispatch([group.overrides], group.members[0].num)[0]
+    return expand(groups, [results[g] for g in groups])

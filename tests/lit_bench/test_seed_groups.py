@@ -51,7 +51,7 @@ def test_a_configs_seeds_split_into_the_groups_asked_for_and_ungroupable_jobs_st
     groups = group_jobs(jobs, 0, lambda overrides, seeds: 2)
     assert [[m.num for m in g.members] for g in groups] == [[0, 1, 2], [3, 4], [5], [6], [7]]
     assert groups[2].overrides == ["algo=ppo", "seed=abc"]  # as it was: the job reports its bad seed itself
-    assert groups[4].overrides == ["algo=ppo", "seed=1", "out_dir=x"]  # a seed twice: its own job
+    assert groups[4].overrides == ["algo=ppo", "seed=1", "out_dir=x", "seed_group={seeds:[1],jobs:[7]}"]  # twice
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,8 @@ def test_a_groups_result_comes_back_as_one_result_per_seed_in_the_jobs_order() -
     assert [len(g.members) for g in groups] == [3, 1]
     failed = RunFailed("seed_2: boom")
     seed_returns = [SeedReturn(0, "runs/seed_0", "COMPLETED", 1.5), SeedReturn(3, "runs/seed_2", "FAILED", failed)]
-    returns = expand(groups, [_result(seed_returns), _result(7.0, overrides=jobs[1])])
+    alone = [SeedReturn(1, "runs/a2c/seed_0", "COMPLETED", 7.0)]  # a group of one: under its own job number
+    returns = expand(groups, [_result(seed_returns), _result(alone)])
     assert [r.overrides for r in returns] == jobs
     assert [r.status for r in returns] == [
         JobStatus.COMPLETED,
@@ -124,6 +125,29 @@ def test_seeds_per_process_1_launches_the_jobs_as_they_are() -> None:
     jobs = _jobs("ppo")
     seed_groups.launch(launcher, jobs, 4, lambda overrides, idx: launched.append((overrides, idx)) or [])
     assert launched == [(jobs, 4)]
+
+
+def test_every_job_of_a_grouped_launch_keeps_its_own_job_number() -> None:
+    """A launcher numbers the jobs it is given by their place: a group of one carries its number, as a group does,
+    and a job that cannot be grouped (a bad seed) is launched on its own under its number."""
+    launched: list[tuple[list[list[str]], int]] = []
+
+    def dispatch(jobs: Any, idx: int) -> list[JobReturn]:
+        launched.append(([list(j) for j in jobs], idx))
+        return [_result(None, overrides=list(j)) for j in jobs]
+
+    loader = SimpleNamespace(load_sweep_config=lambda config, overrides: OmegaConf.create({"trainer": {"devices": 1}}))
+    launcher = SimpleNamespace(
+        config=OmegaConf.create({"seeds_per_process": 2}), hydra_context=SimpleNamespace(config_loader=loader)
+    )
+    jobs = [*_jobs("ppo"), ["algo=ppo", "seed=abc", "out_dir=x"]]
+    returns = seed_groups.launch(launcher, jobs, 10, dispatch)
+    assert [o[-1] for o in launched[0][0]] == [
+        "seed_group={seeds:[0,1],jobs:[10,11]}",
+        "seed_group={seeds:[2],jobs:[12]}",
+    ]
+    assert launched[0][1] == 10 and launched[1] == ([jobs[3]], 13)
+    assert [r.overrides for r in returns] == jobs
 
 
 # ------------------------------------------------------------------------------------------ the plan
@@ -285,3 +309,16 @@ def test_regress_dry_run_prints_the_grouped_estimate(capsys: pytest.CaptureFixtu
     assert found is not None, out
     runs = int(found.group(1))
     assert f"grouped (seeds_per_process=auto, the default): {runs} jobs for {runs} runs" in out
+
+
+@pytest.mark.slow
+def test_a_grouped_submitit_sweep_lists_every_seed_under_its_own_job(tmp_path: Path) -> None:
+    """submitit's local executor (the SLURM code path): 3 seeds in 2 jobs, 3 rows (a group of one keeps its job)."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    done = run_py(
+        "-m", *TINY, "seed=0,1,2", "seeds_per_process=2", "hydra/launcher=slurm_local", f"out_dir={tmp_path}",
+        "sweep=s", timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0 and "3 completed (3 runs)" in done.stdout, done.stdout + done.stderr
+    runs = [find_run(tmp_path / "s", seed) for seed in range(3)]
+    _one_after_another(runs[:2])
