@@ -5,8 +5,10 @@ that launches through one (Hydra's basic sweeper, lit_bench's Optuna sweeper: a 
 launch) hands its jobs to ``launch``: the jobs that differ only in ``seed`` become groups, each group is one job
 (the first seed's overrides plus ``seed_group={seeds: [...], jobs: [...]}``: its seeds and the job numbers they have
 ungrouped), and the group's result comes back as one ``JobReturn`` per seed, in the jobs' order, so that the sweep
-table, the job records, lost-job handling and the sweepers see one entry per seed, as without groups. A group of one
-is the job as it was. The group's process trains its seeds with ``lit_bench.run.group``.
+table, the job records, lost-job handling and the sweepers see one entry per seed, as without groups. A launcher
+numbers the jobs it is given by their place, so in a launch with groups a lone seed is a group of one too (it
+carries its own job number); a job with no ``seed=<integer>`` to group by is launched alone under its number. The
+group's process trains its seeds with ``lit_bench.run.group``.
 
 ``seeds_per_process``:
 
@@ -19,7 +21,9 @@ is the job as it was. The group's process trains its seeds with ``lit_bench.run.
   ``SeedGroup``: ``backend=lit``, one device, an algorithm it batches, more than one seed of the config), split
   into as many groups as the launcher runs jobs at once. The harness does not train batched groups yet, so ``auto``
   is ``1`` today: seeds one after another in one process do not pay under joblib (the same workers, fewer jobs to
-  spread over them) and cost a cluster its parallelism.
+  spread over them) and cost a cluster its parallelism. (A batched seed's numbers do not depend on its group but
+  differ from the seed trained alone, its random streams being the group's: lit_sb3.seeds. Training them, the
+  harness must record it in each seed's ``summary.json`` and resume a seed only the way it started.)
 
 Multi-process runs (``trainer.devices`` > 1) are never grouped: Lightning starts their further processes from the
 command line, one run per command.
