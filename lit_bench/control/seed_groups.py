@@ -44,7 +44,9 @@ from lit_bench.config.checks import ConfigError
 
 # CPU seconds a process pays for its imports before a run's first step (lit_bench's run, Lightning, SB3, lit_sb3's
 # PPO): 3.2, 3.8 and 4.0 s measured, `python -c "import lit_bench.cli.bench, lit_bench.run.fit, ..."`, 2 cores at
-# a load of 2; a group saves it for every process fewer (lit_bench.control.run_plan).
+# a load of 2; a group saves it for every process fewer (lit_bench.control.run_plan). A whole job process saves
+# more: 4 tiny seeds on submitit's local executor took 40.3 / 42.6 CPU s in 4 jobs and 14.6 / 12.4 in one
+# (seeds_per_process=1 / 4 interleaved, 2 cores at a load of 13-15): ~9 s per process; the plan counts the imports.
 STARTUP_CPU_S = 3.7
 KEY = "seeds_per_process"
 GROUP_KEY = "seed_group"  # the config key a group's job carries (never part of a run's identity)
