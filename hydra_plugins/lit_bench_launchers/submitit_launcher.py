@@ -101,6 +101,11 @@ if _submitit is not None:
         initial_job_idx = 0
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+            from lit_bench.control import seed_groups
+
+            return seed_groups.launch(self, job_overrides, initial_job_idx, self._launch_jobs)
+
+        def _launch_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
             import submitit
 
             self.initial_job_idx = initial_job_idx

@@ -10,6 +10,7 @@ layout: lit_bench.config.identity) and returns its objective, so Hydra sweepers 
 
 import os
 import sys
+from typing import Any
 
 from omegaconf import DictConfig
 
@@ -19,8 +20,8 @@ from lit_bench.control import signals
 from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
 
 
-def task(cfg: DictConfig) -> float | None:
-    """One job of the command: a run (or, in a sweep, one of its runs)."""
+def task(cfg: DictConfig) -> float | list[Any] | None:
+    """One job of the command: a run (or, in a sweep, one of its runs, or a group of its seeds' runs)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -29,6 +30,10 @@ def task(cfg: DictConfig) -> float | None:
     signals.install()
     signals.watch_sweep()  # a joblib worker: stop when the sweep's process is gone
     with signals.job():
+        if cfg.get("seed_group"):  # several seeds of one config in this process (lit_bench.control.seed_groups)
+            from lit_bench.run.group import run_group
+
+            return run_group(cfg)  # (the launcher hands back one result per seed)
         return _run_job(cfg)
 
 

@@ -52,7 +52,18 @@ from lit_bench.store.layout import ID_CHARS, VARIANT_DIR
 
 CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
-NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console", "stop_timeout_s", "step_timeout_s")
+NOT_IDENTITY = (
+    "force",
+    "objective",
+    "out_dir",
+    "sweep",
+    "hpo",
+    "console",
+    "stop_timeout_s",
+    "step_timeout_s",
+    "seeds_per_process",
+    "seed_group",
+)
 # How a run is observed: recorded, never part of the directory; hashed at these values (the shipped defaults)
 OBSERVATION: dict[str, Any] = {
     "logger": {"extra": {}},
