@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.core.utils import JobReturn, JobStatus
-from hydra_plugins.hydra_joblib_launcher import _core
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher as HydraJoblibLauncher
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from omegaconf import DictConfig, open_dict
@@ -34,7 +33,7 @@ class JoblibLauncher(HydraJoblibLauncher):
 
     def _launch_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         try:
-            return _core.launch(launcher=self, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
+            return HydraJoblibLauncher.launch(self, job_overrides, initial_job_idx)  # (its public dispatch)
         except TerminatedWorkerError as error:
             if signals.pending() is not None:  # stopped by a signal (a worker that had to exit at once): no reruns
                 return [self._stopped(o, idx, error) for idx, o in enumerate(job_overrides, start=initial_job_idx)]
@@ -63,7 +62,7 @@ class JoblibLauncher(HydraJoblibLauncher):
                 continue
             _fresh_pool()
             try:
-                returns += _core.launch(launcher=self, job_overrides=[overrides], initial_job_idx=idx)
+                returns += HydraJoblibLauncher.launch(self, [overrides], idx)
             except TerminatedWorkerError as error:
                 returns.append(self._lost(overrides, idx, _died(overrides, error)))
         return returns
