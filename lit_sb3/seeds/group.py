@@ -405,6 +405,15 @@ class SeedGroup(L.LightningModule):
     def configure_optimizers(self) -> Any:
         return None  # the batched algorithm steps its own optimizers
 
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """A Lightning checkpoint of a group holds every seed's :meth:`seed_state` (a ``ModelCheckpoint`` resumes)."""
+        if self.last_obs is not None:
+            checkpoint["seed_states"] = [self.seed_state(i) for i in range(self.n_seeds)]
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if "seed_states" in checkpoint:
+            self.load_seed_states(checkpoint["seed_states"])
+
     def on_train_start(self) -> None:
         if self.last_obs is None:
             self.env.seed_each(self.seeds)
