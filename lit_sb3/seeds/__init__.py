@@ -1,4 +1,4 @@
-"""Seed groups: N seeds of one configuration trained together as one batched model (issue 39).
+"""Seed groups: N seeds of one configuration trained together as one batched model (issue 39)::
 
     from lit_sb3.seeds import SeedGroup          # also lit_sb3.SeedGroup
     group = SeedGroup(PPO, seeds=range(10), env="CartPole-v1", n_envs=8, **ppo_kwargs)
