@@ -39,6 +39,13 @@ def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> 
     return total
 
 
+def _gradients(params: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The gradients of ``params`` (each has one: the step passes only those)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    assert len(grads) == len(params)
+    return grads
+
+
 class BatchedOptimizer:
     """Shared part of the batched optimizers: the stacked parameters, the learning rate and each seed's step count.
 
@@ -127,7 +134,7 @@ class BatchedAdam(BatchedOptimizer):
     def _update(self, indices: list[int]) -> None:
         beta1, beta2 = self.betas
         params = [self.params[i] for i in indices]
-        grads = [p.grad for p in params]
+        grads = _gradients(params)
         exp_avgs = [self.state["exp_avg"][i] for i in indices]
         exp_avg_sqs = [self.state["exp_avg_sq"][i] for i in indices]
         # torch's single-tensor Adam, operation by operation (the foreach calls run the same kernels per tensor)
@@ -154,7 +161,7 @@ class BatchedRMSprop(BatchedOptimizer):
 
     def _update(self, indices: list[int]) -> None:
         params = [self.params[i] for i in indices]
-        grads = [p.grad for p in params]
+        grads = _gradients(params)
         square_avgs = [self.state["square_avg"][i] for i in indices]
         torch._foreach_mul_(square_avgs, self.alpha)
         torch._foreach_addcmul_(square_avgs, grads, grads, value=1 - self.alpha)
