@@ -1,0 +1,89 @@
+"""Seed groups: N seeds of one configuration trained together as one batched model (issue 39)::
+
+    from lit_sb3.seeds import SeedGroup          # also lit_sb3.SeedGroup
+    group = SeedGroup(PPO, seeds=range(10), env="CartPole-v1", n_envs=8, **ppo_kwargs)
+    group.learn(100_000)                         # env steps PER SEED (SB3's meaning)
+
+The API is the contract's (``SeedGroup`` in :mod:`lit_sb3.seeds.group`)::
+
+    group = SeedGroup(PPO, seeds=[0, 1, 2], env=[venv0, venv1, venv2], **algo_kwargs)   # one VecEnv per seed
+    group = SeedGroup(PPO, seeds=range(10), env="CartPole-v1", n_envs=8, **algo_kwargs)  # n_envs per seed
+    group.learn(total_timesteps, callback=None, log_interval=-1, reset_num_timesteps=True)  # steps PER SEED
+    RLTrainer(max_steps=budget, rl_callback=cb, logger=..., callbacks=[...]).fit(group)   # no datamodule needed
+    group.num_timesteps, group.seeds, group.model(i), group.evaluate(eval_envs, n_eval_episodes, deterministic)
+    group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls)
+
+Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE), on the CPU. Anything else (other algorithms,
+CNN / multi-input policies, custom optimizers but Adam and RMSprop, ``device="cuda"``) is refused in one line.
+
+For the harness: a seed trained in a group is not the run its single process would train (the random streams
+differ, see below), but it is the same run in any group: its identity may record "trained in a group" without the
+group's other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at once, CPU time of whole processes,
+imports included): PPO CartPole 2.9x less CPU than one process per seed (lit_sb3's or SB3's), A2C Acrobot 3.2x
+(lit_sb3) and 2.6x (SB3) less; the README gives the command and the load.
+
+What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
+
+- **its own model**: seed i starts from the weights ``PPO(..., seed=seeds[i])`` starts from (bit for bit), its
+  envs are seeded as that run seeds them (``VecEnv.seed(seed)`` before the first reset), and on the same minibatch
+  the group computes lit_sb3's losses, logged terms, gradients and clipped optimizer step (to 1e-6: lit_sb3's Adam
+  is fused, the group's is torch's single-tensor arithmetic). Whole runs differ from lit_sb3's single run because
+  the random streams differ: the group draws a seed's action noise from that seed's ``torch.Generator`` (Gumbel-max
+  / reparameterized Gaussian) and its minibatch order from its numpy ``Generator``, where the single run uses the
+  global generators.
+- **reproducible**: a group trained twice is identical, bit for bit.
+- **independent of its group**: seed 3 alone and seed 3 in a group of 5 or 10 end with bit-identical parameters,
+  optimizer state and metrics (PPO and A2C, CartPole and Pendulum, with ``target_kl`` stopping seeds at different
+  minibatches; measured on CPU, OMP_NUM_THREADS=1). The one kernel that differed: torch's batched matrix product
+  of a single pair (a group of one) rounds differently from the same pair in a batch of two or more (up to 3e-5
+  on some shapes), so a group of one pads its products with a zero pair (:func:`lit_sb3.seeds.stacked._linear`).
+- **an ordinary model**: ``group.model(i)`` is seed i's ``PPO`` / ``A2C`` (parameters, optimizer state, counters,
+  episode statistics): ``predict``, ``save`` (an SB3-style zip SB3 loads too), ``load``, ``evaluate_policy``.
+- **resumable**: ``seed_state(i)`` (tensors and plain data; ``torch.load(weights_only=True)``) holds the seed's
+  networks, optimizer state, random streams, episode statistics, pending metrics and its envs' action log; a group
+  that loads them replays the envs and continues bit for bit as if it had not stopped.
+
+Contract changes (additions only): ``SeedGroup(..., policy="MlpPolicy")`` takes the policy as a keyword;
+``learn(total_timesteps, callback=None, log_interval=-1, reset_num_timesteps=True, progress_bar=False)``
+(``-1``: the algorithm's default interval, PPO 1, A2C 100; continue a resumed group with
+``reset_num_timesteps=False``, or ``RLTrainer(max_steps=<total>).fit(group)``); in Lightning's loggers seed s's
+metrics are named ``seed_<s>/<SB3 name>`` (``seed_3/rollout/ep_rew_mean``); ``RLTrainer.fit(group)`` needs no
+datamodule (the group's ``fit_datamodule()``); stochastic evaluation draws from each seed's evaluation stream
+(seeded ``seed + 1000``), so evaluating never changes training. An SB3 callback's ``self.model`` is the group
+(``get_env()`` is the group's VecEnv of N x n_envs envs; ``logger`` an SB3 logger of the group's own, written
+nowhere); SB3's ``EvalCallback`` needs a model with ``predict``: evaluate a group with ``group.evaluate``. A
+Lightning checkpoint of a group (``ModelCheckpoint``) holds every seed's ``seed_state``, and
+``RLTrainer(...).fit(group, ckpt_path=...)`` resumes from it exactly. ``verbose`` prints nothing in a group.
+
+Writing a batched algorithm (DQN, SAC, TD3): subclass :class:`lit_sb3.seeds.group.BatchedAlgorithm`
+(``collect``, ``update``, ``act``, ``seed_state``, ``load_seed_state``, ``export``; :class:`BatchedOnPolicy` in
+:mod:`lit_sb3.seeds.on_policy` is the worked example) and add it to ``BATCHED`` in ``group.py``. The group gives it
+``group.models`` (the ordinary per-seed models, built with their seeds: their hyperparameters, spaces, initial
+networks), ``group.step_envs(actions)`` (one vector step of all seeds: counts env steps, calls the SB3 callback,
+gathers episodes; None when the callback stops), ``group.last_obs`` / ``group.last_episode_starts``,
+``group.streams`` (the seeds' random streams), ``group.progress_remaining`` and ``group.record(i, key, value)``.
+
+The core, for the batched algorithms (and the off-policy ones built on it):
+
+- :mod:`lit_sb3.seeds.stacked`: ``stack_parameters(modules)`` (N identical modules -> ``{name: [N, ...]}`` leaf
+  tensors), ``batched_forward(template, stacked, prefix, x)`` (a template ``nn.Sequential`` / ``nn.Linear`` /
+  flatten extractor on ``x`` of shape ``[N, batch, ...]``, Linear layers as ``torch.baddbmm``),
+  ``check_batchable(module, what)`` (one-line refusal of what it cannot batch), ``module_slice`` / ``load_slice`` /
+  ``set_slice`` (seed i's parameters out of, into an ordinary module, back into the stack). The measurement that
+  chose batched layers over ``torch.func.vmap`` is in that module's docstring (``benchmarks/seeds_forward.py``).
+- :mod:`lit_sb3.seeds.optim`: ``BatchedAdam`` / ``BatchedRMSprop`` (``step(active)`` with a per-seed mask: a
+  masked seed's parameters, moments and step count do not move), ``clip_grad_norm_per_seed(params, max_norm)``,
+  ``batched_optimizer(optimizer_class, kwargs, params, lr)`` (the counterpart of an SB3 policy's optimizer, or one
+  line refusing it), ``seed_state`` / ``load_seed_state`` / ``torch_state`` (into an ordinary torch optimizer).
+- :mod:`lit_sb3.seeds.streams`: ``SeedStreams(seeds)`` (a ``torch.Generator`` and a numpy ``Generator`` per seed,
+  seeded from the seed; ``uniform`` / ``normal`` / ``permutations`` draw each seed's share from its own generator;
+  ``state(i)`` / ``load_state(i, ...)``), ``gumbel_max`` and ``gaussian`` (batched sampling from those draws).
+- :mod:`lit_sb3.seeds.envs`: ``seed_envs(env, n_seeds, n_envs)`` (one monitored VecEnv per seed) and
+  ``GroupVecEnv`` (them as one VecEnv of N x n_envs envs: seed i's env j is env ``i * n_envs + j``;
+  ``per_seed(array)`` splits a batch back, ``seed_each(seeds)`` seeds each seed's VecEnv).
+- :mod:`lit_sb3.seeds.actor_critic`: ``StackedActorCritic`` (PPO's and A2C's MlpPolicy for N seeds).
+"""
+
+from lit_sb3.seeds.group import SeedGroup
+
+__all__ = ["SeedGroup"]
