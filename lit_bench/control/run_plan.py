@@ -2,11 +2,14 @@
 
 The command line is expanded as Hydra's basic sweeper does (the product of its ``a,b,c`` and ``range(...)`` values),
 each distinct config (seeds aside) composed once, and priced like ``regress --dry-run`` prices a suite
-(``lit_bench.control.suite_plan``): CPU seconds per env step of the algorithm on the env's family, measured in
-``results/reference/suite_cost.csv``, times the env steps. The wall time is that CPU time spread over the launcher's
-parallel jobs on this machine (joblib: ``n_jobs``, one per core by default; basic: one), bounded below by the longest
-run; a busy machine takes longer. A sweep always prints its plan; a single run only when it is estimated to take
-more than ``LONG_RUN_S``. Commands this cannot expand (an Optuna sweeper, a glob) get no plan.
+(``lit_bench.control.suite_plan``): CPU seconds per env step times the env steps. The speed is this machine's own
+where it has completed runs of the same algorithm, env and backend under ``out_dir`` (the median ``cpu_fps`` of
+their ``summary.json``, training only, as below), else the algorithm's on the env's family, measured once in
+``results/reference/suite_cost.csv`` (one env per family: CartPole at Acrobot's speed, ~8x too slow for PPO). The
+wall time is that CPU time spread over the launcher's parallel jobs on this machine (joblib: ``n_jobs``, one per core
+by default; basic: one), bounded below by the longest run; a busy machine takes longer. A sweep always prints its
+plan; a single run only when it is estimated to take more than ``LONG_RUN_S``. Commands this cannot expand (an
+Optuna sweeper, a glob) get no plan.
 
 A budget that makes no gradient step (``lit_bench.config.budget``) refuses the command in one line per config,
 exit 2, before Hydra makes any directory (``--allow-no-learning`` runs it anyway, e.g. a test of the machinery); the
@@ -16,10 +19,13 @@ budget warnings of a sweep are printed here once per config, not once per run.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
+import statistics
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -27,8 +33,9 @@ from omegaconf import DictConfig, OmegaConf
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.hydra_versions import VERSION_BASE
-from lit_bench.config.identity import CONF_DIR
+from lit_bench.config.identity import CONF_DIR, algo_dir
 from lit_bench.control.seed_groups import group_count, seeds_per_process
+from lit_bench.store.format import SUMMARY
 
 LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -49,7 +56,7 @@ class Config:
     budget: int
     runs: int
     cpu_s: float | None  # None: no measured speed for this algorithm and env family
-    measured_on: str | None  # the env its speed was measured on (one per family)
+    measured_on: str | None  # the env its speed was measured on (one per family), or HERE
     problems: list[str] = field(default_factory=list)  # no gradient step: refused
     warnings: list[str] = field(default_factory=list)
     groups: int = 0  # the jobs its runs go into under seeds_per_process (runs: one per seed)
@@ -238,6 +245,9 @@ def _config(
     budget = int(cfg.budget)
     one_device = OmegaConf.select(cfg, "trainer.devices", default=1) in (1, None, "auto")
     row = per_step.get((str(OmegaConf.select(cfg, "algo.base", default=None) or algo), family.get(env, "")))
+    here = measured_here(str(cfg.out_dir), algo_dir(algo, str(cfg.backend), bool(cfg.get("parity"))), env)
+    if here is not None:
+        row = {"cpu_s_per_step": str(here), "env": HERE}
     problem = no_learning(view, budget)
     return Config(
         algo=algo,
@@ -253,13 +263,37 @@ def _config(
     )
 
 
+HERE = "here"  # measured_on of a speed from this machine's completed runs
+MEASURED_RUNS = 50  # the completed runs a speed is taken from, at most (a glob of a large out_dir stays cheap)
+
+
+def measured_here(out_dir: str, algo_directory: str, env: str) -> float | None:
+    """CPU seconds per env step of training (the median over completed runs' ``cpu_fps``) of this machine's runs of
+    ``<out_dir>/<sweep>/<algo_directory>/<env>/``, any sweep and config; None when there are none."""
+    per_step = []
+    pattern = f"*/{algo_directory}/{env}/*/seed_*/{SUMMARY}"
+    for path in itertools.islice(Path(out_dir).glob(pattern), 4 * MEASURED_RUNS):
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        fps = summary.get("cpu_fps") if isinstance(summary, dict) else None
+        if summary.get("status") == "completed" and isinstance(fps, (int, float)) and fps > 0:
+            per_step.append(1.0 / fps)
+        if len(per_step) == MEASURED_RUNS:
+            break
+    return statistics.median(per_step) if per_step else None
+
+
 def describe(plan: Plan) -> str:
     """The plan as text: one line per config in a sweep, then the total."""
     lines = []
     if plan.multirun:
         for c in plan.configs:
             cost = "speed not measured" if c.cpu_s is None else f"{_duration(c.runs * c.cpu_s)} CPU"
-            if c.measured_on not in (None, c.env):
+            if c.measured_on == HERE:
+                cost += " (at its speed in this machine's completed runs)"
+            elif c.measured_on not in (None, c.env):
                 cost += f" (at its speed on {c.measured_on})"
             sb3 = "@sb3" if c.backend == "sb3" else ""
             lines.append(f"  {c.algo}{sb3} on {c.env}, budget={c.budget}: {c.runs} runs, {cost}")
@@ -275,7 +309,8 @@ def describe(plan: Plan) -> str:
         f"plan: {plan.runs} run{'s' if plan.runs != 1 else ''}, {plan.env_steps:,} env steps; estimated "
         f"{_duration(plan.cpu_s)} CPU, {where}"
         + (f"; no measured speed for {', '.join(unmeasured)}" if unmeasured else "")
-        + " (training speeds: results/reference/suite_cost.csv; evaluations and start-up come on top)"
+        + " (training speeds: this machine's completed runs, else results/reference/suite_cost.csv; evaluations and"
+        " start-up come on top)"
     )
     if plan.multirun and plan.seeds_per_process != 1:
         lines.append(_grouped_line(plan))

@@ -4,6 +4,7 @@ gradient step, and the budget warnings once per sweep."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,28 @@ def test_the_cards_sweep_is_priced_from_the_measured_speeds():
     assert f"plan: 6 runs, 6,000,000 env steps; estimated {expected / 3600:.1f} h CPU" in text
     wall = plan.wall_s()
     assert wall is not None and wall >= max(1_000_000 * speed[("td3", "mujoco")], expected / 6)
+
+
+def _completed_run(out_dir: Path, algo_directory: str, env: str, seed: int, **summary: object) -> None:
+    run = out_dir / "old_sweep" / algo_directory / env / "budget=1000-0123456789" / f"seed_{seed}"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"status": "completed", **summary}))
+
+
+def test_the_plan_prices_a_config_at_this_machines_speed_where_it_has_completed_runs(tmp_path: Path):
+    for seed, fps in enumerate((900.0, 1000.0, 4000.0)):  # (the median: 1000 env steps per CPU-second)
+        _completed_run(tmp_path, "ppo", "CartPole", seed, cpu_fps=fps)
+    _completed_run(tmp_path, "ppo", "CartPole", 3, cpu_fps=1.0, **{"status": "failed"})  # not a measured speed
+    _completed_run(tmp_path, "ppo@sb3", "CartPole", 0, cpu_fps=10.0)  # another backend's
+    args = ["-m", "algo=ppo", "env=CartPole,Acrobot", "seed=0,1", "budget=20000", f"out_dir={tmp_path}"]
+    plan = make_plan(args)
+    assert plan is not None
+    cartpole, acrobot = plan.configs
+    assert cartpole.cpu_s == pytest.approx(20000 / 1000.0)
+    assert acrobot.measured_on == "Acrobot"  # no runs here: the suite cost table's speed
+    assert acrobot.cpu_s == pytest.approx(20000 * costs()[("ppo", "classic")])
+    text = describe(plan)
+    assert "ppo on CartPole, budget=20000: 2 runs, 40 s CPU (at its speed in this machine's completed runs)" in text
 
 
 def test_a_basic_launcher_runs_one_at_a_time_and_seeds_do_not_multiply_the_configs():
