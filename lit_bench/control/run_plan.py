@@ -9,7 +9,7 @@ their ``summary.json``, training only, as below), else the algorithm's on the en
 wall time is that CPU time spread over the launcher's parallel jobs on this machine (joblib: ``n_jobs``, one per core
 by default; basic: one), bounded below by the longest run; a busy machine takes longer. A sweep always prints its
 plan; a single run only when it is estimated to take more than ``LONG_RUN_S``. Commands this cannot expand (an
-Optuna sweeper, a glob) get no plan.
+Optuna sweeper's search space, a glob) are planned only as an Optuna study of lit_bench's sweeper (``_study_plan``).
 
 A budget that makes no gradient step (``lit_bench.config.budget``) refuses the command in one line per config,
 exit 2, before Hydra makes any directory (``--allow-no-learning`` runs it anyway, e.g. a test of the machinery); the
@@ -39,6 +39,7 @@ from lit_bench.store.format import SUMMARY
 
 LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+OPTUNA_SWEEPER = "hydra_plugins.lit_optuna_sweeper.sweeper.LitOptunaSweeper"
 SEED_KEYS = ("seed",)
 
 
@@ -69,6 +70,7 @@ class Plan:
     parallel: int | None  # runs at once on this machine (None: a cluster launcher)
     multirun: bool
     seeds_per_process: int | str = 1
+    study: tuple[int, int] | None = None  # an Optuna study's (trials, seeds per trial): its runs are at most that
 
     @property
     def runs(self) -> int:
@@ -191,7 +193,7 @@ def make_plan(args: list[str]) -> Plan | None:
     multirun = any(flag in args for flag in ("-m", "--multirun"))
     expanded = _jobs(args)
     if expanded is None:
-        return None
+        return _study_plan(args) if multirun else None
     fixed, jobs = expanded
     if not multirun:
         jobs = [[]]
@@ -218,6 +220,8 @@ def make_plan(args: list[str]) -> Plan | None:
         raise PlanUnavailable(text) from None
     finally:
         GlobalHydra.instance().clear()
+    if sweeper == OPTUNA_SWEEPER and multirun:
+        return _study_plan(args)
     if sweeper != BASIC_SWEEPER or launcher_cfg is None:
         return None
     launcher, parallel = _parallel(launcher_cfg) if multirun else ("one process", 1)
@@ -226,6 +230,50 @@ def make_plan(args: list[str]) -> Plan | None:
         for c in configs:
             c.groups = group_count(setting, c.runs) if c.groups else c.runs
     return Plan(configs, launcher, parallel, multirun, setting)
+
+
+def _study_plan(args: list[str]) -> Plan | None:
+    """The plan of an Optuna study (lit_bench's sweeper): ``n_trials`` x ``hpo.seeds`` runs of the config at its
+    composed values, an upper bound (a pruned trial stops early; sampled values change the cost). A budget without a
+    gradient step is refused as for a sweep unless the study searches ``budget`` or ``algo.learning_starts``."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from lit_bench.control.suite_plan import cost_rows
+
+    parser = OverridesParser.create()
+    fixed, searched = [], set()
+    for text in (a for a in args if "=" in a and not a.startswith("-")):
+        try:
+            (override,) = parser.parse_overrides([text])
+        except Exception:  # Hydra reports a malformed command line itself
+            return None
+        if override.is_sweep_override():
+            searched.add(override.get_key_element().lstrip("+~"))
+        else:
+            fixed.append(text)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), **VERSION_BASE):
+            cfg = compose("config", overrides=fixed, return_hydra_config=True)
+    except Exception as error:
+        text = " ".join(str(error).split()).split(" Config search path:")[0]
+        raise PlanUnavailable(text) from None
+    finally:
+        GlobalHydra.instance().clear()
+    sweeper = cfg.hydra.sweeper
+    if str(sweeper.get("_target_")) != OPTUNA_SWEEPER:
+        return None
+    searched |= {str(key) for key in (sweeper.get("params") or {})}
+    trials, seeds = int(sweeper.n_trials), int(cfg.hpo.seeds)
+    config = _config(cfg, trials * seeds, cost_rows(), _family_of_env())
+    if searched & {"budget", "algo.learning_starts"}:
+        config.problems = []  # (the sampled values decide)
+    launcher, parallel = _parallel(cfg.hydra.launcher)
+    if parallel is not None:
+        parallel = min(parallel, max(1, int(sweeper.get("n_jobs") or 1)) * seeds)  # a batch of trials at once
+    return Plan([config], launcher, parallel, True, study=(trials, seeds))
 
 
 def _config(
@@ -304,6 +352,12 @@ def describe(plan: Plan) -> str:
         where = f"~{_duration(wall)} wall with {plan.launcher} ({plan.parallel} at once here; more when it is busy)"
     else:
         where = f"~{_duration(wall)} wall (more when this machine is busy)"
+    if plan.study is not None:
+        trials, seeds = plan.study
+        lines.append(
+            f"  an Optuna study of {trials} trials x {seeds} seed{'s' if seeds != 1 else ''}: at most these runs, at "
+            f"the config's composed values (a pruned trial stops early; sampled values change the cost)"
+        )
     unmeasured = sorted({f"{c.algo} on {c.env}" for c in plan.unmeasured})
     lines.append(
         f"plan: {plan.runs} run{'s' if plan.runs != 1 else ''}, {plan.env_steps:,} env steps; estimated "
@@ -312,7 +366,7 @@ def describe(plan: Plan) -> str:
         + " (training speeds: this machine's completed runs, else results/reference/suite_cost.csv; evaluations and"
         " start-up come on top)"
     )
-    if plan.multirun and plan.seeds_per_process != 1:
+    if plan.multirun and plan.seeds_per_process != 1 and plan.study is None:
         lines.append(_grouped_line(plan))
     return "\n".join(lines)
 

@@ -103,8 +103,21 @@ def test_a_basic_launcher_runs_one_at_a_time_and_seeds_do_not_multiply_the_confi
     assert "sac@sb3 on HalfCheetah" in describe(plan)
 
 
-def test_an_optuna_sweep_gets_no_plan():
-    assert make_plan(["-m", "hydra/sweeper=tpe_ppo", "algo=ppo", "env=CartPole"]) is None
+def test_an_optuna_study_is_planned_as_its_trials_times_its_seeds():
+    space = "algo.learning_rate=tag(log, interval(1e-5, 1e-2))"  # (a search dimension on the command line)
+    args = ["-m", "hydra/sweeper=tpe", "algo=ppo", "env=CartPole", "budget=20000", space, "hpo.seeds=2"]
+    plan = make_plan([*args, "hydra.sweeper.n_trials=7"])
+    assert plan is not None and plan.study == (7, 2) and plan.runs == 14 and plan.env_steps == 14 * 20000
+    assert plan.cpu_s == pytest.approx(14 * 20000 * costs()[("ppo", "classic")])
+    assert "an Optuna study of 7 trials x 2 seeds: at most these runs" in describe(plan)
+
+
+def test_an_optuna_study_whose_budget_makes_no_gradient_step_is_refused_unless_it_searches_learning_starts():
+    args = ["-m", "hydra/sweeper=tpe_sac", "algo=sac", "env=HalfCheetah", "budget=3000"]
+    plan = make_plan(args)
+    assert plan is not None and plan.configs[0].problems[0].startswith("budget=3000: sac on HalfCheetah makes no")
+    searched = make_plan([*args, "algo.learning_starts=choice(100, 1000)"])  # (a dimension of the search space)
+    assert searched is not None and searched.configs[0].problems == []
 
 
 def test_dry_run_prints_the_plan_and_makes_nothing(tmp_path: Path):
