@@ -24,13 +24,13 @@ from stable_baselines3.common.vec_env import VecEnv
 from lit_sb3.common import resume
 from lit_sb3.common.envs import to_vec_env
 from lit_sb3.common.episodes import Acting
-from lit_sb3.common.learn import SB3Learn
+from lit_sb3.common.learn import learn_method, setup_learn
 from lit_sb3.common.optim import MetricTracker, inside_fit, optimizer_step
 from lit_sb3.common.optimizers import with_optimizer_settings
 from lit_sb3.common.parts import Part, parts_of
 from lit_sb3.common.persistence import Persistence
+from lit_sb3.common.saved_state import NOT_HPARAMS
 from lit_sb3.common.sb3_bridge import as_callback, make_sb3_logger
-from lit_sb3.common.sb3_calls import SB3CallForms
 from lit_sb3.common.sb3_surface import SB3Surface
 from lit_sb3.common.seeding import RANK_SEED_STRIDE
 from lit_sb3.common.training_mode import TrainingModeSwitch
@@ -53,7 +53,7 @@ class NoisyPolicy(Protocol):
     def reset_noise(self, n_envs: int = 1) -> None: ...
 
 
-class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule, metaclass=SB3CallForms):
+class BaseAlgorithm(Persistence, Acting, SB3Surface, L.LightningModule):
     """An SB3 algorithm as a LightningModule.
 
     Constructed without an env (hyperparameters only); the networks are built from the env's spaces when an
@@ -93,7 +93,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         env: GymEnv | str | None = None,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=["env", "_init_setup_model"])
+        self.save_hyperparameters(ignore=list(NOT_HPARAMS))
         self.policy_class = resolve_policy_class(policy, self.policy_aliases, type(self).__name__)
         self.learning_rate = learning_rate
         self.lr_schedule = FloatSchedule(learning_rate)
@@ -114,7 +114,7 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
         self._last_obs: Any = None
         self._last_episode_starts: np.ndarray | None = None
         self._env: VecEnv | None = None  # SB3's ``env``: given to the constructor, load, set_env or learn()
-        self.tensorboard_log: str | None = None  # SB3's keyword (set by the metaclass after __init__)
+        self.tensorboard_log: str | None = None  # SB3's keyword (set by _finish_init)
         self._custom_logger = False  # set_logger was called: learn keeps that logger (SB3's rule)
         self._seeded_env: VecEnv | None = None
         self._action_log: resume.ActionLog | None = None  # seeds + actions since the training env's reset (resume)
@@ -138,8 +138,25 @@ class BaseAlgorithm(Persistence, SB3Learn, Acting, SB3Surface, L.LightningModule
 
     # ------------------------------------------------------------------ construction
 
-    def _finish_init(self, init_setup_model: bool) -> None:
+    #: SB3's ``learn`` (each algorithm declares its own defaults the same way)
+    learn = learn_method(tb_log_name="", log_every_n_steps=None)
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        """SB3's set-up of a training loop driven by hand (see :func:`lit_sb3.common.learn.setup_learn`);
+        ``tb_log_name`` and ``progress_bar`` belong to ``learn``'s trainer and are accepted, unused, for SB3's
+        signature."""
+        return setup_learn(self, total_timesteps, callback, reset_num_timesteps)
+
+    def _finish_init(self, init_setup_model: bool, tensorboard_log: str | None = None) -> None:
         """End of every subclass constructor: with an SB3-style env, build the networks at once."""
+        self.tensorboard_log = tensorboard_log
         self._validate_hyperparameters()
         if self._env is not None and init_setup_model:
             self._check_spaces(self._env)  # what training alone needs (check_env) is checked when it starts

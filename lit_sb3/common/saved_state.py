@@ -31,7 +31,7 @@ ZIP: StateFormat = "zip"
 #: ``data`` entry listing what ``save(include=...)`` added, so that ``load`` puts exactly those back
 INCLUDED_KEY = "lit_sb3_included"
 #: constructor arguments that are not hyperparameters (ignored by ``save_hyperparameters``)
-NOT_HPARAMS = ("self", "env", "_init_setup_model")
+NOT_HPARAMS = ("self", "env", "_init_setup_model", "tensorboard_log")
 
 
 def unsaved_hyperparameters(model: BaseAlgorithm) -> dict[str, Any]:

@@ -18,6 +18,8 @@ fails there, not in a user's run.
 9. ``internals.spawns_processes``: ``_MultiProcessingLauncher`` (ddp_spawn cannot run an RL fit).
 10. ``internals.callback_entry_points``: the callback-factory registry read once per process.
 11. ``internals.step_between_counters``: ``LightningOptimizer._on_before_step`` / ``_on_after_step``.
+12. ``internals.save_hyperparameters_of_caller``: ``save_hyperparameters(frame=...)`` from a subclass's
+    ``__init__``, whose frame Lightning's own walk does not reach past the SB3-call-form decorator.
 
 ``tests/lit_sb3/test_lightning_door.py`` fails when a module outside this package uses a private Lightning name.
 """
@@ -26,6 +28,7 @@ from lit_sb3.lightning_compat.internals import (
     attached_trainer,
     callback_entry_points,
     load_checkpoint_file,
+    save_hyperparameters_of_caller,
     spawns_processes,
     step_between_counters,
 )
@@ -43,6 +46,7 @@ __all__ = [
     "env_steps",
     "install",
     "load_checkpoint_file",
+    "save_hyperparameters_of_caller",
     "spawns_processes",
     "step_between_counters",
 ]

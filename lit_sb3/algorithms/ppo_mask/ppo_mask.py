@@ -23,9 +23,11 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.algorithms.ppo_mask.policies import POLICY_ALIASES
 from lit_sb3.common.episodes import StepCallback
+from lit_sb3.common.learn import fit_env_steps
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form, accepts_sb3_learn_form
 
 SelfMaskablePPO = TypeVar("SelfMaskablePPO", bound="MaskablePPO")
 
@@ -74,6 +76,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         spaces.MultiBinary,
     )
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[MaskableActorCriticPolicy],
@@ -100,6 +103,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -128,7 +132,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         self.use_masking = True  # set by learn(use_masking=...)
         self._masks_env: VecEnv | None = None
         self._action_masks: np.ndarray | None = None
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -247,6 +251,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         )
         return cast("tuple[list[float], list[int]]", episodes)  # per-episode lists with return_episode_rewards
 
+    @accepts_sb3_learn_form
     def learn(  # type: ignore[override]  # sb3-contrib's signature: use_masking before progress_bar
         self: SelfMaskablePPO,
         total_timesteps: int,
@@ -261,7 +266,8 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     ) -> SelfMaskablePPO:
         """Train for ``total_timesteps`` env steps; ``use_masking=False`` ignores the env's action masks."""
         self.use_masking = use_masking
-        return super().learn(
+        return fit_env_steps(
+            self,
             total_timesteps,
             env,
             callback,

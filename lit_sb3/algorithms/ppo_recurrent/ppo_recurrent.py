@@ -8,8 +8,7 @@ every mean of the loss).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -19,15 +18,15 @@ from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.algorithms.ppo_recurrent.policies import POLICY_ALIASES
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
-
-SelfRecurrentPPO = TypeVar("SelfRecurrentPPO", bound="RecurrentPPO")
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
 
 class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
@@ -67,6 +66,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     policy_aliases: ClassVar[dict[str, type[RecurrentActorCriticPolicy]]] = POLICY_ALIASES
     policy: RecurrentActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[RecurrentActorCriticPolicy],
@@ -93,6 +93,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -120,7 +121,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         self._init_clipping(clip_range, clip_range_vf, target_kl)
         self._last_lstm_states: RNNStates | None = None
         self._next_lstm_states: RNNStates | None = None
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -248,24 +249,4 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
             self.update_on_rollout()
         return self
 
-    def learn(
-        self: SelfRecurrentPPO,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 1,
-        tb_log_name: str = "RecurrentPPO",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfRecurrentPPO:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("RecurrentPPO", log_every_n_steps=1)
