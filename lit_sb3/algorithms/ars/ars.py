@@ -22,7 +22,6 @@ from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.algorithms.ars.update import ars_update, perturbed_candidates
 from lit_sb3.common import zips
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.learn import fit_env_steps
 from lit_sb3.common.optimizers import implementation_only
 from lit_sb3.common.saved_state import CHECKPOINT, ZIP, StateFormat
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form, accepts_sb3_learn_form
@@ -204,7 +203,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
     # ------------------------------------------------------------------ entry point
 
     @accepts_sb3_learn_form
-    def learn(  # type: ignore[override]  # sb3-contrib's signature: async_eval before progress_bar
+    def learn(  # sb3-contrib's signature: async_eval before progress_bar
         self: SelfARS,
         total_timesteps: int,
         env: GymEnv | str | None = None,
@@ -233,8 +232,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
             raise TypeError(f"async_eval: expected an sb3_contrib AsyncEval or None, got {type(async_eval).__name__}")
         self._async_eval = async_eval
         try:
-            return fit_env_steps(
-                self,
+            return self._fit_env_steps(
                 total_timesteps,
                 env,
                 callback,

@@ -23,10 +23,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.algorithms.ppo_mask.policies import POLICY_ALIASES
 from lit_sb3.common.episodes import StepCallback
-from lit_sb3.common.learn import fit_env_steps
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form, accepts_sb3_learn_form
 
 SelfMaskablePPO = TypeVar("SelfMaskablePPO", bound="MaskablePPO")
@@ -252,7 +251,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         return cast("tuple[list[float], list[int]]", episodes)  # per-episode lists with return_episode_rewards
 
     @accepts_sb3_learn_form
-    def learn(  # type: ignore[override]  # sb3-contrib's signature: use_masking before progress_bar
+    def learn(  # sb3-contrib's signature: use_masking before progress_bar
         self: SelfMaskablePPO,
         total_timesteps: int,
         env: GymEnv | str | None = None,
@@ -266,8 +265,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     ) -> SelfMaskablePPO:
         """Train for ``total_timesteps`` env steps; ``use_masking=False`` ignores the env's action masks."""
         self.use_masking = use_masking
-        return fit_env_steps(
-            self,
+        return self._fit_env_steps(
             total_timesteps,
             env,
             callback,

@@ -24,8 +24,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from lit_sb3.algorithms.ppo_recurrent.policies import POLICY_ALIASES
 from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
 
