@@ -19,11 +19,11 @@ from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.common import lightning_calls
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.rollout_loop import RolloutLoop
 from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.utils import CheckFailed, check_finite, env_actions, unchecked_distributions
+from lit_sb3.lightning_compat import hook_calls
 
 
 class RolloutMinibatches:
@@ -195,7 +195,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def train_dataloader(self) -> RolloutMinibatches:
         return RolloutMinibatches(self)
 
-    @lightning_calls.batch_already_on_device
+    @hook_calls.batch_already_on_device
     def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
         """Minibatches are slices of the rollout buffer, already on the module's device: skip Lightning's walk
         over them (a noticeable share of a short rollout's cost, e.g. A2C's 5 steps)."""
