@@ -6,17 +6,20 @@ from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
+from stable_baselines3.a2c.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
 from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.optimizers import with_fused_default
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.utils import unchecked_distributions
+
+# the policies are SB3's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class A2C(OnPolicyAlgorithm):

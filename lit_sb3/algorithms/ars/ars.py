@@ -8,7 +8,7 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from sb3_contrib.ars.policies import ARSPolicy
+from sb3_contrib.ars.policies import ARSPolicy, LinearPolicy, MlpPolicy
 from sb3_contrib.common.vec_env import AsyncEval
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
@@ -18,7 +18,6 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from lit_sb3.algorithms.ars.candidates import CandidateEvaluation
 from lit_sb3.algorithms.ars.episodes import Iterations
-from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.algorithms.ars.update import ars_update, perturbed_candidates
 from lit_sb3.common import zips
 from lit_sb3.common.base import BaseAlgorithm
@@ -28,6 +27,9 @@ from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form, accepts_sb3_l
 from lit_sb3.common.utils import outside_autocast
 
 SelfARS = TypeVar("SelfARS", bound="ARS")
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES: dict[str, type[ARSPolicy]] = {"LinearPolicy": LinearPolicy, "MlpPolicy": MlpPolicy}
 
 
 class ARS(CandidateEvaluation, BaseAlgorithm):

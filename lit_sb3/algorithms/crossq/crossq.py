@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.torch_layers import BatchRenorm
+from sb3_contrib.crossq.policies import CrossQPolicy, MlpPolicy
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from torch import nn
 
-from lit_sb3.algorithms.crossq.policies import POLICY_ALIASES, CrossQPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.entropy import EntropyTemperature
 from lit_sb3.common.learn import learn_method
@@ -21,6 +21,9 @@ from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy}
 
 
 class CrossQ(OffPolicyAlgorithm):

@@ -8,14 +8,17 @@ import torch
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.ppo.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
-from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate, ppo_loss
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
 __all__ = ["PPO", "ppo_loss"]
+
+# the policies are SB3's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):

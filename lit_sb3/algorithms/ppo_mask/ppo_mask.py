@@ -14,14 +14,16 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer, MaskableRolloutBuffer
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from sb3_contrib.common.maskable.policies import (
+    MaskableActorCriticPolicy,
+)
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from sb3_contrib.ppo_mask.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.algorithms.ppo_mask.policies import POLICY_ALIASES
 from lit_sb3.common.episodes import StepCallback
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
@@ -34,6 +36,9 @@ _NO_MASKS = (
     "the env has no action_masks() method; give it one (e.g. sb3_contrib.common.wrappers.ActionMasker) "
     "or pass use_masking=False"
 )
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):

@@ -14,19 +14,28 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.buffers import RecurrentDictRolloutBuffer, RecurrentRolloutBuffer
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from sb3_contrib.common.recurrent.policies import (
+    RecurrentActorCriticPolicy,
+)
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from sb3_contrib.ppo_recurrent.policies import CnnLstmPolicy, MlpLstmPolicy, MultiInputLstmPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.algorithms.ppo_recurrent.policies import POLICY_ALIASES
 from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
 from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {
+    "MlpLstmPolicy": MlpLstmPolicy,
+    "CnnLstmPolicy": CnnLstmPolicy,
+    "MultiInputLstmPolicy": MultiInputLstmPolicy,
+}
 
 
 class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):

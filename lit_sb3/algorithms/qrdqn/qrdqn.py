@@ -6,10 +6,10 @@ from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
+from sb3_contrib.qrdqn.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, QRDQNPolicy
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from lit_sb3.algorithms.qrdqn.policies import POLICY_ALIASES, QRDQNPolicy
 from lit_sb3.common import quantile
 from lit_sb3.common.epsilon_greedy import EpsilonGreedy
 from lit_sb3.common.learn import learn_method
@@ -18,6 +18,9 @@ from lit_sb3.common.off_policy_args import check_max_grad_norm, check_target_upd
 from lit_sb3.common.sb3_bridge import PolicyNetwork
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.targets import TargetNetworks
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class QRDQN(OffPolicyAlgorithm):

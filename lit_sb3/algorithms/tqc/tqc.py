@@ -7,11 +7,11 @@ from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
+from sb3_contrib.tqc.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, TQCPolicy
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from lit_sb3.algorithms.tqc.policies import POLICY_ALIASES, TQCPolicy
 from lit_sb3.common import quantile
 from lit_sb3.common.entropy import EntropyTemperature, policy_sample
 from lit_sb3.common.learn import learn_method
@@ -23,6 +23,9 @@ from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.targets import TargetNetworks
 
 _DEFAULT_N_QUANTILES = inspect.signature(TQCPolicy.__init__).parameters["n_quantiles"].default
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class TQC(OffPolicyAlgorithm):

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, cast
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.utils import conjugate_gradient_solver
+from sb3_contrib.trpo.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.policies import ActorCriticPolicy
@@ -24,13 +25,15 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from lit_sb3.algorithms.trpo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
 from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.trust_region import backtracking_line_search, flat_grad, max_step_size
 from lit_sb3.common.utils import unchecked_distributions
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class TRPO(OnPolicyAlgorithm):
