@@ -19,8 +19,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.lightning_compat import EnvStepFitLoop, EnvStepMonitors, install, spawns_processes
+from lit_sb3.lightning_compat.quiet import installed_callbacks_read_once, quiet_lightning
 from lit_sb3.progress import EnvStepProgressBar
-from lit_sb3.quiet import installed_callbacks_read_once, quiet_lightning
 
 #: precisions whose update runs on float32 env data: full float32, or mixed precision (autocast) for the update only
 SUPPORTED_PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")

@@ -14,7 +14,7 @@ from torch import nn
 from lit_sb3.common import losses
 from lit_sb3.common.optim import MetricTracker
 from lit_sb3.common.parts import Part
-from lit_sb3.common.persistence import ZIP, StateFormat
+from lit_sb3.common.saved_state import ZIP, StateFormat
 
 
 def initial_ent_coef(ent_coef: str | float) -> tuple[float, bool]:

@@ -9,7 +9,7 @@ import numpy as np
 from stable_baselines3.common.utils import LinearSchedule
 
 from lit_sb3.common.parts import Part
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 
 
 class EpsilonGreedy(Part):

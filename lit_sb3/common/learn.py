@@ -1,47 +1,56 @@
-"""SB3's ``learn()`` on Lightning: an env-step budget becomes one :class:`RLTrainer` fit on an env datamodule."""
+"""SB3's ``learn()`` on Lightning: the one ``learn`` every algorithm declares with its defaults (:func:`learn_method`),
+and the loggers it makes; the fit itself is ``BaseAlgorithm._fit_env_steps``."""
 
 from __future__ import annotations
 
-import os
-import time
 from argparse import Namespace
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-import numpy as np
 import torch
-from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from lightning.pytorch.loggers import TensorBoardLogger
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import get_device, get_latest_run_id
 
-from lit_sb3.common.envs import to_vec_env
-from lit_sb3.common.sb3_bridge import as_callback
-from lit_sb3.common.sb3_calls import accepts_sb3_learn_forms
-from lit_sb3.datamodule import RLEnvDataModule
-from lit_sb3.trainer import RLTrainer
+from lit_sb3.common.sb3_calls import accepts_sb3_learn_form
 
-if TYPE_CHECKING:
-    from lit_sb3.common.base import BaseAlgorithm
-
-SelfLearn = TypeVar("SelfLearn", bound="SB3Learn")
+Learner = TypeVar("Learner", bound="FitsEnvSteps")
 
 
-class SB3Learn:
-    """``learn()`` of :class:`BaseAlgorithm` (a mixin): the SB3 entry point for users who do not build a trainer."""
+class FitsEnvSteps(Protocol):
+    """What ``learn`` calls: ``BaseAlgorithm._fit_env_steps``, one :class:`RLTrainer` fit of an env-step budget."""
 
-    @accepts_sb3_learn_forms
+    def _fit_env_steps(
+        self: Learner,
+        total_timesteps: int,
+        env: GymEnv | str | None,
+        callback: MaybeCallback,
+        log_every_n_steps: int | None,
+        tb_log_name: str,
+        reset_num_timesteps: bool,
+        progress_bar: bool,
+        default_root_dir: str | Path | None,
+    ) -> Learner: ...
+
+
+def learn_method(tb_log_name: str, log_every_n_steps: int | None) -> Callable[..., Any]:
+    """An algorithm's ``learn`` (SB3's signature, with the algorithm's defaults): ``learn = learn_method("SAC", 4)``
+    in the class body; SB3's call form is accepted too (:func:`~lit_sb3.common.sb3_calls.accepts_sb3_learn_form`)."""
+    default_tb_log_name, default_log_every_n_steps = tb_log_name, log_every_n_steps
+
+    @accepts_sb3_learn_form
     def learn(
-        self: SelfLearn,
+        self: Learner,
         total_timesteps: int,
         env: GymEnv | str | None = None,
         callback: MaybeCallback = None,
-        log_every_n_steps: int | None = None,
-        tb_log_name: str = "",
+        log_every_n_steps: int | None = default_log_every_n_steps,
+        tb_log_name: str = default_tb_log_name,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
         default_root_dir: str | Path | None = None,
-    ) -> SelfLearn:
+    ) -> Learner:
         """Train for ``total_timesteps`` env steps (SB3's ``learn``), on an :class:`RLTrainer`.
 
         SB3's form ``learn(total_timesteps, callback, log_interval, ...)`` works too (``log_interval`` is SB3's name
@@ -59,72 +68,18 @@ class SB3Learn:
         :param progress_bar: show a progress bar counting env steps
         :param default_root_dir: where CSV logs go; nothing is written when None
         """
-        algo: BaseAlgorithm = self  # type: ignore[assignment]
-        if total_timesteps <= 0:
-            raise ValueError(f"total_timesteps: must be > 0, got {total_timesteps}")
-        if env is not None:
-            vec_env = to_vec_env(env)
-            if vec_env is not algo._env:
-                algo._last_obs = None
-            algo._env = vec_env
-        if algo._env is None:
-            name = type(self).__name__
-            raise ValueError(f"env: {name}.learn needs an env (learn(env=...) or the constructor's env=)")
-        if reset_num_timesteps:
-            algo.num_timesteps = 0
-            algo._episode_num = 0
-            algo._last_obs = None
-            algo._pending_resume = None  # a fresh start: no env replay or RNG restore from a loaded checkpoint
-            algo._learn_logger = None
-        algo.log_interval = log_every_n_steps
-        name = tb_log_name or type(self).__name__
-        if default_root_dir is not None and algo._learn_logger is None:
-            algo._learn_logger = CSVLogger(save_dir=str(default_root_dir), name=name)
-        loggers: list[Logger] = [algo._learn_logger] if default_root_dir is not None else []
-        if algo.tensorboard_log is not None and not algo._custom_logger:
-            loggers.append(_tensorboard_logger(algo.tensorboard_log, name, reset_num_timesteps))
-        if not algo._custom_logger:  # SB3's logger.dir: this run's log folder (SB3_LOGDIR when it writes none)
-            algo.sb3_logger.dir = loggers[-1].log_dir if loggers else os.environ.get("SB3_LOGDIR")
-        trainer = RLTrainer(
-            max_steps=algo.num_timesteps + total_timesteps,
-            rl_callback=callback,
-            run_name=name,
-            logger=loggers or False,
-            default_root_dir=default_root_dir,
-            enable_progress_bar=progress_bar,
-            **_accelerator_for(algo.requested_device),
+        return self._fit_env_steps(
+            total_timesteps,
+            env,
+            callback,
+            log_every_n_steps,
+            tb_log_name,
+            reset_num_timesteps,
+            progress_bar,
+            default_root_dir,
         )
-        trainer.fit(algo, datamodule=RLEnvDataModule(train_env=algo._env))
-        return self
 
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        """SB3's set-up of a training loop driven by hand (``collect_rollouts`` / ``train`` outside ``learn``): the
-        counters, the env's first observation, the buffers and the callback; returns the run's total env steps and
-        the callback. ``learn`` does this in its trainer's fit; ``tb_log_name`` and ``progress_bar`` belong to that
-        trainer (its loggers, its bar) and are accepted, unused, for SB3's signature."""
-        algo: BaseAlgorithm = self  # type: ignore[assignment]
-        env = algo.get_env()
-        if env is None:
-            raise ValueError(f"env: {type(self).__name__}._setup_learn needs an env (the constructor's, set_env, load)")
-        if reset_num_timesteps:
-            algo.num_timesteps, algo._episode_num = 0, 0
-        if reset_num_timesteps or algo._last_obs is None:
-            algo._last_obs = env.reset()
-            algo._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
-        algo._total_timesteps = total_timesteps + (0 if reset_num_timesteps else algo.num_timesteps)
-        algo._start_time, algo._num_timesteps_at_start = time.time_ns(), algo.num_timesteps
-        algo.n_envs = env.num_envs
-        algo._setup_buffers(env)
-        run_callback = as_callback(callback) or CallbackList([])
-        run_callback.init_callback(algo)  # type: ignore[arg-type]
-        return algo._total_timesteps, run_callback
+    return learn
 
 
 class SB3TensorBoardLogger(TensorBoardLogger):
@@ -140,7 +95,7 @@ class SB3TensorBoardLogger(TensorBoardLogger):
         self.experiment.flush()
 
 
-def _tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> TensorBoardLogger:
+def tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> TensorBoardLogger:
     """A TensorBoard logger writing where SB3's ``learn`` would: ``<root>/<name>_<n>``."""
     try:
         import tensorboard  # noqa: F401
@@ -152,7 +107,7 @@ def _tensorboard_logger(root: str, name: str, reset_num_timesteps: bool) -> Tens
     return SB3TensorBoardLogger(save_dir=root, name="", version=f"{name}_{run_id}", default_hp_metric=False)
 
 
-def _accelerator_for(device: torch.device | str) -> dict[str, Any]:
+def accelerator_for(device: torch.device | str) -> dict[str, Any]:
     """Trainer placement for an SB3 ``device`` argument ("auto" keeps the RL default, the CPU; "cuda" on a machine
     without CUDA falls back to the CPU, as in SB3)."""
     resolved = None if isinstance(device, str) and device == "auto" else get_device(device)

@@ -1,7 +1,7 @@
 """``OffPolicyAlgorithm``: each training step collects ``train_freq`` env steps into a replay buffer, then updates.
 
-The collection itself is :mod:`lit_sb3.common.off_policy_collect`; what a checkpoint keeps besides the base's state is
-:mod:`lit_sb3.common.off_policy_checkpoint`."""
+A checkpoint keeps besides the base's state the replay buffer's filled part (unless ``checkpoint_replay_buffer`` is
+False), the unnormalized last observation, the action noise and the running sums of the update statistics."""
 
 from __future__ import annotations
 
@@ -11,21 +11,29 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
+from gymnasium import spaces
 from lightning.pytorch.utilities.types import OptimizerLRScheduler
 from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
 from stable_baselines3.common.policies import BaseModel
-from stable_baselines3.common.type_aliases import GymEnv, ReplayBufferSamples, TrainFrequencyUnit
-from stable_baselines3.common.utils import update_learning_rate
+from stable_baselines3.common.type_aliases import (
+    GymEnv,
+    ReplayBufferSamples,
+    RolloutReturn,
+    TrainFreq,
+    TrainFrequencyUnit,
+)
+from stable_baselines3.common.utils import should_collect_more_steps, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_sb3.common import replay
+from lit_sb3.common import replay, resume
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.off_policy_args import as_train_freq, check_off_policy_args
-from lit_sb3.common.off_policy_checkpoint import OffPolicyCheckpoint
-from lit_sb3.common.off_policy_collect import OffPolicyCollection
-from lit_sb3.common.utils import CheckFailed
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
+from lit_sb3.common.utils import CheckFailed, outside_autocast
 
 
 class EnvSteps:
@@ -43,7 +51,7 @@ class EnvSteps:
             yield self.algorithm.num_timesteps
 
 
-class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm):
+class OffPolicyAlgorithm(BaseAlgorithm):
     """Shared replay-buffer loop of SAC, TD3, DDPG and DQN (and the sb3-contrib off-policy algorithms).
 
     Subclasses implement :meth:`gradient_updates` (``gradient_steps`` updates on replay samples); collection, warm-up,
@@ -54,6 +62,8 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm
     default_log_interval: ClassVar[int] = 4
     #: ``target_update_interval`` counts env steps (DQN, QR-DQN), not gradient steps (SAC, TQC)
     target_update_in_env_steps: ClassVar[bool] = False
+    #: keep the replay buffer's filled part in Lightning checkpoints (exact resume); False for small checkpoints
+    checkpoint_replay_buffer: bool = True
 
     def __init__(
         self,
@@ -349,3 +359,126 @@ class OffPolicyAlgorithm(OffPolicyCheckpoint, OffPolicyCollection, BaseAlgorithm
         self.replay_buffer = replay.load_replay_buffer(
             path, env, self.device, truncate_last_traj, self.verbose, trusted
         )
+
+    # ------------------------------------------------------------------ collection (SB3's collect_rollouts)
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback | None,
+        train_freq: TrainFreq,
+        replay_buffer: ReplayBuffer,
+        action_noise: ActionNoise | None = None,
+        learning_starts: int = 0,
+        log_interval: int | None = None,
+    ) -> RolloutReturn:
+        """Step every env until ``train_freq`` is met, storing the transitions in ``replay_buffer``."""
+        policy = self._built()[0]
+        if policy.training:
+            self._set_training_mode(False)
+        n_steps = n_episodes = 0
+        if self.use_sde:
+            self._reset_noise(env.num_envs)
+        if callback is not None:
+            callback.on_rollout_start()
+        while should_collect_more_steps(train_freq, n_steps, n_episodes):
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self._reset_noise(env.num_envs)
+            actions, buffer_actions = self._sample_action(learning_starts, action_noise, env.num_envs)
+            new_obs, rewards, dones, infos = self._step_env(env, actions)
+            self.num_timesteps += env.num_envs
+            n_steps += 1
+            if callback is not None:
+                callback.update_locals(locals())
+                if not callback.on_step():
+                    return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=False)
+            self._update_info_buffer(infos, dones)
+            self._last_original_obs = replay.store_transition(
+                replay_buffer,
+                self._last_original_obs,
+                new_obs,
+                buffer_actions,
+                rewards,
+                dones,
+                infos,
+                self._vec_normalize_env,
+            )
+            self._last_obs = new_obs
+            self._on_step()
+            for idx in np.flatnonzero(dones):
+                n_episodes += 1
+                self._episode_num += 1
+                if action_noise is not None:
+                    action_noise.reset(**({"indices": [idx]} if env.num_envs > 1 else {}))
+                if log_interval and self._episode_num % log_interval == 0:
+                    self.dump_logs()
+        if callback is not None:
+            callback.on_rollout_end()
+        return RolloutReturn(n_steps * env.num_envs, n_episodes, continue_training=True)
+
+    def _sample_action(
+        self, learning_starts: int, action_noise: ActionNoise | None, n_envs: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Env actions and the actions to store: uniformly random before ``learning_starts`` (unless gSDE acts at
+        warm-up), the policy's after; Box actions are stored scaled to [-1, 1], with the action noise."""
+        policy, _, action_space = self._built()
+        warm_up = self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup)
+        actions = np.array([action_space.sample() for _ in range(n_envs)]) if warm_up else self._policy_actions(n_envs)
+        if not isinstance(action_space, spaces.Box):
+            return actions, actions
+        return replay.box_actions(policy, actions, from_policy=not warm_up, noise=action_noise)
+
+    def _policy_actions(self, n_envs: int) -> np.ndarray:
+        """Exploration actions for ``_last_obs`` as the policy outputs them (uniformly random for every env when a
+        part explores: epsilon-greedy).
+
+        What ``predict`` does minus its per-call input checks and mode switch (the policy is already in eval mode
+        while collecting): a few hundred microseconds per env step.
+        """
+        policy, _, action_space = self._built()
+        if any(part.explores() for part in self._parts):
+            return np.array([action_space.sample() for _ in range(n_envs)])
+        obs, _ = policy.obs_to_tensor(self._last_obs)
+        with torch.no_grad(), outside_autocast(self.device):
+            actions = policy._predict(obs, deterministic=False)
+        return actions.cpu().numpy().reshape((n_envs, *(action_space.shape or ())))
+
+    def _on_step(self) -> None:
+        """After every vector env step: the parts' step (DQN: exploration rate and target network)."""
+        n_envs = self.n_envs
+        if n_envs is None:
+            raise RuntimeError(f"{type(self).__name__}: collecting before the training env is known")
+        for part in self._parts:
+            part.on_step(self._current_progress_remaining, n_envs)
+
+    # ------------------------------------------------------------------ a checkpoint's extra state (zips: none)
+
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        if fmt != CHECKPOINT:
+            return state
+        if self.checkpoint_replay_buffer and self.replay_buffer is not None:
+            state["replay_buffer"] = replay.buffer_arrays(self.replay_buffer)
+        if "env" in state:
+            state["env"]["last_original_obs"] = resume.to_tree(self._last_original_obs)
+        state["action_noise"] = resume.noise_state(self.action_noise)
+        state["stat_sums"] = self._metrics.state()
+        state["dumped_at"] = list(self._dumped_at)
+        return state
+
+    def _resume_training_state(self, env: VecEnv, state: dict[str, Any]) -> None:
+        super()._resume_training_state(env, state)
+        self._last_original_obs = resume.from_tree(state["env"]["last_original_obs"])
+        resume.set_noise_state(self.action_noise, state.get("action_noise"))
+        self._metrics.load_state(state.get("stat_sums", {}))
+        steps, updates = state.get("dumped_at", (0, 0))
+        self._dumped_at = (int(steps), int(updates))
+
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        buffer_state = state.get("replay_buffer") if fmt == CHECKPOINT else None
+        if buffer_state is not None:
+            if self.replay_buffer is not None:
+                replay.restore_buffer_arrays(self.replay_buffer, buffer_state)
+            else:
+                self._pending_buffer_state = buffer_state  # applied when the buffer is created at train start

@@ -1,10 +1,11 @@
-"""``OnPolicyAlgorithm``: one Lightning epoch = collect one rollout, then train on it (what a checkpoint keeps besides
-the base's state: :mod:`lit_sb3.common.on_policy_checkpoint`)."""
+"""``OnPolicyAlgorithm``: one Lightning epoch = collect one rollout, then train on it (its minibatches are the
+training "dataloader", :class:`RolloutMinibatches`)."""
 
 from __future__ import annotations
 
 import warnings
 from collections import deque
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,14 +19,46 @@ from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.common import lightning_calls
 from lit_sb3.common.base import BaseAlgorithm
-from lit_sb3.common.on_policy_checkpoint import OnPolicyCheckpoint
-from lit_sb3.common.rollout_loop import RolloutLoop, RolloutMinibatches
+from lit_sb3.common.rollout_loop import RolloutLoop
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.utils import CheckFailed, check_finite, env_actions, unchecked_distributions
+from lit_sb3.lightning_compat import hook_calls
 
 
-class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
+class RolloutMinibatches:
+    """The training "dataloader" of an on-policy algorithm: ``n_epochs`` shuffled passes over the current rollout.
+
+    Lightning iterates it once per epoch, after ``on_train_epoch_start`` has filled the rollout buffer. It stops
+    early when the algorithm asks (``target_kl``) or when the rollout was cut short by a callback.
+
+    It has a length on purpose: Lightning prefetches a batch from iterables of unknown length when it sets the
+    data up, which would read the first epoch's rollout before it is collected.
+    """
+
+    def __init__(self, algorithm: OnPolicyAlgorithm) -> None:
+        self.algorithm = algorithm
+
+    def __len__(self) -> int:
+        algo = self.algorithm
+        env = algo.env
+        rollout = algo.n_steps * (env.num_envs if env is not None else algo.n_envs or 1)
+        batch = algo._minibatch_size() or rollout
+        return algo.n_epochs * -(-rollout // batch)
+
+    def __iter__(self) -> Iterator[Any]:
+        algo, loop, buffer = self.algorithm, self.algorithm._loop, self.algorithm.rollout_buffer
+        if not loop.collected or buffer is None:  # a collected rollout is in the buffer
+            return
+        for epoch in range(algo.n_epochs):
+            loop.epoch = epoch
+            for batch in buffer.get(algo._minibatch_size()):
+                if loop.stop_updates:
+                    return
+                yield batch
+
+
+class OnPolicyAlgorithm(BaseAlgorithm):
     """Shared rollout collection (GAE, time-limit bootstrapping, SB3 callbacks) for A2C, PPO and their variants.
 
     Subclasses implement ``training_step`` on one minibatch and may override the small hooks
@@ -162,7 +195,7 @@ class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
     def train_dataloader(self) -> RolloutMinibatches:
         return RolloutMinibatches(self)
 
-    @lightning_calls.batch_already_on_device
+    @hook_calls.batch_already_on_device
     def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
         """Minibatches are slices of the rollout buffer, already on the module's device: skip Lightning's walk
         over them (a noticeable share of a short rollout's cost, e.g. A2C's 5 steps)."""
@@ -340,3 +373,35 @@ class OnPolicyAlgorithm(OnPolicyCheckpoint, BaseAlgorithm):
             super()._record_rollout_stats()
         finally:
             self.ep_info_buffer, self.ep_success_buffer = local
+
+    # ------------------------------------------------------------------ a checkpoint's extra state (zips: none)
+
+    def _extra_state(self, fmt: StateFormat = CHECKPOINT) -> dict[str, Any]:
+        state = super()._extra_state(fmt)
+        if fmt == CHECKPOINT:
+            state["iteration"] = self._loop.iteration
+            # the last update's train/* values, recorded but dumped only after the next rollout (as SB3 does)
+            logger = self.sb3_logger
+            state["pending_logs"] = {
+                key: (float(value), _exclusion(logger.name_to_excluded.get(key)))
+                for key, value in logger.name_to_value.items()
+                if _is_number(value)
+            }
+        return state
+
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = CHECKPOINT) -> None:
+        super()._load_extra_state(state, fmt)
+        if fmt == CHECKPOINT:
+            self._loop.iteration = int(state.get("iteration", 0))
+            for key, (value, excluded) in state.get("pending_logs", {}).items():
+                self.sb3_logger.record(key, value, exclude=excluded or None)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+
+
+def _exclusion(excluded: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    if excluded is None:
+        return ()
+    return (excluded,) if isinstance(excluded, str) else tuple(excluded)

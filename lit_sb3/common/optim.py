@@ -12,9 +12,8 @@ import numpy as np
 import torch
 from lightning.pytorch.trainer.states import TrainerStatus
 
-from lit_sb3.common import lightning_calls
 from lit_sb3.common.utils import clip_grad_norm
-from lit_sb3.lightning_compat import attached_trainer
+from lit_sb3.lightning_compat import attached_trainer, hook_calls
 
 
 def inside_fit(module: L.LightningModule) -> bool:
@@ -44,7 +43,7 @@ def optimizer_step(
     optimizer.zero_grad(set_to_none=True)
     lightning = inside_fit(module)
     if lightning:
-        lightning_calls.backward(module, loss)
+        hook_calls.backward(module, loss)
     else:
         loss.backward()
     for param in drop_grads:
@@ -56,7 +55,7 @@ def optimizer_step(
             params = [p for group in optimizer.param_groups for p in group["params"]]
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
     if lightning:
-        lightning_calls.step(module, optimizer)
+        hook_calls.step(module, optimizer)
     else:
         optimizer.step()
 

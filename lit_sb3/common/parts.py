@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import torch
 from gymnasium import spaces
 
-from lit_sb3.common.persistence import StateFormat
+from lit_sb3.common.saved_state import StateFormat
 
 
 class Part:
@@ -21,7 +21,7 @@ class Part:
 
     - :meth:`build`: once the env's spaces are known, after the networks (``BaseAlgorithm.build``)
     - :meth:`optimizers`: after the algorithm's own, in ``configure_optimizers`` and SB3's save names
-    - :meth:`state` / :meth:`load_state`: in Lightning checkpoints and SB3 zips (``Persistence``)
+    - :meth:`state` / :meth:`load_state`: in Lightning checkpoints and SB3 zips (``BaseAlgorithm._extra_state``)
     - :meth:`on_step`: after every vector env step of the off-policy collection
     - :meth:`explores`: before each action of the collection and of ``predict`` (not deterministic)
     - :meth:`record`: when the logs are dumped

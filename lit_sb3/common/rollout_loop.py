@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from lit_sb3.common.on_policy import OnPolicyAlgorithm
 
 
 @dataclass
@@ -31,35 +26,3 @@ class RolloutLoop:
     stop_updates: bool = False  #: skip the remaining minibatches of this rollout
     epoch: int = 0  #: the pass over the rollout being trained on
     iteration: int = 0  #: rollouts collected in this run
-
-
-class RolloutMinibatches:
-    """The training "dataloader" of an on-policy algorithm: ``n_epochs`` shuffled passes over the current rollout.
-
-    Lightning iterates it once per epoch, after ``on_train_epoch_start`` has filled the rollout buffer. It stops
-    early when the algorithm asks (``target_kl``) or when the rollout was cut short by a callback.
-
-    It has a length on purpose: Lightning prefetches a batch from iterables of unknown length when it sets the
-    data up, which would read the first epoch's rollout before it is collected.
-    """
-
-    def __init__(self, algorithm: OnPolicyAlgorithm) -> None:
-        self.algorithm = algorithm
-
-    def __len__(self) -> int:
-        algo = self.algorithm
-        env = algo.env
-        rollout = algo.n_steps * (env.num_envs if env is not None else algo.n_envs or 1)
-        batch = algo._minibatch_size() or rollout
-        return algo.n_epochs * -(-rollout // batch)
-
-    def __iter__(self) -> Iterator[Any]:
-        algo, loop, buffer = self.algorithm, self.algorithm._loop, self.algorithm.rollout_buffer
-        if not loop.collected or buffer is None:  # a collected rollout is in the buffer
-            return
-        for epoch in range(algo.n_epochs):
-            loop.epoch = epoch
-            for batch in buffer.get(algo._minibatch_size()):
-                if loop.stop_updates:
-                    return
-                yield batch

@@ -6,23 +6,19 @@
 - ``"zip"``: SB3's ``data`` entries (the hyperparameters and the attributes SB3's own ``load`` sets): what SB3's
   ``save`` of the same algorithm writes, so that either library loads it.
 
-:func:`base_state` writes these entries, :func:`load_base_state` reads them back and :func:`resume_env_state` puts
-the training env where a checkpoint left it; the algorithms and their parts add their own entries through
-:class:`~lit_sb3.common.persistence.Persistence`'s hook pair.
+``BaseAlgorithm`` writes these entries, reads them back and puts the training env where a checkpoint left it; the
+algorithms and their parts add their own entries through its hook pair (``_extra_state`` / ``_load_extra_state``).
+A resumed checkpoint's hyperparameters are compared with the model's (:func:`warn_about_changed_hyperparameters`).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Literal
+import warnings
+from typing import Any, Literal
 
-from stable_baselines3.common.vec_env import VecEnv
-
-from lit_sb3.common import resume
-from lit_sb3.common.envs import space_to_dict
-
-if TYPE_CHECKING:
-    from lit_sb3.common.base import BaseAlgorithm
+import lightning as L
+import numpy as np
 
 StateFormat = Literal["checkpoint", "zip"]
 CHECKPOINT: StateFormat = "checkpoint"
@@ -31,10 +27,10 @@ ZIP: StateFormat = "zip"
 #: ``data`` entry listing what ``save(include=...)`` added, so that ``load`` puts exactly those back
 INCLUDED_KEY = "lit_sb3_included"
 #: constructor arguments that are not hyperparameters (ignored by ``save_hyperparameters``)
-NOT_HPARAMS = ("self", "env", "_init_setup_model")
+NOT_HPARAMS = ("self", "env", "_init_setup_model", "tensorboard_log")
 
 
-def unsaved_hyperparameters(model: BaseAlgorithm) -> dict[str, Any]:
+def unsaved_hyperparameters(model: L.LightningModule) -> dict[str, Any]:
     """Constructor arguments Lightning left out of ``hparams`` because they cannot be pickled (lambdas), with the
     model's value of each."""
     parameters = inspect.signature(type(model).__init__).parameters.values()
@@ -49,75 +45,44 @@ def unsaved_hyperparameters(model: BaseAlgorithm) -> dict[str, Any]:
     }
 
 
-def base_state(model: BaseAlgorithm, fmt: StateFormat) -> dict[str, Any]:
-    """The entries every algorithm keeps in format ``fmt`` (see the module docstring)."""
-    observation_space, action_space = model.observation_space, model.action_space
-    if observation_space is None or action_space is None:
-        raise RuntimeError(f"{type(model).__name__}: the networks are not built yet, so there is no state to save")
-    if fmt == ZIP:
-        # "device" is where this process ran, not part of the model: SB3's load would take it over its argument
-        data: dict[str, Any] = {k: v for k, v in model.hparams.items() if k != "device"}
-        # what Lightning could not keep (lambdas): saved as SB3 saves it, so that it is never lost silently
-        data.update(unsaved_hyperparameters(model))
-        # SB3's load copies data over its attributes, where "*_kwargs" are dicts, never None
-        data.update({k: {} for k, v in data.items() if k.endswith("_kwargs") and v is None})
-        data.update(
-            policy_class=model.policy_class,
-            policy_kwargs=dict(model.policy_kwargs),
-            observation_space=observation_space,
-            action_space=action_space,
-            n_envs=model.n_envs or (model._env.num_envs if model._env is not None else 1),
-            num_timesteps=model.num_timesteps,
-            _n_updates=model._n_updates,
+# ---------------------------------------------------------------------- Lightning checkpoints
+
+CKPT_KEY = "lit_sb3"
+VOLATILE_HPARAMS = ("verbose", "device")  # where and how loudly a run trains, not what it trains
+#: checkpoint entry naming the constructor arguments Lightning could not keep in ``hyper_parameters`` (lambdas)
+UNSAVED_KEY = "unsaved_hyperparameters"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, comparing objects without ``__eq__`` (action noise, schedules) by their attributes."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) is type(b) and hasattr(a, "__dict__") and not isinstance(a, type) and not _defines(type(a), "__eq__"):
+        if _defines(type(a), "__repr__"):  # action noise: its repr names the settings, not the noise state
+            return repr(a) == repr(b)
+        return _same(vars(a), vars(b))
+    return bool(a == b)
+
+
+def _defines(cls: type, name: str) -> bool:
+    """Whether ``cls`` overrides ``object``'s method ``name`` (itself or through a base)."""
+    return getattr(cls, name) is not getattr(object, name)
+
+
+def warn_about_changed_hyperparameters(model: L.LightningModule, saved: dict[str, Any]) -> None:
+    """Resuming a checkpoint into a model built with other hyperparameters trains with the model's: say which."""
+    changed = [
+        f"{key}={model.hparams[key]!r} (checkpoint: {saved[key]!r})"
+        for key in saved
+        if key in model.hparams and key not in VOLATILE_HPARAMS and not _same(model.hparams[key], saved[key])
+    ]
+    if changed:
+        warnings.warn(
+            f"ckpt_path: {type(model).__name__} differs from the checkpoint's hyperparameters: {'; '.join(changed)}; "
+            f"training continues with the model's values (build the model with the checkpoint's to resume it exactly)",
+            stacklevel=2,
         )
-        return data
-    state: dict[str, Any] = {
-        "observation_space": space_to_dict(observation_space),
-        "action_space": space_to_dict(action_space),
-        "num_timesteps": model.num_timesteps,
-        "n_updates": model._n_updates,
-        "episode_num": model._episode_num,
-        "rng": resume.rng_state(),
-        "action_space_rng": resume.space_rng_state(action_space),
-        "ep_info_buffer": resume.to_tree(list(model.ep_info_buffer)),
-        "ep_success_buffer": resume.to_tree(list(model.ep_success_buffer)),
-    }
-    env = model._seeded_env
-    if model._action_log is not None and env is not None and model._last_obs is not None:
-        state["env"] = {
-            "log": model._action_log.state(),
-            "vecnormalize": resume.vecnormalize_state(env),
-            "last_obs": resume.to_tree(model._last_obs),
-            "last_episode_starts": resume.to_tree(model._last_episode_starts),
-        }
-    return state
-
-
-def load_base_state(model: BaseAlgorithm, state: dict[str, Any], fmt: StateFormat) -> None:
-    """Restore what :func:`base_state` wrote; a checkpoint's training state waits in ``model._pending_resume`` for
-    the training env (applied at train start)."""
-    if fmt == ZIP:
-        model.num_timesteps = int(state.get("num_timesteps", 0))
-        model._n_updates = int(state.get("_n_updates", 0))
-        model.n_envs = state.get("n_envs")
-        for name in state.get(INCLUDED_KEY) or []:
-            if name in state:
-                setattr(model, name, state[name])
-        return
-    model.num_timesteps = int(state["num_timesteps"])
-    model._n_updates = int(state.get("n_updates", 0))
-    model._episode_num = int(state.get("episode_num", 0))
-    model.ep_info_buffer.extend(resume.from_tree(state.get("ep_info_buffer", [])))
-    model.ep_success_buffer.extend(resume.from_tree(state.get("ep_success_buffer", [])))
-    model._pending_resume = state if "rng" in state else None
-
-
-def resume_env_state(model: BaseAlgorithm, env: VecEnv, state: dict[str, Any]) -> None:
-    """Put ``env`` and the model's collection state where the checkpoint's ``state`` left them (the env's resets
-    and actions replayed, VecNormalize's statistics, the last observation)."""
-    log = resume.ActionLog.from_state(state["env"]["log"])
-    log.replay(env)
-    resume.set_vecnormalize_state(env, state["env"]["vecnormalize"])
-    model._action_log, model._seeded_env = log, env
-    model._last_obs = resume.from_tree(state["env"]["last_obs"])
-    model._last_episode_starts = resume.from_tree(state["env"]["last_episode_starts"])

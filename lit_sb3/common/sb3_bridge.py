@@ -6,8 +6,9 @@ import sys
 import time
 from collections.abc import Iterable
 from numbers import Number
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import lightning as L
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
@@ -16,10 +17,6 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.utils import safe_mean
 
 from lit_sb3.lightning_compat import attached_trainer
-
-if TYPE_CHECKING:
-    from lit_sb3.common.base import BaseAlgorithm
-
 
 # SB3's exclusion names ("csv", "tensorboard", ...) for Lightning's loggers.
 _FORMAT_OF_LOGGER = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard", "WandbLogger": "wandb"}
@@ -32,7 +29,7 @@ class LightningKVWriter(KVWriter):
     ``trainer.callback_metrics``, so ``ModelCheckpoint(monitor="rollout/ep_rew_mean")`` and ``EarlyStopping`` work.
     """
 
-    def __init__(self, algorithm: BaseAlgorithm) -> None:
+    def __init__(self, algorithm: L.LightningModule) -> None:
         self.algorithm = algorithm
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
@@ -73,10 +70,10 @@ class AlgorithmLogger(Logger):
     ``output_formats`` holds what the user chose, as SB3's (stdout's table with ``verbose=1``); each dump also goes
     to the trainer's Lightning loggers (CSV, TensorBoard, ...) through ``lightning_writer``, kept out of that list
     (code that writes to a logger's formats directly, as the harness's evaluations do, writes to it too). ``dir`` is
-    the log folder of the last ``learn`` (see :meth:`lit_sb3.common.learn.SB3Learn.learn`).
+    the log folder of the last ``learn`` (see :func:`lit_sb3.common.learn.learn_method`).
     """
 
-    def __init__(self, algorithm: BaseAlgorithm, output_formats: list[KVWriter]) -> None:
+    def __init__(self, algorithm: L.LightningModule, output_formats: list[KVWriter]) -> None:
         super().__init__(folder=None, output_formats=output_formats)
         self._algorithm = algorithm
         self.lightning_writer = LightningKVWriter(algorithm)
@@ -95,7 +92,7 @@ class AlgorithmLogger(Logger):
         return getattr(lightning_logger, name)
 
 
-def make_sb3_logger(algorithm: BaseAlgorithm, verbose: int) -> Logger:
+def make_sb3_logger(algorithm: L.LightningModule, verbose: int) -> Logger:
     """SB3 ``Logger`` writing to Lightning's loggers, and to stdout as SB3's table when ``verbose >= 1``."""
     formats: list[KVWriter] = [HumanOutputFormat(sys.stdout)] if verbose >= 1 else []
     return AlgorithmLogger(algorithm, formats)

@@ -9,7 +9,7 @@ from stable_baselines3.common.utils import get_parameters_by_name
 
 from lit_sb3.common.optim import soft_update
 from lit_sb3.common.parts import Part
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 
 
 class RefreshSettings(Protocol):

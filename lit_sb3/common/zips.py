@@ -13,23 +13,45 @@ import pickle
 import warnings
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import torch
+from gymnasium import spaces
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.utils import check_for_correct_spaces
+from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common import safe_zip
 from lit_sb3.common.envs import to_vec_env
 from lit_sb3.common.safe_load import NotAllowed, is_trusted, loads, zip_tensor_refusal
-from lit_sb3.common.saved_state import INCLUDED_KEY, NOT_HPARAMS, ZIP
+from lit_sb3.common.saved_state import INCLUDED_KEY, NOT_HPARAMS, ZIP, StateFormat
 
-if TYPE_CHECKING:
-    from lit_sb3.common.base import BaseAlgorithm
-    from lit_sb3.common.persistence import Persistence
 
-SelfPersistence = TypeVar("SelfPersistence", bound="Persistence")
+class ZipModel(Protocol):
+    """What writing and reading a zip needs of an algorithm (``BaseAlgorithm`` has it all)."""
+
+    policy: Any
+    n_envs: int | None
+    _env: VecEnv | None
+    _seeded_env: VecEnv | None
+    _last_obs: Any
+
+    def _extra_state(self, fmt: StateFormat = ...) -> dict[str, Any]: ...
+    def _load_extra_state(self, state: dict[str, Any], fmt: StateFormat = ...) -> None: ...
+    def _built(self) -> tuple[BasePolicy, spaces.Space[Any], spaces.Space[Any]]: ...
+    def build(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None: ...
+    def get_parameters(self) -> dict[str, dict[str, Any]]: ...
+    def set_parameters(
+        self,
+        load_path_or_dict: str | dict[str, dict[str, Any]],
+        exact_match: bool = ...,
+        device: torch.device | str = ...,
+    ) -> None: ...
+
+
+Model = TypeVar("Model", bound=ZipModel)
 
 #: where an env stood when the zip was written; ``load(env=..., force_reset=False)`` continues from there
 _CONTINUATION = ("_last_obs", "_last_episode_starts", "_last_original_obs")
@@ -51,9 +73,9 @@ def _state_dicts(params: dict[str, torch.Tensor]) -> dict[str, dict[str, Any]]:
     return cast(dict[str, dict[str, Any]], params)
 
 
-def save_zip(model: BaseAlgorithm, path: str | Path, exclude: list[str] | None, include: list[str] | None) -> None:
+def save_zip(model: ZipModel, path: str | Path, exclude: list[str] | None, include: list[str] | None) -> None:
     """Write ``model`` to ``path`` as SB3's ``save`` writes it, plus the plain-JSON mirror that ``load`` reads
-    instead of the pickles (see :meth:`~lit_sb3.common.persistence.Persistence.save` for the arguments)."""
+    instead of the pickles (see :meth:`~lit_sb3.common.base.BaseAlgorithm.save` for the arguments)."""
     if model.policy is None:
         raise RuntimeError("save: the networks are not built yet")
     state = model._extra_state(ZIP)
@@ -73,7 +95,7 @@ def save_zip(model: BaseAlgorithm, path: str | Path, exclude: list[str] | None, 
 
 
 def load_zip(
-    cls: type[SelfPersistence],
+    cls: type[Model],
     path: str | Path,
     env: GymEnv | str | None,
     device: torch.device | str,
@@ -82,8 +104,8 @@ def load_zip(
     force_reset: bool,
     trusted: bool | None,
     kwargs: dict[str, Any],
-) -> SelfPersistence:
-    """A ``cls`` built from the zip at ``path`` (see :meth:`~lit_sb3.common.persistence.Persistence.load`)."""
+) -> Model:
+    """A ``cls`` built from the zip at ``path`` (see :meth:`~lit_sb3.common.base.BaseAlgorithm.load`)."""
     if isinstance(path, (str, Path)) and not Path(path).is_file():
         if not Path(f"{path}.zip").is_file():
             raise FileNotFoundError(f"load: no such file: {path}")
@@ -113,8 +135,7 @@ def load_zip(
     init_kwargs.update({k: data[f"{k}_schedule"] for k in accepted - set(data) if f"{k}_schedule" in data})
     init_kwargs["policy"] = data.get("policy", data.get("policy_class"))
     init_kwargs.update(kwargs, device=device)
-    loaded = cls(**init_kwargs)
-    model = cast("BaseAlgorithm", loaded)  # Persistence is a base of BaseAlgorithm only
+    model = cls(**init_kwargs)
     if env is not None:
         model._env = to_vec_env(env)
         check_for_correct_spaces(model._env, data["observation_space"], data["action_space"])
@@ -135,10 +156,10 @@ def load_zip(
         model._seeded_env = model._env  # the env stands where the zip left it: no reset at train start
     else:
         model._last_obs = None  # a saved observation is stale: the env resets at train start
-    return loaded
+    return model
 
 
-def _patched_for_old_sb3(model: BaseAlgorithm, params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _patched_for_old_sb3(model: ZipModel, params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``params`` of a zip written by an older SB3, made loadable as SB3's ``load`` makes them, with its warnings:
     A2C/PPO before 1.7 had no ``pi_`` / ``vf_features_extractor`` (the shared extractor's weights serve), DQN before
     2.4 listed the target network's parameters in the optimizer too (truncated to the online network's)."""

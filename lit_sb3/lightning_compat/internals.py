@@ -1,10 +1,11 @@
-"""The remaining private Lightning names lit_sb3 uses, each behind one small function (patches 7-11 of
+"""The remaining private Lightning names lit_sb3 uses, each behind one small function (patches 7-12 of
 :mod:`lit_sb3.lightning_compat`)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import inspect
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import lightning as L
@@ -62,3 +63,22 @@ def step_between_counters(optimizer: LightningOptimizer) -> None:
     optimizer._on_before_step()
     optimizer.optimizer.step()
     optimizer._on_after_step()
+
+
+def save_hyperparameters_of_caller(module: L.LightningModule, ignore: Sequence[str]) -> None:
+    """``module.save_hyperparameters`` again, collected from the frame that called the caller of this function
+    (patch 12).
+
+    ``save_hyperparameters`` finds the constructor arguments by walking the stack out from the base class's
+    ``__init__``, through every ``__init__`` that calls ``super().__init__``; it stops at a frame that is no
+    ``__init__``, such as the decorator that lets an algorithm take SB3's call form
+    (:func:`lit_sb3.common.sb3_calls.accepts_sb3_constructor_form`). When a subclass's ``__init__`` called a
+    decorated one (DDPG's TD3, a user's subclass), the walk restarts from that subclass's frame, so ``hparams``
+    hold the arguments of the class actually built, and only those: ``load_from_checkpoint`` passes every one back
+    to it (the decorated ``__init__`` takes ``**kwargs``, so Lightning does not filter them)."""
+    here = inspect.currentframe()
+    caller = here.f_back.f_back if here is not None and here.f_back is not None else None
+    if caller is None:
+        return
+    module.hparams.clear()  # save_hyperparameters adds to what the base class's __init__ saved
+    module.save_hyperparameters(ignore=list(ignore), frame=caller)

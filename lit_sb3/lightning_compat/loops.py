@@ -7,7 +7,7 @@
 - :class:`EnvStepEpochLoop` (subclasses ``_TrainingEpochLoop``): ``trainer.global_step`` (``ModelCheckpoint``'s
   ``{step}``, checkpoints' ``global_step``) and the step every Lightning callback logs at are the env-step count
   (``_batches_that_stepped``); its training step calls only the hooks something overrides
-  (:mod:`lit_sb3.common.lightning_calls`).
+  (:mod:`lit_sb3.lightning_compat.hook_calls`).
 - :class:`_EnvStepManualOptimization` (subclasses ``_ManualOptimization``): calls ``training_step`` directly where the
   strategy would only forward to it.
 
@@ -31,7 +31,7 @@ from lightning.pytorch.utilities.combined_loader import CombinedLoader
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch.utils.data import DataLoader
 
-from lit_sb3.common import lightning_calls
+from lit_sb3.lightning_compat import hook_calls
 
 
 def env_steps(trainer: L.Trainer) -> int | None:
@@ -41,7 +41,7 @@ def env_steps(trainer: L.Trainer) -> int | None:
 
 
 class EnvStepFitLoop(_FitLoop):
-    """Lightning's fit loop, leaner per epoch where that is safe (:func:`lightning_calls.lean_fit`): it calls only the
+    """Lightning's fit loop, leaner per epoch where that is safe (:func:`hook_calls.lean_fit`): it calls only the
     epoch hooks something overrides and iterates the module's own sized iterable without a new CombinedLoader iterator
     per epoch. An on-policy epoch is one rollout: A2C's take ~5-10 ms, and Lightning's epoch machinery ~1 ms of that.
     Otherwise (several processes, a profiler, validation inside the fit, schedulers, a resumed epoch) Lightning's."""
@@ -51,7 +51,7 @@ class EnvStepFitLoop(_FitLoop):
     def __init__(self, trainer: L.Trainer) -> None:
         super().__init__(trainer, min_epochs=None, max_epochs=-1)
         self.epoch_loop = EnvStepEpochLoop(trainer, min_steps=None, max_steps=-1)
-        self.lean: lightning_calls.Listeners | None = None
+        self.lean: hook_calls.Listeners | None = None
 
     def setup_data(self) -> None:
         super().setup_data()
@@ -63,9 +63,9 @@ class EnvStepFitLoop(_FitLoop):
 
     def on_run_start(self) -> None:
         super().on_run_start()
-        self.lean = lightning_calls.lean_fit(self.trainer)
+        self.lean = hook_calls.lean_fit(self.trainer)
 
-    def _lean_now(self) -> lightning_calls.Listeners | None:
+    def _lean_now(self) -> hook_calls.Listeners | None:
         return None if self.restarting else self.lean
 
     def on_advance_start(self) -> None:
@@ -270,7 +270,7 @@ def _set_fx_name(module: L.LightningModule, name: str | None) -> None:
     object.__setattr__(module, "_current_fx_name", name)
 
 
-def _call_hook(trainer: L.Trainer, hook: str, listening: lightning_calls.Listeners, *args: Any) -> Any:
+def _call_hook(trainer: L.Trainer, hook: str, listening: hook_calls.Listeners, *args: Any) -> Any:
     """A training-loop hook, in Lightning's order (callbacks, module, strategy; at an epoch's end the callbacks that
     monitor a metric after the module), where something overrides it."""
     response, epoch_end = None, hook == "on_train_epoch_end"

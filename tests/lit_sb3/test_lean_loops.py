@@ -13,7 +13,7 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.loops import _FitLoop
 
 from lit_sb3 import A2C, RLEnvDataModule, RLTrainer
-from lit_sb3.common import lightning_calls
+from lit_sb3.lightning_compat import hook_calls
 from lit_sb3.lightning_compat.loops import _OneIterableFetcher
 
 EPOCH_HOOKS = ("on_train_epoch_start", "on_train_batch_start", "on_train_batch_end", "on_train_epoch_end")
@@ -141,7 +141,7 @@ def test_lean_path_calls_overridden_hooks_in_lightnings_order_with_lightnings_st
     runs = {}
     for path in ("lean", "lightning"):
         if path == "lightning":
-            monkeypatch.setattr(lightning_calls, "lean_fit", lambda trainer: None)
+            monkeypatch.setattr(hook_calls, "lean_fit", lambda trainer: None)
         events: list[str] = []
         model = _RecordingA2C("MlpPolicy", seed=0)
         model.events = events
@@ -168,7 +168,7 @@ def test_lean_path_logs_what_modules_log_with_self_log_as_lightning_does(monkeyp
     runs = {}
     for path in ("lean", "lightning"):
         if path == "lightning":
-            monkeypatch.setattr(lightning_calls, "lean_fit", lambda trainer: None)
+            monkeypatch.setattr(hook_calls, "lean_fit", lambda trainer: None)
         logger = _RecordingLogger()
         trainer = _fit(_LoggingA2C("MlpPolicy", seed=0), [], logger=logger, log_every_n_steps=1)
         runs[path] = logger.rows, {k: float(v) for k, v in trainer.callback_metrics.items()}
@@ -183,7 +183,7 @@ def test_lean_path_logs_what_modules_log_with_self_log_as_lightning_does(monkeyp
 def test_log_every_n_steps_counts_training_steps(monkeypatch, path):
     """Lightning's meaning: every n training steps (here one per 10-step rollout), logged at the env step."""
     if path == "lightning":
-        monkeypatch.setattr(lightning_calls, "lean_fit", lambda trainer: None)
+        monkeypatch.setattr(hook_calls, "lean_fit", lambda trainer: None)
     logger = _RecordingLogger()
     trainer = _fit(_LoggingA2C("MlpPolicy", seed=0), [], logger=logger, log_every_n_steps=2)
     assert [step for row, step in logger.rows if "step_loss" in row] == [20, 40, 60]
@@ -199,7 +199,7 @@ def test_lean_path_is_not_taken_with_a_profiler_or_several_processes(monkeypatch
     class _TwoProcesses(L.Callback):
         def on_train_start(self, trainer: L.Trainer, module: L.LightningModule) -> None:
             with mock.patch.object(RLTrainer, "world_size", new_callable=mock.PropertyMock, return_value=2):
-                self.lean = lightning_calls.lean_fit(trainer)
+                self.lean = hook_calls.lean_fit(trainer)
 
     two = _TwoProcesses()
     _fit(A2C("MlpPolicy", seed=0), [two])

@@ -54,3 +54,43 @@ def test_the_door_documents_each_patch():
         for node in module.body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
                 assert ast.get_docstring(node), f"{path.name}: {node.name} has no docstring"
+
+
+LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning", "lightning_fabric")
+
+
+def private_lightning_imports(files: list[Path]) -> list[str]:
+    """Imports of a private Lightning module or name (``lightning.x._y``, ``from lightning.x import _y``) and any
+    import of the ``pytorch_lightning`` / ``lightning_fabric`` distributions' internals, in ``files``."""
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                module = node.module or ""
+                if module.split(".")[0] not in LIGHTNING_PACKAGES:
+                    continue
+                names = [a.name for a in node.names]
+                private = "._" in f".{module}" or any(name.startswith("_") for name in names)
+                if private or module.split(".")[0] != "lightning":
+                    found.append(f"{path.name}:{node.lineno}: from {module} import {', '.join(names)}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    if top in LIGHTNING_PACKAGES and ("._" in f".{alias.name}" or top != "lightning"):
+                        found.append(f"{path.name}:{node.lineno}: import {alias.name}")
+    return found
+
+
+def test_no_private_lightning_module_is_imported_outside_the_door():
+    found = private_lightning_imports(OUTSIDE)
+    assert not found, "private Lightning imports outside lit_sb3/lightning_compat:\n" + "\n".join(found)
+
+
+def test_the_import_check_catches_each_form(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import lightning.pytorch.loops._x\nfrom lightning.pytorch.loops import _FitLoop\n"
+        "from pytorch_lightning.loops import FitLoop\nimport lightning_fabric.utilities\n"
+        "from lightning.pytorch import Trainer\n"
+    )
+    assert len(private_lightning_imports([bad])) == 4

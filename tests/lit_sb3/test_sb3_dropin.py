@@ -488,3 +488,33 @@ def test_eval_callback_syncs_vecnormalize_statistics(lit):
     assert callback.n_calls == 128
     np.testing.assert_array_equal(eval_env.obs_rms.mean, train_env.obs_rms.mean)
     assert train_env.obs_rms.count > 1
+
+
+@pytest.mark.parametrize("name", sorted(lit_sb3._ALGORITHMS))
+def test_sb3_positional_order_is_sb3s(name):
+    # the rule in lit_sb3.common.sb3_calls (no SB3 signature is read at run time) against SB3's own signatures
+    from lit_sb3.common.sb3_calls import sb3_constructor_order
+
+    def positional(init) -> list[str]:
+        return [p.name for p in inspect.signature(init).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD][1:]
+
+    package = lit_sb3._ALGORITHMS[name]
+    root = sb3 if hasattr(sb3, name) else sb3_contrib
+    theirs = getattr(__import__(f"{root.__name__}.{package}", fromlist=[name]), name)
+    assert sb3_constructor_order(positional(getattr(lit_sb3, name).__init__)) == positional(theirs.__init__)
+
+
+def test_hyperparameters_are_the_built_classs_arguments():
+    # DDPG's __init__ calls TD3's (both take SB3's form); a subclass's own arguments are kept too
+    from lit_sb3 import DDPG
+
+    model = DDPG("MlpPolicy", "Pendulum-v1", 1e-3, 100, policy_kwargs=TINY)
+    assert model.hparams["buffer_size"] == 100 and model.hparams["learning_rate"] == 1e-3
+
+    class Variant(PPO):
+        def __init__(self, policy: str, extra: int = 1, **kwargs) -> None:
+            super().__init__(policy, **kwargs)
+            self.extra = extra
+
+    assert Variant("MlpPolicy", extra=3, n_steps=64).hparams["extra"] == 3
+    assert "metaclass" not in repr(type(PPO)) and type(PPO) is type(torch.nn.Module)

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
+from stable_baselines3.a2c.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.optimizers import with_fused_default
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.utils import unchecked_distributions
 
-SelfA2C = TypeVar("SelfA2C", bound="A2C")
+# the policies are SB3's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class A2C(OnPolicyAlgorithm):
@@ -53,6 +55,7 @@ class A2C(OnPolicyAlgorithm):
     policy: ActorCriticPolicy  # None until the networks are built (as SB3 declares it)
     default_log_interval: ClassVar[int] = 100
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
@@ -78,6 +81,7 @@ class A2C(OnPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -104,7 +108,7 @@ class A2C(OnPolicyAlgorithm):
         )
         self.rms_prop_eps = rms_prop_eps
         self.use_rms_prop = use_rms_prop
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _policy_kwargs(self) -> dict[str, Any]:
         kwargs = super()._policy_kwargs()
@@ -145,27 +149,7 @@ class A2C(OnPolicyAlgorithm):
             self._n_updates += 1
         super().on_train_epoch_end()
 
-    def learn(
-        self: SelfA2C,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 100,
-        tb_log_name: str = "A2C",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfA2C:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("A2C", log_every_n_steps=100)
 
 
 def a2c_loss(

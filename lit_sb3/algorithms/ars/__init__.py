@@ -1,4 +1,5 @@
+from sb3_contrib.ars.policies import LinearPolicy, MlpPolicy
+
 from lit_sb3.algorithms.ars.ars import ARS
-from lit_sb3.algorithms.ars.policies import LinearPolicy, MlpPolicy
 
 __all__ = ["ARS", "LinearPolicy", "MlpPolicy"]

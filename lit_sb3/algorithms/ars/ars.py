@@ -8,7 +8,7 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 from gymnasium import spaces
-from sb3_contrib.ars.policies import ARSPolicy
+from sb3_contrib.ars.policies import ARSPolicy, LinearPolicy, MlpPolicy
 from sb3_contrib.common.vec_env import AsyncEval
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
@@ -18,15 +18,18 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from lit_sb3.algorithms.ars.candidates import CandidateEvaluation
 from lit_sb3.algorithms.ars.episodes import Iterations
-from lit_sb3.algorithms.ars.policies import POLICY_ALIASES
 from lit_sb3.algorithms.ars.update import ars_update, perturbed_candidates
 from lit_sb3.common import zips
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.optimizers import implementation_only
 from lit_sb3.common.saved_state import CHECKPOINT, ZIP, StateFormat
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form, accepts_sb3_learn_form
 from lit_sb3.common.utils import outside_autocast
 
 SelfARS = TypeVar("SelfARS", bound="ARS")
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES: dict[str, type[ARSPolicy]] = {"LinearPolicy": LinearPolicy, "MlpPolicy": MlpPolicy}
 
 
 class ARS(CandidateEvaluation, BaseAlgorithm):
@@ -72,6 +75,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
     )
     default_log_interval: ClassVar[int] = 1
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[ARSPolicy],
@@ -90,6 +94,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(policy, learning_rate, policy_kwargs, stats_window_size, verbose, seed, device, env)
         self.n_delta = n_delta
@@ -108,7 +113,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
         self._continue_training = True
         self._vec_normalize_env: VecNormalize | None = None
         self._old_count = 0.0  # observation count already shared with the workers (async_eval with VecNormalize)
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     # ------------------------------------------------------------------ checks and construction
 
@@ -199,7 +204,8 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
 
     # ------------------------------------------------------------------ entry point
 
-    def learn(  # type: ignore[override]  # sb3-contrib's signature: async_eval before progress_bar
+    @accepts_sb3_learn_form
+    def learn(  # sb3-contrib's signature: async_eval before progress_bar
         self: SelfARS,
         total_timesteps: int,
         env: GymEnv | str | None = None,
@@ -228,7 +234,7 @@ class ARS(CandidateEvaluation, BaseAlgorithm):
             raise TypeError(f"async_eval: expected an sb3_contrib AsyncEval or None, got {type(async_eval).__name__}")
         self._async_eval = async_eval
         try:
-            return super().learn(
+            return self._fit_env_steps(
                 total_timesteps,
                 env,
                 callback,

@@ -1,4 +1,5 @@
+from sb3_contrib.crossq.policies import Actor, CrossQCritic, CrossQPolicy, MlpPolicy
+
 from lit_sb3.algorithms.crossq.crossq import CrossQ
-from lit_sb3.algorithms.crossq.policies import Actor, CrossQCritic, CrossQPolicy, MlpPolicy
 
 __all__ = ["Actor", "CrossQ", "CrossQCritic", "CrossQPolicy", "MlpPolicy"]

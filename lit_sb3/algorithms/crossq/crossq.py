@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.torch_layers import BatchRenorm
+from sb3_contrib.crossq.policies import CrossQPolicy, MlpPolicy
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from torch import nn
 
-from lit_sb3.algorithms.crossq.policies import POLICY_ALIASES, CrossQPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.entropy import EntropyTemperature
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
-SelfCrossQ = TypeVar("SelfCrossQ", bound="CrossQ")
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy}
 
 
 class CrossQ(OffPolicyAlgorithm):
@@ -67,6 +69,7 @@ class CrossQ(OffPolicyAlgorithm):
         "temperature"
     )  # ent_coef_tensor: the fixed temperature (SB3 has none when it is learned)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[CrossQPolicy],
@@ -96,6 +99,7 @@ class CrossQ(OffPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -124,7 +128,7 @@ class CrossQ(OffPolicyAlgorithm):
         )
         self.policy_delay = policy_delay
         self.temperature = EntropyTemperature(ent_coef, target_entropy, self.lr_schedule(1))
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -190,27 +194,7 @@ class CrossQ(OffPolicyAlgorithm):
                     self._optimizer_step(actor_opt, actor_loss)
                 self._track(actor_loss=actor_loss)
 
-    def learn(
-        self: SelfCrossQ,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 4,
-        tb_log_name: str = "CrossQ",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfCrossQ:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("CrossQ", log_every_n_steps=4)
 
 
 def _set_norm_mode(norms: Sequence[nn.Module], training: bool) -> None:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from lit_sb3.algorithms.td3.policies import TD3Policy
-from lit_sb3.algorithms.td3.td3 import TD3
-
-SelfDDPG = TypeVar("SelfDDPG", bound="DDPG")
+from lit_sb3.algorithms.td3.td3 import TD3, TD3Policy
+from lit_sb3.common.learn import learn_method
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
 
 class DDPG(TD3):
@@ -45,6 +43,7 @@ class DDPG(TD3):
     :param env: SB3-style: train on this env in ``learn``
     """
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[TD3Policy],
@@ -68,6 +67,7 @@ class DDPG(TD3):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -93,26 +93,7 @@ class DDPG(TD3):
             device=device,
             _init_setup_model=_init_setup_model,
             env=env,
+            tensorboard_log=tensorboard_log,
         )
 
-    def learn(
-        self: SelfDDPG,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 4,
-        tb_log_name: str = "DDPG",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfDDPG:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("DDPG", log_every_n_steps=4)

@@ -1,4 +1,5 @@
+from stable_baselines3.dqn.policies import CnnPolicy, DQNPolicy, MlpPolicy, MultiInputPolicy
+
 from lit_sb3.algorithms.dqn.dqn import DQN
-from lit_sb3.algorithms.dqn.policies import CnnPolicy, DQNPolicy, MlpPolicy, MultiInputPolicy
 
 __all__ = ["DQN", "CnnPolicy", "DQNPolicy", "MlpPolicy", "MultiInputPolicy"]

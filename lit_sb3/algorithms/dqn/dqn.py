@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.dqn.policies import CnnPolicy, DQNPolicy, MlpPolicy, MultiInputPolicy
 
-from lit_sb3.algorithms.dqn.policies import POLICY_ALIASES, DQNPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.epsilon_greedy import EpsilonGreedy
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.off_policy_args import check_max_grad_norm, check_target_update_interval
 from lit_sb3.common.sb3_bridge import PolicyNetwork
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.targets import TargetNetworks
 
-SelfDQN = TypeVar("SelfDQN", bound="DQN")
+# the policies are SB3's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class DQN(OffPolicyAlgorithm):
@@ -64,6 +66,7 @@ class DQN(OffPolicyAlgorithm):
         EpsilonGreedy.sb3_attributes("exploration")
     )
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[DQNPolicy],
@@ -92,6 +95,7 @@ class DQN(OffPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -118,7 +122,7 @@ class DQN(OffPolicyAlgorithm):
         self.target_update_interval = check_target_update_interval(target_update_interval)
         self.max_grad_norm = check_max_grad_norm(max_grad_norm)
         self.exploration = EpsilonGreedy(exploration_initial_eps, exploration_final_eps, exploration_fraction)
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _build_extra(self) -> None:
         pair = self.policy.q_net, self.policy.q_net_target
@@ -138,24 +142,4 @@ class DQN(OffPolicyAlgorithm):
             self._track(loss=loss)
         self._n_updates += gradient_steps
 
-    def learn(
-        self: SelfDQN,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 4,
-        tb_log_name: str = "DQN",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfDQN:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("DQN", log_every_n_steps=4)

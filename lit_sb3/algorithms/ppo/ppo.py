@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.ppo.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
-from lit_sb3.algorithms.ppo.policies import POLICY_ALIASES
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate, ppo_loss
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
 __all__ = ["PPO", "ppo_loss"]
 
-SelfPPO = TypeVar("SelfPPO", bound="PPO")
+# the policies are SB3's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
@@ -54,6 +56,7 @@ class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     policy_aliases: ClassVar[dict[str, type[ActorCriticPolicy]]] = POLICY_ALIASES
     policy: ActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
@@ -82,6 +85,7 @@ class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -107,29 +111,9 @@ class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
             normalize_advantage=normalize_advantage,
         )
         self._init_clipping(clip_range, clip_range_vf, target_kl)
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _evaluate_actions(self, batch: Any, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
         return self.policy.evaluate_actions(batch.observations, actions)
 
-    def learn(
-        self: SelfPPO,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 1,
-        tb_log_name: str = "PPO",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfPPO:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("PPO", log_every_n_steps=1)

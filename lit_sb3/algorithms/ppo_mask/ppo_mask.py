@@ -14,18 +14,21 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer, MaskableRolloutBuffer
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from sb3_contrib.common.maskable.policies import (
+    MaskableActorCriticPolicy,
+)
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from sb3_contrib.ppo_mask.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.algorithms.ppo_mask.policies import POLICY_ALIASES
 from lit_sb3.common.episodes import StepCallback
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form, accepts_sb3_learn_form
 
 SelfMaskablePPO = TypeVar("SelfMaskablePPO", bound="MaskablePPO")
 
@@ -33,6 +36,9 @@ _NO_MASKS = (
     "the env has no action_masks() method; give it one (e.g. sb3_contrib.common.wrappers.ActionMasker) "
     "or pass use_masking=False"
 )
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
@@ -74,6 +80,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         spaces.MultiBinary,
     )
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[MaskableActorCriticPolicy],
@@ -100,6 +107,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -128,7 +136,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         self.use_masking = True  # set by learn(use_masking=...)
         self._masks_env: VecEnv | None = None
         self._action_masks: np.ndarray | None = None
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -247,7 +255,8 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         )
         return cast("tuple[list[float], list[int]]", episodes)  # per-episode lists with return_episode_rewards
 
-    def learn(  # type: ignore[override]  # sb3-contrib's signature: use_masking before progress_bar
+    @accepts_sb3_learn_form
+    def learn(  # sb3-contrib's signature: use_masking before progress_bar
         self: SelfMaskablePPO,
         total_timesteps: int,
         env: GymEnv | str | None = None,
@@ -261,7 +270,7 @@ class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     ) -> SelfMaskablePPO:
         """Train for ``total_timesteps`` env steps; ``use_masking=False`` ignores the env's action masks."""
         self.use_masking = use_masking
-        return super().learn(
+        return self._fit_env_steps(
             total_timesteps,
             env,
             callback,

@@ -8,26 +8,34 @@ every mean of the loss).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.buffers import RecurrentDictRolloutBuffer, RecurrentRolloutBuffer
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from sb3_contrib.common.recurrent.policies import (
+    RecurrentActorCriticPolicy,
+)
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from sb3_contrib.ppo_recurrent.policies import CnnLstmPolicy, MlpLstmPolicy, MultiInputLstmPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.algorithms.ppo_recurrent.policies import POLICY_ALIASES
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
-from lit_sb3.common.persistence import CHECKPOINT, StateFormat
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
+from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
-SelfRecurrentPPO = TypeVar("SelfRecurrentPPO", bound="RecurrentPPO")
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {
+    "MlpLstmPolicy": MlpLstmPolicy,
+    "CnnLstmPolicy": CnnLstmPolicy,
+    "MultiInputLstmPolicy": MultiInputLstmPolicy,
+}
 
 
 class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
@@ -67,6 +75,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
     policy_aliases: ClassVar[dict[str, type[RecurrentActorCriticPolicy]]] = POLICY_ALIASES
     policy: RecurrentActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[RecurrentActorCriticPolicy],
@@ -93,6 +102,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -120,7 +130,7 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
         self._init_clipping(clip_range, clip_range_vf, target_kl)
         self._last_lstm_states: RNNStates | None = None
         self._next_lstm_states: RNNStates | None = None
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -248,24 +258,4 @@ class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
             self.update_on_rollout()
         return self
 
-    def learn(
-        self: SelfRecurrentPPO,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 1,
-        tb_log_name: str = "RecurrentPPO",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfRecurrentPPO:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("RecurrentPPO", log_every_n_steps=1)

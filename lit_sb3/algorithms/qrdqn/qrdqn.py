@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
+from sb3_contrib.qrdqn.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, QRDQNPolicy
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from lit_sb3.algorithms.qrdqn.policies import POLICY_ALIASES, QRDQNPolicy
 from lit_sb3.common import quantile
 from lit_sb3.common.epsilon_greedy import EpsilonGreedy
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.off_policy_args import check_max_grad_norm, check_target_update_interval
 from lit_sb3.common.sb3_bridge import PolicyNetwork
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.targets import TargetNetworks
 
-SelfQRDQN = TypeVar("SelfQRDQN", bound="QRDQN")
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class QRDQN(OffPolicyAlgorithm):
@@ -66,6 +68,7 @@ class QRDQN(OffPolicyAlgorithm):
         EpsilonGreedy.sb3_attributes("exploration")
     )
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[QRDQNPolicy],
@@ -94,6 +97,7 @@ class QRDQN(OffPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -120,7 +124,7 @@ class QRDQN(OffPolicyAlgorithm):
         self.target_update_interval = check_target_update_interval(target_update_interval)
         self.max_grad_norm = check_max_grad_norm(max_grad_norm)
         self.exploration = EpsilonGreedy(exploration_initial_eps, exploration_final_eps, exploration_fraction)
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _default_optimizer_kwargs(self, optimizer_class: type[torch.optim.Optimizer]) -> dict[str, Any]:
         if "optimizer_class" not in self.policy_kwargs:
@@ -155,24 +159,4 @@ class QRDQN(OffPolicyAlgorithm):
             self._track(loss=loss)
         self._n_updates += gradient_steps
 
-    def learn(
-        self: SelfQRDQN,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 4,
-        tb_log_name: str = "QRDQN",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfQRDQN:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("QRDQN", log_every_n_steps=4)

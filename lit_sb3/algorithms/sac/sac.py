@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.sac.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, SACPolicy
 
-from lit_sb3.algorithms.sac.policies import POLICY_ALIASES, SACPolicy
 from lit_sb3.common import losses
 from lit_sb3.common.entropy import EntropyTemperature, policy_sample
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.off_policy_args import check_target_update_interval
 from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.targets import TargetNetworks
 
-SelfSAC = TypeVar("SelfSAC", bound="SAC")
+# the policies are SB3's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class SAC(OffPolicyAlgorithm):
@@ -67,6 +69,7 @@ class SAC(OffPolicyAlgorithm):
         "temperature"
     )  # ent_coef_tensor: the fixed temperature (SB3 has none when it is learned)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[SACPolicy],
@@ -97,6 +100,7 @@ class SAC(OffPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -125,7 +129,7 @@ class SAC(OffPolicyAlgorithm):
         )
         self.target_update_interval = check_target_update_interval(target_update_interval)
         self.temperature = EntropyTemperature(ent_coef, target_entropy, self.lr_schedule(1))
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _build_extra(self) -> None:
         self.target_networks = TargetNetworks((self.policy.critic, self.policy.critic_target))
@@ -169,24 +173,4 @@ class SAC(OffPolicyAlgorithm):
         clipped double-Q soft target (a research variant overrides this one step)."""
         return losses.clipped_double_q_target(data.rewards, data.dones, discounts, next_q, next_log_prob, ent_coef)
 
-    def learn(
-        self: SelfSAC,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 4,
-        tb_log_name: str = "SAC",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfSAC:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("SAC", log_every_n_steps=4)

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.td3.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
 
-from lit_sb3.algorithms.td3.policies import POLICY_ALIASES, TD3Policy
 from lit_sb3.common import losses
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.targets import TargetNetworks
 
-SelfTD3 = TypeVar("SelfTD3", bound="TD3")
+# the policies are SB3's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class TD3(OffPolicyAlgorithm):
@@ -59,6 +61,7 @@ class TD3(OffPolicyAlgorithm):
     actor, actor_target, critic, critic_target = (PolicyNetwork(), PolicyNetwork(), PolicyNetwork(), PolicyNetwork())
     supported_action_spaces: ClassVar[tuple[type[spaces.Space[Any]], ...]] = (spaces.Box,)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[TD3Policy],
@@ -86,6 +89,7 @@ class TD3(OffPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -112,7 +116,7 @@ class TD3(OffPolicyAlgorithm):
         self.policy_delay = policy_delay
         self.target_policy_noise = target_policy_noise
         self.target_noise_clip = target_noise_clip
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -158,24 +162,4 @@ class TD3(OffPolicyAlgorithm):
                 self.target_networks.update(self.tau)
                 self._track(actor_loss=actor_loss)
 
-    def learn(
-        self: SelfTD3,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 4,
-        tb_log_name: str = "TD3",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfTD3:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("TD3", log_every_n_steps=4)

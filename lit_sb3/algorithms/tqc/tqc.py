@@ -3,27 +3,29 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch
 from gymnasium import spaces
+from sb3_contrib.tqc.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, TQCPolicy
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from lit_sb3.algorithms.tqc.policies import POLICY_ALIASES, TQCPolicy
 from lit_sb3.common import quantile
 from lit_sb3.common.entropy import EntropyTemperature, policy_sample
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.off_policy_args import check_target_update_interval
 from lit_sb3.common.optim import critic_only_params, frozen
 from lit_sb3.common.sb3_bridge import PolicyNetwork
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.targets import TargetNetworks
 
-SelfTQC = TypeVar("SelfTQC", bound="TQC")
-
 _DEFAULT_N_QUANTILES = inspect.signature(TQCPolicy.__init__).parameters["n_quantiles"].default
+
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class TQC(OffPolicyAlgorithm):
@@ -72,6 +74,7 @@ class TQC(OffPolicyAlgorithm):
         "temperature"
     )  # ent_coef_tensor: the fixed temperature (SB3 has none when it is learned)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[TQCPolicy],
@@ -103,6 +106,7 @@ class TQC(OffPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -132,7 +136,7 @@ class TQC(OffPolicyAlgorithm):
         self.target_update_interval = check_target_update_interval(target_update_interval)
         self.temperature = EntropyTemperature(ent_coef, target_entropy, self.lr_schedule(1))
         self.top_quantiles_to_drop_per_net = top_quantiles_to_drop_per_net
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -182,24 +186,4 @@ class TQC(OffPolicyAlgorithm):
             self._track(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
         self._n_updates += gradient_steps
 
-    def learn(
-        self: SelfTQC,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 4,
-        tb_log_name: str = "TQC",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfTQC:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("TQC", log_every_n_steps=4)

@@ -11,27 +11,29 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, cast
 
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.utils import conjugate_gradient_solver
+from sb3_contrib.trpo.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from lit_sb3.algorithms.trpo.policies import POLICY_ALIASES
 from lit_sb3.common import losses
+from lit_sb3.common.learn import learn_method
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
+from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 from lit_sb3.common.trust_region import backtracking_line_search, flat_grad, max_step_size
 from lit_sb3.common.utils import unchecked_distributions
 
-SelfTRPO = TypeVar("SelfTRPO", bound="TRPO")
+# the policies are sb3-contrib's; the names the constructor's ``policy`` accepts
+POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
 class TRPO(OnPolicyAlgorithm):
@@ -69,6 +71,7 @@ class TRPO(OnPolicyAlgorithm):
     policy_aliases: ClassVar[dict[str, type[ActorCriticPolicy]]] = POLICY_ALIASES
     policy: ActorCriticPolicy  # None until the networks are built (as SB3 declares it)
 
+    @accepts_sb3_constructor_form
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
@@ -97,6 +100,7 @@ class TRPO(OnPolicyAlgorithm):
         _init_setup_model: bool = True,
         *,
         env: GymEnv | str | None = None,
+        tensorboard_log: str | None = None,
     ) -> None:
         super().__init__(
             policy,
@@ -127,7 +131,7 @@ class TRPO(OnPolicyAlgorithm):
         self.n_critic_updates = n_critic_updates
         self.target_kl = target_kl
         self.sub_sampling_factor = sub_sampling_factor
-        self._finish_init(_init_setup_model)
+        self._finish_init(_init_setup_model, tensorboard_log)
 
     def _validate_hyperparameters(self) -> None:
         super()._validate_hyperparameters()
@@ -277,27 +281,7 @@ class TRPO(OnPolicyAlgorithm):
         """
         return flat_grad((grad_kl * vector).sum(), params, retain_graph=retain_graph) + self.cg_damping * vector
 
-    def learn(
-        self: SelfTRPO,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = 1,
-        tb_log_name: str = "TRPO",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfTRPO:
-        return super().learn(
-            total_timesteps,
-            env,
-            callback,
-            log_every_n_steps,
-            tb_log_name,
-            reset_num_timesteps,
-            progress_bar,
-            default_root_dir,
-        )
+    learn = learn_method("TRPO", log_every_n_steps=1)
 
 
 def _every(values: Any, k: int) -> Any:

@@ -1,4 +1,5 @@
-"""Lightning's per-step hook calls, made only where something listens to them.
+"""Lightning's per-step hook calls, made only where something listens to them (patch 13 of
+:mod:`lit_sb3.lightning_compat`).
 
 Each Lightning hook call costs tens of microseconds whether or not anything overrides the hook (a debug-log string,
 a profiler context, two attribute writes on the module, a pass over every callback), and a manual update makes about
@@ -67,7 +68,8 @@ def listeners(trainer: L.Trainer) -> Listeners:
     key = (id(module), id(strategy), id(strategy.precision_plugin), *map(id, callbacks))
     cached = getattr(trainer, "_lit_listeners", None)
     if cached is not None and cached[0] == key:
-        return cached[1]
+        known: Listeners = cached[1]
+        return known
     transfer = getattr(type(module), "transfer_batch_to_device", None)
     in_module = {
         hook

@@ -1,6 +1,6 @@
 """What :class:`~lit_sb3.trainer.RLTrainer` keeps out of an RL run: Lightning's per-call tips and the warnings that do
 not apply to RL (a clean console), and the per-trainer read of every installed package's entry points (a cost paid
-at each ``learn``)."""
+at each ``learn``; patch 14 of :mod:`lit_sb3.lightning_compat`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import logging
 import warnings
 from collections.abc import Iterator
 
-from lit_sb3.lightning_compat import callback_entry_points
+from lit_sb3.lightning_compat.internals import callback_entry_points
 
 # Lightning's per-fit chatter that says nothing about an RL run (the iterable is the algorithm's own).
 _QUIET_WARNINGS = (
