@@ -1,1 +1,1 @@
-"""One sub-package per algorithm: ``<algo>.py`` holds the LightningModule, ``policies.py`` the policies."""
+"""One sub-package per algorithm: ``<algo>.py`` holds the LightningModule; its policies are SB3's / sb3-contrib's, imported."""
