@@ -7,7 +7,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from stable_baselines3.common.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
+from stable_baselines3.common.noise import (
+    ActionNoise,
+    NormalActionNoise,
+    OrnsteinUhlenbeckActionNoise,
+    VectorizedActionNoise,
+)
 
 
 class SeedActionNoise:
@@ -20,6 +25,8 @@ class SeedActionNoise:
     """
 
     def __init__(self, noise: ActionNoise, n_seeds: int, n_envs: int) -> None:
+        if isinstance(noise, VectorizedActionNoise):  # a multi-env model wraps its noise: one copy per env
+            noise = noise.base_noise
         if type(noise) not in (NormalActionNoise, OrnsteinUhlenbeckActionNoise):
             raise ValueError(
                 f"action_noise: seed groups batch NormalActionNoise and OrnsteinUhlenbeckActionNoise, "

@@ -37,6 +37,7 @@ Not batched (refused in one line): episode-based ``train_freq``, n-step returns,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,9 @@ from lit_sb3.seeds.optim import BatchedOptimizer
 from lit_sb3.seeds.replay import SeedReplayBuffer
 from lit_sb3.seeds.stacked import load_slice, module_slice, set_slice
 from lit_sb3.seeds.streams import SeedStreams
+
+#: called after every vector step of the group; False stops training (SB3's ``on_step``)
+StepCallback = Callable[[], bool]
 
 
 def check_off_policy_group(model: OffPolicyAlgorithm, env: VecEnv) -> None:
@@ -120,6 +124,7 @@ class BatchedOffPolicy:
         self.progress_remaining = 1.0
         self.total_timesteps = 1  # set by learn
         self.last_obs: np.ndarray | None = None
+        self.action_logs: list[resume.ActionLog] = []
         self.episodes = np.zeros(self.n_seeds, dtype=np.int64)
         self.train_means: list[dict[str, float]] = [{} for _ in models]
         self.optimizers = self._build_optimizers()
@@ -146,9 +151,11 @@ class BatchedOffPolicy:
     def reset(self) -> None:
         """Seed and reset every seed's env as its single run would at the start of training."""
         observations = []
+        self.action_logs = []
         for model, env in zip(self.models, self.envs):
             if model.seed is not None:
                 env.seed(model.seed)
+            self.action_logs.append(resume.ActionLog.before_reset(env))  # the env's exact resume, by replay
             observations.append(env.reset())
         self.last_obs = np.stack(observations)
 
@@ -182,6 +189,8 @@ class BatchedOffPolicy:
         """One vector step of every seed's env, stored in the replay buffer; each seed's (rewards, dones, infos)."""
         assert self.last_obs is not None
         env_actions, buffer_actions = self.actions(self.num_timesteps < learning_starts)
+        for log, actions in zip(self.action_logs, env_actions):
+            log.append(actions)
         results = [env.step(actions) for env, actions in zip(self.envs, env_actions)]
         self.num_timesteps += self.n_envs
         self.progress_remaining = 1.0 - self.num_timesteps / self.total_timesteps
@@ -225,16 +234,28 @@ class BatchedOffPolicy:
                 "n_updates": float(self.n_updates),
             }
 
-    def learn(self, total_timesteps: int) -> None:
-        """Train every seed ``total_timesteps`` env steps (SB3's meaning: whole ``train_freq`` rounds)."""
+    def start(self, total_timesteps: int) -> None:
+        """Set the budget of a ``learn``: ``total_timesteps`` more env steps per seed (the envs are reset first)."""
         if self.last_obs is None:
             self.reset()
-        model = self.template
         self.total_timesteps = self.num_timesteps + total_timesteps  # SB3's count when learn continues a run
-        while self.num_timesteps < self.total_timesteps:
-            for _ in range(model.train_freq.frequency):
-                self.collect_step(model.learning_starts)
-            self.train_round()
+
+    def round(self, callback: StepCallback | None = None) -> bool:
+        """One SB3 round (collect ``train_freq`` vector steps, then train); False once the budget is spent or
+        ``callback`` (called after every vector step, as SB3's ``on_step``) returned False."""
+        model = self.template
+        for _ in range(model.train_freq.frequency):
+            self.collect_step(model.learning_starts)
+            if callback is not None and not callback():
+                return False
+        self.train_round()
+        return self.num_timesteps < self.total_timesteps
+
+    def learn(self, total_timesteps: int, callback: StepCallback | None = None) -> None:
+        """Train every seed ``total_timesteps`` env steps (SB3's meaning: whole ``train_freq`` rounds)."""
+        self.start(total_timesteps)
+        while self.num_timesteps < self.total_timesteps and self.round(callback):
+            pass
 
     def soft_update_targets(self, tau: float) -> None:
         """Polyak-average every target network of every seed (elementwise: each seed's own update)."""
@@ -283,23 +304,28 @@ class BatchedOffPolicy:
             "action_space_rng": resume.space_rng_state(self.action_spaces[seed_index]),
             "noise": None if self.noise is None else self.noise.seed_state(seed_index),
             "last_obs": torch.from_numpy(self.last_obs[seed_index].copy()),
+            "env": self.action_logs[seed_index].state(),
+            "episode_infos": [dict(info) for info in self.models[seed_index].ep_info_buffer],
             "counters": {
                 "num_timesteps": self.num_timesteps,
                 "n_updates": self.n_updates,
                 "n_calls": self.n_calls,
                 "episodes": int(self.episodes[seed_index]),
                 "progress_remaining": self.progress_remaining,
+                "total_timesteps": self.total_timesteps,
             },
         }
 
     def load_seed_states(self, states: list[dict[str, Any]]) -> None:
-        """Every seed's :meth:`seed_state` (same seeds, same configuration); the envs are the caller's to restore."""
+        """Every seed's :meth:`seed_state` (same seeds, same configuration); each seed's env is brought back by
+        replaying its actions since its seeded reset."""
         if len(states) != self.n_seeds:
             raise ValueError(f"load_seed_states: expected {self.n_seeds} seed states, got {len(states)}")
         counters = {tuple(sorted((k, v) for k, v in s["counters"].items() if k != "episodes")) for s in states}
         if len(counters) != 1:
             raise ValueError("load_seed_states: the states come from different steps of training")
         params = {**self.net.params, **self.extra_params()}
+        self.action_logs = []
         for seed_index, state in enumerate(states):
             set_slice(params, seed_index, state["params"])
             for name, optimizer in self.optimizers.items():
@@ -309,11 +335,18 @@ class BatchedOffPolicy:
             if self.noise is not None and state["noise"] is not None:
                 self.noise.load_seed_state(seed_index, state["noise"])
             self.episodes[seed_index] = state["counters"]["episodes"]
+            log = resume.ActionLog.from_state(state["env"])
+            log.replay(self.envs[seed_index])
+            self.action_logs.append(log)
+            infos = self.models[seed_index].ep_info_buffer
+            infos.clear()
+            infos.extend(state["episode_infos"])
         self.replay.load_seed_states([s["replay"] for s in states])
         self.last_obs = np.stack([s["last_obs"].numpy() for s in states])
         first = states[0]["counters"]
         self.num_timesteps, self.n_updates, self.n_calls = first["num_timesteps"], first["n_updates"], first["n_calls"]
         self.progress_remaining = float(first["progress_remaining"])
+        self.total_timesteps = int(first["total_timesteps"])
         self.on_vector_step_restored()
 
     def on_vector_step_restored(self) -> None:

@@ -68,10 +68,10 @@ class BatchedDQN(BatchedOffPolicy):
     def policy_actions(self, obs: torch.Tensor) -> np.ndarray:
         greedy = self.net.q_values(obs).argmax(dim=-1).numpy()
         # SB3 draws once per predict call: all of a seed's envs explore together
-        explore = [rng.random() < self.exploration_rate for rng in self.streams.numpy]
-        if any(explore):
-            random = self._random_actions()
-            greedy = np.where(np.array(explore)[:, None], random, greedy)
+        for seed_index, rng in enumerate(self.streams.numpy):
+            if rng.random() < self.exploration_rate:  # only an exploring seed draws from its action space
+                space = self.action_spaces[seed_index]
+                greedy[seed_index] = [space.sample() for _ in range(self.n_envs)]
         return greedy
 
     def on_vector_step(self) -> None:

@@ -1,0 +1,227 @@
+"""Seed groups of the off-policy algorithms (DQN, SAC, TD3): one seed's update is the single model's, a group is
+reproducible, a seed does not depend on its group, each seed is an ordinary model, and a group resumes exactly."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+from lit_sb3 import DQN, SAC, TD3
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.seeds.off_policy import BatchedOffPolicy
+from lit_sb3.seeds.off_policy_updates import BATCHED_OFF_POLICY
+from lit_sb3.seeds.replay import SeedSamples
+from lit_sb3.seeds.streams import SeedStreams
+
+SMALL = {"policy_kwargs": {"net_arch": [32, 32]}, "learning_starts": 50, "batch_size": 16}
+CONFIGS: dict[str, tuple[type[OffPolicyAlgorithm], str, dict[str, Any]]] = {
+    # max_grad_norm small enough that the per-seed clipping acts
+    "DQN": (DQN, "CartPole-v1", {**SMALL, "target_update_interval": 40, "max_grad_norm": 0.5}),
+    "SAC": (SAC, "Pendulum-v1", SMALL),
+    "TD3": (TD3, "Pendulum-v1", {**SMALL, "action_noise": NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))}),
+}
+BUDGET = 200
+
+
+def _models(name: str, seeds: list[int]) -> list[OffPolicyAlgorithm]:
+    cls, env_id, kwargs = CONFIGS[name]
+    return [cls("MlpPolicy", make_vec_env(env_id, n_envs=2), seed=seed, **kwargs) for seed in seeds]
+
+
+def _group(name: str, seeds: list[int]) -> BatchedOffPolicy:
+    cls = CONFIGS[name][0]
+    return BATCHED_OFF_POLICY[cls](_models(name, seeds), SeedStreams(seeds))
+
+
+def _trained(name: str, seeds: list[int], budget: int = BUDGET) -> BatchedOffPolicy:
+    group = _group(name, seeds)
+    group.learn(budget)
+    return group
+
+
+def _state(group: BatchedOffPolicy, seed_index: int) -> dict[str, torch.Tensor]:
+    """Seed ``seed_index``'s parameters, optimizer moments and replay arrays."""
+    params = {**group.net.params, **group.extra_params()}
+    state = {f"param/{k}": v[seed_index].detach() for k, v in params.items()}
+    for name, optimizer in group.optimizers.items():
+        for key, values in optimizer.state.items():
+            state.update({f"{name}/{key}/{i}": v[seed_index] for i, v in enumerate(values)})
+    state.update({f"replay/{k}": v for k, v in group.replay.seed_state(seed_index).items() if torch.is_tensor(v)})
+    return state
+
+
+def _assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+# ---------------------------------------------------------------------- one seed's update is the single model's
+
+
+def _batch(model: OffPolicyAlgorithm, size: int = 16) -> ReplayBufferSamples:
+    gen = np.random.default_rng(7)
+    obs_space = model.observation_space
+    obs = torch.as_tensor(np.stack([obs_space.sample() for _ in range(2 * size)]), dtype=torch.float32)
+    if isinstance(model, DQN):
+        actions = torch.as_tensor(gen.integers(0, 2, size=(size, 1)))
+    else:
+        actions = torch.as_tensor(gen.uniform(-1, 1, size=(size, 1)), dtype=torch.float32)
+    rewards = torch.as_tensor(gen.normal(size=(size, 1)), dtype=torch.float32)
+    dones = torch.as_tensor(gen.integers(0, 2, size=(size, 1)), dtype=torch.float32)
+    return ReplayBufferSamples(obs[:size], actions, obs[size:], dones, rewards, None)
+
+
+def _record_steps(optimizers: dict[str, Any], grads: dict[str, list[list[torch.Tensor]]], batched: bool) -> None:
+    """Replace each optimizer's step by a recorder of its gradients (no step: both sides keep the same weights)."""
+    for name, optimizer in optimizers.items():
+        params = optimizer.params if batched else [p for g in optimizer.param_groups for p in g["params"]]
+
+        def record(*_: Any, name: str = name, params: list[torch.Tensor] = params) -> None:
+            grads.setdefault(name, []).append([p.grad[0] if batched else p.grad for p in params])
+
+        optimizer.step = record
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_group_of_one_has_the_single_models_losses_and_gradients(name: str) -> None:
+    """For the same minibatch (and the same noise draws), a group of one seed computes the ordinary lit_sb3 model's
+    losses and gradients (every optimizer, clipping included) to 1e-6."""
+    (single,) = _models(name, [0])
+    group = _group(name, [0])
+    for key, stacked in group.net.params.items():
+        assert torch.equal(stacked[0], dict(single.policy.named_parameters())[key]), key
+    batch = _batch(single)
+
+    single_grads: dict[str, list[list[torch.Tensor]]] = {}
+    single_losses: dict[str, torch.Tensor] = {}
+    _record_steps(single._named_optimizers(), single_grads, batched=False)
+    single._replay_batch = lambda batch_size: (batch, single.gamma)  # type: ignore[method-assign]
+    single._metrics.add = lambda **values: single_losses.update(values)  # type: ignore[method-assign]
+    torch.manual_seed(123)
+    single.train(gradient_steps=1, batch_size=16)
+
+    group_grads: dict[str, list[list[torch.Tensor]]] = {}
+    _record_steps(group.optimizers, group_grads, batched=True)
+    one_seed = SeedSamples(*(t[None] for t in batch[:5]))
+    group.replay.sample = lambda batch_size, rngs: one_seed  # type: ignore[method-assign]
+    group.streams.torch[0].manual_seed(123)
+    group_losses = group.gradient_steps(1, 16)
+
+    assert single_losses.keys() == group_losses.keys()
+    for key, value in single_losses.items():
+        assert torch.allclose(value.reshape(-1), group_losses[key], atol=1e-6), key
+    assert single_grads.keys() == group_grads.keys()
+    for key, steps in single_grads.items():
+        for single_step, group_step in zip(steps, group_grads[key], strict=True):
+            for a, b in zip(single_step, group_step, strict=True):
+                assert torch.allclose(a, b, atol=1e-6), key
+
+
+# ---------------------------------------------------------------------- reproducible, independent of the group
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_group_trained_twice_is_identical(name: str) -> None:
+    first, second = _trained(name, [0, 1]), _trained(name, [0, 1])
+    for seed_index in range(2):
+        _assert_same(_state(first, seed_index), _state(second, seed_index))
+    assert first.n_updates > 0
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_a_seed_alone_equals_the_seed_in_a_group_of_five(name: str) -> None:
+    """Seed 3 trained alone and as the third of five seeds: bit for bit (its draws come from its own generators,
+    and the batched matrix products compute each seed's slice as they compute it alone)."""
+    alone = _trained(name, [3])
+    grouped = _trained(name, [1, 2, 3, 4, 5])
+    _assert_same(_state(alone, 0), _state(grouped, 2))
+
+
+def test_seeds_of_a_group_differ() -> None:
+    group = _trained("SAC", [0, 1])
+    assert not torch.equal(group.net.params["actor.mu.weight"][0], group.net.params["actor.mu.weight"][1])
+    assert not np.array_equal(group.replay.observations[0], group.replay.observations[1])
+
+
+# ---------------------------------------------------------------------- each seed an ordinary model
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_a_seed_is_an_ordinary_model(name: str, tmp_path: Any) -> None:
+    group = _trained(name, [0, 1])
+    cls = CONFIGS[name][0]
+    model = group.write_model(1)
+    assert type(model) is cls and model.num_timesteps == group.num_timesteps
+    for key, value in model.policy.state_dict().items():
+        assert torch.equal(value, group.net.params[key][1]), key
+    buffer = model.replay_buffer
+    assert buffer is not None and buffer.pos == group.replay.pos
+    assert np.array_equal(buffer.observations[: group.replay.pos], group.replay.observations[1, : group.replay.pos])
+    obs = model.observation_space.sample()
+    action, _ = model.predict(obs, deterministic=True)
+    model.save(tmp_path / "seed1")
+    loaded = cls.load(tmp_path / "seed1")
+    assert np.array_equal(loaded.predict(obs, deterministic=True)[0], action)
+    for key, value in loaded.policy.state_dict().items():
+        assert torch.equal(value, group.net.params[key][1]), key
+
+
+# ---------------------------------------------------------------------- exact resume
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_resumed_group_equals_the_straight_run(name: str) -> None:
+    """Trained to k, each seed's state saved and loaded with ``weights_only=True`` into a fresh group, trained on to
+    2k: bit for bit the group trained to 2k straight (weights, optimizers, replay buffer)."""
+    seeds = [0, 1]
+    straight = _group(name, seeds)
+    straight.learn(2 * BUDGET)
+
+    interrupted = _group(name, seeds)
+    interrupted.start(2 * BUDGET)
+    while interrupted.num_timesteps < BUDGET:
+        interrupted.round()
+    files = []
+    for seed_index in range(len(seeds)):
+        buffer = io.BytesIO()
+        torch.save(interrupted.seed_state(seed_index), buffer)
+        files.append(buffer.getvalue())
+
+    resumed = _group(name, seeds)
+    resumed.load_seed_states([torch.load(io.BytesIO(data), weights_only=True) for data in files])
+    while resumed.round():
+        pass
+    assert resumed.num_timesteps == straight.num_timesteps
+    for seed_index in range(len(seeds)):
+        _assert_same(_state(resumed, seed_index), _state(straight, seed_index))
+
+
+def test_load_seed_states_refuses_states_of_different_steps() -> None:
+    group = _trained("DQN", [0, 1], budget=60)
+    other = _trained("DQN", [0, 1], budget=120)
+    with pytest.raises(ValueError, match="load_seed_states: the states come from different steps"):
+        _group("DQN", [0, 1]).load_seed_states([group.seed_state(0), other.seed_state(1)])
+
+
+# ---------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"train_freq": (1, "episode")}, "train_freq: seed groups batch step-based train_freq only"),
+        ({"n_steps": 3}, "n_steps: seed groups batch 1-step returns only"),
+    ],
+)
+def test_unbatched_settings_are_refused_in_one_line(kwargs: dict[str, Any], message: str) -> None:
+    models = [SAC("MlpPolicy", make_vec_env("Pendulum-v1", n_envs=1), seed=s, **kwargs) for s in (0, 1)]
+    with pytest.raises(ValueError, match=message):
+        BATCHED_OFF_POLICY[SAC](models, SeedStreams([0, 1]))
