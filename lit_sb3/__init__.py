@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from lit_sb3.common.her import HerReplayBuffer
     from lit_sb3.common.optimizers import sb3_parity
     from lit_sb3.datamodule import RLEnvDataModule
+    from lit_sb3.seeds import SeedGroup
     from lit_sb3.trainer import RLTrainer
 
 __version__ = "0.1.0"
@@ -57,6 +58,7 @@ _MODULES = {
     "sb3_parity": "lit_sb3.common.optimizers",
     "RLEnvDataModule": "lit_sb3.datamodule",
     "RLTrainer": "lit_sb3.trainer",
+    "SeedGroup": "lit_sb3.seeds",
 }
 
 __all__ = [
@@ -76,6 +78,7 @@ __all__ = [
     "RLEnvDataModule",
     "RLTrainer",
     "RecurrentPPO",
+    "SeedGroup",
     "__version__",
     "sb3_parity",
 ]

@@ -46,6 +46,14 @@ class RLModule(Protocol):
         """Take the fit's env-step budget and SB3 callback(s); the module stops the fit when the budget is spent."""
 
 
+@runtime_checkable
+class OwnEnvs(Protocol):
+    """A module that trains on envs of its own (a seed group): ``RLTrainer.fit(module)`` needs no datamodule."""
+
+    def fit_datamodule(self) -> RLEnvDataModule:
+        """The datamodule holding the module's training env."""
+
+
 class EvalEpisodes:
     """The evaluation "dataloader": one batch, the request ``(n_episodes, deterministic, ...)`` for the stage's env."""
 
@@ -198,6 +206,8 @@ class RLTrainer(L.Trainer):
         if self._rl_total_timesteps <= 0:
             raise ValueError("max_steps: RLTrainer.fit needs an env-step budget, e.g. RLTrainer(max_steps=100_000)")
         self._check_processes(model)
+        if datamodule is None and isinstance(model, OwnEnvs):
+            datamodule = model.fit_datamodule()
         datamodule = self._attach(model, datamodule, "fit")
         env = datamodule.get_env("fit")
         if env is None:

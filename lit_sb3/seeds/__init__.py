@@ -4,8 +4,24 @@
     group = SeedGroup(PPO, seeds=range(10), env="CartPole-v1", n_envs=8, **ppo_kwargs)
     group.learn(100_000)                         # env steps PER SEED (SB3's meaning)
 
-Status: the core below is committed first (batched forward, per-seed optimizer steps and random streams, the
-group's VecEnv); ``SeedGroup`` with PPO and A2C follows. The public API is the contract's (see ``group.py``).
+The API is the contract's (``SeedGroup`` in :mod:`lit_sb3.seeds.group`)::
+
+    group = SeedGroup(PPO, seeds=[0, 1, 2], env=[venv0, venv1, venv2], **algo_kwargs)   # one VecEnv per seed
+    group = SeedGroup(PPO, seeds=range(10), env="CartPole-v1", n_envs=8, **algo_kwargs)  # n_envs per seed
+    group.learn(total_timesteps, callback=None, log_interval=-1, reset_num_timesteps=True)  # steps PER SEED
+    RLTrainer(max_steps=budget, rl_callback=cb, logger=..., callbacks=[...]).fit(group)   # no datamodule needed
+    group.num_timesteps, group.seeds, group.model(i), group.evaluate(eval_envs, n_eval_episodes, deterministic)
+    group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls)
+
+Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE). Anything else is refused in one line.
+
+Writing a batched algorithm (DQN, SAC, TD3): subclass :class:`lit_sb3.seeds.group.BatchedAlgorithm`
+(``collect``, ``update``, ``act``, ``seed_state``, ``load_seed_state``, ``export``; :class:`BatchedOnPolicy` in
+:mod:`lit_sb3.seeds.on_policy` is the worked example) and add it to ``BATCHED`` in ``group.py``. The group gives it
+``group.models`` (the ordinary per-seed models, built with their seeds: their hyperparameters, spaces, initial
+networks), ``group.step_envs(actions)`` (one vector step of all seeds: counts env steps, calls the SB3 callback,
+gathers episodes; None when the callback stops), ``group.last_obs`` / ``group.last_episode_starts``,
+``group.streams`` (the seeds' random streams), ``group.progress_remaining`` and ``group.record(i, key, value)``.
 
 The core, for the batched algorithms (and the off-policy ones built on it):
 
@@ -27,3 +43,7 @@ The core, for the batched algorithms (and the off-policy ones built on it):
   ``per_seed(array)`` splits a batch back, ``seed_each(seeds)`` seeds each seed's VecEnv).
 - :mod:`lit_sb3.seeds.actor_critic`: ``StackedActorCritic`` (PPO's and A2C's MlpPolicy for N seeds).
 """
+
+from lit_sb3.seeds.group import SeedGroup
+
+__all__ = ["SeedGroup"]

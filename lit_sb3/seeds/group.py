@@ -1,0 +1,459 @@
+"""``SeedGroup``: N seeds of one configuration trained as one batched model, as a LightningModule.
+
+The group holds one ordinary model per seed (built as the single run would build it, so seed i starts from the
+single run's initial weights), stacks their networks for the batched algorithm (:class:`BatchedAlgorithm`), and
+owns what every batched algorithm shares: the seeds' envs stepped as one VecEnv, the env-step count, SB3
+callbacks, episode statistics, per-seed metric rows, evaluation, and each seed's state for an exact resume.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar
+
+import lightning as L
+import numpy as np
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor, is_vecenv_wrapped
+
+from lit_sb3.common import resume
+from lit_sb3.common.envs import EnvSource
+from lit_sb3.common.sb3_bridge import as_callback, record_rollout_stats
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
+from lit_sb3.datamodule import RLEnvDataModule
+from lit_sb3.lightning_compat import attached_trainer
+from lit_sb3.seeds.envs import GroupVecEnv, seed_envs
+from lit_sb3.seeds.streams import SeedStreams
+
+#: the batched algorithms: lit_sb3 class name -> (its module, the batched implementation "module:Class")
+BATCHED: dict[str, tuple[str, str]] = {
+    "PPO": ("lit_sb3.algorithms.ppo", "lit_sb3.seeds.on_policy:BatchedPPO"),
+    "A2C": ("lit_sb3.algorithms.a2c", "lit_sb3.seeds.on_policy:BatchedA2C"),
+}
+
+
+def _batched_class(algo_cls: type) -> type[BatchedAlgorithm] | None:
+    entry = BATCHED.get(getattr(algo_cls, "__name__", ""))
+    if entry is None or getattr(importlib.import_module(entry[0]), algo_cls.__name__, None) is not algo_cls:
+        return None
+    module, name = entry[1].split(":")
+    batched: type[BatchedAlgorithm] = getattr(importlib.import_module(module), name)
+    return batched
+
+
+def _check_seeds(seeds: Iterable[int]) -> list[int]:
+    values = list(seeds)
+    if not values:
+        raise ValueError("seeds: a seed group needs at least one seed, got none")
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in values):
+        raise ValueError(f"seeds: must be non-negative integers, got {values}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"seeds: must be distinct (a repeated seed would train the same run twice), got {values}")
+    return [int(s) for s in values]
+
+
+class BatchedAlgorithm:
+    """The algorithm-specific half of a group: its stacked networks, batched optimizers and update.
+
+    A Lightning epoch of the group is one round: :meth:`collect` (env steps through ``group.step_envs``), then
+    :meth:`update`. Subclasses implement the methods below; the group calls nothing else.
+    """
+
+    def __init__(self, group: SeedGroup) -> None:
+        self.group = group
+
+    def collect(self) -> bool:
+        """One round's env steps for every seed; False when a callback stopped training."""
+        raise NotImplementedError
+
+    def update(self) -> None:
+        """The round's batched update; records each seed's ``train/*`` metrics with ``group.record``."""
+        raise NotImplementedError
+
+    def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        """Env actions ``[N, n_envs, ...]`` for observations ``[N, n_envs, ...]`` (noise from ``streams``)."""
+        raise NotImplementedError
+
+    def seed_state(self, index: int) -> dict[str, Any]:
+        """Seed ``index``'s networks, optimizer states and counters (tensors and plain data)."""
+        raise NotImplementedError
+
+    def load_seed_state(self, index: int, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def export(self, index: int, model: Any) -> None:
+        """Put seed ``index``'s current networks and optimizer states into its ordinary model."""
+        raise NotImplementedError
+
+
+class _Rounds:
+    """The group's training "dataloader": one item per Lightning epoch when the round collected its env steps."""
+
+    def __init__(self, group: SeedGroup) -> None:
+        self.group = group
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[int]:
+        if self.group._collected:
+            yield self.group.iteration
+
+
+class SeedGroup(L.LightningModule):
+    """N seeds of one configuration, trained together as one batched model.
+
+    :param algo_cls: a batched lit_sb3 algorithm class (``SeedGroup.batched(cls)``)
+    :param seeds: the seeds, distinct; seed i's model is the one ``algo_cls(..., seed=seeds[i])`` would start from
+    :param env: an env id or factory (``n_envs`` copies per seed), or a list of one VecEnv per seed
+    :param n_envs: envs per seed for an env id or factory
+    :param policy: the policy (``"MlpPolicy"``)
+    :param algo_kwargs: the algorithm's arguments, the same for every seed
+    """
+
+    multi_process_update: ClassVar[bool] = False
+    epoch_is_rollout: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        algo_cls: type,
+        seeds: Iterable[int],
+        env: EnvSource | Sequence[VecEnv],
+        n_envs: int = 1,
+        policy: str | type = "MlpPolicy",
+        **algo_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        batched_cls = _batched_class(algo_cls)
+        if batched_cls is None:
+            name = getattr(algo_cls, "__name__", repr(algo_cls))
+            raise ValueError(
+                f"algo_cls: seed groups batch lit_sb3's {', '.join(BATCHED)}, not {name}; train its seeds one "
+                "process each"
+            )
+        for key in ("seed", "env", "_init_setup_model"):
+            if key in algo_kwargs:
+                raise ValueError(f"{key}: a seed group sets it per seed (give seeds= and env= to the group)")
+        if policy not in ("MlpPolicy",) and not isinstance(policy, type):
+            raise ValueError(
+                f"policy: seed groups batch 'MlpPolicy' (CNN and multi-input policies: not yet), got {policy!r}"
+            )
+        self.seeds = _check_seeds(seeds)
+        self.automatic_optimization = False
+        self.algo_cls = algo_cls
+        self.envs = seed_envs(env, len(self.seeds), n_envs)
+        self.env = GroupVecEnv(self.envs)
+        self.models = [algo_cls(policy, env=e, seed=s, **algo_kwargs) for e, s in zip(self.envs, self.seeds)]
+        first = self.models[0]
+        self.streams = SeedStreams(self.seeds)
+        self.eval_streams = SeedStreams([s + EVAL_SEED_OFFSET for s in self.seeds])
+        self.num_timesteps = 0
+        self.iteration = 0
+        self.log_interval: int | None = first.default_log_interval
+        self.last_obs: np.ndarray | None = None
+        self.last_episode_starts = np.ones(self.env.num_envs, dtype=bool)
+        window = first.stats_window_size
+        self.ep_info_buffers: list[deque[dict[str, Any]]] = [deque(maxlen=window) for _ in self.seeds]
+        self.ep_success_buffers: list[deque[bool]] = [deque(maxlen=window) for _ in self.seeds]
+        self._loggers = [Logger(folder=None, output_formats=[]) for _ in self.seeds]
+        self._rows: list[list[tuple[int, dict[str, float]]]] = [[] for _ in self.seeds]
+        self._action_logs: list[resume.ActionLog] = []
+        self._total_timesteps = 0
+        self._rl_callback: MaybeCallback = None
+        self._callback: BaseCallback | None = None
+        self._collected = False
+        self._start_time = 0
+        self._timesteps_at_start = 0
+        self.algorithm = batched_cls(self)
+
+    # ------------------------------------------------------------------ the contract's surface
+
+    @staticmethod
+    def batched(algo_cls: type) -> bool:
+        """Whether seed groups batch ``algo_cls``."""
+        return _batched_class(algo_cls) is not None
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.seeds)
+
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int | None = -1,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SeedGroup:
+        """Train every seed for ``total_timesteps`` env steps (per seed) on an :class:`RLTrainer`.
+
+        :param log_interval: metric rows every this many rounds (None: never; -1: the algorithm's default)
+        :param reset_num_timesteps: start counting from zero and reset the envs (False continues, e.g. after
+            :meth:`load_seed_states`)
+        """
+        from lit_sb3.trainer import RLTrainer
+
+        if total_timesteps <= 0:
+            raise ValueError(f"total_timesteps: must be > 0, got {total_timesteps}")
+        if reset_num_timesteps:
+            self.num_timesteps, self.iteration, self.last_obs = 0, 0, None
+        if log_interval != -1:
+            self.log_interval = log_interval
+        trainer = RLTrainer(
+            max_steps=self.num_timesteps + total_timesteps,
+            rl_callback=callback,
+            logger=False,
+            enable_progress_bar=progress_bar,
+        )
+        trainer.fit(self)
+        return self
+
+    def model(self, index: int) -> Any:
+        """Seed ``index``'s ordinary model (of the group's algorithm class), holding that seed's current state."""
+        model = self.models[self._index(index)]
+        self.algorithm.export(index, model)
+        model.num_timesteps = self.num_timesteps
+        model.ep_info_buffer = deque(self.ep_info_buffers[index], maxlen=model.ep_info_buffer.maxlen)
+        model.ep_success_buffer = deque(self.ep_success_buffers[index], maxlen=model.ep_success_buffer.maxlen)
+        return model
+
+    def metrics(self, index: int) -> list[tuple[int, dict[str, float]]]:
+        """Seed ``index``'s metric rows (SB3's names, with their env step) since the last call."""
+        rows, self._rows[self._index(index)] = self._rows[index], []
+        return rows
+
+    def evaluate(
+        self, eval_envs: Sequence[VecEnv], n_eval_episodes: int = 10, deterministic: bool = True
+    ) -> list[tuple[list[float], list[int]]]:
+        """Each seed's (episode returns, lengths) on ``eval_envs[i]``, counted as SB3's ``evaluate_policy`` counts
+        them (each env's share of ``n_eval_episodes``; Monitor's episode records where the env has a Monitor), with
+        one policy forward per step for all seeds' eval envs."""
+        if len(eval_envs) != self.n_seeds or len({e.num_envs for e in eval_envs}) != 1:
+            raise ValueError(f"eval_envs: one VecEnv per seed ({self.n_seeds}), all with the same number of envs")
+        if n_eval_episodes < 1:
+            raise ValueError(f"n_eval_episodes: must be >= 1, got {n_eval_episodes}")
+        n_envs = eval_envs[0].num_envs
+        targets = np.array([(n_eval_episodes + j) // n_envs for j in range(n_envs)])
+        counts = np.zeros((self.n_seeds, n_envs), dtype=int)
+        current_rewards = np.zeros((self.n_seeds, n_envs))
+        current_lengths = np.zeros((self.n_seeds, n_envs), dtype=int)
+        monitored = [is_vecenv_wrapped(e, VecMonitor) or e.env_is_wrapped(Monitor)[0] for e in eval_envs]
+        results: list[tuple[list[float], list[int]]] = [([], []) for _ in self.seeds]
+        obs = np.stack([e.reset() for e in eval_envs])  # type: ignore[misc]
+        while (counts < targets).any():
+            actions = self.algorithm.act(obs, deterministic, self.eval_streams)
+            for i, env in enumerate(eval_envs):
+                if not (counts[i] < targets).any():
+                    continue
+                new_obs, rewards, dones, infos = env.step(actions[i])
+                current_rewards[i] += rewards
+                current_lengths[i] += 1
+                for j in range(n_envs):
+                    if counts[i, j] >= targets[j] or not dones[j]:
+                        continue
+                    episode = infos[j].get("episode")
+                    if monitored[i] and episode is None:
+                        continue  # a life lost, not the episode's end (Atari's EpisodicLifeEnv)
+                    returns, lengths = results[i]
+                    returns.append(float(episode["r"] if monitored[i] else current_rewards[i, j]))
+                    lengths.append(int(episode["l"] if monitored[i] else current_lengths[i, j]))
+                    counts[i, j] += 1
+                    current_rewards[i, j], current_lengths[i, j] = 0.0, 0
+                obs[i] = new_obs
+        return results
+
+    def seed_state(self, index: int) -> dict[str, Any]:
+        """Everything seed ``index`` needs to resume exactly (loads with ``torch.load(weights_only=True)``)."""
+        index = self._index(index)
+        if self.last_obs is None or not self._action_logs:
+            raise RuntimeError("seed_state: the group has not started training (nothing to resume)")
+        return {
+            "seed": self.seeds[index],
+            "algorithm": self.algo_cls.__name__,
+            "num_timesteps": self.num_timesteps,
+            "iteration": self.iteration,
+            "streams": self.streams.state(index),
+            "eval_streams": self.eval_streams.state(index),
+            "episodes": resume.to_tree(list(self.ep_info_buffers[index])),
+            "successes": [bool(s) for s in self.ep_success_buffers[index]],
+            "env": self._action_logs[index].state(),
+            "last_obs": torch.from_numpy(np.array(self.env.per_seed(self.last_obs)[index])),
+            "last_episode_starts": torch.from_numpy(self.env.per_seed(self.last_episode_starts)[index].copy()),
+            "algorithm_state": self.algorithm.seed_state(index),
+        }
+
+    def load_seed_states(self, states: Sequence[dict[str, Any]]) -> None:
+        """Resume every seed from :meth:`seed_state` dicts (same seeds, in order; same configuration); the envs are
+        brought back by replaying their recorded actions. Continue with ``learn(..., reset_num_timesteps=False)`` or
+        ``RLTrainer(max_steps=<total>).fit(group)``."""
+        found = [s.get("seed") for s in states]
+        if found != self.seeds:
+            raise ValueError(f"states: one per seed of the group, in order {self.seeds}; got seeds {found}")
+        if {(s["num_timesteps"], s["iteration"], s["algorithm"]) for s in states} != {
+            (states[0]["num_timesteps"], states[0]["iteration"], self.algo_cls.__name__)
+        }:
+            raise ValueError(
+                f"states: the seeds of a group advance together; these differ in env steps or algorithm "
+                f"({[(s['num_timesteps'], s['algorithm']) for s in states]}), group algorithm {self.algo_cls.__name__}"
+            )
+        self.num_timesteps, self.iteration = int(states[0]["num_timesteps"]), int(states[0]["iteration"])
+        self._action_logs = []
+        for i, (env, state) in enumerate(zip(self.envs, states)):
+            self.streams.load_state(i, state["streams"])
+            self.eval_streams.load_state(i, state["eval_streams"])
+            self.ep_info_buffers[i].clear()
+            self.ep_info_buffers[i].extend(resume.from_tree(state["episodes"]))
+            self.ep_success_buffers[i].clear()
+            self.ep_success_buffers[i].extend(state["successes"])
+            log = resume.ActionLog.from_state(state["env"])
+            log.replay(env)
+            self._action_logs.append(log)
+            self.algorithm.load_seed_state(i, state["algorithm_state"])
+        self.last_obs = np.concatenate([s["last_obs"].numpy() for s in states])
+        self.last_episode_starts = np.concatenate([s["last_episode_starts"].numpy() for s in states])
+
+    # ------------------------------------------------------------------ what the batched algorithms use
+
+    @property
+    def total_timesteps(self) -> int:
+        return self._total_timesteps
+
+    @property
+    def progress_remaining(self) -> float:
+        """SB3's ``_current_progress_remaining`` (1 -> 0 over the fit's budget)."""
+        total = self._total_timesteps
+        return 1.0 - float(self.num_timesteps) / float(total) if total > 0 else 1.0
+
+    def step_envs(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]] | None:
+        """One vector step of every seed's envs (actions ``[N * n_envs, ...]``): counts the env steps, calls the
+        callback's ``on_step`` once, gathers each seed's episode statistics; None when the callback stops training."""
+        for log, seed_actions in zip(self._action_logs, self.env.per_seed(actions)):
+            log.append(seed_actions)
+        new_obs, rewards, dones, infos = self.env.step(actions)
+        self.num_timesteps += self.env.envs_per_seed
+        callback = self._callback
+        if callback is not None:
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return None
+        per_seed = self.env.envs_per_seed
+        for k, info in enumerate(infos):
+            episode, success = info.get("episode"), info.get("is_success")
+            if episode is not None:
+                self.ep_info_buffers[k // per_seed].append(episode)
+            if success is not None and dones[k]:
+                self.ep_success_buffers[k // per_seed].append(success)
+        return new_obs, rewards, dones, infos  # type: ignore[return-value]
+
+    def record(self, index: int, key: str, value: float | int) -> None:
+        """Record a metric of seed ``index`` for its next row (SB3's ``logger.record``)."""
+        self._loggers[index].record(key, value)
+
+    @property
+    def callback(self) -> BaseCallback | None:
+        return self._callback
+
+    # ------------------------------------------------------------------ SB3 callbacks' view of the group
+
+    def get_env(self) -> VecEnv:
+        """The group's VecEnv (every seed's envs), as SB3's ``model.get_env()``."""
+        return self.env
+
+    @property
+    def logger(self) -> Any:  # SB3 callbacks read ``self.model.logger``: seed 0's
+        return self._loggers[0]
+
+    # ------------------------------------------------------------------ RLTrainer / Lightning
+
+    def fit_datamodule(self) -> RLEnvDataModule:
+        """The datamodule ``RLTrainer.fit(group)`` trains with when given none: the group's own envs."""
+        return RLEnvDataModule(train_env=self.env)
+
+    def check_env(self, env: VecEnv) -> None:
+        if env is not self.env:
+            raise ValueError(
+                "env: a seed group trains on its own envs (SeedGroup(..., env=...)); fit it without a datamodule"
+            )
+
+    def prepare_run(self, total_timesteps: int, callback: MaybeCallback) -> None:
+        self._total_timesteps = total_timesteps
+        self._rl_callback = callback
+
+    def train_dataloader(self) -> _Rounds:
+        return _Rounds(self)
+
+    def configure_optimizers(self) -> Any:
+        return None  # the batched algorithm steps its own optimizers
+
+    def on_train_start(self) -> None:
+        if self.last_obs is None:
+            self.env.seed_each(self.seeds)
+            self._action_logs = [resume.ActionLog.before_reset(e) for e in self.envs]
+            self.last_obs = np.asarray(self.env.reset())
+            self.last_episode_starts = np.ones(self.env.num_envs, dtype=bool)
+        self._start_time, self._timesteps_at_start = time.time_ns(), self.num_timesteps
+        self._callback = as_callback(self._rl_callback)
+        if self._callback is not None:
+            self._callback.init_callback(self)  # type: ignore[arg-type]  # the group stands in for a model
+            self._callback.on_training_start({"total_timesteps": self._total_timesteps, "self": self}, {})
+
+    def on_train_epoch_start(self) -> None:
+        self._collected = False
+        if self.num_timesteps >= self._total_timesteps:
+            self.trainer.should_stop = True
+            return
+        if self._callback is not None:
+            self._callback.on_rollout_start()
+        if not self.algorithm.collect():
+            self.trainer.should_stop = True
+            return
+        if self._callback is not None:
+            self._callback.update_locals(locals())
+            self._callback.on_rollout_end()
+        self._collected = True
+        self.iteration += 1
+        if self.log_interval and self.iteration % self.log_interval == 0:
+            self._dump()  # as SB3: between the round's env steps and its update (train/* are the last update's)
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        self.algorithm.update()
+
+    def on_train_epoch_end(self) -> None:
+        if self.num_timesteps >= self._total_timesteps:
+            self.trainer.should_stop = True
+
+    def on_train_end(self) -> None:
+        if self._callback is not None:
+            self._callback.on_training_end()
+
+    # ------------------------------------------------------------------ internals
+
+    def _index(self, index: int) -> int:
+        if not 0 <= index < self.n_seeds:
+            raise IndexError(f"index: the group has seeds 0..{self.n_seeds - 1} (by position), got {index}")
+        return index
+
+    def _dump(self) -> None:
+        """Each seed's row of metrics at the current env step, also to the trainer's Lightning loggers."""
+        trainer = attached_trainer(self)
+        loggers = trainer.loggers if trainer is not None else []
+        for i, (seed, logger) in enumerate(zip(self.seeds, self._loggers)):
+            logger.record("time/iterations", self.iteration)
+            steps = self.num_timesteps - self._timesteps_at_start
+            record_rollout_stats(
+                logger, self.ep_info_buffers[i], self.ep_success_buffers[i], self.num_timesteps, steps, self._start_time
+            )
+            row = {k: float(v) for k, v in logger.name_to_value.items()}
+            logger.dump(self.num_timesteps)
+            self._rows[i].append((self.num_timesteps, row))
+            for lg in loggers:
+                lg.log_metrics({f"seed_{seed}/{k}": v for k, v in row.items()}, step=self.num_timesteps)
+        for lg in loggers:
+            lg.save()

@@ -1,0 +1,337 @@
+"""PPO and A2C for a seed group: one policy forward per env step for all N x n_envs envs, one rollout buffer with
+the seeds side by side, and one batched update per minibatch (each seed its own minibatch order, advantage
+normalization, gradient-norm clipping and ``target_kl`` early stop).
+
+The losses are lit_sb3's own (:func:`lit_sb3.common.ppo_update.ppo_loss`, :func:`lit_sb3.algorithms.a2c.a2c.a2c_loss`),
+mapped over the seed axis with ``torch.vmap``; the hyperparameters and schedules are read from seed 0's ordinary
+model, so they are validated and defaulted as the single run's.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.type_aliases import RolloutBufferSamples
+from stable_baselines3.common.utils import explained_variance
+
+from lit_sb3.algorithms.a2c.a2c import a2c_loss
+from lit_sb3.common.ppo_update import ppo_loss
+from lit_sb3.seeds.actor_critic import StackedActorCritic
+from lit_sb3.seeds.group import BatchedAlgorithm
+from lit_sb3.seeds.optim import batched_optimizer, clip_grad_norm_per_seed
+from lit_sb3.seeds.stacked import load_slice, module_slice, set_slice
+from lit_sb3.seeds.streams import SeedStreams, gaussian, gumbel_max
+
+if TYPE_CHECKING:
+    from lit_sb3.seeds.group import SeedGroup
+
+
+class SeedMeans:
+    """Per-seed running means of update statistics (``[N]`` sums and counts; only the seeds in ``where`` count)."""
+
+    def __init__(self, n_seeds: int) -> None:
+        self.n_seeds = n_seeds
+        self.sums: dict[str, torch.Tensor] = {}
+        self.counts: dict[str, torch.Tensor] = {}
+
+    def add(self, values: dict[str, torch.Tensor], where: torch.Tensor) -> None:
+        weight = where.to(torch.float32)
+        for key, value in values.items():
+            value = value.detach().float()
+            if key not in self.sums:
+                self.sums[key], self.counts[key] = torch.zeros(self.n_seeds), torch.zeros(self.n_seeds)
+            self.sums[key] = torch.where(where, self.sums[key] + value, self.sums[key])
+            self.counts[key] = self.counts[key] + weight
+
+    def start_over(self, key: str, where: torch.Tensor) -> None:
+        if key in self.sums:
+            self.sums[key] = torch.where(where, 0.0, self.sums[key])
+            self.counts[key] = torch.where(where, 0.0, self.counts[key])
+
+    def means(self, index: int) -> dict[str, float]:
+        return {
+            key: float(np.float32(self.sums[key][index].item()) / np.float32(self.counts[key][index].item()))
+            for key in self.sums
+            if self.counts[key][index] > 0
+        }
+
+
+class BatchedOnPolicy(BatchedAlgorithm):
+    """The rollout and update loop shared by PPO and A2C; subclasses give the loss and the early stop."""
+
+    #: minibatches in a random order per seed (PPO); False: the whole rollout in order (A2C)
+    shuffled: bool = True
+
+    def __init__(self, group: SeedGroup) -> None:
+        super().__init__(group)
+        first = group.models[0]
+        self.hp = first
+        if first.use_sde:
+            raise ValueError("use_sde: seed groups do not batch gSDE exploration yet; use_sde=False")
+        if first.rollout_buffer_class is not None or first.rollout_buffer_kwargs:
+            raise ValueError(
+                "rollout_buffer_class: seed groups use SB3's RolloutBuffer (no custom buffer class/kwargs)"
+            )
+        self.net = StackedActorCritic([m.policy for m in group.models])
+        self.device = self.net.params[next(iter(self.net.params))].device
+        optimizer = first.policy.optimizer
+        settings = {k: v for k, v in optimizer.defaults.items() if k != "lr"}
+        self.optimizer = batched_optimizer(type(optimizer), settings, self.net.parameters(), first.lr_schedule(1.0))
+        n_seeds, per_seed = group.n_seeds, group.env.envs_per_seed
+        self.n_seeds, self.per_seed = n_seeds, per_seed
+        self.buffer = RolloutBuffer(
+            first.n_steps,
+            first.observation_space,
+            first.action_space,
+            device="cpu",
+            gamma=first.gamma,
+            gae_lambda=first.gae_lambda,
+            n_envs=n_seeds * per_seed,
+        )
+        self.n_updates = [0] * n_seeds
+
+    # ------------------------------------------------------------------ acting
+
+    def _obs(self, obs: np.ndarray) -> torch.Tensor:
+        """``[N * n_envs, ...]`` or ``[N, n_envs, ...]`` observations as ``[N, n_envs, ...]`` on the device."""
+        shape = self.hp.observation_space.shape
+        return torch.as_tensor(obs, device=self.device).reshape(self.n_seeds, -1, *shape)
+
+    def _sample(self, action_param: torch.Tensor, streams: SeedStreams) -> torch.Tensor:
+        batch = action_param.shape[1:]
+        if self.net.discrete:
+            return gumbel_max(action_param, streams.uniform(batch).to(self.device))
+        return gaussian(action_param, self.net.params["log_std"], streams.normal(batch).to(self.device))
+
+    def _env_actions(self, actions: np.ndarray) -> np.ndarray:
+        space = self.hp.action_space
+        if self.net.discrete:
+            return actions
+        return np.clip(actions, space.low, space.high)
+
+    def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        with torch.no_grad():
+            action_param, _ = self.net.heads(self._obs(obs))
+            if deterministic:
+                actions = action_param.argmax(-1) if self.net.discrete else action_param
+            else:
+                actions = self._sample(action_param, streams)
+        return self._env_actions(actions.cpu().numpy())
+
+    # ------------------------------------------------------------------ the rollout
+
+    def collect(self) -> bool:
+        group, buffer, hp = self.group, self.buffer, self.hp
+        buffer.reset()
+        new_obs, dones = group.last_obs, group.last_episode_starts
+        for _ in range(hp.n_steps):
+            obs = group.last_obs
+            assert obs is not None  # the group reset its envs at train start
+            with torch.no_grad():
+                action_param, values = self.net.heads(self._obs(obs))
+                actions = self._sample(action_param, group.streams)
+                log_prob, _ = self.net.log_prob_entropy(action_param, actions)
+            flat_actions = actions.reshape(self.n_seeds * self.per_seed, *hp.action_space.shape).cpu().numpy()
+            stepped = group.step_envs(self._env_actions(flat_actions))
+            if stepped is None:
+                return False
+            new_obs, rewards, dones, infos = stepped
+            self._bootstrap_truncations(rewards, dones, infos)
+            stored = flat_actions.reshape(-1, 1) if self.net.discrete else flat_actions
+            buffer.add(obs, stored, rewards, group.last_episode_starts, values.reshape(-1), log_prob.reshape(-1))
+            group.last_obs, group.last_episode_starts = new_obs, dones
+        with torch.no_grad():
+            last_values = self.net.values(self._obs(new_obs)).reshape(-1)
+        buffer.compute_returns_and_advantage(last_values=last_values.cpu(), dones=dones)
+        return True
+
+    def _bootstrap_truncations(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """Episodes cut by a time limit get gamma * V(their last observation) added to the final reward (the
+        product in float32, as lit_sb3's PPO forms it)."""
+        truncated = [
+            k
+            for k, done in enumerate(dones)
+            if done and infos[k].get("TimeLimit.truncated", False) and infos[k].get("terminal_observation") is not None
+        ]
+        if not truncated:
+            return
+        terminal = np.zeros((self.n_seeds * self.per_seed, *self.hp.observation_space.shape), dtype=np.float32)
+        for k in truncated:
+            terminal[k] = infos[k]["terminal_observation"]
+        with torch.no_grad():
+            values = self.net.values(self._obs(terminal)).reshape(-1).cpu()
+        for k in truncated:
+            rewards[k] += (self.hp.gamma * values[k]).item()
+
+    def _rollout(self) -> RolloutBufferSamples:
+        """The rollout as ``[N, n_envs * n_steps, ...]`` tensors, each seed's envs one after another (SB3's order)."""
+        steps, n, e = self.hp.n_steps, self.n_seeds, self.per_seed
+
+        def per_seed(array: np.ndarray) -> torch.Tensor:
+            rest = array.shape[2:]
+            tensor = torch.as_tensor(array, device=self.device).reshape(steps, n, e, *rest)
+            return tensor.movedim(0, 2).reshape(n, e * steps, *rest)
+
+        buffer = self.buffer
+        actions = per_seed(buffer.actions)
+        actions = actions.squeeze(-1).long() if self.net.discrete else actions
+        return RolloutBufferSamples(
+            per_seed(buffer.observations),
+            actions,
+            per_seed(buffer.values),
+            per_seed(buffer.log_probs),
+            per_seed(buffer.advantages),
+            per_seed(buffer.returns),
+        )
+
+    # ------------------------------------------------------------------ the update
+
+    def loss(self, batch: RolloutBufferSamples) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Each seed's loss ``[N]`` on its minibatch (``[N, batch, ...]`` fields) and the logged terms."""
+        raise NotImplementedError
+
+    def _stops(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Seeds whose update stops at this minibatch, before its step (PPO's ``target_kl``)."""
+        return torch.zeros(self.n_seeds, dtype=torch.bool)
+
+    def _start_update(self, progress: float) -> None:
+        """Hook: per-update settings from the progress remaining (PPO's clip ranges)."""
+
+    def update(self) -> None:
+        hp, progress = self.hp, self.group.progress_remaining
+        self.optimizer.lr = hp.lr_schedule(progress)
+        self._start_update(progress)
+        data = self._rollout()
+        size = data.advantages.shape[1]
+        batch_size = hp.batch_size or size
+        active = torch.ones(self.n_seeds, dtype=torch.bool)
+        means, last_loss = SeedMeans(self.n_seeds), torch.full((self.n_seeds,), float("nan"))
+        epochs = torch.zeros(self.n_seeds, dtype=torch.long)
+        seed_rows = torch.arange(self.n_seeds, device=self.device).unsqueeze(1)
+        for _ in range(hp.n_epochs):
+            epochs += active.long()
+            means.start_over("approx_kl", active)  # SB3 logs the last epoch's mean KL (the other terms: all epochs')
+            if self.shuffled:
+                order = torch.as_tensor(self.group.streams.permutations(size), device=self.device)
+            else:
+                order = torch.arange(size, device=self.device).expand(self.n_seeds, size)
+            for start in range(0, size, batch_size):
+                index = order[:, start : start + batch_size]
+                batch = RolloutBufferSamples(*(field[seed_rows, index] for field in data))
+                loss, terms = self.loss(batch)
+                means.add(terms, active)
+                stepping = active & ~self._stops(terms)
+                if stepping.any():
+                    self.optimizer.zero_grad()
+                    loss.sum().backward()
+                    clip_grad_norm_per_seed(self.optimizer.params, hp.max_grad_norm)
+                    self.optimizer.step(None if bool(stepping.all()) else stepping)
+                    last_loss = torch.where(stepping, loss.detach(), last_loss)
+                active = stepping
+                if not active.any():
+                    break
+            if not active.any():
+                break
+        self._record(means, last_loss, epochs, progress)
+
+    def _record(self, means: SeedMeans, last_loss: torch.Tensor, epochs: torch.Tensor, progress: float) -> None:
+        group, buffer = self.group, self.buffer
+        values = buffer.values.reshape(self.hp.n_steps, self.n_seeds, self.per_seed)
+        returns = buffer.returns.reshape(self.hp.n_steps, self.n_seeds, self.per_seed)
+        log_std = self.net.params.get("log_std")
+        for i in range(self.n_seeds):
+            self.n_updates[i] += int(epochs[i])
+            for key, value in means.means(i).items():
+                group.record(i, f"train/{key}", value)
+            self._record_extra(i, float(last_loss[i]), progress)
+            group.record(
+                i, "train/explained_variance", explained_variance(values[:, i].flatten(), returns[:, i].flatten())
+            )
+            if log_std is not None:
+                group.record(i, "train/std", torch.exp(log_std[i]).mean().item())
+            group.record(i, "train/n_updates", self.n_updates[i])
+            group.record(i, "train/learning_rate", self.optimizer.lr)
+
+    def _record_extra(self, index: int, last_loss: float, progress: float) -> None:
+        """Hook: a variant's own ``train/*`` entries."""
+
+    # ------------------------------------------------------------------ state
+
+    def seed_state(self, index: int) -> dict[str, Any]:
+        return {
+            "policy": module_slice(self.net.params, index),
+            "optimizer": self.optimizer.seed_state(index),
+            "n_updates": self.n_updates[index],
+        }
+
+    def load_seed_state(self, index: int, state: dict[str, Any]) -> None:
+        set_slice(self.net.params, index, state["policy"])
+        self.optimizer.load_seed_state(index, state["optimizer"])
+        self.n_updates[index] = int(state["n_updates"])
+
+    def export(self, index: int, model: Any) -> None:
+        load_slice(self.net.params, index, model.policy)
+        optimizer = model.policy.optimizer
+        groups = [
+            {**g, "params": list(range(len(g["params"]))), "lr": self.optimizer.lr} for g in optimizer.param_groups
+        ]
+        optimizer.load_state_dict({"state": self.optimizer.torch_state(index), "param_groups": groups})
+        model._n_updates = self.n_updates[index]
+
+
+class BatchedPPO(BatchedOnPolicy):
+    """PPO (clip) for a seed group: lit_sb3's ``ppo_loss`` per seed, ``target_kl`` per seed."""
+
+    def _start_update(self, progress: float) -> None:
+        hp = self.hp
+        self.clip_range = hp.clip_range(progress)
+        self.clip_range_vf = hp.clip_range_vf(progress) if hp.clip_range_vf is not None else None
+
+    def loss(self, batch: RolloutBufferSamples) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        hp = self.hp
+        action_param, values = self.net.heads(batch.observations)
+        log_prob, entropy = self.net.log_prob_entropy(action_param, batch.actions)
+        per_seed = functools.partial(
+            ppo_loss,
+            clip_range=self.clip_range,
+            clip_range_vf=self.clip_range_vf,
+            normalize_advantage=hp.normalize_advantage,
+            ent_coef=hp.ent_coef,
+            vf_coef=hp.vf_coef,
+        )
+        loss, terms = torch.vmap(per_seed)(values, log_prob, entropy, batch)
+        return loss, terms
+
+    def _stops(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+        target_kl = self.hp.target_kl
+        if target_kl is None:
+            return super()._stops(terms)
+        return terms["approx_kl"].cpu() > 1.5 * target_kl  # as SB3: the minibatch that crosses it is not applied
+
+    def _record_extra(self, index: int, last_loss: float, progress: float) -> None:
+        group = self.group
+        if not np.isnan(last_loss):
+            group.record(index, "train/loss", last_loss)
+        group.record(index, "train/clip_range", self.clip_range)
+        if self.clip_range_vf is not None:
+            group.record(index, "train/clip_range_vf", self.clip_range_vf)
+
+
+class BatchedA2C(BatchedOnPolicy):
+    """A2C for a seed group: one step per rollout on the whole rollout, lit_sb3's ``a2c_loss`` per seed."""
+
+    shuffled = False
+
+    def loss(self, batch: RolloutBufferSamples) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        hp = self.hp
+        action_param, values = self.net.heads(batch.observations)
+        log_prob, entropy = self.net.log_prob_entropy(action_param, batch.actions)
+        per_seed = functools.partial(
+            a2c_loss, normalize_advantage=hp.normalize_advantage, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef
+        )
+        loss, terms = torch.vmap(per_seed)(values, log_prob, entropy, batch)
+        return loss, terms
