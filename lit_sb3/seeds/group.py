@@ -258,13 +258,17 @@ class SeedGroup(L.LightningModule):
                 for j in range(n_envs):
                     if counts[i, j] >= targets[j] or not dones[j]:
                         continue
-                    episode = infos[j].get("episode")
-                    if monitored[i] and episode is None:
-                        continue  # a life lost, not the episode's end (Atari's EpisodicLifeEnv)
-                    returns, lengths = results[i]
-                    returns.append(float(episode["r"] if monitored[i] else current_rewards[i, j]))
-                    lengths.append(int(episode["l"] if monitored[i] else current_lengths[i, j]))
-                    counts[i, j] += 1
+                    episode = infos[j].get("episode") if monitored[i] else None
+                    if episode is not None:
+                        finished: tuple[float, int] | None = (float(episode["r"]), int(episode["l"]))
+                    elif not monitored[i]:
+                        finished = (float(current_rewards[i, j]), int(current_lengths[i, j]))
+                    else:
+                        finished = None  # a life lost, not the episode's end (Atari's EpisodicLifeEnv)
+                    if finished is not None:
+                        results[i][0].append(finished[0])
+                        results[i][1].append(finished[1])
+                        counts[i, j] += 1
                     current_rewards[i, j], current_lengths[i, j] = 0.0, 0
                 obs[i] = new_obs
         return results
@@ -272,7 +276,8 @@ class SeedGroup(L.LightningModule):
     def seed_state(self, index: int) -> dict[str, Any]:
         """Everything seed ``index`` needs to resume exactly (loads with ``torch.load(weights_only=True)``)."""
         index = self._index(index)
-        if self.last_obs is None or not self._action_logs:
+        obs = self.last_obs
+        if obs is None or not self._action_logs:
             raise RuntimeError("seed_state: the group has not started training (nothing to resume)")
         return {
             "seed": self.seeds[index],
@@ -284,8 +289,9 @@ class SeedGroup(L.LightningModule):
             "episodes": resume.to_tree(list(self.ep_info_buffers[index])),
             "successes": [bool(s) for s in self.ep_success_buffers[index]],
             "env": self._action_logs[index].state(),
-            "last_obs": torch.from_numpy(np.array(self.env.per_seed(self.last_obs)[index])),
+            "last_obs": torch.from_numpy(np.array(self.env.per_seed(obs)[index])),
             "last_episode_starts": torch.from_numpy(self.env.per_seed(self.last_episode_starts)[index].copy()),
+            "pending_metrics": {k: float(v) for k, v in self._loggers[index].name_to_value.items()},
             "algorithm_state": self.algorithm.seed_state(index),
         }
 
@@ -316,6 +322,8 @@ class SeedGroup(L.LightningModule):
             log.replay(env)
             self._action_logs.append(log)
             self.algorithm.load_seed_state(i, state["algorithm_state"])
+            for key, value in state["pending_metrics"].items():  # the last update's, dumped after the next round
+                self.record(i, key, value)
         self.last_obs = np.concatenate([s["last_obs"].numpy() for s in states])
         self.last_episode_starts = np.concatenate([s["last_episode_starts"].numpy() for s in states])
 

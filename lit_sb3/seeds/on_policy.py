@@ -144,6 +144,7 @@ class BatchedOnPolicy(BatchedAlgorithm):
             stored = flat_actions.reshape(-1, 1) if self.net.discrete else flat_actions
             buffer.add(obs, stored, rewards, group.last_episode_starts, values.reshape(-1), log_prob.reshape(-1))
             group.last_obs, group.last_episode_starts = new_obs, dones
+        assert new_obs is not None  # the group reset its envs at train start
         with torch.no_grad():
             last_values = self.net.values(self._obs(new_obs)).reshape(-1)
         buffer.compute_returns_and_advantage(last_values=last_values.cpu(), dones=dones)

@@ -1,0 +1,226 @@
+"""Seed groups of PPO and A2C: the same update as lit_sb3's on one minibatch, reproducible, each seed independent of
+its group, each seed an ordinary model, exact resume, RLTrainer and its loggers, batched evaluation, refusals."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from lightning.pytorch.loggers import CSVLogger
+from stable_baselines3 import PPO as SB3PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.type_aliases import RolloutBufferSamples
+
+from lit_sb3 import A2C, PPO, TRPO, RLTrainer
+from lit_sb3.common.envs import to_vec_env
+from lit_sb3.seeds import SeedGroup
+
+SMALL = {"n_steps": 32, "batch_size": 64, "n_epochs": 3}
+CONFIGS = [
+    pytest.param(PPO, "CartPole-v1", {**SMALL, "target_kl": 0.005}, id="ppo-discrete"),
+    pytest.param(PPO, "Pendulum-v1", {**SMALL, "clip_range_vf": 0.2}, id="ppo-box"),
+    pytest.param(A2C, "CartPole-v1", {"normalize_advantage": True}, id="a2c-discrete"),
+    pytest.param(A2C, "Pendulum-v1", {}, id="a2c-box"),
+]
+
+
+def _group(algo: type, env: str, seeds: list[int], **kwargs: Any) -> SeedGroup:
+    return SeedGroup(algo, seeds=seeds, env=env, n_envs=4, **kwargs)
+
+
+def _params(group: SeedGroup, index: int) -> list[torch.Tensor]:
+    return [p[index] for p in group.algorithm.net.params.values()]  # type: ignore[attr-defined]
+
+
+def _train_rows(group: SeedGroup, index: int) -> list[tuple[int, dict[str, float]]]:
+    """The seed's metric rows without the wall-clock entries."""
+    return [(step, {k: v for k, v in row.items() if not k.startswith("time/")}) for step, row in group.metrics(index)]
+
+
+def _minibatch(model: Any, size: int) -> RolloutBufferSamples:
+    """A minibatch shaped as lit_sb3's rollout buffer yields it, from random data."""
+    gen = torch.Generator().manual_seed(5)
+    obs = torch.randn(size, *model.observation_space.shape, generator=gen)
+    if model.action_space.shape:
+        actions = torch.randn(size, *model.action_space.shape, generator=gen)
+    else:
+        actions = torch.randint(0, model.action_space.n, (size, 1), generator=gen).float()
+    old = [torch.randn(size, generator=gen) for _ in range(4)]
+    old[1] = -old[1].abs()  # log-probabilities
+    return RolloutBufferSamples(obs, actions, *old)
+
+
+@pytest.mark.parametrize(("algo", "env", "kwargs"), CONFIGS)
+def test_group_of_one_takes_lit_sb3s_update_on_the_same_minibatch(algo: type, env: str, kwargs: dict) -> None:
+    """A group of one starts from the single run's weights (bit for bit) and, on the same minibatch, has lit_sb3's
+    loss, logged terms and gradients, and after the clipped optimizer step its parameters (to 1e-6)."""
+    group = _group(algo, env, [7], **kwargs)
+    model = algo("MlpPolicy", env=to_vec_env(env, 4), seed=7, **kwargs)
+    assert all(torch.equal(a, b) for a, b in zip(_params(group, 0), model.policy.parameters()))
+    batch = _minibatch(model, 64)
+    loss, terms = model.compute_loss(batch)
+    model.policy.optimizer.zero_grad()
+    loss.backward()
+    runner = group.algorithm
+    runner._start_update(1.0)  # type: ignore[attr-defined]
+    actions = batch.actions.long().flatten() if not model.action_space.shape else batch.actions
+    stacked = RolloutBufferSamples(*(t.unsqueeze(0) for t in (batch[0], actions, *batch[2:])))
+    group_loss, group_terms = runner.loss(stacked)  # type: ignore[attr-defined]
+    group_loss.sum().backward()
+    torch.testing.assert_close(group_loss[0], loss, atol=1e-6, rtol=0)
+    assert set(group_terms) == set(terms)
+    for name, value in terms.items():
+        torch.testing.assert_close(group_terms[name][0], value, atol=1e-6, rtol=0)
+    for stacked_param, param in zip(runner.net.params.values(), model.policy.parameters()):  # type: ignore[attr-defined]
+        assert stacked_param.grad is not None and param.grad is not None
+        torch.testing.assert_close(stacked_param.grad[0], param.grad, atol=1e-6, rtol=0)
+    torch.nn.utils.clip_grad_norm_(model.policy.parameters(), model.max_grad_norm)
+    model.policy.optimizer.step()
+    from lit_sb3.seeds.optim import clip_grad_norm_per_seed
+
+    clip_grad_norm_per_seed(runner.optimizer.params, model.max_grad_norm)  # type: ignore[attr-defined]
+    runner.optimizer.step()  # type: ignore[attr-defined]
+    for a, b in zip(_params(group, 0), model.policy.parameters()):
+        torch.testing.assert_close(a, b.detach(), atol=1e-6, rtol=0)
+
+
+def test_a_group_trained_twice_is_identical() -> None:
+    runs = []
+    for _ in range(2):
+        group = _group(PPO, "CartPole-v1", [0, 1, 2], **SMALL, target_kl=0.01)
+        group.learn(384, log_interval=1)
+        runs.append(group)
+    for i in range(3):
+        assert all(torch.equal(a, b) for a, b in zip(_params(runs[0], i), _params(runs[1], i)))
+        assert _train_rows(runs[0], i) == _train_rows(runs[1], i)
+
+
+@pytest.mark.parametrize(("algo", "env", "kwargs"), CONFIGS)
+def test_a_seed_alone_equals_the_seed_in_a_group_of_five(algo: type, env: str, kwargs: dict) -> None:
+    """Bit for bit: parameters, optimizer state and every logged train/rollout metric (target_kl stops the seeds
+    at different minibatches in the PPO Discrete case)."""
+    alone, grouped = _group(algo, env, [3], **kwargs), _group(algo, env, [0, 1, 2, 3, 4], **kwargs)
+    for group in (alone, grouped):
+        group.learn(384, log_interval=1)
+    assert all(torch.equal(a, b) for a, b in zip(_params(alone, 0), _params(grouped, 3)))
+    state_alone, state_grouped = alone.algorithm.seed_state(0), grouped.algorithm.seed_state(3)
+    assert state_alone["n_updates"] == state_grouped["n_updates"]
+    for name in state_alone["optimizer"]:
+        if name != "step":
+            assert all(
+                torch.equal(a, b) for a, b in zip(state_alone["optimizer"][name], state_grouped["optimizer"][name])
+            )
+    rows = _train_rows(alone, 0)
+    assert rows and rows == _train_rows(grouped, 3)
+
+
+def test_target_kl_stops_each_seed_on_its_own() -> None:
+    group = _group(PPO, "CartPole-v1", [0, 1, 2, 3], n_steps=64, batch_size=32, n_epochs=10, target_kl=0.002)
+    group.learn(512, log_interval=1)
+    n_updates = [group.algorithm.seed_state(i)["n_updates"] for i in range(4)]
+    assert max(n_updates) < 2 * 10 and len(set(n_updates)) > 1, n_updates
+
+
+def test_each_seed_is_an_ordinary_model(tmp_path: Path) -> None:
+    group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
+    group.learn(256, log_interval=1)
+    model = group.model(1)
+    assert type(model) is PPO and model.num_timesteps == group.num_timesteps == 256
+    assert all(torch.equal(a, b) for a, b in zip(_params(group, 1), model.policy.parameters()))
+    assert model.policy.optimizer.state_dict()["state"][0]["step"] == group.algorithm.optimizer.steps[1]
+    obs = group.envs[1].reset()
+    actions, _ = model.predict(obs, deterministic=True)
+    model.save(tmp_path / "seed1.zip")
+    loaded = PPO.load(tmp_path / "seed1.zip")
+    assert all(torch.equal(a, b) for a, b in zip(loaded.policy.parameters(), model.policy.parameters()))
+    assert (loaded.predict(obs, deterministic=True)[0] == actions).all()
+    sb3 = SB3PPO.load(tmp_path / "seed1.zip")  # an SB3-style zip: SB3 reads it too
+    assert all(torch.equal(a, b) for a, b in zip(sb3.policy.parameters(), model.policy.parameters()))
+
+
+@pytest.mark.parametrize(("algo", "env", "kwargs"), [CONFIGS[0], CONFIGS[3]])
+def test_resume_from_seed_states_equals_training_straight(algo: type, env: str, kwargs: dict) -> None:
+    straight = _group(algo, env, [0, 1], **kwargs)
+    straight.learn(1280, log_interval=1)
+    first = _group(algo, env, [0, 1], **kwargs)
+    first.learn(640, log_interval=1)
+    saved = []
+    for i in range(2):
+        buffer = io.BytesIO()
+        torch.save(first.seed_state(i), buffer)
+        buffer.seek(0)
+        saved.append(torch.load(buffer, weights_only=True))
+    resumed = _group(algo, env, [0, 1], **kwargs)
+    resumed.load_seed_states(saved)
+    straight_rows = [_train_rows(straight, i) for i in range(2)]
+    resumed.learn(640, log_interval=1, reset_num_timesteps=False)
+    assert resumed.num_timesteps == straight.num_timesteps == 1280
+    for i in range(2):
+        assert all(torch.equal(a, b) for a, b in zip(_params(straight, i), _params(resumed, i)))
+        rows = _train_rows(resumed, i)
+        assert rows == straight_rows[i][-len(rows) :]
+        a, b = straight.seed_state(i), resumed.seed_state(i)
+        assert torch.equal(a["last_obs"], b["last_obs"]) and a["streams"]["numpy"] == b["streams"]["numpy"]
+        assert torch.equal(a["streams"]["torch"], b["streams"]["torch"])
+
+
+def test_rltrainer_fits_a_group_and_logs_each_seed(tmp_path: Path) -> None:
+    class CountSteps(BaseCallback):
+        calls = 0
+
+        def _on_step(self) -> bool:
+            CountSteps.calls += 1
+            assert self.model is group and self.num_timesteps == group.num_timesteps
+            return True
+
+    group = _group(PPO, "CartPole-v1", [4, 9], **SMALL)
+    logger = CSVLogger(tmp_path, name="group")
+    RLTrainer(max_steps=256, rl_callback=CountSteps(), logger=logger, enable_progress_bar=False).fit(group)
+    assert group.num_timesteps == 256 and CountSteps.calls == 256 // 4
+    header = (Path(logger.log_dir) / "metrics.csv").read_text().splitlines()[0].split(",")
+    for seed in (4, 9):
+        assert f"seed_{seed}/rollout/ep_rew_mean" in header and f"seed_{seed}/train/value_loss" in header
+
+
+def test_evaluate_counts_as_sb3_evaluate_policy() -> None:
+    group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
+    group.learn(128, log_interval=1)
+
+    def eval_env(seed: int) -> Any:
+        env = to_vec_env("CartPole-v1", 2)
+        env.seed(seed)
+        return env
+
+    results = group.evaluate([eval_env(100), eval_env(200)], n_eval_episodes=5, deterministic=True)
+    for i, seed in enumerate((100, 200)):
+        returns, lengths = evaluate_policy(
+            group.model(i), eval_env(seed), 5, deterministic=True, return_episode_rewards=True
+        )
+        assert results[i] == (list(map(float, returns)), list(lengths))
+
+
+def test_refusals_are_one_line() -> None:
+    with pytest.raises(ValueError, match=r"^algo_cls: seed groups batch lit_sb3's PPO, A2C, not TRPO"):
+        SeedGroup(TRPO, seeds=[0, 1], env="CartPole-v1")
+    with pytest.raises(ValueError, match="not PPO"):
+        SeedGroup(SB3PPO, seeds=[0, 1], env="CartPole-v1")  # SB3's own class: not lit_sb3's
+    assert SeedGroup.batched(PPO) and SeedGroup.batched(A2C) and not SeedGroup.batched(TRPO)
+    with pytest.raises(ValueError, match=r"^seeds: a seed group needs at least one seed"):
+        SeedGroup(PPO, seeds=[], env="CartPole-v1")
+    with pytest.raises(ValueError, match=r"^seeds: must be distinct"):
+        SeedGroup(PPO, seeds=[1, 2, 1], env="CartPole-v1")
+    with pytest.raises(ValueError, match=r"^seed: a seed group sets it per seed"):
+        SeedGroup(PPO, seeds=[1], env="CartPole-v1", seed=3)
+    with pytest.raises(ValueError, match=r"^policy: seed groups batch 'MlpPolicy'"):
+        SeedGroup(PPO, seeds=[1], env="CartPole-v1", policy="CnnPolicy")
+    group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
+    with pytest.raises(RuntimeError, match="seed_state: the group has not started training"):
+        group.seed_state(0)
+    with pytest.raises(ValueError, match=r"^states: one per seed of the group"):
+        group.load_seed_states([])
+    assert np.all(group.last_episode_starts)
