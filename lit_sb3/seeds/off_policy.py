@@ -28,7 +28,7 @@ Design (what is batched, and why each seed stays exact):
   the single run seeds it.
 - **Actions.** Box actions go through SB3's scale / unscale round trip (and TD3's noise is added in the scaled space,
   clipped to [-1, 1]), as :func:`lit_sb3.common.replay.box_actions` does for a single run.
-- **Seeds as ordinary models.** :meth:`BatchedOffPolicy.write_model` copies seed i's parameters, optimizer states,
+- **Seeds as ordinary models.** :meth:`BatchedOffPolicy.export` copies seed i's parameters, optimizer states,
   temperature, counters, exploration rate and replay buffer (as an SB3 ``ReplayBuffer``) into its ordinary model.
 
 Not batched (refused in one line): episode-based ``train_freq``, n-step returns, custom / Dict / HER replay buffers,
@@ -37,8 +37,7 @@ Not batched (refused in one line): episode-based ``train_freq``, n-step returns,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -50,6 +49,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from lit_sb3.common import resume
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.common.optim import soft_update
+from lit_sb3.seeds.group import BatchedAlgorithm
 from lit_sb3.seeds.noise import SeedActionNoise
 from lit_sb3.seeds.off_policy_nets import StackedOffPolicy
 from lit_sb3.seeds.optim import BatchedOptimizer
@@ -57,8 +57,8 @@ from lit_sb3.seeds.replay import SeedReplayBuffer
 from lit_sb3.seeds.stacked import load_slice, module_slice, set_slice
 from lit_sb3.seeds.streams import SeedStreams
 
-#: called after every vector step of the group; False stops training (SB3's ``on_step``)
-StepCallback = Callable[[], bool]
+if TYPE_CHECKING:
+    from lit_sb3.seeds.group import SeedGroup
 
 
 def check_off_policy_group(model: OffPolicyAlgorithm, env: VecEnv) -> None:
@@ -85,31 +85,31 @@ def check_off_policy_group(model: OffPolicyAlgorithm, env: VecEnv) -> None:
             raise ValueError(f"{name}: seed groups batch {rule} for {type(model).__name__}")
 
 
-class BatchedOffPolicy:
-    """N seeds of one off-policy configuration, trained in lockstep (see the module docstring).
+class BatchedOffPolicy(BatchedAlgorithm):
+    """N seeds of one off-policy configuration, trained in lockstep in a :class:`~lit_sb3.seeds.group.SeedGroup`
+    (see the module docstring): a round is SB3's ``train_freq`` collection, its update ``gradient_steps`` updates.
 
-    Subclasses (:mod:`lit_sb3.seeds.off_policy_updates`) give the policy actions and the gradient steps.
-
-    :param models: each seed's ordinary model, built with its seed and its own training VecEnv
-    :param streams: the seeds' random streams
+    Subclasses (:mod:`lit_sb3.seeds.off_policy_updates`) give the policy's actions and the gradient steps. Metric
+    rows follow SB3's off-policy rhythm: a seed's row is written when its episode count reaches a multiple of
+    ``log_interval`` (episodes, not rounds).
     """
 
-    def __init__(self, models: list[OffPolicyAlgorithm], streams: SeedStreams) -> None:
+    dumps_per_round = False
+
+    def __init__(self, group: SeedGroup) -> None:
+        super().__init__(group)
+        models = group.models
         template = models[0]
-        envs = [m.get_env() for m in models]
-        if any(env is None for env in envs):
-            raise ValueError("env: each seed's model needs its training env")
-        self.envs: list[VecEnv] = [env for env in envs if env is not None]
-        for model, env in zip(models, self.envs):
+        for model, env in zip(models, group.envs):
             check_off_policy_group(model, env)
-        self.models, self.template, self.streams = models, template, streams
-        self.n_seeds, self.n_envs = len(models), self.envs[0].num_envs
+        self.models, self.template, self.streams = models, template, group.streams
+        self.n_seeds, self.n_envs = group.n_seeds, group.env.envs_per_seed
         self.net = StackedOffPolicy([m.policy for m in models])
         self.replay = SeedReplayBuffer(
             self.n_seeds,
             template.buffer_size,
-            self.envs[0].observation_space,
-            self.envs[0].action_space,
+            group.env.observation_space,
+            group.env.action_space,
             self.n_envs,
             template.optimize_memory_usage,
             bool(template.replay_buffer_kwargs.get("handle_timeout_termination", True)),
@@ -118,15 +118,11 @@ class BatchedOffPolicy:
         self.noise = None if noise is None else SeedActionNoise(noise, self.n_seeds, self.n_envs)
         self.action_spaces = [m.action_space for m in models]  # each seeded with its seed, as the single run's
         self.box = isinstance(template.action_space, spaces.Box)
-        self.num_timesteps = 0
+        self.obs_shape = template.observation_space.shape or ()
+        self.action_shape = template.action_space.shape or ()
         self.n_updates = 0
         self.n_calls = 0  # vector env steps (DQN's target refresh)
-        self.progress_remaining = 1.0
-        self.total_timesteps = 1  # set by learn
-        self.last_obs: np.ndarray | None = None
-        self.action_logs: list[resume.ActionLog] = []
         self.episodes = np.zeros(self.n_seeds, dtype=np.int64)
-        self.train_means: list[dict[str, float]] = [{} for _ in models]
         self.optimizers = self._build_optimizers()
 
     # ------------------------------------------------------------------ subclass hooks
@@ -135,8 +131,9 @@ class BatchedOffPolicy:
         """The batched optimizers under the ordinary model's ``_named_optimizers`` names."""
         raise NotImplementedError
 
-    def policy_actions(self, obs: torch.Tensor) -> np.ndarray:
-        """Exploration actions ``[N, n_envs, ...]`` as the policy outputs them (Box: in [-1, 1] when squashed)."""
+    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        """Actions ``[N, n_envs, ...]`` as the policy outputs them (Box: in [-1, 1], squashed), noise from
+        ``streams``."""
         raise NotImplementedError
 
     def gradient_steps(self, gradient_steps: int, batch_size: int) -> dict[str, torch.Tensor]:
@@ -146,116 +143,112 @@ class BatchedOffPolicy:
     def on_vector_step(self) -> None:
         """After every vector env step of the group (DQN: exploration rate and target refresh)."""
 
-    # ------------------------------------------------------------------ collection
+    # ------------------------------------------------------------------ acting
 
-    def reset(self) -> None:
-        """Seed and reset every seed's env as its single run would at the start of training."""
-        observations = []
-        self.action_logs = []
-        for model, env in zip(self.models, self.envs):
-            if model.seed is not None:
-                env.seed(model.seed)
-            self.action_logs.append(resume.ActionLog.before_reset(env))  # the env's exact resume, by replay
-            observations.append(env.reset())
-        self.last_obs = np.stack(observations)
+    def _obs(self, obs: np.ndarray) -> torch.Tensor:
+        """``[N * n_envs, ...]`` observations as ``[N, n_envs, ...]``."""
+        return torch.as_tensor(obs).reshape(self.n_seeds, self.n_envs, *self.obs_shape)
 
     def _random_actions(self) -> np.ndarray:
         return np.stack([np.array([space.sample() for _ in range(self.n_envs)]) for space in self.action_spaces])
 
+    def _to_env(self, actions: np.ndarray) -> np.ndarray:
+        """Policy actions -> env actions (SB3's ``predict``: unscaled from [-1, 1] when squashed, else clipped)."""
+        if not self.box:
+            return actions
+        policy, space = self.template.policy, self.template.action_space
+        assert isinstance(space, spaces.Box)
+        return policy.unscale_action(actions) if policy.squash_output else np.clip(actions, space.low, space.high)
+
+    def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        with torch.no_grad():
+            actions = self.policy_actions(self._obs(obs), deterministic, streams)
+        return self._to_env(actions)
+
     def actions(self, warm_up: bool) -> tuple[np.ndarray, np.ndarray]:
         """(env actions, actions to store) ``[N, n_envs, ...]``: uniformly random while ``warm_up``, the policy's
-        after; Box actions stored scaled to [-1, 1], the action noise added there."""
-        assert self.last_obs is not None
+        after; Box actions stored scaled to [-1, 1], the action noise added there (SB3's ``_sample_action``)."""
+        obs = self.group.last_obs
+        assert obs is not None  # the group reset its envs at train start
         if warm_up:
-            actions = self._random_actions()
+            unscaled = self._random_actions()
         else:
             with torch.no_grad():
-                actions = self.policy_actions(torch.as_tensor(self.last_obs))
+                unscaled = self._to_env(self.policy_actions(self._obs(obs), False, self.streams))
         if not self.box:
-            return actions, actions
+            return unscaled, unscaled
         policy = self.template.policy
-        space = self.template.action_space
-        assert isinstance(space, spaces.Box)
-        unscaled = actions
-        if not warm_up:
-            squashed = policy.squash_output
-            unscaled = policy.unscale_action(actions) if squashed else np.clip(actions, space.low, space.high)
         scaled = policy.scale_action(unscaled)
         if self.noise is not None:
             scaled = np.clip(scaled + self.noise.draw(self.streams.numpy), -1.0, 1.0)
         return policy.unscale_action(scaled), scaled
 
-    def collect_step(self, learning_starts: int) -> list[tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]]:
-        """One vector step of every seed's env, stored in the replay buffer; each seed's (rewards, dones, infos)."""
-        assert self.last_obs is not None
-        env_actions, buffer_actions = self.actions(self.num_timesteps < learning_starts)
-        for log, actions in zip(self.action_logs, env_actions):
-            log.append(actions)
-        results = [env.step(actions) for env, actions in zip(self.envs, env_actions)]
-        self.num_timesteps += self.n_envs
-        self.progress_remaining = 1.0 - self.num_timesteps / self.total_timesteps
-        new_obs = np.stack([r[0] for r in results])
-        rewards = np.stack([r[1] for r in results])
-        dones = np.stack([r[2] for r in results])
-        next_obs = new_obs.copy()  # an episode's true last observation, not the reset one
-        timeouts = np.zeros_like(dones, dtype=np.float32)
-        for seed_index, (_, _, _, infos) in enumerate(results):
-            for env_index in np.flatnonzero(dones[seed_index]):
-                info = infos[env_index]
-                if info.get("terminal_observation") is not None:
-                    next_obs[seed_index, env_index] = info["terminal_observation"]
-                timeouts[seed_index, env_index] = float(info.get("TimeLimit.truncated", False))
-            self.models[seed_index]._update_info_buffer(infos, dones[seed_index])
-        self.replay.add(self.last_obs, next_obs, buffer_actions, rewards, dones, timeouts)
-        self.last_obs = new_obs
+    # ------------------------------------------------------------------ a round
+
+    def collect(self) -> bool:
+        return all(self.collect_step() for _ in range(self.template.train_freq.frequency))
+
+    def collect_step(self) -> bool:
+        """One vector step of every seed's envs, stored in the replay buffer; False when a callback stopped."""
+        group = self.group
+        obs = group.last_obs
+        assert obs is not None
+        env_actions, buffer_actions = self.actions(group.num_timesteps < self.template.learning_starts)
+        stepped = group.step_envs(env_actions.reshape(self.n_seeds * self.n_envs, *env_actions.shape[2:]))
+        if stepped is None:
+            return False
+        new_obs, rewards, dones, infos = stepped
+        next_obs = np.array(new_obs, copy=True)  # an episode's true last observation, not the reset one
+        timeouts = np.zeros(len(dones), dtype=np.float32)
+        for k in np.flatnonzero(dones):
+            if infos[k].get("terminal_observation") is not None:
+                next_obs[k] = infos[k]["terminal_observation"]
+            timeouts[k] = float(infos[k].get("TimeLimit.truncated", False))
+        lead = (self.n_seeds, self.n_envs)
+        self.replay.add(
+            obs.reshape(*lead, *self.obs_shape),
+            next_obs.reshape(*lead, *self.obs_shape),
+            buffer_actions,
+            rewards.reshape(lead),
+            dones.reshape(lead),
+            timeouts.reshape(lead),
+        )
+        group.last_obs, group.last_episode_starts = new_obs, dones
         self.n_calls += 1
         self.on_vector_step()
-        self.episodes += dones.sum(axis=1)
+        seed_dones = dones.reshape(lead)
         if self.noise is not None:
-            self.noise.reset(dones.astype(bool))
-        return [(rewards[i], dones[i], results[i][3]) for i in range(self.n_seeds)]
+            self.noise.reset(seed_dones.astype(bool))
+        self._count_episodes(seed_dones)
+        return True
 
-    def train_round(self) -> None:
-        """After a ``train_freq`` collection: ``gradient_steps`` updates once past ``learning_starts``."""
-        model = self.template
-        if not (self.num_timesteps > 0 and self.num_timesteps > model.learning_starts):
+    def _count_episodes(self, dones: np.ndarray) -> None:
+        """Each seed's episode count; its metric row every ``log_interval`` episodes (SB3's ``dump_logs``)."""
+        interval = self.group.log_interval
+        for seed_index in range(self.n_seeds):
+            for _ in range(int(dones[seed_index].sum())):
+                self.episodes[seed_index] += 1
+                if interval and self.episodes[seed_index] % interval == 0:
+                    self.group.record(seed_index, "time/episodes", int(self.episodes[seed_index]))
+                    self.group._dump([seed_index])
+
+    def update(self) -> None:
+        """``gradient_steps`` updates once past ``learning_starts`` (SB3's condition after a collection)."""
+        model, group = self.template, self.group
+        if not (group.num_timesteps > 0 and group.num_timesteps > model.learning_starts):
             return
         steps = model.gradient_steps if model.gradient_steps >= 0 else model.train_freq.frequency * self.n_envs
         if steps <= 0:
             return
-        lr = model.lr_schedule(self.progress_remaining)
+        lr = model.lr_schedule(group.progress_remaining)
         for optimizer in self.optimizers.values():
             optimizer.lr = lr
         means = self.gradient_steps(steps, model.batch_size)
         for seed_index in range(self.n_seeds):
-            self.train_means[seed_index] = {
-                "learning_rate": float(lr),
-                **{name: float(values[seed_index]) for name, values in means.items()},
-                "n_updates": float(self.n_updates),
-            }
-
-    def start(self, total_timesteps: int) -> None:
-        """Set the budget of a ``learn``: ``total_timesteps`` more env steps per seed (the envs are reset first)."""
-        if self.last_obs is None:
-            self.reset()
-        self.total_timesteps = self.num_timesteps + total_timesteps  # SB3's count when learn continues a run
-
-    def round(self, callback: StepCallback | None = None) -> bool:
-        """One SB3 round (collect ``train_freq`` vector steps, then train); False once the budget is spent or
-        ``callback`` (called after every vector step, as SB3's ``on_step``) returned False."""
-        model = self.template
-        for _ in range(model.train_freq.frequency):
-            self.collect_step(model.learning_starts)
-            if callback is not None and not callback():
-                return False
-        self.train_round()
-        return self.num_timesteps < self.total_timesteps
-
-    def learn(self, total_timesteps: int, callback: StepCallback | None = None) -> None:
-        """Train every seed ``total_timesteps`` env steps (SB3's meaning: whole ``train_freq`` rounds)."""
-        self.start(total_timesteps)
-        while self.num_timesteps < self.total_timesteps and self.round(callback):
-            pass
+            group.record(seed_index, "train/learning_rate", lr)
+            for name, values in means.items():
+                group.record(seed_index, f"train/{name}", float(values[seed_index]))
+            group.record(seed_index, "train/n_updates", self.n_updates)
 
     def soft_update_targets(self, tau: float) -> None:
         """Polyak-average every target network of every seed (elementwise: each seed's own update)."""
@@ -264,90 +257,57 @@ class BatchedOffPolicy:
 
     # ------------------------------------------------------------------ seeds as ordinary models
 
-    def write_model(self, seed_index: int) -> OffPolicyAlgorithm:
-        """Seed ``seed_index``'s ordinary model, brought up to its current state (weights, optimizers, counters,
-        replay buffer)."""
-        model = self.models[seed_index]
-        load_slice(self.net.params, seed_index, model.policy)
+    def export(self, index: int, model: Any) -> None:
+        """Seed ``index``'s weights, optimizer states, counters and replay buffer (an SB3 ``ReplayBuffer``) into its
+        ordinary model."""
+        load_slice(self.net.params, index, model.policy)
         named = model._named_optimizers()
         for name, batched in self.optimizers.items():
             optimizer = named[name]
-            optimizer.load_state_dict(
-                {"state": batched.torch_state(seed_index), "param_groups": optimizer.state_dict()["param_groups"]}
-            )
-            for group in optimizer.param_groups:
-                group["lr"] = batched.lr
-        model.num_timesteps = self.num_timesteps
+            groups = [{**g, "params": list(range(len(g["params"]))), "lr": batched.lr} for g in optimizer.param_groups]
+            optimizer.load_state_dict({"state": batched.torch_state(index), "param_groups": groups})
         model._n_updates = self.n_updates
-        model._episode_num = int(self.episodes[seed_index])
-        model._total_timesteps = self.total_timesteps
-        model.replay_buffer = self.replay.seed_buffer(seed_index)
-        self._write_parts(seed_index, model)
-        return model
+        model._episode_num = int(self.episodes[index])
+        model._total_timesteps = self.group.total_timesteps
+        model.replay_buffer = self.replay.seed_buffer(index)
+        self._export_parts(index, model)
 
-    def _write_parts(self, seed_index: int, model: OffPolicyAlgorithm) -> None:
+    def _export_parts(self, index: int, model: Any) -> None:
         """Hook: the algorithm's own state into its ordinary model (SAC's temperature, DQN's exploration)."""
 
     def extra_params(self) -> dict[str, torch.Tensor]:
         """Stacked tensors besides the policy's (SAC's ``log_ent_coef``), kept in seed states."""
         return {}
 
-    def seed_state(self, seed_index: int) -> dict[str, Any]:
-        """Everything seed ``seed_index`` needs to resume exactly, but its env (tensors and plain data)."""
-        assert self.last_obs is not None, "seed_state: the group has not started training"
+    def extra_state(self) -> dict[str, Any]:
+        """Hook: the algorithm's own counters (DQN's exploration rate), the same for every seed."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Hook: the inverse of :meth:`extra_state`."""
+
+    def seed_state(self, index: int) -> dict[str, Any]:
         params = {**self.net.params, **self.extra_params()}
         return {
-            "params": module_slice(params, seed_index),
-            "optimizers": {name: opt.seed_state(seed_index) for name, opt in self.optimizers.items()},
-            "replay": self.replay.seed_state(seed_index),
-            "streams": self.streams.state(seed_index),
-            "action_space_rng": resume.space_rng_state(self.action_spaces[seed_index]),
-            "noise": None if self.noise is None else self.noise.seed_state(seed_index),
-            "last_obs": torch.from_numpy(self.last_obs[seed_index].copy()),
-            "env": self.action_logs[seed_index].state(),
-            "episode_infos": [dict(info) for info in self.models[seed_index].ep_info_buffer],
-            "counters": {
-                "num_timesteps": self.num_timesteps,
-                "n_updates": self.n_updates,
-                "n_calls": self.n_calls,
-                "episodes": int(self.episodes[seed_index]),
-                "progress_remaining": self.progress_remaining,
-                "total_timesteps": self.total_timesteps,
-            },
+            "params": module_slice(params, index),
+            "optimizers": {name: opt.seed_state(index) for name, opt in self.optimizers.items()},
+            "replay": self.replay.seed_state(index),
+            "action_space_rng": resume.space_rng_state(self.action_spaces[index]),
+            "noise": None if self.noise is None else self.noise.seed_state(index),
+            "n_updates": self.n_updates,
+            "n_calls": self.n_calls,
+            "episodes": int(self.episodes[index]),
+            **self.extra_state(),
         }
 
-    def load_seed_states(self, states: list[dict[str, Any]]) -> None:
-        """Every seed's :meth:`seed_state` (same seeds, same configuration); each seed's env is brought back by
-        replaying its actions since its seeded reset."""
-        if len(states) != self.n_seeds:
-            raise ValueError(f"load_seed_states: expected {self.n_seeds} seed states, got {len(states)}")
-        counters = {tuple(sorted((k, v) for k, v in s["counters"].items() if k != "episodes")) for s in states}
-        if len(counters) != 1:
-            raise ValueError("load_seed_states: the states come from different steps of training")
-        params = {**self.net.params, **self.extra_params()}
-        self.action_logs = []
-        for seed_index, state in enumerate(states):
-            set_slice(params, seed_index, state["params"])
-            for name, optimizer in self.optimizers.items():
-                optimizer.load_seed_state(seed_index, state["optimizers"][name])
-            self.streams.load_state(seed_index, state["streams"])
-            resume.set_space_rng_state(self.action_spaces[seed_index], state["action_space_rng"])
-            if self.noise is not None and state["noise"] is not None:
-                self.noise.load_seed_state(seed_index, state["noise"])
-            self.episodes[seed_index] = state["counters"]["episodes"]
-            log = resume.ActionLog.from_state(state["env"])
-            log.replay(self.envs[seed_index])
-            self.action_logs.append(log)
-            infos = self.models[seed_index].ep_info_buffer
-            infos.clear()
-            infos.extend(state["episode_infos"])
-        self.replay.load_seed_states([s["replay"] for s in states])
-        self.last_obs = np.stack([s["last_obs"].numpy() for s in states])
-        first = states[0]["counters"]
-        self.num_timesteps, self.n_updates, self.n_calls = first["num_timesteps"], first["n_updates"], first["n_calls"]
-        self.progress_remaining = float(first["progress_remaining"])
-        self.total_timesteps = int(first["total_timesteps"])
-        self.on_vector_step_restored()
-
-    def on_vector_step_restored(self) -> None:
-        """Hook: recompute what follows from the restored counters (DQN's exploration rate)."""
+    def load_seed_state(self, index: int, state: dict[str, Any]) -> None:
+        set_slice({**self.net.params, **self.extra_params()}, index, state["params"])
+        for name, optimizer in self.optimizers.items():
+            optimizer.load_seed_state(index, state["optimizers"][name])
+        self.replay.load_seed_state(index, state["replay"])
+        resume.set_space_rng_state(self.action_spaces[index], state["action_space_rng"])
+        if self.noise is not None and state["noise"] is not None:
+            self.noise.load_seed_state(index, state["noise"])
+        self.episodes[index] = int(state["episodes"])
+        self.n_updates, self.n_calls = int(state["n_updates"]), int(state["n_calls"])
+        self.load_extra_state(state)

@@ -70,18 +70,9 @@ class StackedOffPolicy:
         return online, target
 
     def forward(self, module: nn.Module, prefix: str, x: torch.Tensor, params: Stacked | None = None) -> torch.Tensor:
-        """``module`` (a template network) on ``x`` ``[N, batch, ...]`` with the stacked parameters under ``prefix``.
-
-        A group of one seed runs as a pair (the seed and a detached twin, the twin's output dropped): torch computes
-        a lone ``[batch, in] x [in, 1]`` product (a critic's or a 1-D actor's last layer) with its matrix-vector
-        kernel, which rounds differently from the batched kernel a group of several seeds uses, and a seed's
-        numbers would then depend on whether it trains alone (measured: up to 2e-5 on a 300 -> 1 layer).
-        """
-        stacked = self.params if params is None else params
-        if self.n_seeds > 1:
-            return batched_forward(module, stacked, prefix, x)
-        twin = {key: torch.cat([value, value.detach()]) for key, value in stacked.items() if key.startswith(prefix)}
-        return batched_forward(module, twin, prefix, torch.cat([x, x.detach()]))[:1]
+        """``module`` (a template network) on ``x`` ``[N, batch, ...]`` with the stacked parameters under ``prefix``
+        (``params``: in place of the stacked ones)."""
+        return batched_forward(module, self.params if params is None else params, prefix, x)
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         """``[N, batch, *obs_shape]`` observations as the networks read them: SB3's preprocessing, flattened."""

@@ -21,6 +21,7 @@ from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
 from lit_sb3.seeds.optim import BatchedAdam, BatchedOptimizer, batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.replay import SeedSamples
+from lit_sb3.seeds.streams import SeedStreams
 
 # the pure losses over the seed axis (gamma is shared)
 _dqn_target = vmap(losses.dqn_target, in_dims=(0, 0, None, 0))
@@ -65,10 +66,12 @@ class BatchedDQN(BatchedOffPolicy):
         self.exploration_rate = 0.0
         return {"policy.optimizer": _optimizer(self.template, self.net.network("q_net"))}
 
-    def policy_actions(self, obs: torch.Tensor) -> np.ndarray:
+    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         greedy = self.net.q_values(obs).argmax(dim=-1).numpy()
+        if deterministic:
+            return greedy
         # SB3 draws once per predict call: all of a seed's envs explore together
-        for seed_index, rng in enumerate(self.streams.numpy):
+        for seed_index, rng in enumerate(streams.numpy):
             if rng.random() < self.exploration_rate:  # only an exploring seed draws from its action space
                 space = self.action_spaces[seed_index]
                 greedy[seed_index] = [space.sample() for _ in range(self.n_envs)]
@@ -76,12 +79,17 @@ class BatchedDQN(BatchedOffPolicy):
 
     def on_vector_step(self) -> None:
         model = self.template
-        self.exploration_rate = model.exploration.exploration_schedule(self.progress_remaining)
+        self.exploration_rate = model.exploration.exploration_schedule(self.group.progress_remaining)
         if self.n_calls % max(model.target_update_interval // self.n_envs, 1) == 0:
             self.soft_update_targets(model.tau)
+        for seed_index in range(self.n_seeds):
+            self.group.record(seed_index, "rollout/exploration_rate", self.exploration_rate)
 
-    def on_vector_step_restored(self) -> None:
-        self.exploration_rate = self.template.exploration.exploration_schedule(self.progress_remaining)
+    def extra_state(self) -> dict[str, Any]:
+        return {"exploration_rate": self.exploration_rate}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.exploration_rate = float(state["exploration_rate"])
 
     def gradient_steps(self, gradient_steps: int, batch_size: int) -> dict[str, torch.Tensor]:
         model = self.template
@@ -106,8 +114,7 @@ class BatchedDQN(BatchedOffPolicy):
             target_q = _dqn_target(data.rewards, data.dones, self.template.gamma, next_q)
         return _q_huber_loss(self.net.q_values(data.observations), data.actions, target_q)
 
-    def _write_parts(self, seed_index: int, model: OffPolicyAlgorithm) -> None:
-        assert isinstance(model, DQN)
+    def _export_parts(self, index: int, model: Any) -> None:
         model.exploration.exploration_rate = self.exploration_rate
         model.target_networks.n_calls = self.n_calls
 
@@ -136,9 +143,9 @@ class BatchedSAC(BatchedOffPolicy):
     def extra_params(self) -> dict[str, torch.Tensor]:
         return {} if self.log_ent_coef is None else {"log_ent_coef": self.log_ent_coef}
 
-    def policy_actions(self, obs: torch.Tensor) -> np.ndarray:
-        noise = self.streams.normal((obs.shape[1], self.net.template.actor.action_dist.action_dim))
-        actions, _ = self.net.sac_actions(obs, noise)
+    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        dim = self.net.template.actor.action_dist.action_dim
+        actions, _ = self.net.sac_actions(obs, None if deterministic else streams.normal((obs.shape[1], dim)))
         return actions.numpy()
 
     def ent_coef(self) -> torch.Tensor:
@@ -186,10 +193,9 @@ class BatchedSAC(BatchedOffPolicy):
         self.n_updates += gradient_steps
         return means.means()
 
-    def _write_parts(self, seed_index: int, model: OffPolicyAlgorithm) -> None:
-        assert isinstance(model, SAC)
+    def _export_parts(self, index: int, model: Any) -> None:
         if self.log_ent_coef is not None:
-            model.temperature.load_sb3_variables({"log_ent_coef": self.log_ent_coef[seed_index].detach()})
+            model.temperature.load_sb3_variables({"log_ent_coef": self.log_ent_coef[index].detach()})
 
 
 class BatchedTD3(BatchedOffPolicy):
@@ -204,8 +210,8 @@ class BatchedTD3(BatchedOffPolicy):
             "critic.optimizer": _optimizer(self.template, self.net.network("critic")),
         }
 
-    def policy_actions(self, obs: torch.Tensor) -> np.ndarray:
-        return self.net.td3_actions(obs).numpy()
+    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        return self.net.td3_actions(obs).numpy()  # TD3 explores through its action noise only
 
     def smoothing_noise(self, shape: tuple[int, ...]) -> torch.Tensor:
         """Each seed's target smoothing noise ``[N, *shape]``, drawn as the single run draws it (``normal_``)."""
@@ -243,7 +249,3 @@ class BatchedTD3(BatchedOffPolicy):
                 self.soft_update_targets(model.tau)
                 means.add(actor_loss=actor_loss)
         return means.means()
-
-
-#: the algorithm classes a seed group batches, and their batched loops
-BATCHED_OFF_POLICY: dict[type[Any], type[BatchedOffPolicy]] = {DQN: BatchedDQN, SAC: BatchedSAC, TD3: BatchedTD3}

@@ -183,22 +183,16 @@ class SeedReplayBuffer:
                 state[name] = torch.from_numpy(array[seed_index, :filled].copy())
         return state
 
-    def load_seed_states(self, states: list[dict[str, Any]]) -> None:
-        """Every seed's :meth:`seed_state`, in seed order (all of one group: they share the write position)."""
-        if len(states) != self.n_seeds:
-            raise ValueError(f"load_seed_states: expected {self.n_seeds} replay states, got {len(states)}")
-        positions = {(int(s["pos"]), bool(s["full"])) for s in states}
-        if len(positions) != 1:
-            raise ValueError(f"load_seed_states: the seeds' replay buffers are at different positions {positions}")
-        ((self.pos, self.full),) = positions
-        for seed_index, state in enumerate(states):
-            for name in _ARRAYS:
-                array = getattr(self, name)
-                if array is not None and name in state:
-                    saved = state[name].numpy()
-                    if saved.shape[1:] != array.shape[2:] or len(saved) > self.buffer_size:
-                        raise ValueError(
-                            f"load_seed_states: replay array {name} of shape {tuple(saved.shape)} does not fit "
-                            f"a buffer of {self.buffer_size} slots x {array.shape[2:]}"
-                        )
-                    array[seed_index, : len(saved)] = saved
+    def load_seed_state(self, seed_index: int, state: dict[str, Any]) -> None:
+        """Seed ``seed_index``'s :meth:`seed_state` (the seeds of a group share the write position)."""
+        self.pos, self.full = int(state["pos"]), bool(state["full"])
+        for name in _ARRAYS:
+            array = getattr(self, name)
+            if array is not None and name in state:
+                saved = state[name].numpy()
+                if saved.shape[1:] != array.shape[2:] or len(saved) > self.buffer_size:
+                    raise ValueError(
+                        f"load_seed_states: replay array {name} of shape {tuple(saved.shape)} does not fit "
+                        f"a buffer of {self.buffer_size} slots x {array.shape[2:]}"
+                    )
+                array[seed_index, : len(saved)] = saved

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import lightning as L
 import numpy as np
 import pytest
 import torch
@@ -13,12 +14,11 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
-from lit_sb3 import DQN, SAC, TD3
+from lit_sb3 import DQN, SAC, TD3, RLTrainer
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.seeds import SeedGroup
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
-from lit_sb3.seeds.off_policy_updates import BATCHED_OFF_POLICY
 from lit_sb3.seeds.replay import SeedSamples
-from lit_sb3.seeds.streams import SeedStreams
 
 SMALL = {"policy_kwargs": {"net_arch": [32, 32]}, "learning_starts": 50, "batch_size": 16}
 CONFIGS: dict[str, tuple[type[OffPolicyAlgorithm], str, dict[str, Any]]] = {
@@ -30,24 +30,23 @@ CONFIGS: dict[str, tuple[type[OffPolicyAlgorithm], str, dict[str, Any]]] = {
 BUDGET = 200
 
 
-def _models(name: str, seeds: list[int]) -> list[OffPolicyAlgorithm]:
+def _group(name: str, seeds: list[int]) -> SeedGroup:
     cls, env_id, kwargs = CONFIGS[name]
-    return [cls("MlpPolicy", make_vec_env(env_id, n_envs=2), seed=seed, **kwargs) for seed in seeds]
+    return SeedGroup(cls, seeds=seeds, env=env_id, n_envs=2, **kwargs)
 
 
-def _group(name: str, seeds: list[int]) -> BatchedOffPolicy:
-    cls = CONFIGS[name][0]
-    return BATCHED_OFF_POLICY[cls](_models(name, seeds), SeedStreams(seeds))
+def _runner(group: SeedGroup) -> BatchedOffPolicy:
+    assert isinstance(group.algorithm, BatchedOffPolicy)
+    return group.algorithm
 
 
-def _trained(name: str, seeds: list[int], budget: int = BUDGET) -> BatchedOffPolicy:
-    group = _group(name, seeds)
-    group.learn(budget)
-    return group
+def _trained(name: str, seeds: list[int], budget: int = BUDGET) -> SeedGroup:
+    return _group(name, seeds).learn(budget)
 
 
-def _state(group: BatchedOffPolicy, seed_index: int) -> dict[str, torch.Tensor]:
+def _state(seed_group: SeedGroup, seed_index: int) -> dict[str, torch.Tensor]:
     """Seed ``seed_index``'s parameters, optimizer moments and replay arrays."""
+    group = _runner(seed_group)
     params = {**group.net.params, **group.extra_params()}
     state = {f"param/{k}": v[seed_index].detach() for k, v in params.items()}
     for name, optimizer in group.optimizers.items():
@@ -94,8 +93,9 @@ def _record_steps(optimizers: dict[str, Any], grads: dict[str, list[list[torch.T
 def test_group_of_one_has_the_single_models_losses_and_gradients(name: str) -> None:
     """For the same minibatch (and the same noise draws), a group of one seed computes the ordinary lit_sb3 model's
     losses and gradients (every optimizer, clipping included) to 1e-6."""
-    (single,) = _models(name, [0])
-    group = _group(name, [0])
+    cls, env_id, kwargs = CONFIGS[name]
+    single = cls("MlpPolicy", make_vec_env(env_id, n_envs=2), seed=0, **kwargs)
+    group = _runner(_group(name, [0]))
     for key, stacked in group.net.params.items():
         assert torch.equal(stacked[0], dict(single.policy.named_parameters())[key]), key
     batch = _batch(single)
@@ -128,12 +128,19 @@ def test_group_of_one_has_the_single_models_losses_and_gradients(name: str) -> N
 # ---------------------------------------------------------------------- reproducible, independent of the group
 
 
+def _untimed(rows: list[tuple[int, dict[str, float]]]) -> list[tuple[int, dict[str, float]]]:
+    return [
+        (step, {k: v for k, v in row.items() if k.split("/")[1] not in ("fps", "time_elapsed")}) for step, row in rows
+    ]
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_group_trained_twice_is_identical(name: str) -> None:
     first, second = _trained(name, [0, 1]), _trained(name, [0, 1])
     for seed_index in range(2):
         _assert_same(_state(first, seed_index), _state(second, seed_index))
-    assert first.n_updates > 0
+        assert _untimed(first.metrics(seed_index)) == _untimed(second.metrics(seed_index))
+    assert _runner(first).n_updates > 0
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -146,7 +153,7 @@ def test_a_seed_alone_equals_the_seed_in_a_group_of_five(name: str) -> None:
 
 
 def test_seeds_of_a_group_differ() -> None:
-    group = _trained("SAC", [0, 1])
+    group = _runner(_trained("SAC", [0, 1]))
     assert not torch.equal(group.net.params["actor.mu.weight"][0], group.net.params["actor.mu.weight"][1])
     assert not np.array_equal(group.replay.observations[0], group.replay.observations[1])
 
@@ -156,15 +163,17 @@ def test_seeds_of_a_group_differ() -> None:
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_a_seed_is_an_ordinary_model(name: str, tmp_path: Any) -> None:
-    group = _trained(name, [0, 1])
+    seed_group = _trained(name, [0, 1])
+    group = _runner(seed_group)
     cls = CONFIGS[name][0]
-    model = group.write_model(1)
-    assert type(model) is cls and model.num_timesteps == group.num_timesteps
+    model = seed_group.model(1)
+    assert type(model) is cls and model.num_timesteps == seed_group.num_timesteps == BUDGET
     for key, value in model.policy.state_dict().items():
         assert torch.equal(value, group.net.params[key][1]), key
     buffer = model.replay_buffer
     assert buffer is not None and buffer.pos == group.replay.pos
     assert np.array_equal(buffer.observations[: group.replay.pos], group.replay.observations[1, : group.replay.pos])
+    assert model._n_updates == group.n_updates > 0
     obs = model.observation_space.sample()
     action, _ = model.predict(obs, deterministic=True)
     model.save(tmp_path / "seed1")
@@ -177,18 +186,27 @@ def test_a_seed_is_an_ordinary_model(name: str, tmp_path: Any) -> None:
 # ---------------------------------------------------------------------- exact resume
 
 
+class _StopAt(L.Callback):
+    """Stop a fit at the end of the first round that reaches ``steps`` env steps."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if pl_module.num_timesteps >= self.steps:
+            trainer.should_stop = True
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_resumed_group_equals_the_straight_run(name: str) -> None:
     """Trained to k, each seed's state saved and loaded with ``weights_only=True`` into a fresh group, trained on to
     2k: bit for bit the group trained to 2k straight (weights, optimizers, replay buffer)."""
     seeds = [0, 1]
-    straight = _group(name, seeds)
-    straight.learn(2 * BUDGET)
+    straight = _trained(name, seeds, 2 * BUDGET)
 
     interrupted = _group(name, seeds)
-    interrupted.start(2 * BUDGET)
-    while interrupted.num_timesteps < BUDGET:
-        interrupted.round()
+    RLTrainer(max_steps=2 * BUDGET, logger=False, callbacks=[_StopAt(BUDGET)]).fit(interrupted)
+    assert BUDGET <= interrupted.num_timesteps < 2 * BUDGET
     files = []
     for seed_index in range(len(seeds)):
         buffer = io.BytesIO()
@@ -197,18 +215,10 @@ def test_resumed_group_equals_the_straight_run(name: str) -> None:
 
     resumed = _group(name, seeds)
     resumed.load_seed_states([torch.load(io.BytesIO(data), weights_only=True) for data in files])
-    while resumed.round():
-        pass
+    RLTrainer(max_steps=2 * BUDGET, logger=False).fit(resumed)
     assert resumed.num_timesteps == straight.num_timesteps
     for seed_index in range(len(seeds)):
         _assert_same(_state(resumed, seed_index), _state(straight, seed_index))
-
-
-def test_load_seed_states_refuses_states_of_different_steps() -> None:
-    group = _trained("DQN", [0, 1], budget=60)
-    other = _trained("DQN", [0, 1], budget=120)
-    with pytest.raises(ValueError, match="load_seed_states: the states come from different steps"):
-        _group("DQN", [0, 1]).load_seed_states([group.seed_state(0), other.seed_state(1)])
 
 
 # ---------------------------------------------------------------------- refusals
@@ -219,9 +229,22 @@ def test_load_seed_states_refuses_states_of_different_steps() -> None:
     [
         ({"train_freq": (1, "episode")}, "train_freq: seed groups batch step-based train_freq only"),
         ({"n_steps": 3}, "n_steps: seed groups batch 1-step returns only"),
+        ({"use_sde": True}, "use_sde: seed groups batch False only"),
     ],
 )
 def test_unbatched_settings_are_refused_in_one_line(kwargs: dict[str, Any], message: str) -> None:
-    models = [SAC("MlpPolicy", make_vec_env("Pendulum-v1", n_envs=1), seed=s, **kwargs) for s in (0, 1)]
     with pytest.raises(ValueError, match=message):
-        BATCHED_OFF_POLICY[SAC](models, SeedStreams([0, 1]))
+        SeedGroup(SAC, seeds=[0, 1], env="Pendulum-v1", **kwargs)
+
+
+def test_off_policy_algorithms_are_batched() -> None:
+    assert all(SeedGroup.batched(cls) for cls in (DQN, SAC, TD3))
+
+
+def test_metric_rows_follow_episodes() -> None:
+    """Off-policy rows come every ``log_interval`` episodes of the seed, with SB3's names."""
+    group = _group("DQN", [0, 1]).learn(300, log_interval=2)
+    rows = group.metrics(0)
+    assert rows and all("rollout/exploration_rate" in row for _, row in rows)
+    assert [row["time/episodes"] for _, row in rows] == [2.0 * (k + 1) for k in range(len(rows))]
+    assert any("train/loss" in row and "train/n_updates" in row for _, row in rows)
