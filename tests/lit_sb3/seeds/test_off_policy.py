@@ -155,7 +155,7 @@ def test_a_seed_alone_equals_the_seed_in_a_group_of_five(name: str) -> None:
 def test_seeds_of_a_group_differ() -> None:
     group = _runner(_trained("SAC", [0, 1]))
     assert not torch.equal(group.net.params["actor.mu.weight"][0], group.net.params["actor.mu.weight"][1])
-    assert not np.array_equal(group.replay.observations[0], group.replay.observations[1])
+    assert not np.array_equal(group.replay.observations[:, 0], group.replay.observations[:, 1])
 
 
 # ---------------------------------------------------------------------- each seed an ordinary model
@@ -172,7 +172,7 @@ def test_a_seed_is_an_ordinary_model(name: str, tmp_path: Any) -> None:
         assert torch.equal(value, group.net.params[key][1]), key
     buffer = model.replay_buffer
     assert buffer is not None and buffer.pos == group.replay.pos
-    assert np.array_equal(buffer.observations[: group.replay.pos], group.replay.observations[1, : group.replay.pos])
+    assert np.array_equal(buffer.observations[: group.replay.pos], group.replay.observations[: group.replay.pos, 1])
     assert model._n_updates == group.n_updates > 0
     obs = model.observation_space.sample()
     action, _ = model.predict(obs, deterministic=True)
