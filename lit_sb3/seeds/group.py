@@ -151,12 +151,17 @@ class SeedGroup(L.LightningModule):
             raise ValueError(
                 f"policy: seed groups batch 'MlpPolicy' (CNN and multi-input policies: not yet), got {policy!r}"
             )
+        device = algo_kwargs.pop("device", "auto")
+        if device not in ("auto", "cpu") and torch.device(device).type != "cpu":
+            raise ValueError(f"device: seed groups train on the CPU for now (device='cpu' or 'auto'), got {device!r}")
         self.seeds = _check_seeds(seeds)
         self.automatic_optimization = False
         self.algo_cls = algo_cls
         self.envs = seed_envs(env, len(self.seeds), n_envs)
         self.env = GroupVecEnv(self.envs)
-        self.models = [algo_cls(policy, env=e, seed=s, **algo_kwargs) for e, s in zip(self.envs, self.seeds)]
+        self.models = [
+            algo_cls(policy, env=e, seed=s, device="cpu", **algo_kwargs) for e, s in zip(self.envs, self.seeds)
+        ]
         first = self.models[0]
         self.streams = SeedStreams(self.seeds)
         self.eval_streams = SeedStreams([s + EVAL_SEED_OFFSET for s in self.seeds])

@@ -126,6 +126,16 @@ def test_target_kl_stops_each_seed_on_its_own() -> None:
     assert max(n_updates) < 2 * 10 and len(set(n_updates)) > 1, n_updates
 
 
+def test_schedules_follow_the_progress_remaining() -> None:
+    """Learning rate and clip range are the schedules' values at the progress after each rollout, as in SB3."""
+    group = _group(PPO, "CartPole-v1", [0, 1], **SMALL, learning_rate=lambda p: 1e-3 * p, clip_range=lambda p: 0.2 * p)
+    group.learn(512, log_interval=1)
+    rows = [row for _, row in group.metrics(1) if "train/learning_rate" in row]
+    progress = [1 - 128 * k / 512 for k in range(1, 4)]  # the updates after rollouts 1-3 (dumped after the next)
+    assert [row["train/learning_rate"] for row in rows] == pytest.approx([1e-3 * p for p in progress])
+    assert [row["train/clip_range"] for row in rows] == pytest.approx([0.2 * p for p in progress])
+
+
 def test_each_seed_is_an_ordinary_model(tmp_path: Path) -> None:
     group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
     group.learn(256, log_interval=1)
@@ -216,6 +226,8 @@ def test_refusals_are_one_line() -> None:
         SeedGroup(PPO, seeds=[1, 2, 1], env="CartPole-v1")
     with pytest.raises(ValueError, match=r"^seed: a seed group sets it per seed"):
         SeedGroup(PPO, seeds=[1], env="CartPole-v1", seed=3)
+    with pytest.raises(ValueError, match=r"^device: seed groups train on the CPU"):
+        SeedGroup(PPO, seeds=[1], env="CartPole-v1", device="cuda")
     with pytest.raises(ValueError, match=r"^policy: seed groups batch 'MlpPolicy'"):
         SeedGroup(PPO, seeds=[1], env="CartPole-v1", policy="CnnPolicy")
     group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
