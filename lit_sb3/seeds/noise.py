@@ -27,7 +27,7 @@ class SeedActionNoise:
     def __init__(self, noise: ActionNoise, n_seeds: int, n_envs: int) -> None:
         if isinstance(noise, VectorizedActionNoise):  # a multi-env model wraps its noise: one copy per env
             noise = noise.base_noise
-        if type(noise) not in (NormalActionNoise, OrnsteinUhlenbeckActionNoise):
+        if not isinstance(noise, (NormalActionNoise, OrnsteinUhlenbeckActionNoise)):
             raise ValueError(
                 f"action_noise: seed groups batch NormalActionNoise and OrnsteinUhlenbeckActionNoise, "
                 f"not {type(noise).__name__}"

@@ -9,6 +9,8 @@ seed's generator (SB3 draws it from torch's global one).
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from stable_baselines3.common.distributions import SquashedDiagGaussianDistribution
 from stable_baselines3.common.policies import BasePolicy
@@ -111,10 +113,10 @@ class StackedOffPolicy:
     def sac_actions(self, obs: torch.Tensor, noise: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """SAC: squashed Gaussian actions ``[N, batch, A]`` (reparameterized with the standard normal ``noise``;
         None: the mode) and their log-probabilities ``[N, batch, 1]``."""
-        actor = self.template.actor
+        actor = cast(SACPolicy, self.template).actor
         latent = self.forward(actor.latent_pi, "actor.latent_pi.", self.features(obs))
         mean = self.forward(actor.mu, "actor.mu.", latent)
-        log_std = self.forward(actor.log_std, "actor.log_std.", latent)
+        log_std = self.forward(cast(nn.Module, actor.log_std), "actor.log_std.", latent)
         log_std = torch.clamp(log_std, LOG_STD_MIN, LOG_STD_MAX)
         n, batch, dim = mean.shape
         dist = SquashedDiagGaussianDistribution(dim).proba_distribution(mean.reshape(-1, dim), log_std.reshape(-1, dim))

@@ -36,6 +36,7 @@ _entropy_coef_loss = vmap(losses.entropy_coef_loss, in_dims=(0, 0, None))
 def _optimizer(model: OffPolicyAlgorithm, params: list[torch.Tensor]) -> BatchedOptimizer:
     """The batched counterpart of the policy's optimizer (its class and keyword arguments) on ``params``."""
     policy = model.policy
+    assert policy is not None  # built with the model
     return batched_optimizer(policy.optimizer_class, dict(policy.optimizer_kwargs), params, model.lr_schedule(1))
 
 
@@ -132,7 +133,7 @@ class BatchedSAC(BatchedOffPolicy):
             "critic.optimizer": _optimizer(self.template, self.net.network("critic")),
         }
         if temperatures[0].log_ent_coef is not None:
-            stacked = torch.stack([t.log_ent_coef.detach() for t in temperatures])  # type: ignore[union-attr]
+            stacked = torch.stack([t.log_ent_coef.detach() for t in temperatures if t.log_ent_coef is not None])
             self.log_ent_coef = stacked.requires_grad_(True)
             optimizers["ent_coef_optimizer"] = BatchedAdam([self.log_ent_coef], self.template.lr_schedule(1))
         else:
@@ -144,7 +145,7 @@ class BatchedSAC(BatchedOffPolicy):
         return {} if self.log_ent_coef is None else {"log_ent_coef": self.log_ent_coef}
 
     def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
-        dim = self.net.template.actor.action_dist.action_dim
+        dim = self.replay.action_dim
         actions, _ = self.net.sac_actions(obs, None if deterministic else streams.normal((obs.shape[1], dim)))
         return actions.numpy()
 
@@ -158,7 +159,7 @@ class BatchedSAC(BatchedOffPolicy):
         model = self.template
         means = _Means()
         actor_opt, critic_opt = self.optimizers["actor.optimizer"], self.optimizers["critic.optimizer"]
-        dim = self.net.template.actor.action_dist.action_dim
+        dim = self.replay.action_dim
         for step in range(gradient_steps):
             data = self.replay.sample(batch_size, self.streams.numpy)
             actions_pi, log_prob = self.net.sac_actions(data.observations, self.streams.normal((batch_size, dim)))

@@ -68,6 +68,7 @@ def _assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None
 def _batch(model: OffPolicyAlgorithm, size: int = 16) -> ReplayBufferSamples:
     gen = np.random.default_rng(7)
     obs_space = model.observation_space
+    assert obs_space is not None
     obs = torch.as_tensor(np.stack([obs_space.sample() for _ in range(2 * size)]), dtype=torch.float32)
     if isinstance(model, DQN):
         actions = torch.as_tensor(gen.integers(0, 2, size=(size, 1)))
@@ -78,13 +79,18 @@ def _batch(model: OffPolicyAlgorithm, size: int = 16) -> ReplayBufferSamples:
     return ReplayBufferSamples(obs[:size], actions, obs[size:], dones, rewards, None)
 
 
+def _grad(param: torch.Tensor) -> torch.Tensor:
+    assert param.grad is not None
+    return param.grad
+
+
 def _record_steps(optimizers: dict[str, Any], grads: dict[str, list[list[torch.Tensor]]], batched: bool) -> None:
     """Replace each optimizer's step by a recorder of its gradients (no step: both sides keep the same weights)."""
     for name, optimizer in optimizers.items():
         params = optimizer.params if batched else [p for g in optimizer.param_groups for p in g["params"]]
 
         def record(*_: Any, name: str = name, params: list[torch.Tensor] = params) -> None:
-            grads.setdefault(name, []).append([p.grad[0] if batched else p.grad for p in params])
+            grads.setdefault(name, []).append([_grad(p)[0] if batched else _grad(p) for p in params])
 
         optimizer.step = record
 
@@ -96,6 +102,7 @@ def test_group_of_one_has_the_single_models_losses_and_gradients(name: str) -> N
     cls, env_id, kwargs = CONFIGS[name]
     single = cls("MlpPolicy", make_vec_env(env_id, n_envs=2), seed=0, **kwargs)
     group = _runner(_group(name, [0]))
+    assert single.policy is not None
     for key, stacked in group.net.params.items():
         assert torch.equal(stacked[0], dict(single.policy.named_parameters())[key]), key
     batch = _batch(single)
@@ -167,6 +174,7 @@ def test_a_seed_is_an_ordinary_model(name: str, tmp_path: Any) -> None:
     group = _runner(seed_group)
     cls = CONFIGS[name][0]
     model = seed_group.model(1)
+    assert model.policy is not None and model.observation_space is not None
     assert type(model) is cls and model.num_timesteps == seed_group.num_timesteps == BUDGET
     for key, value in model.policy.state_dict().items():
         assert torch.equal(value, group.net.params[key][1]), key
@@ -193,6 +201,7 @@ class _StopAt(L.Callback):
         self.steps = steps
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        assert isinstance(pl_module, SeedGroup)
         if pl_module.num_timesteps >= self.steps:
             trainer.should_stop = True
 
