@@ -13,7 +13,9 @@ The API is the contract's (``SeedGroup`` in :mod:`lit_sb3.seeds.group`)::
     group.num_timesteps, group.seeds, group.model(i), group.evaluate(eval_envs, n_eval_episodes, deterministic)
     group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls)
 
-Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE). Anything else is refused in one line.
+Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE); DQN, SAC, TD3 and DDPG (MlpPolicy, step-based
+``train_freq``, 1-step returns, SB3's plain replay buffer: :mod:`lit_sb3.seeds.off_policy`). Anything else is refused
+in one line.
 
 What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
 

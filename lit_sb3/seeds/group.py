@@ -39,6 +39,7 @@ BATCHED: dict[str, tuple[str, str]] = {
     "DQN": ("lit_sb3.algorithms.dqn", "lit_sb3.seeds.off_policy_updates:BatchedDQN"),
     "SAC": ("lit_sb3.algorithms.sac", "lit_sb3.seeds.off_policy_updates:BatchedSAC"),
     "TD3": ("lit_sb3.algorithms.td3", "lit_sb3.seeds.off_policy_updates:BatchedTD3"),
+    "DDPG": ("lit_sb3.algorithms.ddpg", "lit_sb3.seeds.off_policy_updates:BatchedTD3"),  # TD3's special case
 }
 
 

@@ -1,4 +1,5 @@
-"""The gradient steps of DQN, SAC and TD3 for a seed group: SB3's ``train`` on every seed's own minibatch at once.
+"""The gradient steps of DQN, SAC and TD3 (and DDPG, TD3's special case) for a seed group: SB3's ``train`` on
+every seed's own minibatch at once.
 
 Each step is the single run's step (see :mod:`lit_sb3.algorithms.dqn`, ``sac``, ``td3``) with lit_sb3's pure loss
 functions mapped over the seed axis (``torch.vmap``); each seed's loss depends only on its own parameters, so the

@@ -14,7 +14,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
-from lit_sb3 import DQN, SAC, TD3, RLTrainer
+from lit_sb3 import DDPG, DQN, SAC, TD3, RLTrainer
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.seeds import SeedGroup
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
@@ -26,6 +26,8 @@ CONFIGS: dict[str, tuple[type[OffPolicyAlgorithm], str, dict[str, Any]]] = {
     "DQN": (DQN, "CartPole-v1", {**SMALL, "target_update_interval": 40, "max_grad_norm": 0.5}),
     "SAC": (SAC, "Pendulum-v1", SMALL),
     "TD3": (TD3, "Pendulum-v1", {**SMALL, "action_noise": NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))}),
+    # TD3's special case: one critic, no delay, no target smoothing
+    "DDPG": (DDPG, "Pendulum-v1", {**SMALL, "action_noise": NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))}),
 }
 BUDGET = 200
 
@@ -247,7 +249,7 @@ def test_unbatched_settings_are_refused_in_one_line(kwargs: dict[str, Any], mess
 
 
 def test_off_policy_algorithms_are_batched() -> None:
-    assert all(SeedGroup.batched(cls) for cls in (DQN, SAC, TD3))
+    assert all(SeedGroup.batched(cls) for cls in (DQN, SAC, TD3, DDPG))
 
 
 def test_metric_rows_follow_episodes() -> None:
