@@ -45,7 +45,10 @@ Contract changes (additions only): ``SeedGroup(..., policy="MlpPolicy")`` takes 
 metrics are named ``seed_<s>/<SB3 name>`` (``seed_3/rollout/ep_rew_mean``); ``RLTrainer.fit(group)`` needs no
 datamodule (the group's ``fit_datamodule()``); stochastic evaluation draws from each seed's evaluation stream
 (seeded ``seed + 1000``), so evaluating never changes training. An SB3 callback's ``self.model`` is the group
-(``get_env()`` is the group's VecEnv of N x n_envs envs, ``logger`` seed 0's SB3 logger).
+(``get_env()`` is the group's VecEnv of N x n_envs envs; ``logger`` an SB3 logger of the group's own, written
+nowhere); SB3's ``EvalCallback`` needs a model with ``predict``: evaluate a group with ``group.evaluate``. A
+Lightning checkpoint of a group (``ModelCheckpoint``) holds every seed's ``seed_state``, and
+``RLTrainer(...).fit(group, ckpt_path=...)`` resumes from it exactly. ``verbose`` prints nothing in a group.
 
 Writing a batched algorithm (DQN, SAC, TD3): subclass :class:`lit_sb3.seeds.group.BatchedAlgorithm`
 (``collect``, ``update``, ``act``, ``seed_state``, ``load_seed_state``, ``export``; :class:`BatchedOnPolicy` in

@@ -175,6 +175,7 @@ class SeedGroup(L.LightningModule):
         self.ep_info_buffers: list[deque[dict[str, Any]]] = [deque(maxlen=window) for _ in self.seeds]
         self.ep_success_buffers: list[deque[bool]] = [deque(maxlen=window) for _ in self.seeds]
         self._loggers = [Logger(folder=None, output_formats=[]) for _ in self.seeds]
+        self._callback_logger = Logger(folder=None, output_formats=[])
         self._rows: list[list[tuple[int, dict[str, float]]]] = [[] for _ in self.seeds]
         self._action_logs: list[resume.ActionLog] = []
         self._total_timesteps = 0
@@ -238,7 +239,8 @@ class SeedGroup(L.LightningModule):
 
     def metrics(self, index: int) -> list[tuple[int, dict[str, float]]]:
         """Seed ``index``'s metric rows (SB3's names, with their env step) since the last call."""
-        rows, self._rows[self._index(index)] = self._rows[index], []
+        index = self._index(index)
+        rows, self._rows[index] = self._rows[index], []
         return rows
 
     def evaluate(
@@ -387,8 +389,10 @@ class SeedGroup(L.LightningModule):
         return self.env
 
     @property
-    def logger(self) -> Any:  # SB3 callbacks read ``self.model.logger``: seed 0's
-        return self._loggers[0]
+    def logger(self) -> Any:
+        """The SB3 logger an SB3 callback writes to (``self.logger.record``): the group's own, written nowhere (the
+        seeds' metrics are in :meth:`metrics`)."""
+        return self._callback_logger
 
     # ------------------------------------------------------------------ RLTrainer / Lightning
 
@@ -411,6 +415,15 @@ class SeedGroup(L.LightningModule):
 
     def configure_optimizers(self) -> Any:
         return None  # the batched algorithm steps its own optimizers
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """A Lightning checkpoint of a group holds every seed's :meth:`seed_state` (a ``ModelCheckpoint`` resumes)."""
+        if self.last_obs is not None:
+            checkpoint["seed_states"] = [self.seed_state(i) for i in range(self.n_seeds)]
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if "seed_states" in checkpoint:
+            self.load_seed_states(checkpoint["seed_states"])
 
     def on_train_start(self) -> None:
         if self.last_obs is None:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.callbacks import BaseCallback
@@ -177,6 +178,19 @@ def test_resume_from_seed_states_equals_training_straight(algo: type, env: str, 
         a, b = straight.seed_state(i), resumed.seed_state(i)
         assert torch.equal(a["last_obs"], b["last_obs"]) and a["streams"]["numpy"] == b["streams"]["numpy"]
         assert torch.equal(a["streams"]["torch"], b["streams"]["torch"])
+
+
+@pytest.mark.filterwarnings("ignore:Be aware that when using `ckpt_path`")  # Lightning's note on callbacks
+def test_a_lightning_checkpoint_of_a_group_resumes_exactly(tmp_path: Path) -> None:
+    checkpoint = ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    quiet = {"logger": False, "enable_progress_bar": False}
+    RLTrainer(max_steps=512, callbacks=[checkpoint], **quiet).fit(_group(PPO, "CartPole-v1", [0, 1], **SMALL))
+    straight, resumed = _group(PPO, "CartPole-v1", [0, 1], **SMALL), _group(PPO, "CartPole-v1", [0, 1], **SMALL)
+    RLTrainer(max_steps=1024, **quiet).fit(straight)
+    RLTrainer(max_steps=1024, **quiet).fit(resumed, ckpt_path=tmp_path / "last.ckpt")
+    assert resumed.num_timesteps == straight.num_timesteps == 1024
+    for i in range(2):
+        assert all(torch.equal(a, b) for a, b in zip(_params(straight, i), _params(resumed, i)))
 
 
 def test_rltrainer_fits_a_group_and_logs_each_seed(tmp_path: Path) -> None:
