@@ -4,12 +4,14 @@ reproducible, a seed does not depend on its group, each seed is an ordinary mode
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import lightning as L
 import numpy as np
 import pytest
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
@@ -259,3 +261,19 @@ def test_metric_rows_follow_episodes() -> None:
     assert rows and all("rollout/exploration_rate" in row for _, row in rows)
     assert [row["time/episodes"] for _, row in rows] == [2.0 * (k + 1) for k in range(len(rows))]
     assert any("train/loss" in row and "train/n_updates" in row for _, row in rows)
+
+
+@pytest.mark.filterwarnings("ignore:Be aware that when using `ckpt_path`")  # Lightning's note on callbacks
+@pytest.mark.parametrize("name", ["SAC", "TD3"])  # constant schedules: the first fit's budget does not matter
+def test_a_lightning_checkpoint_of_an_off_policy_group_resumes_exactly(name: str, tmp_path: Path) -> None:
+    """``ModelCheckpoint`` + ``ckpt_path``: the replay buffers, targets, temperatures and noise come back too."""
+    quiet = {"logger": False, "enable_progress_bar": False}
+    # a round (Lightning epoch) is one vector step of 2 envs: the last of every 25th round's saves is the budget's end
+    checkpoint = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_epochs=25)
+    RLTrainer(max_steps=BUDGET, callbacks=[checkpoint], **quiet).fit(_group(name, [0, 1]))
+    straight, resumed = _group(name, [0, 1]), _group(name, [0, 1])
+    RLTrainer(max_steps=2 * BUDGET, **quiet).fit(straight)
+    RLTrainer(max_steps=2 * BUDGET, **quiet).fit(resumed, ckpt_path=tmp_path / "last.ckpt")
+    assert resumed.num_timesteps == straight.num_timesteps == 2 * BUDGET
+    for seed_index in range(2):
+        _assert_same(_state(resumed, seed_index), _state(straight, seed_index))
