@@ -146,8 +146,9 @@ class BatchedOffPolicy(BatchedAlgorithm):
     # ------------------------------------------------------------------ acting
 
     def _obs(self, obs: np.ndarray) -> torch.Tensor:
-        """``[N * n_envs, ...]`` observations as ``[N, n_envs, ...]``."""
-        return torch.as_tensor(obs).reshape(self.n_seeds, self.n_envs, *self.obs_shape)
+        """``[N * n_envs, ...]`` (or ``[N, n_envs, ...]``) observations as ``[N, n_envs, ...]`` (evaluation envs may
+        be more or fewer than the training envs)."""
+        return torch.as_tensor(obs).reshape(self.n_seeds, -1, *self.obs_shape)
 
     def _random_actions(self) -> np.ndarray:
         return np.stack([np.array([space.sample() for _ in range(self.n_envs)]) for space in self.action_spaces])

@@ -76,7 +76,7 @@ class BatchedDQN(BatchedOffPolicy):
         for seed_index, rng in enumerate(streams.numpy):
             if rng.random() < self.exploration_rate:  # only an exploring seed draws from its action space
                 space = self.action_spaces[seed_index]
-                greedy[seed_index] = [space.sample() for _ in range(self.n_envs)]
+                greedy[seed_index] = [space.sample() for _ in range(obs.shape[1])]
         return greedy
 
     def on_vector_step(self) -> None:

@@ -13,6 +13,7 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
@@ -161,6 +162,23 @@ def test_a_seed_alone_equals_the_seed_in_a_group_of_five(name: str) -> None:
     alone = _trained(name, [3])
     grouped = _trained(name, [1, 2, 3, 4, 5])
     _assert_same(_state(alone, 0), _state(grouped, 2))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_evaluate_runs_every_seeds_policy(name: str) -> None:
+    """``group.evaluate`` on one eval env per seed (fewer envs than the training ones): each seed its episodes, as
+    seed i's ordinary model scores them deterministically on the same env."""
+    group = _trained(name, [0, 1], budget=60)
+    env_id = CONFIGS[name][1]
+    results = group.evaluate([make_vec_env(env_id, n_envs=1, seed=10 + i) for i in range(2)], n_eval_episodes=2)
+    for seed_index, (returns, lengths) in enumerate(results):
+        model = group.model(seed_index)
+        expected = evaluate_policy(
+            model, make_vec_env(env_id, n_envs=1, seed=10 + seed_index), 2, return_episode_rewards=True
+        )
+        assert len(returns) == len(lengths) == 2
+        assert lengths == list(expected[1])
+        assert np.allclose(returns, expected[0], atol=1e-4)
 
 
 def test_seeds_of_a_group_differ() -> None:
