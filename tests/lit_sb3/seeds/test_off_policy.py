@@ -285,7 +285,7 @@ def test_metric_rows_follow_episodes() -> None:
 @pytest.mark.parametrize("name", ["SAC", "TD3"])  # constant schedules: the first fit's budget does not matter
 def test_a_lightning_checkpoint_of_an_off_policy_group_resumes_exactly(name: str, tmp_path: Path) -> None:
     """``ModelCheckpoint`` + ``ckpt_path``: the replay buffers, targets, temperatures and noise come back too."""
-    quiet = {"logger": False, "enable_progress_bar": False}
+    quiet: dict[str, Any] = {"logger": False, "enable_progress_bar": False}
     # a round (Lightning epoch) is one vector step of 2 envs: the last of every 25th round's saves is the budget's end
     checkpoint = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_epochs=25)
     RLTrainer(max_steps=BUDGET, callbacks=[checkpoint], **quiet).fit(_group(name, [0, 1]))
