@@ -173,7 +173,7 @@ def test_evaluate_runs_every_seeds_policy(name: str) -> None:
     results = group.evaluate([make_vec_env(env_id, n_envs=1, seed=10 + i) for i in range(2)], n_eval_episodes=2)
     for seed_index, (returns, lengths) in enumerate(results):
         model = group.model(seed_index)
-        expected = evaluate_policy(
+        expected: Any = evaluate_policy(
             model, make_vec_env(env_id, n_envs=1, seed=10 + seed_index), 2, return_episode_rewards=True
         )
         assert len(returns) == len(lengths) == 2
