@@ -1,4 +1,4 @@
-"""The replay-buffer loop of a seed group's off-policy seeds (DQN, SAC, TD3): SB3's ``collect_rollouts`` and
+"""The replay-buffer loop of a seed group's off-policy seeds (DQN, SAC, TD3, DDPG): SB3's ``collect_rollouts`` and
 ``train`` schedule for N seeds in lockstep.
 
 Design (what is batched, and why each seed stays exact):
@@ -11,7 +11,7 @@ Design (what is batched, and why each seed stays exact):
 - **Networks.** Each seed's ordinary model is built first (its own seed, so its initial weights are the single run's);
   their policies' parameters, targets included, are stacked ``[N, ...]`` (:mod:`lit_sb3.seeds.off_policy_nets`) and
   every forward is one batched matrix product per layer for all seeds.
-- **Replay.** One buffer with a seed axis ``[N, slots, n_envs, ...]`` (:mod:`lit_sb3.seeds.replay`); each seed
+- **Replay.** One buffer with a seed axis ``[slots, N, n_envs, ...]`` (:mod:`lit_sb3.seeds.replay`); each seed
   samples its slot and env indices from its own numpy generator.
 - **Losses.** lit_sb3's pure loss functions (:mod:`lit_sb3.common.losses`) under ``torch.vmap``: each seed's loss is
   the single run's loss of its own minibatch; the group minimizes their sum, whose gradient in seed i's parameters is
@@ -31,8 +31,19 @@ Design (what is batched, and why each seed stays exact):
 - **Seeds as ordinary models.** :meth:`BatchedOffPolicy.export` copies seed i's parameters, optimizer states,
   temperature, counters, exploration rate and replay buffer (as an SB3 ``ReplayBuffer``) into its ordinary model.
 
+Exactness (``tests/lit_sb3/seeds/test_off_policy.py``): a group of one has the ordinary model's losses and
+gradients on the same minibatch and noise (1e-6); a group trained twice, and seed 3 alone vs seed 3 of five, are bit
+for bit the same (weights, optimizer moments, replay buffer). A grouped seed does not replay the single run of the same
+seed: SB3 draws minibatches, exploration and noise from the process-global generators, a group from each seed's own.
+
 Not batched (refused in one line): episode-based ``train_freq``, n-step returns, custom / Dict / HER replay buffers,
 ``VecNormalize``, gSDE, CNN policies, action noise other than SB3's Normal and Ornstein-Uhlenbeck.
+
+Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at a time, this repository's 2-core machine under a load of
+9-13 from other work, so wall times are inflated and CPU times are the steadier measure): SAC Pendulum [64, 64], 2,000
+steps per seed, whole processes: 2.94x less CPU than one SB3 process per seed (3.17x wall), 2.61x less than one lit_sb3
+process per seed. With the Zoo's [400, 300] networks the products are compute-bound: the training alone (no imports),
+10 seeds grouped vs 10 x one SB3 run, 160 steps, CPU time: SAC 1.25x, TD3 1.20x.
 """
 
 from __future__ import annotations
