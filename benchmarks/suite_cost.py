@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from lit_bench.config.checks import ConfigError
+from lit_bench.config.hydra_versions import VERSION_BASE
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conf" / "suite"
@@ -61,7 +62,7 @@ def _compose(algo: str, env: str, overrides: list[str]):  # type: ignore[no-unty
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), **VERSION_BASE):
         cfg = compose("config", return_hydra_config=True, overrides=[f"algo={algo}", f"env={env}", *overrides])
     HydraConfig.instance().set_config(cfg)
     return cfg

@@ -23,5 +23,7 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"  # types in the parameter lists, not in long signatures
 autodoc_default_options = {"members": True, "show-inheritance": True}
 
+highlight_language = "none"  # a fence without a language (a directory tree, console output) is plain text
+
 html_theme = "furo"
 html_title = "lit_sb3 + lit_bench"

@@ -1,5 +1,5 @@
-"""What lit_sb3 loads without running code from the file, and how a user extends it (README "What loading
-trusts"): :func:`allow` adds classes, functions or env packages to the allow-list once per process, as does
+"""What lit_sb3 loads without running code from the file, and how a user extends it (docs/guides/trust.md, "What
+loading trusts"): :func:`allow` adds classes, functions or env packages to the allow-list once per process, as does
 ``LIT_SB3_ALLOW`` (comma-separated entries, for tools a user cannot add a line to); :func:`trusted` (or
 ``LIT_SB3_TRUST=1``) trusts every file, for code paths that cannot pass ``trusted=True``."""
 

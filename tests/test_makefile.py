@@ -36,3 +36,16 @@ def test_the_version_command_prints_the_installed_torch_version():
     script = command.split("-c ", 1)[1].strip("'")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == torch.__version__.split("+")[0]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_every_editable_install_silences_setuptools_banners():
+    recipe = subprocess.run(
+        ["make", "-n", "-B", "setup", "lint", "test-zoo", "test-cluster", "docs"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout
+    installs = [line for line in recipe.splitlines() if "pip install -q -e" in line]
+    assert len(installs) >= 5
+    assert all(line.startswith("PYTHONWARNINGS=ignore::UserWarning ") for line in installs), installs

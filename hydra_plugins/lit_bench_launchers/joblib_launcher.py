@@ -25,11 +25,14 @@ from omegaconf import DictConfig, open_dict
 
 from hydra_plugins.lit_bench_launchers.lost_jobs import lost_job, lost_run
 from lit_bench.config.identity import sweep_path
-from lit_bench.control import signals, sweep
+from lit_bench.control import seed_groups, signals, sweep
 
 
 class JoblibLauncher(HydraJoblibLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        return seed_groups.launch(self, job_overrides, initial_job_idx, self._launch_jobs)
+
+    def _launch_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         try:
             return _core.launch(launcher=self, job_overrides=job_overrides, initial_job_idx=initial_job_idx)
         except TerminatedWorkerError as error:

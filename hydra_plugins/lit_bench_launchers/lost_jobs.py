@@ -22,41 +22,62 @@ log = logging.getLogger(__name__)
 
 def lost_job(sweep_dir: Path, job_config: DictConfig, overrides: list[str], message: str) -> JobReturn:
     """Record ``message`` as the job's failure unless the job recorded its own end (an interrupted run does), and
-    give the sweeper NaN (Hydra's basic sweeper re-raises a failed job's error) or a failed trial (others)."""
+    give the sweeper NaN (Hydra's basic sweeper re-raises a failed job's error) or a failed trial (others). A group
+    of seeds (``lit_bench.control.seed_groups``) is recorded seed by seed, each as its own job."""
     from lit_bench.control.sweep import INVOCATION_ENV, RunFailed, basic_sweeper, read_records, record
 
-    num = job_config.hydra.job.num
-    with _as_job(job_config):  # the job's names and run directory resolve through its own Hydra config
-        summary: dict[str, Any] = {
-            "algo": job_config.get("algo_name"),
-            "env": job_config.get("env_name"),
-            "seed": job_config.get("seed"),
-            "backend": job_config.get("backend"),
-            "status": "failed",
-            "error": message,
-            "job": num,
-            "job_overrides": list(overrides),
-            **_run_fields(job_config),
-        }
     invocation = os.environ.get(INVOCATION_ENV)
-    if invocation and not any(r.get("job") == num for r in read_records(sweep_dir, invocation)):
-        record(sweep_dir, invocation, summary)
-    if summary["run_dir"] is not None:
-        RunDir(summary["run_dir"]).record_lost(message)
-    log.error(f"#{num} {' '.join(filter_overrides(overrides))}: {message}")
+    run_dir = None
+    for config, own_overrides in _jobs_of(job_config, overrides):
+        num = config.hydra.job.num
+        with _as_job(config):  # the job's names and run directory resolve through its own Hydra config
+            summary: dict[str, Any] = {
+                "algo": config.get("algo_name"),
+                "env": config.get("env_name"),
+                "seed": config.get("seed"),
+                "backend": config.get("backend"),
+                "status": "failed",
+                "error": message,
+                "job": num,
+                "job_overrides": own_overrides,
+                **_run_fields(config),
+            }
+        if invocation and not any(r.get("job") == num for r in read_records(sweep_dir, invocation)):
+            record(sweep_dir, invocation, summary)
+        if summary["run_dir"] is not None:
+            RunDir(summary["run_dir"]).record_lost(message)
+        run_dir = run_dir or summary["run_dir"]
+        log.error(f"#{num} {' '.join(filter_overrides(own_overrides))}: {message}")
     result = JobReturn(overrides=overrides, cfg=job_config, hydra_cfg=job_config.hydra, working_dir=None)
     if basic_sweeper(job_config.hydra):
         result.status, result._return_value = JobStatus.COMPLETED, math.nan
     else:
-        result.status, result._return_value = JobStatus.FAILED, RunFailed(f"{summary['run_dir']}: {message}")
+        result.status, result._return_value = JobStatus.FAILED, RunFailed(f"{run_dir}: {message}")
     return result
 
 
 def lost_run(job_config: DictConfig) -> RunDir | None:
-    """The job's run directory when it holds a run left ``running`` by a process that is gone (None otherwise)."""
-    with _as_job(job_config):
-        run_dir = _run_fields(job_config)["run_dir"]
-    return RunDir(run_dir) if run_dir is not None and RunDir(run_dir).left_running() else None
+    """The job's run directory (a group's: one of its seeds') when it holds a run left ``running`` by a process that
+    is gone (None otherwise)."""
+    for config, _ in _jobs_of(job_config, list(job_config.hydra.overrides.task)):
+        with _as_job(config):
+            run_dir = _run_fields(config)["run_dir"]
+        if run_dir is not None and RunDir(run_dir).left_running():
+            return RunDir(run_dir)
+    return None
+
+
+def _jobs_of(job_config: DictConfig, overrides: list[str]) -> list[tuple[DictConfig, list[str]]]:
+    """(config, overrides) of the job, or of each seed's job in a group of seeds."""
+    from lit_bench.control.seed_groups import member_config, member_overrides, members
+
+    try:
+        seeds = members(job_config)
+    except Exception:  # a group key that does not read: the job as it is
+        seeds = None
+    if seeds is None:
+        return [(job_config, list(overrides))]
+    return [(member_config(job_config, seed, num), member_overrides(overrides, seed)) for seed, num in seeds]
 
 
 @contextlib.contextmanager

@@ -41,6 +41,11 @@ class RayLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from lit_bench.control import seed_groups
+
+        return seed_groups.launch(self, job_overrides, initial_job_idx, self._launch_jobs)
+
+    def _launch_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         import ray
         from hydra_plugins.hydra_ray_launcher import _launcher_util
 

@@ -101,6 +101,11 @@ if _submitit is not None:
         initial_job_idx = 0
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+            from lit_bench.control import seed_groups
+
+            return seed_groups.launch(self, job_overrides, initial_job_idx, self._launch_jobs)
+
+        def _launch_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
             import submitit
 
             self.initial_job_idx = initial_job_idx
@@ -124,3 +129,25 @@ if _submitit is not None:
 
     class LocalLauncher(_AwaitEveryJob, _submitit.LocalLauncher):
         """``hydra/launcher=slurm_local``: submitit's local executor (the SLURM code path without a cluster)."""
+
+else:  # Hydra 1.4 loads every registered plugin entry point at start-up: without the extra, a launcher that says so
+    from hydra.plugins.launcher import Launcher
+
+    class _NeedsTheSlurmExtra(Launcher):
+        def setup(self, **kwargs: Any) -> None:
+            sys.exit(f"hydra/launcher: {type(self).__name__} needs the slurm extra: pip install -e '.[slurm]'")
+
+        def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+            raise AssertionError("setup refused this launcher")
+
+    class SlurmLauncher(_NeedsTheSlurmExtra):  # type: ignore[no-redef]
+        """``hydra/launcher=slurm`` without hydra-submitit-launcher: refused in one line."""
+
+        def __init__(self, **params: Any) -> None:
+            pass
+
+    class LocalLauncher(_NeedsTheSlurmExtra):  # type: ignore[no-redef]
+        """``hydra/launcher=slurm_local`` without hydra-submitit-launcher: refused in one line."""
+
+        def __init__(self, **params: Any) -> None:
+            pass

@@ -15,7 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd  # (imported by the functions that use it: a training run imports this module, not pandas)
 
-from lit_bench.store.rundir import EVAL_FIELDS
+from lit_bench.store.rundir import EVAL_FIELDS, unix_line_ends
 
 METRICS = [f for f in EVAL_FIELDS if f != "timesteps"]  # the numbers of an evaluation
 
@@ -148,7 +148,8 @@ def read_eval_csvs(paths: list[Path], chunk: int = 2000) -> Evals:
             continue
         if not data:
             continue
-        evals.sha256[position] = hashlib.sha256(data).hexdigest()
+        evals.sha256[position] = hashlib.sha256(data).hexdigest()  # (of the bytes as written)
+        data = unix_line_ends(data)
         if _plain(data):
             plain.append((position, path, data[len(_HEADER) :]))
         else:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from lit_bench.store.format import METRICS_CSV
+from lit_bench.store.rundir import unix_line_ends
 
 STEP_COLUMNS = ("time/total_timesteps", "step")  # env steps of a metrics row (the first present)
 
@@ -65,7 +66,7 @@ def read_metrics_csvs(paths: Sequence[str | Path], metrics: Sequence[str] | None
     for position, path in enumerate(paths):
         try:
             with open(path, "rb") as file:
-                header, sep, body = file.read().partition(b"\n")
+                header, sep, body = unix_line_ends(file.read()).partition(b"\n")
         except OSError:
             continue  # (absent: a run that logged nothing yet)
         if sep and body:

@@ -243,7 +243,7 @@ class Look:
 
 def backend_handles(backends: Iterable[str]) -> list[Line2D]:
     """Legend entries saying which line style is which backend (only those present)."""
-    names = {"lit": "lit_sb3", "sb3": "SB3"}  # (its darker shade and hatched band: the README)
+    names = {"lit": "lit_sb3", "sb3": "SB3"}  # (its darker shade and hatched band: docs/guides/analysis.md)
     return [
         Line2D([], [], color="0.3", ls=BACKEND_LINES.get(b, ":"), label=names.get(b, b))
         for b in sorted(set(backends), key=lambda b: (b != "lit", b))

@@ -10,6 +10,7 @@ layout: lit_bench.config.identity) and returns its objective, so Hydra sweepers 
 
 import os
 import sys
+from typing import Any
 
 from omegaconf import DictConfig
 
@@ -19,8 +20,8 @@ from lit_bench.control import signals
 from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
 
 
-def task(cfg: DictConfig) -> float | None:
-    """One job of the command: a run (or, in a sweep, one of its runs)."""
+def task(cfg: DictConfig) -> float | list[Any] | None:
+    """One job of the command: a run (or, in a sweep, one of its runs, or a group of its seeds' runs)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -29,6 +30,10 @@ def task(cfg: DictConfig) -> float | None:
     signals.install()
     signals.watch_sweep()  # a joblib worker: stop when the sweep's process is gone
     with signals.job():
+        if cfg.get("seed_group"):  # several seeds of one config in this process (lit_bench.control.seed_groups)
+            from lit_bench.run.group import run_group
+
+            return run_group(cfg)  # (the launcher hands back one result per seed)
         return _run_job(cfg)
 
 
@@ -67,8 +72,10 @@ def main() -> None:
 
     import lit_bench.control.startup  # noqa: F401
     from lit_bench.config.algo_overrides import OverrideError, rewrite
+    from lit_bench.config.hydra_versions import main_whitelist
     from lit_bench.config.resources import conf_dir
     from lit_bench.config.sources import UserConfigError, fold_command_line, install, user_config_dirs
+    from lit_bench.config.trust import live_run_targets
     from lit_bench.control.run_plan import announce
 
     try:
@@ -84,7 +91,8 @@ def main() -> None:
     # Our own flags, taken off before Hydra parses the command line: the plan (cost, budgets) comes first.
     dry_run, allow_no_learning = (_take_flag(flag) for flag in ("--dry-run", "--allow-no-learning"))
     announce(sys.argv[1:], dry_run, allow_no_learning)
-    hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE)(task)()
+    whitelist = main_whitelist(live_run_targets(sys.argv[1:]))
+    hydra.main(config_path=str(conf_dir()), config_name="config", **VERSION_BASE, **whitelist)(task)()
 
 
 if __name__ == "__main__":

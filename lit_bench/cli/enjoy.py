@@ -34,8 +34,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lit_bench.config.checks import ConfigError, algorithm_class
 from lit_bench.config.envs import make_envs
+from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.sources import UserConfigError
-from lit_bench.config.trust import UntrustedConfig, check_run_config
+from lit_bench.config.trust import UntrustedConfig, check_run_config, code_names
 from lit_bench.run.best import checkpoint_files
 from lit_bench.run.checkpointing import zip_problem
 from lit_bench.run.evaluation import evaluate_episodes
@@ -233,8 +234,13 @@ def enjoy(
     if video is not None:
         check_renderable(cfg.env, str(cfg.env_name))
     _, vecnormalize = checkpoint_files(run, str(cfg.backend), checkpoint)
+    # Hydra 1.4 resolves the config's targets (checked above, or trusted) only under a whitelist that names them
+    targets = [name for _, kind, name in code_names(OmegaConf.to_container(cfg)) if kind == "target"]
     try:
-        env = make_eval_env(cfg, vecnormalize, render_mode="rgb_array" if video is not None else render, trust=trust)
+        with whitelisted(targets):
+            env = make_eval_env(
+                cfg, vecnormalize, render_mode="rgb_array" if video is not None else render, trust=trust
+            )
     except (EnjoyError, ConfigError):
         raise
     except Exception as error:  # the config's (allowed) targets given values they refuse: the file, not a bug here
@@ -243,7 +249,8 @@ def enjoy(
             f"{_first_line(error)})"
         ) from None
     try:
-        model = load_model(run, cfg, checkpoint, env, trust)
+        with whitelisted(targets):  # (an sb3 run's zip is rebuilt from the config's objects)
+            model = load_model(run, cfg, checkpoint, env, trust)
         with recording(video, env, episodes) if video is not None else nullcontext(env) as played_env:
             played = play(model, played_env, episodes, deterministic)
     finally:

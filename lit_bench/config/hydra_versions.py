@@ -5,11 +5,14 @@ with OmegaConf 2.4), in one place, so that neither warns about the harness's own
   given (1.5 removes it). The harness wants the behaviour both call current: "1.3" on 1.3, nothing on 1.4.
 - Resolvers: OmegaConf 2.4 deprecates ``register_new_resolver`` for ``register_resolver``, a name that OmegaConf 2.3
   still gives to its old, string-only resolver API.
+- Execution whitelists: Hydra 1.4 warns when ``instantiate`` resolves a ``_target_`` that no whitelist names (1.5
+  refuses it); Hydra 1.3 has no whitelist, and would pass an ``_execution_whitelist_`` argument on to the target.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import version
 from typing import Any
 
@@ -31,3 +34,24 @@ def register_resolver(name: str, resolver: Callable[..., Any]) -> None:
         OmegaConf.register_resolver(name, resolver, replace=True)  # type: ignore[call-arg,unused-ignore]
     else:
         OmegaConf.register_new_resolver(name, resolver, replace=True)
+
+
+#: whether ``hydra.main`` and ``instantiate`` take an execution whitelist (Hydra 1.4)
+WHITELISTS = _release("hydra-core") >= (1, 4)
+
+
+def main_whitelist(names: Sequence[str]) -> dict[str, Any]:
+    """Keyword arguments for ``hydra.main``: the targets its ``instantiate`` calls may resolve (none on Hydra 1.3)."""
+    return {"execution_whitelist": sorted(set(names))} if WHITELISTS else {}
+
+
+@contextlib.contextmanager
+def whitelisted(names: Sequence[str]) -> Iterator[None]:
+    """``instantiate`` calls inside may resolve these targets too (Hydra 1.4; nothing to do on 1.3)."""
+    if not WHITELISTS or not names:
+        yield
+        return
+    from hydra.utils import execution_whitelist  # type: ignore[attr-defined,unused-ignore]
+
+    with execution_whitelist(sorted(set(names))):
+        yield

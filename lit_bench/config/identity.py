@@ -26,9 +26,10 @@ A run's identity is what changes the numbers it produces:
 
 ``OBSERVATION`` keys say how a run is watched, not what it computes, so they never change its directory: they are
 recorded in ``summary.json`` (``observation``) and hashed at their shipped defaults (so a directory made before they
-became observation settings keeps its name). Each was checked to leave the results bit for bit unchanged (README,
-"Run identity"): the loggers, the progress bar and Lightning's logging interval, ``log_interval``, evaluation videos,
-the checkpoint interval (exact resume: a checkpoint only reads the state) and the live console (``console.*``).
+became observation settings keeps its name). Each was checked to leave the results bit for bit unchanged
+(docs/guides/harness.md, "Run identity"): the loggers, the progress bar and Lightning's logging interval,
+``log_interval``, evaluation videos, the checkpoint interval (exact resume: a checkpoint only reads the state) and the
+live console (``console.*``).
 ``NOT_IDENTITY`` keys say how a run is launched, scored or placed.
 """
 
@@ -44,13 +45,25 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir
 from lit_bench.store.format import legacy_spelling
 from lit_bench.store.layout import ID_CHARS, VARIANT_DIR
 
 CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.
-NOT_IDENTITY = ("force", "objective", "out_dir", "sweep", "hpo", "console", "stop_timeout_s", "step_timeout_s")
+NOT_IDENTITY = (
+    "force",
+    "objective",
+    "out_dir",
+    "sweep",
+    "hpo",
+    "console",
+    "stop_timeout_s",
+    "step_timeout_s",
+    "seeds_per_process",
+    "seed_group",
+)
 # How a run is observed: recorded, never part of the directory; hashed at these values (the shipped defaults)
 OBSERVATION: dict[str, Any] = {
     "logger": {"extra": {}},
@@ -175,7 +188,7 @@ def _compose_defaults(config_name: str, overrides: list[str]) -> dict[str, Any]:
     if GlobalHydra.instance().is_initialized():  # inside lit-bench: Hydra's own search path
         return resolved(compose(config_name, overrides=overrides))
     install()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # run(cfg) called from Python
+    with initialize_config_dir(config_dir=str(CONF_DIR), **VERSION_BASE):  # run(cfg) called from Python
         return resolved(compose(config_name, overrides=overrides))
 
 

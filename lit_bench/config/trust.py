@@ -15,7 +15,7 @@ name), or an object on lit_sb3's allow-list (:mod:`lit_sb3.safe_load`, which the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -147,3 +147,15 @@ def check_run_config(tree: Any, source: str) -> None:
                 f"lit_sb3's allow-list; rerun with --trust if you trust this run (or allow it: "
                 f"LIT_SB3_ALLOW={'module' if kind == 'package' else 'module:qualname'})"
             )
+
+
+def live_run_targets(overrides: Sequence[str]) -> list[str]:
+    """The targets a run composed from the harness's config groups, the user's config directories and this command
+    line may instantiate (Hydra 1.4's execution whitelist): those the config files name, and those the command line
+    names itself (``..._target_=X``, a getter's ``...path=X``: the user's own word, as on Hydra 1.3)."""
+    names = set(harness_names()["target"]) | set(GETTERS)
+    for override in overrides:
+        key, sep, value = override.lstrip("+~").partition("=")
+        if sep and key.rsplit(".", 1)[-1] in ("_target_", "path"):
+            names.update(v.strip() for v in value.strip("[]").split(",") if v.strip())
+    return sorted(n for n in names if n and "${" not in n)

@@ -16,6 +16,7 @@ budget warnings of a sweep are printed here once per config, not once per run.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -24,7 +25,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
+from lit_bench.config.checks import ConfigError
+from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import CONF_DIR
+from lit_bench.control.seed_groups import group_count, seeds_per_process
 
 LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -48,6 +52,7 @@ class Config:
     measured_on: str | None  # the env its speed was measured on (one per family)
     problems: list[str] = field(default_factory=list)  # no gradient step: refused
     warnings: list[str] = field(default_factory=list)
+    groups: int = 0  # the jobs its runs go into under seeds_per_process (runs: one per seed)
 
 
 @dataclass
@@ -56,6 +61,7 @@ class Plan:
     launcher: str
     parallel: int | None  # runs at once on this machine (None: a cluster launcher)
     multirun: bool
+    seeds_per_process: int | str = 1
 
     @property
     def runs(self) -> int:
@@ -79,6 +85,42 @@ class Plan:
             return None
         longest = max((c.cpu_s for c in self.configs if c.cpu_s is not None), default=0.0)
         return max(self.cpu_s / min(self.parallel, max(self.runs, 1)), longest)
+
+    @property
+    def jobs(self) -> int:
+        """Jobs with seeds_per_process's groups (``runs`` without)."""
+        return sum(c.groups or c.runs for c in self.configs)
+
+    def grouped(self) -> GroupedCost:
+        """The cost with seeds_per_process's groups (``lit_bench.control.seed_groups``)."""
+        return grouped_cost(self.configs, self.parallel)
+
+
+@dataclass(frozen=True)
+class GroupedCost:
+    """A plan's training CPU and wall time with its seeds grouped, and the start-up CPU the groups save."""
+
+    cpu_s: float
+    wall_s: float | None
+    startup_saved_s: float
+
+
+def grouped_cost(configs: list[Config], parallel: int | None) -> GroupedCost:
+    """The training CPU as it is (a group trains its seeds one after another); the wall time with ``parallel`` jobs
+    at once bounded below by the longest group; start-up saved: one process's imports (``STARTUP_CPU_S``) per
+    process fewer (a cluster starts one per job; joblib one per worker it uses, reusing them for the following
+    jobs)."""
+    from lit_bench.control.seed_groups import STARTUP_CPU_S
+
+    cpu, longest = 0.0, 0.0
+    for c in configs:
+        if c.cpu_s is not None:
+            cpu += c.runs * c.cpu_s
+            longest = max(longest, c.cpu_s * math.ceil(c.runs / (c.groups or c.runs)))
+    runs, jobs = sum(c.runs for c in configs), sum(c.groups or c.runs for c in configs)
+    before, after = (runs, jobs) if parallel is None else (min(parallel, runs), min(parallel, jobs))
+    wall = None if parallel is None else max(cpu / min(parallel, max(jobs, 1)), longest)
+    return GroupedCost(cpu_s=cpu, wall_s=wall, startup_saved_s=(before - after) * STARTUP_CPU_S)
 
 
 def _duration(seconds: float) -> str:
@@ -157,11 +199,12 @@ def make_plan(args: list[str]) -> Plan | None:
     launcher_cfg, sweeper = None, BASIC_SWEEPER
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(CONF_DIR), **VERSION_BASE):
             for overrides, runs in distinct.items():
                 cfg = compose("config", overrides=[*fixed, *overrides], return_hydra_config=True)
                 if launcher_cfg is None:
                     launcher_cfg, sweeper = cfg.hydra.launcher, str(cfg.hydra.sweeper.get("_target_"))
+                    setting_value = cfg.get("seeds_per_process", 1)
                 configs.append(_config(cfg, runs, per_step, family))
     except Exception as error:  # an unknown option, a broken config: Hydra reports it in its own words when it runs
         text = " ".join(str(error).split()).split(" Config search path:")[0]  # (the paths: not the user's concern)
@@ -171,7 +214,11 @@ def make_plan(args: list[str]) -> Plan | None:
     if sweeper != BASIC_SWEEPER or launcher_cfg is None:
         return None
     launcher, parallel = _parallel(launcher_cfg) if multirun else ("one process", 1)
-    return Plan(configs, launcher, parallel, multirun)
+    setting = seeds_per_process(setting_value)  # a bad value: ConfigError, one line (announce)
+    if multirun and launcher != "basic":  # (the basic launcher runs every job in this process: never grouped)
+        for c in configs:
+            c.groups = group_count(setting, c.runs) if c.groups else c.runs
+    return Plan(configs, launcher, parallel, multirun, setting)
 
 
 def _config(
@@ -189,6 +236,7 @@ def _config(
         }
     )
     budget = int(cfg.budget)
+    one_device = OmegaConf.select(cfg, "trainer.devices", default=1) in (1, None, "auto")
     row = per_step.get((str(OmegaConf.select(cfg, "algo.base", default=None) or algo), family.get(env, "")))
     problem = no_learning(view, budget)
     return Config(
@@ -201,6 +249,7 @@ def _config(
         measured_on=None if row is None else row["env"],
         problems=[problem] if problem else [],
         warnings=budget_warnings(view, budget),
+        groups=int(one_device),  # 0: never grouped (a multi-process run); set from seeds_per_process by make_plan
     )
 
 
@@ -228,7 +277,33 @@ def describe(plan: Plan) -> str:
         + (f"; no measured speed for {', '.join(unmeasured)}" if unmeasured else "")
         + " (training speeds: results/reference/suite_cost.csv; evaluations and start-up come on top)"
     )
+    if plan.multirun and plan.seeds_per_process != 1:
+        lines.append(_grouped_line(plan))
     return "\n".join(lines)
+
+
+def _grouped_line(plan: Plan) -> str:
+    """What ``seeds_per_process`` makes of the sweep: its jobs, CPU and wall time grouped, beside the line above."""
+    from lit_bench.control.seed_groups import STARTUP_CPU_S
+
+    setting = f"seeds_per_process={plan.seeds_per_process}"
+    if plan.jobs == plan.runs:
+        why = (
+            "the basic launcher runs every job in this process"
+            if plan.launcher == "basic"
+            else "auto groups only seeds trained as one batched model, which the harness does not do yet"
+            if plan.seeds_per_process == "auto"
+            else "no config has more than one seed"
+        )
+        return f"{setting}: one job per run ({why})"
+    cost = plan.grouped()
+    wall = "" if cost.wall_s is None else f", ~{_duration(cost.wall_s)} wall"
+    how = "seeds one after another in each job"
+    return (
+        f"grouped ({setting}): {plan.runs} runs in {plan.jobs} job{'s' if plan.jobs != 1 else ''}, {how}; "
+        f"estimated {_duration(cost.cpu_s)} CPU"
+        f"{wall}, {_duration(cost.startup_saved_s)} CPU of start-up saved ({STARTUP_CPU_S} s per process fewer)"
+    )
 
 
 def announce(args: list[str], dry_run: bool, allow_no_learning: bool) -> None:
@@ -236,6 +311,9 @@ def announce(args: list[str], dry_run: bool, allow_no_learning: bool) -> None:
     exit 2 on a budget without a gradient step; exit 0 after a dry run."""
     try:
         plan = make_plan(args)
+    except ConfigError as error:  # seeds_per_process
+        print(f"Error: {error}", file=sys.stderr, flush=True)
+        sys.exit(2)
     except PlanUnavailable as error:
         if dry_run:  # (a run would stop in Hydra's composition, with the same message)
             print(f"Error: {error}", file=sys.stderr, flush=True)

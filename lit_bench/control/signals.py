@@ -147,7 +147,20 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         what = "at the next checkpoint" if _on_hard_stop or in_sweep_process() else "now"
         print(f"\n{name}: stopping {what} (send it again to stop at once)", file=sys.stderr, flush=True)
         for pid in _workers():
-            _kill(pid, signum)
+            if _catches(pid, signum):
+                _kill(pid, signum)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether a worker has a handler for ``signum``: one that runs a job has the harness's; an idle one (a pool
+    larger than the sweep's jobs: a small sweep, seeds grouped into fewer jobs) would die of it and break the pool,
+    killing the running jobs before they checkpoint. Read from Linux's /proc (elsewhere: every worker)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            caught = next(line for line in status if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return True
+    return bool(int(caught.split()[1], 16) >> (signum - 1) & 1)
 
 
 def _kill(pid: int, signum: int) -> None:

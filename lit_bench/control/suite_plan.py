@@ -1,7 +1,8 @@
 """What a regression suite will cost before it runs: its multiruns, their resources, the CPU core-hours they need.
 
 ``python -m lit_bench.regress --suite zoo_all --launcher slurm --dry-run`` prints one line per multirun (the
-``lit-bench -m`` command, how many runs, the launcher's resources per run) and the totals. Core-hours come from
+``lit-bench -m`` command, how many runs, the launcher's resources per run) and the totals, with the default
+``seeds_per_process``'s groups beside them (``lit_bench.control.seed_groups``). Core-hours come from
 ``results/reference/suite_cost.csv`` (CPU seconds per env step of each algorithm and env family, measured by
 ``benchmarks/suite_cost.py``) times each entry's budget and seeds; entries of a family without a measurement are
 counted and named, never guessed. With a time limit per job (SLURM's ``timeout_min``), a run longer than it is
@@ -22,6 +23,7 @@ import yaml
 
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir, reference_dir
+from lit_bench.control.seed_groups import STARTUP_CPU_S, group_count
 
 COSTS = reference_dir() / "suite_cost.csv"
 LAUNCHERS = conf_dir() / "hydra" / "launcher"
@@ -169,6 +171,7 @@ def plan(
                 "budget": budget,
                 "overrides": list(overrides),
                 "runs": len(envs) * seeds,
+                "jobs": len(envs) * group_count("auto", seeds),  # the default seeds_per_process's groups
                 "core_hours": hours if known else None,
                 "mem_gb": None if least is None else max([least, *sized]),
                 "not_sized": [env for env, gb in needs.items() if least is not None and gb is None],
@@ -177,6 +180,7 @@ def plan(
     return {
         "multiruns": lines,
         "runs": sum(line["runs"] for line in lines),
+        "jobs": sum(line["jobs"] for line in lines),
         "core_hours": total,
         "longest_run_hours": longest,
         "unmeasured": unmeasured,
@@ -216,6 +220,12 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
             if result["unmeasured"]
             else ""
         )
+    )
+    saved = (result["runs"] - result["jobs"]) * STARTUP_CPU_S / 3600  # a cluster job is a process of its own
+    out.append(
+        f"grouped (seeds_per_process=auto, the default): {result['jobs']} jobs for {result['runs']} runs, "
+        f"{core_hours:.1f} core-hours, {saved:.1f} core-hours of start-up saved"
+        + (" (auto groups only seeds trained as one batched model: not yet)" * (result["jobs"] == result["runs"]))
     )
     timeout = limits.get("timeout_min")
     if timeout:

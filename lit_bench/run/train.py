@@ -20,7 +20,9 @@ import torch
 from omegaconf import DictConfig
 
 from lit_bench.config.checks import ConfigError, check_run_options
+from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.identity import config_hash, config_id, identify, resolved, run_path
+from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
 from lit_bench.run.fit import train_and_score
@@ -99,7 +101,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 "timesteps": None,
                 "error": f"stopped by {interrupt.name} while waiting for the run's lock; nothing was changed",
             }
-        return _run_locked(cfg, config, run_dir, base)
+        # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
+        with whitelisted([name for _, kind, name in code_names(config) if kind == "target"]):
+            return _run_locked(cfg, config, run_dir, base)
 
 
 def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]) -> dict[str, Any]:

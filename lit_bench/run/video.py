@@ -28,9 +28,12 @@ DEFAULT_FPS = 30
 
 
 def headless_rendering() -> None:
-    """MuJoCo renders through EGL when no display exists (call before MuJoCo is imported); a user's choice wins."""
-    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
+    """Off-screen rendering when no display exists (call before MuJoCo or pygame is imported); a user's choice wins:
+    MuJoCo through EGL, and pygame (classic control, Box2D) on SDL's dummy video driver, which draws the same
+    frames and does not probe for a display server ("XDG_RUNTIME_DIR is invalid" on a headless machine)."""
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("MUJOCO_GL", "egl")
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 
 def check_video_deps(path: str | Path) -> None:

@@ -58,7 +58,8 @@ EVAL_FIELDS = (
     "fps",
 )
 
-# Every file of a run directory a user may read (the README's table lists exactly these; test_run_format checks it).
+# Every file of a run directory a user may read (the table of docs/guides/harness.md lists exactly these;
+# test_run_format checks it).
 FILES: dict[str, str] = {
     CONFIG: "the resolved config (plain data)",
     OVERRIDES: "the command line's overrides",

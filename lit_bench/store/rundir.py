@@ -100,6 +100,16 @@ def csv_text(fieldnames: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
+def unix_line_ends(data: bytes) -> bytes:
+    """CSV text with ``\n`` line ends: ``csv_text`` (the csv module) ends every line with ``\r\n``, and readers
+    that parse many files' rows together split on ``\n``. Text with any other ``\r`` is returned as it is (such a
+    file is read on its own)."""
+    if b"\r\n" not in data:
+        return data
+    unix = data.replace(b"\r\n", b"\n")
+    return data if b"\r" in unix else unix
+
+
 def read_csv(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
         return []

@@ -1,4 +1,4 @@
-"""Seed groups: N seeds of one configuration trained together as one batched model (issue 39).
+"""Seed groups: N seeds of one configuration trained together as one batched model (issue 39)::
 
     from lit_sb3.seeds import SeedGroup          # also lit_sb3.SeedGroup
     group = SeedGroup(PPO, seeds=range(10), env="CartPole-v1", n_envs=8, **ppo_kwargs)
@@ -14,8 +14,15 @@ The API is the contract's (``SeedGroup`` in :mod:`lit_sb3.seeds.group`)::
     group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls)
 
 Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE); DQN, SAC, TD3 and DDPG (MlpPolicy, step-based
-``train_freq``, 1-step returns, SB3's plain replay buffer: :mod:`lit_sb3.seeds.off_policy`). Anything else is refused
-in one line.
+``train_freq``, 1-step returns, SB3's plain replay buffer: :mod:`lit_sb3.seeds.off_policy`), on the CPU. Anything
+else (other algorithms, CNN / multi-input policies, custom optimizers but Adam and RMSprop, ``device="cuda"``) is
+refused in one line.
+
+For the harness: a seed trained in a group is not the run its single process would train (the random streams
+differ, see below), but it is the same run in any group: its identity may record "trained in a group" without the
+group's other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at once, CPU time of whole processes,
+imports included): PPO CartPole 2.9x less CPU than one process per seed (lit_sb3's or SB3's), A2C Acrobot 3.2x
+(lit_sb3) and 2.6x (SB3) less; the README gives the command and the load.
 
 What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
 

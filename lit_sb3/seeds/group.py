@@ -401,20 +401,24 @@ class SeedGroup(L.LightningModule):
         return RLEnvDataModule(train_env=self.env)
 
     def check_env(self, env: VecEnv) -> None:
+        """Refuse any env but the group's own."""
         if env is not self.env:
             raise ValueError(
                 "env: a seed group trains on its own envs (SeedGroup(..., env=...)); fit it without a datamodule"
             )
 
     def prepare_run(self, total_timesteps: int, callback: MaybeCallback) -> None:
+        """Take the fit's env-step budget (per seed) and SB3 callback(s) (RLTrainer's protocol)."""
         self._total_timesteps = total_timesteps
         self._rl_callback = callback
 
     def train_dataloader(self) -> _Rounds:
+        """One item per round (Lightning epoch) that collected its env steps."""
         return _Rounds(self)
 
     def configure_optimizers(self) -> Any:
-        return None  # the batched algorithm steps its own optimizers
+        """None: the batched algorithm steps its own (batched) optimizers."""
+        return None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """A Lightning checkpoint of a group holds every seed's :meth:`seed_state` (a ``ModelCheckpoint`` resumes)."""
@@ -422,10 +426,12 @@ class SeedGroup(L.LightningModule):
             checkpoint["seed_states"] = [self.seed_state(i) for i in range(self.n_seeds)]
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Resume every seed from a checkpoint :meth:`on_save_checkpoint` wrote."""
         if "seed_states" in checkpoint:
             self.load_seed_states(checkpoint["seed_states"])
 
     def on_train_start(self) -> None:
+        """Seed and reset the envs (unless resuming), start the clock, start the SB3 callback."""
         if self.last_obs is None:
             self.env.seed_each(self.seeds)
             self._action_logs = [resume.ActionLog.before_reset(e) for e in self.envs]
@@ -438,6 +444,7 @@ class SeedGroup(L.LightningModule):
             self._callback.on_training_start({"total_timesteps": self._total_timesteps, "self": self}, {})
 
     def on_train_epoch_start(self) -> None:
+        """The round's env steps (stop at the budget or when the callback says so), then the metric rows."""
         self._collected = False
         if self.num_timesteps >= self._total_timesteps:
             self.trainer.should_stop = True
@@ -456,13 +463,16 @@ class SeedGroup(L.LightningModule):
             self._dump()  # as SB3: between the round's env steps and its update (train/* are the last update's)
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
+        """The round's batched update."""
         self.algorithm.update()
 
     def on_train_epoch_end(self) -> None:
+        """Stop at the budget."""
         if self.num_timesteps >= self._total_timesteps:
             self.trainer.should_stop = True
 
     def on_train_end(self) -> None:
+        """End the SB3 callback."""
         if self._callback is not None:
             self._callback.on_training_end()
 

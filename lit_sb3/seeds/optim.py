@@ -39,6 +39,13 @@ def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> 
     return total
 
 
+def _gradients(params: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The gradients of ``params`` (each has one: the step passes only those)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    assert len(grads) == len(params)
+    return grads
+
+
 class BatchedOptimizer:
     """Shared part of the batched optimizers: the stacked parameters, the learning rate and each seed's step count.
 
@@ -70,19 +77,22 @@ class BatchedOptimizer:
         if not bool(moving.any()):
             return
         self.steps += moving.to(self.steps.dtype)
-        for index, param in enumerate(self.params):
-            if param.grad is None:
-                continue
-            old = [param.detach().clone(), *(self.state[n][index].clone() for n in self.state_names)] if partial else []
-            self._update(index, param, param.grad)
-            if partial:  # the stopped seeds' entries go back to what they were
+        indices = [i for i, p in enumerate(self.params) if p.grad is not None]
+        if partial:  # the stopped seeds' entries go back to what they were after the update
+            before = [
+                (self.params[i].detach().clone(), [self.state[n][i].clone() for n in self.state_names]) for i in indices
+            ]
+        self._update(indices)
+        if partial:
+            for i, (param, states) in zip(indices, before):
                 keep = _per_seed(~moving, param)
-                param.copy_(torch.where(keep, old[0], param))
-                for name, before in zip(self.state_names, old[1:]):
-                    state = self.state[name][index]
-                    state.copy_(torch.where(keep, before, state))
+                self.params[i].copy_(torch.where(keep, param, self.params[i]))
+                for name, saved in zip(self.state_names, states):
+                    state = self.state[name][i]
+                    state.copy_(torch.where(keep, saved, state))
 
-    def _update(self, index: int, param: torch.Tensor, grad: torch.Tensor) -> None:
+    def _update(self, indices: list[int]) -> None:
+        """The update of the parameters at ``indices`` (those with gradients), every seed at once."""
         raise NotImplementedError
 
     def seed_state(self, seed_index: int) -> dict[str, Any]:
@@ -121,17 +131,23 @@ class BatchedAdam(BatchedOptimizer):
         super().__init__(params, lr)
         self.betas, self.eps = betas, eps
 
-    def _update(self, index: int, param: torch.Tensor, grad: torch.Tensor) -> None:
+    def _update(self, indices: list[int]) -> None:
         beta1, beta2 = self.betas
-        exp_avg, exp_avg_sq = self.state["exp_avg"][index], self.state["exp_avg_sq"][index]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        params = [self.params[i] for i in indices]
+        grads = _gradients(params)
+        exp_avgs = [self.state["exp_avg"][i] for i in indices]
+        exp_avg_sqs = [self.state["exp_avg_sq"][i] for i in indices]
+        # torch's single-tensor Adam, operation by operation (the foreach calls run the same kernels per tensor)
+        torch._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+        torch._foreach_mul_(exp_avg_sqs, beta2)
+        torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
         # the bias corrections in double precision, as torch computes them from a Python float step
         steps = self.steps.clamp(min=1.0)
-        step_size = (self.lr / (1 - beta1**steps)).to(param.dtype)
-        correction2_sqrt = ((1 - beta2**steps) ** 0.5).to(param.dtype)
-        denom = (exp_avg_sq.sqrt() / _per_seed(correction2_sqrt, param)).add_(self.eps)
-        param.add_(_per_seed(-step_size, param) * exp_avg / denom)
+        step_size = (self.lr / (1 - beta1**steps)).to(params[0].dtype)
+        correction2_sqrt = ((1 - beta2**steps) ** 0.5).to(params[0].dtype)
+        for param, exp_avg, denom in zip(params, exp_avgs, torch._foreach_sqrt(exp_avg_sqs)):
+            denom.div_(_per_seed(correction2_sqrt, param)).add_(self.eps)
+            param.add_(_per_seed(-step_size, param) * exp_avg / denom)
 
 
 class BatchedRMSprop(BatchedOptimizer):
@@ -143,10 +159,15 @@ class BatchedRMSprop(BatchedOptimizer):
         super().__init__(params, lr)
         self.alpha, self.eps = alpha, eps
 
-    def _update(self, index: int, param: torch.Tensor, grad: torch.Tensor) -> None:
-        square_avg = self.state["square_avg"][index]
-        square_avg.mul_(self.alpha).addcmul_(grad, grad, value=1 - self.alpha)
-        param.addcdiv_(grad, square_avg.sqrt().add_(self.eps), value=-self.lr)
+    def _update(self, indices: list[int]) -> None:
+        params = [self.params[i] for i in indices]
+        grads = _gradients(params)
+        square_avgs = [self.state["square_avg"][i] for i in indices]
+        torch._foreach_mul_(square_avgs, self.alpha)
+        torch._foreach_addcmul_(square_avgs, grads, grads, value=1 - self.alpha)
+        averages = torch._foreach_sqrt(square_avgs)
+        torch._foreach_add_(averages, self.eps)
+        torch._foreach_addcdiv_(params, grads, averages, value=-self.lr)
 
 
 _IMPLEMENTATION_KEYS = {"fused", "foreach", "capturable", "differentiable"}

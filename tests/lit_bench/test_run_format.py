@@ -16,9 +16,9 @@ from tests.lit_bench.helpers import REPO, TINY, compose_run, write_run
 FILE_NAME = re.compile(r"[\w<>.-]+\.(?:yaml|csv|npz|json|ckpt|zip|pt|pkl|mp4)\b")
 
 
-def test_the_readme_table_lists_exactly_the_files_of_the_format():
-    readme = (REPO / "README.md").read_text()
-    table = readme.split("Each run writes its directory (above), every file atomically:", 1)[1].split("```")[1]
+def test_the_harness_guides_table_lists_exactly_the_files_of_the_format():
+    guide = (REPO / "docs" / "guides" / "harness.md").read_text()
+    table = guide.split("Each run writes its directory (above), every file atomically:", 1)[1].split("\n\n", 2)[1]
     assert set(FILE_NAME.findall(table)) == {Path(name).name for name in fmt.FILES}
 
 

@@ -251,3 +251,22 @@ def test_refusals_are_one_line() -> None:
     with pytest.raises(ValueError, match=r"^states: one per seed of the group"):
         group.load_seed_states([])
     assert np.all(group.last_episode_starts)
+
+
+def test_one_vec_env_per_seed_trains_as_the_env_id_does() -> None:
+    by_id = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
+    given = SeedGroup(PPO, seeds=[0, 1], env=[to_vec_env("CartPole-v1", 4) for _ in range(2)], **SMALL)
+    for group in (by_id, given):
+        group.learn(256, log_interval=1)
+    for i in range(2):
+        assert all(torch.equal(a, b) for a, b in zip(_params(by_id, i), _params(given, i)))
+
+
+def test_a_callback_returning_false_stops_the_group() -> None:
+    class StopAt(BaseCallback):
+        def _on_step(self) -> bool:
+            return self.num_timesteps < 100
+
+    group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
+    group.learn(1024, callback=StopAt())
+    assert group.num_timesteps == 100
