@@ -42,7 +42,8 @@ Not batched (refused in one line): episode-based ``train_freq``, n-step returns,
 Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at a time, this repository's 2-core machine under a load of
 9-13 from other work, so wall times are inflated and CPU times are the steadier measure): SAC Pendulum [64, 64], 2,000
 steps per seed, whole processes: 2.94x less CPU than one SB3 process per seed (3.17x wall), 2.61x less than one lit_sb3
-process per seed. With the Zoo's [400, 300] networks the products are compute-bound: the training alone (no imports),
+process per seed; TD3 Pendulum [64, 64]: 2.39x less CPU than SB3 (2.77x wall), 2.24x less than lit_sb3. With the
+Zoo's [400, 300] networks the products are compute-bound: the training alone (no imports),
 10 seeds grouped vs 10 x one SB3 run, 160 steps, CPU time: SAC 1.25x, TD3 1.20x.
 """
 
