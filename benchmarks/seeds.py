@@ -10,7 +10,7 @@ Every run is a fresh ``python -c`` process timed over its whole life, imports in
 
 Modes are interleaved (each repeat runs them all, the order rotating). For each mode it prints the sweep's wall
 time, the CPU time of its processes (``RUSAGE_CHILDREN``), and the ratios of the other modes' wall and CPU time to
-the grouped sweep's; the load average before and after. To add an algorithm (DQN, SAC, TD3), add a row to ``CONFIGS``.
+the grouped sweep's; the load average before and after. To add a configuration, add a row to ``CONFIGS``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,23 @@ class Config:
     env: str
     n_envs: int
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: arguments that are objects, as Python expressions (TD3's action noise), evaluated after ``_NOISE_IMPORTS``
+    exprs: dict[str, str] = field(default_factory=dict)
+
+    def arguments(self) -> str:
+        """The algorithm's keyword arguments as source text."""
+        return ", ".join([f"**{self.kwargs!r}", *(f"{k}={v}" for k, v in self.exprs.items())])
+
+    def imports(self) -> str:
+        return _NOISE_IMPORTS if self.exprs else ""
+
+
+_NOISE_IMPORTS = "import numpy as np\nfrom stable_baselines3.common.noise import NormalActionNoise\n"
+_TD3_NOISE = {"action_noise": "NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))"}
+# the RL Zoo's off-policy Pendulum / CartPole settings; learning_starts 100 (TD3's Zoo value is 10,000) so that short
+# budgets train
+_SAC = {"learning_rate": 1e-3, "learning_starts": 100}
+_TD3 = {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 100, "learning_rate": 1e-3}
 
 
 CONFIGS = {
@@ -52,29 +69,51 @@ CONFIGS = {
         },
     ),
     "a2c": Config("A2C", "Acrobot-v1", 16, {"ent_coef": 0.0}),
+    "dqn": Config(
+        "DQN",
+        "CartPole-v1",
+        1,
+        {
+            "learning_rate": 2.3e-3,
+            "batch_size": 64,
+            "buffer_size": 100_000,
+            "learning_starts": 1000,
+            "gamma": 0.99,
+            "target_update_interval": 10,
+            "train_freq": 256,
+            "gradient_steps": 128,
+            "exploration_fraction": 0.16,
+            "exploration_final_eps": 0.04,
+            "policy_kwargs": {"net_arch": [256, 256]},
+        },
+    ),
+    "sac": Config("SAC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [64, 64]}}),
+    "sac-400-300": Config("SAC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [400, 300]}}),
+    "td3": Config("TD3", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [64, 64]}}, _TD3_NOISE),
+    "td3-400-300": Config("TD3", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [400, 300]}}, _TD3_NOISE),
 }
 
 
 def _per_seed_code(backend: str, config: Config, seed: int, steps: int) -> str:
     if backend == "sb3":
-        return (
+        return config.imports() + (
             f"from stable_baselines3 import {config.algo} as Algo\n"
             "from stable_baselines3.common.env_util import make_vec_env\n"
             f"env = make_vec_env({config.env!r}, n_envs={config.n_envs}, seed={seed})\n"
-            f"Algo('MlpPolicy', env, seed={seed}, **{config.kwargs!r}).learn({steps})\n"
+            f"Algo('MlpPolicy', env, seed={seed}, {config.arguments()}).learn({steps})\n"
         )
-    return (
+    return config.imports() + (
         f"from lit_sb3 import {config.algo} as Algo\n"
         "from lit_sb3.common.envs import to_vec_env\n"
         f"env = to_vec_env({config.env!r}, {config.n_envs})\n"
-        f"Algo('MlpPolicy', env=env, seed={seed}, **{config.kwargs!r}).learn({steps})\n"
+        f"Algo('MlpPolicy', env=env, seed={seed}, {config.arguments()}).learn({steps})\n"
     )
 
 
 def _group_code(config: Config, seeds: list[int], steps: int) -> str:
-    return (
+    return config.imports() + (
         f"from lit_sb3 import {config.algo} as Algo, SeedGroup\n"
-        f"SeedGroup(Algo, seeds={seeds!r}, env={config.env!r}, n_envs={config.n_envs}, **{config.kwargs!r})"
+        f"SeedGroup(Algo, seeds={seeds!r}, env={config.env!r}, n_envs={config.n_envs}, {config.arguments()})"
         f".learn({steps})\n"
     )
 

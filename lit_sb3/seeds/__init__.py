@@ -13,8 +13,10 @@ The API is the contract's (``SeedGroup`` in :mod:`lit_sb3.seeds.group`)::
     group.num_timesteps, group.seeds, group.model(i), group.evaluate(eval_envs, n_eval_episodes, deterministic)
     group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls)
 
-Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE), on the CPU. Anything else (other algorithms,
-CNN / multi-input policies, custom optimizers but Adam and RMSprop, ``device="cuda"``) is refused in one line.
+Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE); DQN, SAC, TD3 and DDPG (MlpPolicy, step-based
+``train_freq``, 1-step returns, SB3's plain replay buffer: :mod:`lit_sb3.seeds.off_policy`), on the CPU. Anything
+else (other algorithms, CNN / multi-input policies, custom optimizers but Adam and RMSprop, ``device="cuda"``) is
+refused in one line.
 
 For the harness: a seed trained in a group is not the run its single process would train (the random streams
 differ, see below), but it is the same run in any group: its identity may record "trained in a group" without the

@@ -36,6 +36,10 @@ from lit_sb3.seeds.streams import SeedStreams
 BATCHED: dict[str, tuple[str, str]] = {
     "PPO": ("lit_sb3.algorithms.ppo", "lit_sb3.seeds.on_policy:BatchedPPO"),
     "A2C": ("lit_sb3.algorithms.a2c", "lit_sb3.seeds.on_policy:BatchedA2C"),
+    "DQN": ("lit_sb3.algorithms.dqn", "lit_sb3.seeds.off_policy_updates:BatchedDQN"),
+    "SAC": ("lit_sb3.algorithms.sac", "lit_sb3.seeds.off_policy_updates:BatchedSAC"),
+    "TD3": ("lit_sb3.algorithms.td3", "lit_sb3.seeds.off_policy_updates:BatchedTD3"),
+    "DDPG": ("lit_sb3.algorithms.ddpg", "lit_sb3.seeds.off_policy_updates:BatchedTD3"),  # TD3's special case
 }
 
 
@@ -65,6 +69,9 @@ class BatchedAlgorithm:
     A Lightning epoch of the group is one round: :meth:`collect` (env steps through ``group.step_envs``), then
     :meth:`update`. Subclasses implement the methods below; the group calls nothing else.
     """
+
+    #: metric rows every ``log_interval`` rounds (on-policy); False: the algorithm writes them (off-policy: episodes)
+    dumps_per_round: ClassVar[bool] = True
 
     def __init__(self, group: SeedGroup) -> None:
         self.group = group
@@ -452,7 +459,7 @@ class SeedGroup(L.LightningModule):
             self._callback.on_rollout_end()
         self._collected = True
         self.iteration += 1
-        if self.log_interval and self.iteration % self.log_interval == 0:
+        if self.log_interval and self.algorithm.dumps_per_round and self.iteration % self.log_interval == 0:
             self._dump()  # as SB3: between the round's env steps and its update (train/* are the last update's)
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
@@ -476,11 +483,14 @@ class SeedGroup(L.LightningModule):
             raise IndexError(f"index: the group has seeds 0..{self.n_seeds - 1} (by position), got {index}")
         return index
 
-    def _dump(self) -> None:
-        """Each seed's row of metrics at the current env step, also to the trainer's Lightning loggers."""
+    def _dump(self, indices: Sequence[int] | None = None) -> None:
+        """Each seed's row of metrics at the current env step (only ``indices``' when given: the off-policy
+        algorithms write a seed's row at its episode ends), also to the trainer's Lightning loggers."""
         trainer = attached_trainer(self)
         loggers = trainer.loggers if trainer is not None else []
         for i, (seed, logger) in enumerate(zip(self.seeds, self._loggers)):
+            if indices is not None and i not in indices:
+                continue
             logger.record("time/iterations", self.iteration)
             steps = self.num_timesteps - self._timesteps_at_start
             record_rollout_stats(

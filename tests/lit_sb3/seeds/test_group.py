@@ -229,7 +229,8 @@ def test_evaluate_counts_as_sb3_evaluate_policy() -> None:
 
 
 def test_refusals_are_one_line() -> None:
-    with pytest.raises(ValueError, match=r"^algo_cls: seed groups batch lit_sb3's PPO, A2C, not TRPO"):
+    batched = "PPO, A2C, DQN, SAC, TD3, DDPG"
+    with pytest.raises(ValueError, match=rf"^algo_cls: seed groups batch lit_sb3's {batched}, not TRPO"):
         SeedGroup(TRPO, seeds=[0, 1], env="CartPole-v1")
     with pytest.raises(ValueError, match="not PPO"):
         SeedGroup(SB3PPO, seeds=[0, 1], env="CartPole-v1")  # SB3's own class: not lit_sb3's

@@ -1,0 +1,253 @@
+"""The gradient steps of DQN, SAC and TD3 (and DDPG, TD3's special case) for a seed group: SB3's ``train`` on
+every seed's own minibatch at once.
+
+Each step is the single run's step (see :mod:`lit_sb3.algorithms.dqn`, ``sac``, ``td3``) with lit_sb3's pure loss
+functions mapped over the seed axis (``torch.vmap``); each seed's loss depends only on its own parameters, so the
+gradient of their sum is each seed's own gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch.func import vmap
+
+from lit_sb3.algorithms.dqn import DQN
+from lit_sb3.algorithms.sac import SAC
+from lit_sb3.algorithms.td3 import TD3
+from lit_sb3.common import losses
+from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.seeds.off_policy import BatchedOffPolicy
+from lit_sb3.seeds.optim import BatchedAdam, BatchedOptimizer, batched_optimizer, clip_grad_norm_per_seed
+from lit_sb3.seeds.replay import SeedSamples
+from lit_sb3.seeds.streams import SeedStreams
+
+# the pure losses over the seed axis (gamma is shared)
+_dqn_target = vmap(losses.dqn_target, in_dims=(0, 0, None, 0))
+_q_huber_loss = vmap(losses.q_huber_loss)
+_double_q_target = vmap(losses.clipped_double_q_target, in_dims=(0, 0, None, 0))
+_soft_double_q_target = vmap(losses.clipped_double_q_target, in_dims=(0, 0, None, 0, 0, 0))
+_critics_mse_loss = vmap(losses.critics_mse_loss)
+_sac_actor_loss = vmap(losses.sac_actor_loss)
+_entropy_coef_loss = vmap(losses.entropy_coef_loss, in_dims=(0, 0, None))
+
+
+def _optimizer(model: OffPolicyAlgorithm, params: list[torch.Tensor]) -> BatchedOptimizer:
+    """The batched counterpart of the policy's optimizer (its class and keyword arguments) on ``params``."""
+    policy = model.policy
+    assert policy is not None  # built with the model
+    return batched_optimizer(policy.optimizer_class, dict(policy.optimizer_kwargs), params, model.lr_schedule(1))
+
+
+class _Means:
+    """Per-seed means of the statistics of one ``train`` call (SB3 logs each one's mean over its latest call)."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, torch.Tensor] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, **values: torch.Tensor) -> None:
+        for name, value in values.items():
+            value = value.detach().reshape(-1)
+            self.sums[name] = self.sums[name] + value if name in self.sums else value.clone()
+            self.counts[name] = self.counts.get(name, 0) + 1
+
+    def means(self) -> dict[str, torch.Tensor]:
+        return {name: total / self.counts[name] for name, total in self.sums.items()}
+
+
+class BatchedDQN(BatchedOffPolicy):
+    """DQN: epsilon-greedy actions (one uniform draw per seed and vector step), Huber loss, gradient norms clipped per
+    seed, target networks refreshed every ``target_update_interval`` env steps."""
+
+    template: DQN
+
+    def _build_optimizers(self) -> dict[str, BatchedOptimizer]:
+        self.exploration_rate = 0.0
+        return {"policy.optimizer": _optimizer(self.template, self.net.network("q_net"))}
+
+    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        greedy = self.net.q_values(obs).argmax(dim=-1).numpy()
+        if deterministic:
+            return greedy
+        # SB3 draws once per predict call: all of a seed's envs explore together
+        for seed_index, rng in enumerate(streams.numpy):
+            if rng.random() < self.exploration_rate:  # only an exploring seed draws from its action space
+                space = self.action_spaces[seed_index]
+                greedy[seed_index] = [space.sample() for _ in range(obs.shape[1])]
+        return greedy
+
+    def on_vector_step(self) -> None:
+        model = self.template
+        self.exploration_rate = model.exploration.exploration_schedule(self.group.progress_remaining)
+        if self.n_calls % max(model.target_update_interval // self.n_envs, 1) == 0:
+            self.soft_update_targets(model.tau)
+        for seed_index in range(self.n_seeds):
+            self.group.record(seed_index, "rollout/exploration_rate", self.exploration_rate)
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"exploration_rate": self.exploration_rate}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.exploration_rate = float(state["exploration_rate"])
+
+    def gradient_steps(self, gradient_steps: int, batch_size: int) -> dict[str, torch.Tensor]:
+        model = self.template
+        (optimizer,) = self.optimizers.values()
+        means = _Means()
+        for _ in range(gradient_steps):
+            data = self.replay.sample(batch_size, self.streams.numpy)
+            loss = self.loss(data)
+            optimizer.zero_grad()
+            loss.sum().backward()
+            if model.max_grad_norm is not None:
+                clip_grad_norm_per_seed(optimizer.params, model.max_grad_norm)
+            optimizer.step()
+            means.add(loss=loss)
+        self.n_updates += gradient_steps
+        return means.means()
+
+    def loss(self, data: SeedSamples) -> torch.Tensor:
+        """Each seed's Huber loss on its minibatch, ``[N]``."""
+        with torch.no_grad():
+            next_q = self.net.q_values(data.next_observations, "q_net_target")
+            target_q = _dqn_target(data.rewards, data.dones, self.template.gamma, next_q)
+        return _q_huber_loss(self.net.q_values(data.observations), data.actions, target_q)
+
+    def _export_parts(self, index: int, model: Any) -> None:
+        model.exploration.exploration_rate = self.exploration_rate
+        model.target_networks.n_calls = self.n_calls
+
+
+class BatchedSAC(BatchedOffPolicy):
+    """SAC: squashed Gaussian actions from each seed's noise, twin critics, each seed's own temperature."""
+
+    template: SAC
+
+    def _build_optimizers(self) -> dict[str, BatchedOptimizer]:
+        temperatures = [m.temperature for m in self.models]
+        self.log_ent_coef: torch.Tensor | None = None
+        optimizers = {
+            "actor.optimizer": _optimizer(self.template, self.net.network("actor")),
+            "critic.optimizer": _optimizer(self.template, self.net.network("critic")),
+        }
+        if temperatures[0].log_ent_coef is not None:
+            stacked = torch.stack([t.log_ent_coef.detach() for t in temperatures if t.log_ent_coef is not None])
+            self.log_ent_coef = stacked.requires_grad_(True)
+            optimizers["ent_coef_optimizer"] = BatchedAdam([self.log_ent_coef], self.template.lr_schedule(1))
+        else:
+            self.fixed_ent_coef = torch.stack([t.ent_coef_tensor for t in temperatures])
+        self.target_entropy = float(temperatures[0].target_entropy)
+        return optimizers
+
+    def extra_params(self) -> dict[str, torch.Tensor]:
+        return {} if self.log_ent_coef is None else {"log_ent_coef": self.log_ent_coef}
+
+    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        dim = self.replay.action_dim
+        actions, _ = self.net.sac_actions(obs, None if deterministic else streams.normal((obs.shape[1], dim)))
+        return actions.numpy()
+
+    def ent_coef(self) -> torch.Tensor:
+        """Each seed's temperature for this update, ``[N, 1]`` (detached)."""
+        if self.log_ent_coef is None:
+            return self.fixed_ent_coef.reshape(-1, 1)
+        return self.log_ent_coef.detach().exp()
+
+    def gradient_steps(self, gradient_steps: int, batch_size: int) -> dict[str, torch.Tensor]:
+        model = self.template
+        means = _Means()
+        actor_opt, critic_opt = self.optimizers["actor.optimizer"], self.optimizers["critic.optimizer"]
+        dim = self.replay.action_dim
+        for step in range(gradient_steps):
+            data = self.replay.sample(batch_size, self.streams.numpy)
+            actions_pi, log_prob = self.net.sac_actions(data.observations, self.streams.normal((batch_size, dim)))
+            ent_coef = self.ent_coef()
+            if self.log_ent_coef is not None:
+                ent_coef_loss = _entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
+                ent_opt = self.optimizers["ent_coef_optimizer"]
+                ent_opt.zero_grad()
+                ent_coef_loss.sum().backward()
+                ent_opt.step()
+                means.add(ent_coef_loss=ent_coef_loss)
+
+            with torch.no_grad():
+                next_noise = self.streams.normal((batch_size, dim))
+                next_actions, next_log_prob = self.net.sac_actions(data.next_observations, next_noise)
+                next_q = torch.cat(self.net.critics(data.next_observations, next_actions, "critic_target"), dim=-1)
+                target_q = _soft_double_q_target(data.rewards, data.dones, model.gamma, next_q, next_log_prob, ent_coef)
+            critic_loss = 0.5 * _critics_mse_loss(self.net.critics(data.observations, data.actions), target_q)
+            critic_opt.zero_grad()
+            critic_loss.sum().backward()
+            critic_opt.step()
+
+            q_pi = torch.cat(self.net.critics(data.observations, actions_pi, params=self.net.detached("critic")), -1)
+            actor_loss = _sac_actor_loss(log_prob, q_pi, ent_coef)
+            actor_opt.zero_grad()
+            actor_loss.sum().backward()
+            actor_opt.step()
+
+            if step % model.target_update_interval == 0:
+                self.soft_update_targets(model.tau)
+            means.add(actor_loss=actor_loss, critic_loss=critic_loss, ent_coef=ent_coef)
+        self.n_updates += gradient_steps
+        return means.means()
+
+    def _export_parts(self, index: int, model: Any) -> None:
+        if self.log_ent_coef is not None:
+            model.temperature.load_sb3_variables({"log_ent_coef": self.log_ent_coef[index].detach()})
+
+
+class BatchedTD3(BatchedOffPolicy):
+    """TD3: deterministic actions plus each seed's action noise, target smoothing noise per seed, delayed actor and
+    target updates."""
+
+    template: TD3
+
+    def _build_optimizers(self) -> dict[str, BatchedOptimizer]:
+        return {
+            "actor.optimizer": _optimizer(self.template, self.net.network("actor")),
+            "critic.optimizer": _optimizer(self.template, self.net.network("critic")),
+        }
+
+    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        return self.net.td3_actions(obs).numpy()  # TD3 explores through its action noise only
+
+    def smoothing_noise(self, shape: tuple[int, ...]) -> torch.Tensor:
+        """Each seed's target smoothing noise ``[N, *shape]``, drawn as the single run draws it (``normal_``)."""
+        sigma = self.template.target_policy_noise
+        return torch.stack([torch.empty(shape).normal_(0.0, sigma, generator=g) for g in self.streams.torch])
+
+    def gradient_steps(self, gradient_steps: int, batch_size: int) -> dict[str, torch.Tensor]:
+        model = self.template
+        means = _Means()
+        actor_opt, critic_opt = self.optimizers["actor.optimizer"], self.optimizers["critic.optimizer"]
+        smoothing = model.target_policy_noise > 0 and model.target_noise_clip > 0
+        for _ in range(gradient_steps):
+            self.n_updates += 1
+            data = self.replay.sample(batch_size, self.streams.numpy)
+            with torch.no_grad():
+                next_actions = self.net.td3_actions(data.next_observations, "actor_target")
+                if smoothing:
+                    noise = self.smoothing_noise(tuple(data.actions.shape[1:]))
+                    next_actions = losses.smoothed_target_actions(next_actions, noise, model.target_noise_clip)
+                next_q = torch.cat(self.net.critics(data.next_observations, next_actions, "critic_target"), dim=-1)
+                target_q = _double_q_target(data.rewards, data.dones, model.gamma, next_q)
+            critic_loss = _critics_mse_loss(self.net.critics(data.observations, data.actions), target_q)
+            critic_opt.zero_grad()
+            critic_loss.sum().backward()
+            critic_opt.step()
+            means.add(critic_loss=critic_loss)
+
+            if self.n_updates % model.policy_delay == 0:
+                critic = self.net.detached("critic")
+                q1 = self.net.critics(data.observations, self.net.td3_actions(data.observations), params=critic)[0]
+                actor_loss = -q1.mean(dim=(1, 2))
+                actor_opt.zero_grad()
+                actor_loss.sum().backward()
+                actor_opt.step()
+                self.soft_update_targets(model.tau)
+                means.add(actor_loss=actor_loss)
+        return means.means()
