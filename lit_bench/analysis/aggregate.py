@@ -109,6 +109,28 @@ def common_grid(max_steps: Sequence[float] | np.ndarray, n_points: int = 50) -> 
     return np.linspace(end / n_points, end, n_points)
 
 
+AT_EVALUATIONS = "at_evaluations"  # a curve band's ``attrs`` key: True when its points are the runs' evaluations
+
+
+def evaluation_grid(
+    runs: np.ndarray, n_runs: int, timesteps: np.ndarray, *, n_points: int = 50
+) -> tuple[np.ndarray, bool]:
+    """The grid of a band of runs (``runs[i]`` numbers the run of point ``i``) and whether its points are the runs'
+    evaluations: their steps up to the shortest run when every run evaluated at exactly those steps and there are at
+    most ``n_points`` of them (a sweep's seeds of one config, the common case), else ``common_grid``."""
+    code, t = np.asarray(runs), np.asarray(timesteps, dtype=float)
+    last = np.full(n_runs, -np.inf)
+    np.fmax.at(last, code, t)
+    end = float(np.min(last)) if n_runs else -np.inf
+    within = t <= end
+    shared = np.unique(t[within])
+    counts = np.bincount(code[within], minlength=n_runs)
+    pairs = np.unique(np.stack([code[within], t[within]]), axis=1).shape[1]  # (a run's repeated step counts once)
+    if 0 < shared.size <= n_points and np.all(counts == shared.size) and pairs == within.sum():
+        return shared, True  # every run: shared.size distinct steps, all among the shared ones, so the same steps
+    return common_grid(last, n_points=n_points), False
+
+
 FINAL = "the last evaluation, at the end of the budget"  # the one meaning of "final" (console, sweep table, report)
 
 # A bootstrap CI over n seeds is flagged below this n. With n seeds a bootstrap has only C(2n-1, n) distinct

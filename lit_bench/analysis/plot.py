@@ -16,6 +16,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from lit_bench.analysis import style
+from lit_bench.analysis.aggregate import AT_EVALUATIONS
 from lit_bench.analysis.style import LineStyle
 
 
@@ -102,12 +103,13 @@ def learning_curves(
     own: list[Artist] = []
     for name, band in bands.items():
         line_style = (styles or {}).get(name)
-        # no markers: a band's points are a grid over the runs, not their evaluations, and would read as data
         kwargs: dict[str, Any] = {} if line_style is None else {"color": line_style.color, "ls": line_style.linestyle}
         if line_style is not None and line_style.linewidth:
             kwargs["lw"] = line_style.linewidth
-        (line,) = ax.plot(band["timesteps"], band["iqm"], label=f"{name} (n={int(band['n_runs'].max())})", **kwargs)
         hatch = line_style.hatch if line_style is not None else None
+        if band.attrs.get(AT_EVALUATIONS):  # markers only where the points are evaluations (not a grid over runs)
+            kwargs.update(marker="o", ms=3.5, **({"mfc": "white"} if hatch else {}))  # SB3's open, as its band
+        (line,) = ax.plot(band["timesteps"], band["iqm"], label=f"{name} (n={int(band['n_runs'].max())})", **kwargs)
         fill: dict[str, Any] = {"color": line.get_color(), "alpha": 0.15}  # lit: filled; SB3: hatched
         if hatch:
             fill = {"facecolor": "none", "edgecolor": line.get_color(), "hatch": hatch, "alpha": 0.35}

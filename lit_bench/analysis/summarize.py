@@ -353,9 +353,10 @@ def curve_bands(
     n_boot: int = 300,
     returns: Returns | None = None,
 ) -> dict[Any, pd.DataFrame]:
-    """Per summary row (by its index): the IQM [95% CI] band of its runs' evaluation returns on an even grid up to
-    its shortest run (damaged runs left out; only the completed ones where there are any: ``agg.band_runs``); a row
-    without evaluations has none. ``returns``: ``Returns.of(evals)`` when the caller has it already (``evals`` is then
+    """Per summary row (by its index): the IQM [95% CI] band of its runs' evaluation returns on their shared
+    evaluation steps (``attrs[aggregate.AT_EVALUATIONS]`` True), else on an even grid up to its shortest run
+    (damaged runs left out; only the completed ones where there are any: ``agg.band_runs``); a row without
+    evaluations has none. ``returns``: ``Returns.of(evals)`` when the caller has it already (``evals`` is then
     not read)."""
     returns = returns if returns is not None else Returns.of(evals)
     usable = returns.info[returns.info.status != "damaged"]
@@ -371,11 +372,10 @@ def curve_bands(
         runs = runs[np.argsort(returns.run_dirs[runs].astype(str), kind="stable")]  # sorted, as curves_on_grid
         positions, codes = returns.of_runs(runs)
         steps = returns.timesteps[positions]
-        last = np.full(len(runs), -np.inf)
-        np.fmax.at(last, codes, steps)
-        grid = agg.common_grid(last, n_points=n_points)
+        grid, at_evaluations = agg.evaluation_grid(codes, len(runs), steps, n_points=n_points)
         on_grid = agg.runs_on_grid(codes, len(runs), steps, returns.values[positions], grid)
         bands[index] = agg.iqm_band(on_grid, grid, n_boot=n_boot, seed=seed)
+        bands[index].attrs[agg.AT_EVALUATIONS] = at_evaluations  # (the curve's points are evaluations: markers)
     return bands
 
 

@@ -213,3 +213,16 @@ def test_bootstrap_iqm_by_rank_gives_the_numbers_of_sorting_the_scores(shape):
     generic = lambda v: agg.iqm(v)  # noqa: E731 - not agg.iqm itself: the path that sorts the resampled scores
     assert agg.stratified_bootstrap_ci(x, agg.iqm, seed=3) == agg.stratified_bootstrap_ci(x, generic, seed=3)
     assert agg.paired_bootstrap_ci(x, y, agg.iqm, seed=3) == agg.paired_bootstrap_ci(x, y, generic, seed=3)
+
+
+def test_a_band_is_drawn_at_its_runs_evaluations_when_they_share_them():
+    runs = np.array([0, 0, 0, 1, 1, 1, 1])
+    steps = np.array([500.0, 1000.0, 1500.0, 1500.0, 500.0, 1000.0, 2000.0])  # run 1 is longer, its rows unsorted
+    grid, at_evaluations = agg.evaluation_grid(runs, 2, steps)
+    assert at_evaluations and grid.tolist() == [500.0, 1000.0, 1500.0]  # up to the shortest run
+    other = np.array([500.0, 1000.0, 1500.0, 400.0, 1000.0, 1500.0, 2000.0])  # run 1 evaluated at 400, not 500
+    grid, at_evaluations = agg.evaluation_grid(runs, 2, other, n_points=4)
+    assert not at_evaluations and grid.tolist() == agg.common_grid([1500.0, 2000.0], n_points=4).tolist()
+    repeated = np.array([500.0, 500.0, 1500.0, 500.0, 1000.0, 1500.0, 2000.0])  # run 0: 500 twice, no 1000
+    assert not agg.evaluation_grid(runs, 2, repeated)[1]
+    assert not agg.evaluation_grid(runs, 2, steps, n_points=2)[1]  # more evaluations than points: the even grid

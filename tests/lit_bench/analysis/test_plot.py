@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import plot, style
 
 
@@ -167,3 +168,20 @@ def test_references_beyond_the_budget_make_one_note_not_one_each():
     text = _texts(ax)
     assert text.count("beyond these runs' budget") == 1 and "RL Zoo a2c" in text and "RL Zoo ppo" in text
     plt.close(ax.figure)
+
+
+def test_a_curve_has_markers_only_where_its_points_are_evaluations():
+    at_evaluations, on_a_grid = _band(1.0), _band(0.5)
+    at_evaluations.attrs[agg.AT_EVALUATIONS] = True
+    styles = {"ppo / lit": plot.backend_style("lit", "tab:blue"), "ppo / sb3": plot.backend_style("sb3", "tab:blue")}
+    sb3 = at_evaluations.copy()
+    sb3.attrs[agg.AT_EVALUATIONS] = True
+    ax = plot.learning_curves(
+        plot.new_axes(), {"ppo / lit": at_evaluations, "ppo / sb3": sb3, "a2c / lit": on_a_grid}, styles=styles
+    )
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert lines["ppo / lit (n=3)"].get_marker() == "o" and lines["ppo / sb3 (n=3)"].get_marker() == "o"
+    assert lines["ppo / sb3 (n=3)"].get_markerfacecolor() == "white"  # SB3's open, lit's filled
+    assert lines["ppo / lit (n=3)"].get_markerfacecolor() != "white"
+    assert lines["a2c / lit (n=3)"].get_marker() in ("None", None, "")  # a grid over runs: no markers
+    plt.close("all")
