@@ -34,7 +34,7 @@ class SeedActionNoise:
             )
         self.mean = np.asarray(noise._mu)
         self.sigma = np.asarray(noise._sigma)
-        self.dtype = noise._dtype
+        self.dtype = getattr(noise, "_dtype", np.float32)  # (SB3's attribute; Lightning has a private of that name)
         self.ornstein_uhlenbeck = isinstance(noise, OrnsteinUhlenbeckActionNoise)
         self.theta = float(getattr(noise, "_theta", 0.0))
         self.dt = float(getattr(noise, "_dt", 0.0))
