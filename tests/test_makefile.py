@@ -13,14 +13,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _install_recipes() -> str:
+    """What ``make`` would run for every target that installs (a dry run)."""
+    targets = ["setup", "lint", "test-zoo", "test-cluster", "docs"]
+    return subprocess.run(["make", "-n", "-B", *targets], cwd=REPO, capture_output=True, text=True).stdout
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def test_make_setup_never_imports_torch_to_read_its_version():
-    recipe = subprocess.run(
-        ["make", "-n", "-B", "setup", "lint", "test-zoo", "test-cluster", "docs"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    ).stdout
+    recipe = _install_recipes()
     assert "torch==$(" in recipe  # the extras are installed against the torch that is there
     assert "import torch" not in recipe
 
@@ -40,12 +41,7 @@ def test_the_version_command_prints_the_installed_torch_version():
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def test_every_editable_install_silences_setuptools_banners():
-    recipe = subprocess.run(
-        ["make", "-n", "-B", "setup", "lint", "test-zoo", "test-cluster", "docs"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    ).stdout
+    recipe = _install_recipes()
     installs = [line for line in recipe.splitlines() if "pip install -q -e" in line]
     assert len(installs) >= 5
     assert all(line.startswith("PYTHONWARNINGS=ignore::UserWarning ") for line in installs), installs
