@@ -10,7 +10,7 @@ cancel out). Off-policy algorithms start learning after 100
 steps (``learning_starts`` only delays the first update; the cost per step after it is what the budget pays for).
 CPU time, unlike wall time, hardly depends on what else the machine runs, so a measurement on a busy machine still
 estimates core-hours.
-The table (``results/reference/suite_cost.csv``) feeds ``python -m lit_bench.regress --dry-run``.
+The table (``results/reference/suite_cost.csv``) feeds ``lit-bench regress --dry-run``.
 """
 
 from __future__ import annotations

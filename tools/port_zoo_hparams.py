@@ -99,11 +99,11 @@ ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 WRAPPERS = {
     ATARI_WRAPPER: ATARI_WRAPPER,
     "minigrid.wrappers.FlatObsWrapper": "minigrid.wrappers.FlatObsWrapper",
-    "rl_zoo3.wrappers.FrameSkip": "lit_bench.config.wrappers.FrameSkip",
-    "rl_zoo3.wrappers.YAMLCompatResizeObservation": "lit_bench.config.wrappers.ResizeObservation",
+    "rl_zoo3.wrappers.FrameSkip": "lit_bench.wrappers.FrameSkip",
+    "rl_zoo3.wrappers.YAMLCompatResizeObservation": "lit_bench.wrappers.ResizeObservation",
     "gymnasium.wrappers.transform_observation.GrayscaleObservation": "gymnasium.wrappers.GrayscaleObservation",
 }
-NOISE = {"normal": "lit_bench.config.noise.normal", "ornstein-uhlenbeck": "lit_bench.config.noise.ornstein_uhlenbeck"}
+NOISE = {"normal": "lit_bench.noise.normal", "ornstein-uhlenbeck": "lit_bench.noise.ornstein_uhlenbeck"}
 SKIP = {"n_timesteps", "n_envs", "normalize", "policy", "noise_type", "noise_std", "env_wrapper", "frame_stack"}
 
 

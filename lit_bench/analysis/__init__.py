@@ -1,1 +1,1 @@
-"""Turn sweeps into tables and figures: load -> aggregate -> plot; ``python -m lit_bench.report`` is the CLI."""
+"""Turn sweeps into tables and figures: load -> aggregate -> plot; ``lit-bench report`` is the CLI."""

@@ -1,4 +1,5 @@
-"""The command-line tools (``python -m lit_bench.<tool>``): report, regress, enjoy, coverage, quickstart.
+"""The command-line tools: ``lit-bench`` (runs and sweeps, ``bench``) and ``lit-bench <tool>`` (report, regress,
+enjoy, coverage, quickstart, export, migrate; each also ``python -m lit_bench.cli.<tool>``).
 
 Nothing outside this package imports them.
 """

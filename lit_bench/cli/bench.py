@@ -1,6 +1,8 @@
 """``lit-bench [algo=ppo env=CartPole seed=0 budget=...]``, or ``-m`` to sweep: the harness's command (``run.py`` is
-the same command). It prints its plan first (runs, env steps, estimated CPU and wall time: lit_bench.control.run_plan);
-``--dry-run`` prints only that; ``--allow-no-learning`` runs a budget without a gradient step.
+the same command). ``lit-bench <tool> ...`` runs one of the tools instead (``TOOLS``: ``lit-bench report --help``;
+each is also ``python -m lit_bench.cli.<tool>``). It prints its plan first (runs, env steps, estimated CPU and wall
+time: lit_bench.control.run_plan); ``--dry-run`` prints only that; ``--allow-no-learning`` runs a budget without a
+gradient step.
 
 Groups and options are the built-in ``conf/`` (shipped in the package) plus the user's config directories
 (``--config-dir``, ``hydra.searchpath``, ``LIT_BENCH_CONFIG_PATH``: ``lit_bench.config.sources``). Each run writes its
@@ -8,6 +10,7 @@ own directory under ``<out_dir>/<sweep>/`` (``out_dir`` default ``results/runs``
 layout: lit_bench.config.identity) and returns its objective, so Hydra sweepers such as Optuna can use it.
 """
 
+import importlib
 import os
 import sys
 from typing import Any
@@ -18,6 +21,10 @@ from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals
 from lit_bench.control.sweep import INVOCATION_ENV, job_result, record_job, report
+
+# The tools of lit_bench.cli, each a module with ``main(argv)``; a Hydra override is never one bare word, so the first
+# argument tells a tool from a run.
+TOOLS = ("report", "regress", "enjoy", "coverage", "quickstart", "export", "migrate")
 
 
 def task(cfg: DictConfig) -> float | list[Any] | None:
@@ -65,7 +72,10 @@ def _take_flag(flag: str) -> bool:
 
 
 def main() -> None:
-    """The console entry point: Hydra's command line, with the built-in configs and the user's."""
+    """The console entry point: a tool (``lit-bench report ...``), or Hydra's command line, with the built-in configs
+    and the user's."""
+    if len(sys.argv) > 1 and sys.argv[1] in TOOLS:
+        sys.exit(importlib.import_module(f"lit_bench.cli.{sys.argv[1]}").main(sys.argv[2:]))
     # A quiet Ctrl-C while Hydra and the rest import; here, not at the top: a joblib worker imports this module for
     # ``task`` and must keep the harness's own handler (lit_bench.control.signals), not this one.
     import hydra

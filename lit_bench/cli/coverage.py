@@ -1,9 +1,9 @@
 """Which of SB3's published reference scores this harness can run, and why not when it cannot.
 
-    python -m lit_bench.coverage              # per-family counts, the rows that cannot run (with the reason)
-    python -m lit_bench.coverage --all        # every reference row
-    python -m lit_bench.coverage --csv c.csv  # the whole table as CSV
-    python -m lit_bench.coverage --no-make    # skip building each env once (faster; misses envs that fail to build)
+    lit-bench coverage              # per-family counts, the rows that cannot run (with the reason)
+    lit-bench coverage --all        # every reference row
+    lit-bench coverage --csv c.csv  # the whole table as CSV
+    lit-bench coverage --no-make    # skip building each env once (faster; misses envs that fail to build)
 
 A reference row (algo, env id of the RL Zoo's benchmark) is runnable when ``results/reference/env_version_map.csv``
 maps its env id to an id that an env group (``conf/env/<name>.yaml``) pins, ``conf/algo/<algo>.yaml`` exists, the
@@ -131,7 +131,7 @@ def describe(row: Row) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lit_bench.coverage", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="lit-bench coverage", description=__doc__.split("\n")[0])
     parser.add_argument("--all", action="store_true", help="list every reference row, not only those that cannot run")
     parser.add_argument("--csv", type=Path, help="write the whole table to this CSV file")
     parser.add_argument("--no-make", action="store_true", help="do not build each env once")

@@ -1,6 +1,6 @@
 """Watch a trained run: rebuild its evaluation env, load its checkpoint, play episodes, optionally write a video.
 
-    python -m lit_bench.enjoy <run_dir> [--episodes N] [--deterministic|--stochastic] [--video out.mp4]
+    lit-bench enjoy <run_dir> [--episodes N] [--deterministic|--stochastic] [--video out.mp4]
                               [--checkpoint last|best] [--render human] [--trust]
 
 The env is the run's own evaluation env (``config.yaml``: env id or factory, kwargs, wrappers, seed), with the
@@ -259,7 +259,7 @@ def enjoy(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lit_bench.enjoy", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lit-bench enjoy", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run directory (holds config.yaml and checkpoints/)")
     parser.add_argument("--episodes", type=int, default=3, help="episodes to play (default 3)")
     parser.add_argument(

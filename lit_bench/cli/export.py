@@ -1,6 +1,6 @@
 """Lay out completed runs as the RL Zoo's log folder, so that the Zoo's own plot scripts read them unchanged.
 
-    python -m lit_bench.export results/runs/default --out zoo_logs
+    lit-bench export results/runs/default --out zoo_logs
     python -m rl_zoo3.plots.all_plots -a ppo -e CartPole-v1 -f zoo_logs/lit zoo_logs/sb3 -l lit sb3 -o zoo_logs/all
     python -m rl_zoo3.plots.plot_from_file -i zoo_logs/all.pkl -o zoo_logs/all.svg
     python -m rl_zoo3.plots.plot_train -a ppo -e CartPole-v1 -f zoo_logs/lit
@@ -131,7 +131,7 @@ def commands(exported: list[Exported], out: Path) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lit-bench export", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run directories, sweep directories or globs")
     parser.add_argument("--out", type=Path, required=True, help="the Zoo log folder to create (links only)")
     parser.add_argument("--json", action="store_true", help="print the exported runs as JSON lines")

@@ -1,6 +1,6 @@
 """Main job on defaults: PPO with the RL Zoo's CartPole-v1 hyperparameters, then a deterministic evaluation.
 
-python -m lit_bench.quickstart [--budget 100000] [--seed 0] [--out results/runs/quickstart]
+lit-bench quickstart [--budget 100000] [--seed 0] [--out results/runs/quickstart]
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from stable_baselines3.common.utils import LinearSchedule
 from lit_sb3 import PPO, RLEnvDataModule, RLTrainer
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="lit-bench quickstart", description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=int, default=100_000, help="env steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("results/runs/quickstart"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     # rl-baselines3-zoo hyperparams/ppo.yml, CartPole-v1
     model = PPO(

@@ -1,9 +1,9 @@
 """Regression benchmarks: run a named suite through the real harness, compare with committed thresholds.
 
-    python -m lit_bench.regress --suite ci              # run lit_sb3, print measured vs threshold, exit 1 on regression
-    python -m lit_bench.regress --suite ci --record     # run lit_sb3 and SB3, (re)write results/baselines/ci.csv
-    python -m lit_bench.regress --suite nightly         # the longer suite (every algorithm at larger budgets)
-    python -m lit_bench.regress --suite zoo_atari --launcher slurm   # a suite of SB3's reference table, on SLURM
+    lit-bench regress --suite ci              # run lit_sb3, print measured vs threshold, exit 1 on regression
+    lit-bench regress --suite ci --record     # run lit_sb3 and SB3, (re)write results/baselines/ci.csv
+    lit-bench regress --suite nightly         # the longer suite (every algorithm at larger budgets)
+    lit-bench regress --suite zoo_atari --launcher slurm   # a suite of SB3's reference table, on SLURM
 
 Entries with the same algo, budget and overrides run as one ``lit-bench -m`` multirun over their envs and the suite's
 seeds (joblib launcher: one process per core; ``--launcher`` picks another, e.g. slurm or ray_local). An entry
@@ -164,7 +164,7 @@ def record(
         return 1
     today = datetime.date.today().isoformat()
     table["recorded"] = today
-    table["command"] = f"python -m lit_bench.regress --suite {suite['name']} --record"
+    table["command"] = f"lit-bench regress --suite {suite['name']} --record"
     seeds = per_seed(runs, suite).assign(recorded=today)
     seeds_file = baseline_file.with_name(f"{baseline_file.stem}_seeds.csv")
     if keep_others:
@@ -229,7 +229,7 @@ def against_references(suite: dict[str, Any], table: pd.DataFrame, report: Path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lit-bench regress", description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", default="ci")
     parser.add_argument("--out-dir", type=Path, default=Path("results") / "runs")
     parser.add_argument("--record", action="store_true", help="measure both backends and rewrite the thresholds")

@@ -56,7 +56,7 @@ __all__ = [  # the report's public names, importable from here as before its par
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lit-bench report", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run directories, sweep directories or globs")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <first run path>/report)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")

@@ -47,7 +47,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir
-from lit_bench.store.format import legacy_spelling
 from lit_bench.store.layout import ID_CHARS, VARIANT_DIR
 
 CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
@@ -128,11 +127,11 @@ def observation(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_id(config: dict[str, Any]) -> str:
-    return _digest(legacy_spelling(_identity(config)), ID_CHARS)  # module paths as before the move: ids unchanged
+    return _digest(_identity(config), ID_CHARS)
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    return _digest(legacy_spelling({**_identity(config), "seed": config.get("seed")}), 16)
+    return _digest({**_identity(config), "seed": config.get("seed")}, 16)
 
 
 def differences(config: Any, defaults: Any, prefix: str = "") -> list[tuple[str, Any]]:

@@ -35,7 +35,7 @@ def reference_dir() -> Path:
 
 
 def baselines_dir() -> Path:
-    """The committed regression thresholds (``lit_bench.regress``)."""
+    """The committed regression thresholds (``lit-bench regress``)."""
     return _located("data/baselines")
 
 

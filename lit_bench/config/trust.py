@@ -5,11 +5,10 @@ A run's config names code in three ways: ``_target_`` nodes (and the ``path`` of
 imported to register env ids) and, through ``algo._target_``, the algorithm class. Each name must be one the
 harness's own config groups (``conf/``: algo, env, algo_env, ...) or the user's config directories in
 ``LIT_BENCH_CONFIG_PATH`` (only you may write them: see ``sources.user_config_dirs``) give at that same node (list
-indices aside: a target a file gives ``env.make`` is not trusted as a wrapper's argument), an old path runs
-recorded before lit_bench's modules moved (``lit_bench.store.format.MOVED``: the old module + the same qualified
-name), or an object on lit_sb3's allow-list (:mod:`lit_sb3.safe_load`, which the user extends with ``allow`` /
-``LIT_SB3_ALLOW``); anything else is refused in one line naming the node and ``--trust``. An interpolation
-(``${...}``) is refused too: a recorded config is resolved, and resolvers run code.
+indices aside: a target a file gives ``env.make`` is not trusted as a wrapper's argument), or an object on lit_sb3's
+allow-list (:mod:`lit_sb3.safe_load`, which the user extends with ``allow`` / ``LIT_SB3_ALLOW``); anything else is
+refused in one line naming the node and ``--trust``. An interpolation (``${...}``) is refused too: a recorded config
+is resolved, and resolvers run code.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import yaml
 
 from lit_bench.config.resources import conf_dir
 from lit_bench.config.sources import user_config_dirs
-from lit_bench.store.format import MOVED
 from lit_sb3.common.safe_load import allowed_module, allowed_name
 
 #: Hydra's getters: the node names its ``path``, not the getter, as what runs
@@ -100,19 +98,10 @@ def _names_in(conf_dirs: tuple[Path, ...]) -> dict[str, dict[str, frozenset[str]
     return {kind: {name: frozenset(nodes) for name, nodes in names.items()} for kind, names in found.items()}
 
 
-def current_spelling(name: str) -> str:
-    """``name`` with a module that moved (``MOVED``: old module -> new module) spelled as it is now."""
-    for old, new in MOVED.items():
-        if name == old or name.startswith((f"{old}.", f"{old}:")):
-            return new + name[len(old) :]
-    return name
-
-
 def trusted_name(kind: str, name: str, where: str) -> bool:
     """Whether ``name`` (of ``kind``, see :func:`code_names`) may be loaded from node ``where`` of a run's config
     without --trust: a config file names it at that node (a target a file gives ``env.make`` is not trusted
     anywhere else), or it is on lit_sb3's allow-list."""
-    name = current_spelling(name)
     if name in GETTERS or node_of(where) in harness_names()[kind].get(name, ()):
         return True  # (a getter imports only its path, checked as a name of its own)
     if kind == "package":

@@ -1,6 +1,6 @@
 """What a regression suite will cost before it runs: its multiruns, their resources, the CPU core-hours they need.
 
-``python -m lit_bench.regress --suite zoo_all --launcher slurm --dry-run`` prints one line per multirun (the
+``lit-bench regress --suite zoo_all --launcher slurm --dry-run`` prints one line per multirun (the
 ``lit-bench -m`` command, how many runs, the launcher's resources per run) and the totals, with the default
 ``seeds_per_process``'s groups beside them (``lit_bench.control.seed_groups``). Core-hours come from
 ``results/reference/suite_cost.csv`` (CPU seconds per env step of each algorithm and env family, measured by

@@ -72,9 +72,7 @@ def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir)
     shown = ", ".join(f"{key}={json.dumps(ours[key], default=str, separators=(',', ':'))}" for key in changed)
     instead = [f"its metrics are in {run_dir.metrics_csv}"]
     if config.get("eval", {}).get("video") and not held.get("eval", {}).get("video"):
-        instead.append(
-            f"a video of its final model: python -m lit_bench.enjoy {run_dir.root} --video {run_dir.final_video}"
-        )
+        instead.append(f"a video of its final model: lit-bench enjoy {run_dir.root} --video {run_dir.final_video}")
     return (
         f"not trained again for {shown} (how a run is watched, not what it computes); "
         f"{'; '.join(instead)}; force=true retrains it into the same directory"

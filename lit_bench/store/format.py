@@ -8,11 +8,6 @@ Versions (``summary.json``'s ``format``): 1 -- every directory written before th
 adds ``format``; 3 -- a completed run records what it wrote (``evaluations``, ``eval_csv_sha256``: a later change to
 ``eval.csv`` makes it ``damaged``), and ``versions`` adds numpy and the env family's package. A reader takes any
 version up to ``FORMAT`` and refuses a newer one in one line (``format_problem``).
-
-``MOVED`` names the modules that version-1 ``config.yaml`` files may name by their path before the layered layout
-(``_target_`` / ``package`` entries ``lit_bench.noise.*``, ``lit_bench.wrappers.*``): the old module is importable as
-the new one (``lit_bench/__init__.py``), and config ids are computed over the old spelling (``legacy_spelling``), so a
-config keeps its id and its directory across the move.
 """
 
 from __future__ import annotations
@@ -159,28 +154,3 @@ def format_problem(summary: dict[str, Any]) -> str | None:
     if version < 1:
         return f"format {summary.get('format')!r} is not a run-directory format (1..{FORMAT})"
     return None
-
-
-MOVED: dict[str, str] = {
-    "lit_bench.noise": "lit_bench.config.noise",
-    "lit_bench.wrappers": "lit_bench.config.wrappers",
-    "lit_bench.sweep": "lit_bench.control.sweep",  # Hydra callbacks (``.hydra/config.yaml``)
-    "lit_bench.guard": "lit_bench.control.guard",
-}
-_OLD = {new: old for old, new in MOVED.items()}
-
-
-def _spelled_old(text: str) -> str:
-    for new, old in _OLD.items():
-        if text == new or text.startswith((f"{new}.", f"{new}:")):
-            return old + text[len(new) :]
-    return text
-
-
-def legacy_spelling(data: Any) -> Any:
-    """``data`` (plain config data) with every moved module path in its string values spelled as before the move."""
-    if isinstance(data, dict):
-        return {key: legacy_spelling(value) for key, value in data.items()}
-    if isinstance(data, list):
-        return [legacy_spelling(value) for value in data]
-    return _spelled_old(data) if isinstance(data, str) else data

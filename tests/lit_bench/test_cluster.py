@@ -351,7 +351,7 @@ def test_a_reference_suite_end_to_end_on_slurm_scaled_down(slurm: dict[str, str]
     command = [
         sys.executable,
         "-m",
-        "lit_bench.regress",
+        "lit_bench.cli.regress",
         "--suite",
         "zoo_classic",
         "--launcher",

@@ -94,7 +94,7 @@ def write_text_node(marker: Path) -> dict:
 CRAFTED = {
     "env.wrappers[0]._target_": lambda c, m: c["env"].__setitem__("wrappers", [write_text_node(m)]),
     "env.wrappers[0].skip._target_": lambda c, m: c["env"].__setitem__(
-        "wrappers", [{"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": write_text_node(m)}]
+        "wrappers", [{"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "skip": write_text_node(m)}]
     ),
     "env.make._args_[0]._target_": lambda c, m: c["env"].__setitem__(
         "make", {"_target_": "stable_baselines3.common.envs.BitFlippingEnv", "_args_": [write_text_node(m)]}
@@ -157,7 +157,7 @@ def test_trust_and_allow_open_exactly_what_they_say(
 def test_the_harness_config_groups_are_what_a_genuine_run_names(genuine: Path, capsys: pytest.CaptureFixture) -> None:
     names = harness_names()
     assert "lit_sb3.PPO" in names["target"] and "minigrid" in names["package"]
-    assert "lit_bench.config.noise.normal" in names["target"] and "torch.nn.ReLU" in names["target"]
+    assert "lit_bench.noise.normal" in names["target"] and "torch.nn.ReLU" in names["target"]
     assert enjoy.main([str(genuine), "--episodes", "1"]) == 0
 
 
@@ -318,7 +318,7 @@ def _copyfile_node(victim: Path, dst: Path) -> dict:
 def _nested_in_a_wrapper(genuine: Path, tmp_path: Path, victim: Path, dst: Path) -> Path:
     """A copy of the genuine run whose wrapper's argument is a shutil.copyfile node."""
     skip = _copyfile_node(victim, dst)
-    wrapper = {"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": skip}
+    wrapper = {"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "skip": skip}
     return crafted_copy(genuine, tmp_path, lambda c: c["env"].__setitem__("wrappers", [wrapper]))
 
 

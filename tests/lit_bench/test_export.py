@@ -1,4 +1,4 @@
-"""SB3's monitor.csv in every run (both backends) and ``lit_bench.export``: a sweep as the RL Zoo's log folder,
+"""SB3's monitor.csv in every run (both backends) and ``lit-bench export``: a sweep as the RL Zoo's log folder,
 read by the Zoo's own plot scripts (needs the ``zoo`` extra: rl_zoo3)."""
 
 from __future__ import annotations

@@ -243,8 +243,8 @@ def test_enjoy_on_a_tampered_sb3_zip_is_one_line(
 
 
 WRONG_VALUES = [
-    ("env.wrappers", [{"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "skip": "abc"}]),
-    ("env.wrappers", [{"_target_": "lit_bench.config.wrappers.FrameSkip", "_partial_": True, "nope": 1}]),
+    ("env.wrappers", [{"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "skip": "abc"}]),
+    ("env.wrappers", [{"_target_": "lit_bench.wrappers.FrameSkip", "_partial_": True, "nope": 1}]),
     ("env.kwargs", {"max_episode_steps": "abc"}),
 ]
 

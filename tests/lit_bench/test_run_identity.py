@@ -274,7 +274,6 @@ OBSERVED = (
 
 def test_observation_settings_never_change_the_directory() -> None:
     from lit_bench.config.identity import _digest, resolved
-    from lit_bench.store.format import legacy_spelling
 
     default = identify(compose_run("algo=ppo", "env=CartPole"))
     observed = identify(compose_run("algo=ppo", "env=CartPole", *OBSERVED))
@@ -289,7 +288,7 @@ def test_observation_settings_never_change_the_directory() -> None:
         for k, v in config.items()
         if k not in ("force", "objective", "out_dir", "sweep", "seed", "hydra", *new_nodes)
     }
-    assert lr.config_id == _digest(legacy_spelling(before), 10)
+    assert lr.config_id == _digest(before, 10)
     # what changes the numbers still does
     for override in (
         "eval.episodes=3",
@@ -315,7 +314,7 @@ def test_a_completed_run_is_not_retrained_for_observation_settings(tmp_path: Pat
     line = describe(again)
     assert "\n" not in line and "already completed, skipped" in line
     assert "not trained again for logger=" in line and "eval.video=true" in line
-    assert "python -m lit_bench.enjoy" in line and "force=true retrains it into the same directory" in line
+    assert "lit-bench enjoy" in line and "force=true retrains it into the same directory" in line
     assert (Path(first["run_dir"]) / "eval.csv").read_text() == eval_csv
     assert run(compose_run(*common))["note"] is None  # the same settings: nothing to say
     # the console only changes what this command prints: nothing to say either

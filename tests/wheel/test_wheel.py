@@ -138,7 +138,7 @@ def test_the_issue_command_runs_a_users_variant_from_an_empty_directory(installe
     assert "4 completed (4 runs)" in out, out
     sweep = work / "results" / "runs" / "default"
     assert len(list(sweep.glob("*/CartPole/*/seed_*/summary.json"))) == 4
-    out = _run([str(installed / "python"), "-m", "lit_bench.report", str(sweep), "--formats", "png"], work, env)
+    out = _run([str(installed / "python"), "-m", "lit_bench.cli.report", str(sweep), "--formats", "png"], work, env)
     assert _pair_row("my_ppo", "ppo", "budget=1000", "CartPole") in out, out
     assert (sweep / "report" / "curves_CartPole.png").is_file() and (sweep / "report" / "ablations.png").is_file()
 
@@ -165,7 +165,7 @@ def test_the_examples_run_against_the_builtins_from_the_wheel(installed, tmp_pat
         )
         assert "4 completed (4 runs)" in out, out
     out = _run(
-        [str(installed / "python"), "-m", "lit_bench.report", "results/runs/example", "--formats", "png"], work, env
+        [str(installed / "python"), "-m", "lit_bench.cli.report", "results/runs/example", "--formats", "png"], work, env
     )
     assert _pair_row("dual_clip_ppo", "ppo", "budget=1000", "CartPole") in out, out
     assert _pair_row("optimistic_sac", "sac", "budget=300", "Pendulum") in out, out

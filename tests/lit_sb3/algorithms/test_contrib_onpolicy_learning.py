@@ -6,7 +6,7 @@ import pytest
 from sb3_contrib.common.envs import InvalidActionEnvDiscrete
 from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 
-from lit_bench.config.wrappers import KeepObservationEntries
+from lit_bench.wrappers import KeepObservationEntries
 from lit_sb3 import PPO, TRPO, MaskablePPO, RecurrentPPO
 from tests.lit_sb3.helpers import best_eval_reward, zoo_settings
 

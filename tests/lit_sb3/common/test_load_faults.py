@@ -15,7 +15,7 @@ import stable_baselines3 as sb3
 import torch
 from stable_baselines3.common.utils import LinearSchedule
 
-from lit_bench.config.noise import normal
+from lit_bench.noise import normal
 from lit_sb3 import PPO, SAC, TD3, RLEnvDataModule, RLTrainer
 from lit_sb3.common.safe_load import CheckpointError
 

@@ -1,6 +1,6 @@
 """Action-noise factories for configs: the noise size is the action size, known only once the env exists.
 
-A config holds ``{_target_: lit_bench.config.noise.normal, _partial_: true, std: 0.1}``; the harness completes the
+A config holds ``{_target_: lit_bench.noise.normal, _partial_: true, std: 0.1}``; the harness completes the
 partial with ``n_actions`` when it builds the algorithm.
 """
 

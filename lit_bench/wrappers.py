@@ -58,7 +58,7 @@ NO_VELOCITY_IDS = {
 }
 for _new_id, _base_id in NO_VELOCITY_IDS.items():
     if _new_id not in gym.envs.registry:
-        gym.register(_new_id, entry_point="lit_bench.config.wrappers:no_velocity_env", kwargs={"env_id": _base_id})
+        gym.register(_new_id, entry_point="lit_bench.wrappers:no_velocity_env", kwargs={"env_id": _base_id})
 
 
 class FrameSkip(gym.Wrapper):
