@@ -9,7 +9,7 @@ still saying ``running`` (killed mid-run) is ``interrupted``; one whose ``summar
 trusted is ``damaged`` (``problem`` names the file and the fault).
 
 This module finds the runs, reads them through each sweep's cache and builds the tables; ``parse`` reads the files of
-runs not cached, ``eval_csv`` their ``eval.csv``. Their public names are importable from here.
+runs not cached, ``eval_csv`` their ``eval.csv``.
 """
 
 from __future__ import annotations
@@ -26,31 +26,13 @@ if TYPE_CHECKING:
     import pandas as pd  # (imported by the functions that use it: a training run imports this module, not pandas)
 
 from lit_bench.analysis import cache
-from lit_bench.analysis.eval_csv import METRICS, read_eval_csv, read_eval_csvs
-from lit_bench.analysis.parse import SPLIT_FROM, parse_runs
+from lit_bench.analysis.eval_csv import METRICS
+from lit_bench.analysis.parse import parse_runs
 from lit_bench.store.format import EVALUATIONS_NPZ
 from lit_bench.store.layout import sweep_dir
 from lit_bench.store.rundir import read_evaluations_npz
 
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]
-__all__ = [  # the public names, importable from here as before eval.csv and run parsing had modules of their own
-    "EVALUATIONS_NPZ",
-    "METRICS",
-    "RUN_COLUMNS",
-    "SPLIT_FROM",
-    "evaluations_table",
-    "find_run_dirs",
-    "load_episode_returns",
-    "load_evaluations",
-    "load_runs",
-    "load_tables",
-    "parse_runs",
-    "read_eval_csv",
-    "read_eval_csvs",
-    "read_runs",
-    "runs_table",
-    "sweep_dir",
-]
 
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:

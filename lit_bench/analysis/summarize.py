@@ -18,7 +18,8 @@ import pandas as pd
 
 from lit_bench.analysis import aggregate as agg
 from lit_bench.analysis import cache, variants
-from lit_bench.analysis.load import METRICS, RUN_COLUMNS
+from lit_bench.analysis.eval_csv import METRICS
+from lit_bench.analysis.load import RUN_COLUMNS
 from lit_bench.analysis.paired import one_run_per_seed, paired_columns
 from lit_bench.analysis.reference import reference_at_budget, reference_score
 

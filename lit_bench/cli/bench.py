@@ -47,7 +47,8 @@ def task(cfg: DictConfig) -> float | list[Any] | None:
 def _run_job(cfg: DictConfig) -> float | None:
     # Imported here, not above: a joblib sweep's parent process only launches and reports, and never pays for
     # Lightning, SB3 and torch; its workers import them once each (loky reuses them for the following jobs).
-    from lit_bench.run.train import describe, run
+    from lit_bench.run.outcome import describe
+    from lit_bench.run.train import run
 
     summary = run(cfg)
     if "rank" in summary:  # a further process of a multi-process run: rank 0 reports the run

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lit_bench.analysis.load import EVALUATIONS_NPZ, find_run_dirs
+from lit_bench.analysis.load import find_run_dirs
+from lit_bench.store.format import EVALUATIONS_NPZ
 from lit_bench.store.rundir import RunDir
 
 

@@ -21,7 +21,7 @@ train with the same seeds, and every seed's final evaluation must be identical (
 
 This module is the command line, running a suite's entries through the harness and the check / record flows; a
 suite's config and options are in ``lit_bench.cli.regression.suites``, the scores, thresholds and parity verdicts in
-``lit_bench.cli.regression.verdicts`` (their public names importable from here).
+``lit_bench.cli.regression.verdicts``.
 """
 
 from __future__ import annotations
@@ -50,36 +50,11 @@ from lit_bench.cli.regression.verdicts import (
     thresholds,
     toothless,
 )
-from lit_bench.cli.report import write_report
+from lit_bench.cli.reporting.write import write_report
 from lit_bench.config.resources import baselines_dir, source_checkout
 from lit_bench.control import suite_plan
 from lit_bench.control.sweep import TAG_ENV, read_records
 from lit_bench.store.rundir import atomic_write_text
-
-__all__ = [  # the public names, importable from here as before the suites and verdicts had modules of their own
-    "BACKENDS",
-    "against_references",
-    "check",
-    "check_parity",
-    "compare",
-    "dry_run",
-    "load_suite",
-    "main",
-    "measure",
-    "measured",
-    "only",
-    "parity_result",
-    "print_parity",
-    "print_table",
-    "record",
-    "report_dir",
-    "run_suite",
-    "scale",
-    "selected",
-    "sweep_dir_of",
-    "thresholds",
-    "toothless",
-]
 
 
 def run_suite(

@@ -15,7 +15,7 @@ under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, ba
 number alone; damaged run files are named on stderr and left out.
 
 This module is the command line; the report's parts are in ``lit_bench.cli.reporting`` (``tables``, ``markdown``,
-``figures``, ``pool``: drawing them in processes, ``write``), their public names importable from here.
+``figures``, ``pool``: drawing them in processes, ``write``).
 """
 
 from __future__ import annotations
@@ -27,32 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lit_bench.analysis import style
-from lit_bench.cli.reporting.figures import figures, short_labels
-from lit_bench.cli.reporting.markdown import FLAG, OVERSHOOT, ablations_section, comparison_markdown, label, markdown
-from lit_bench.cli.reporting.pool import DPI, Drawing
-from lit_bench.cli.reporting.tables import tables, warn_damaged, with_videos
-from lit_bench.cli.reporting.write import FORMATS, X_AXES, usable_cpus, write, write_report
-
-__all__ = [  # the report's public names, importable from here as before its parts had modules of their own
-    "DPI",
-    "FLAG",
-    "FORMATS",
-    "OVERSHOOT",
-    "X_AXES",
-    "Drawing",
-    "comparison_markdown",
-    "figures",
-    "label",
-    "main",
-    "markdown",
-    "short_labels",
-    "tables",
-    "usable_cpus",
-    "warn_damaged",
-    "with_videos",
-    "writable_out",
-    "write_report",
-]
+from lit_bench.cli.reporting.markdown import ablations_section, markdown
+from lit_bench.cli.reporting.write import FORMATS, X_AXES, usable_cpus, write
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -7,7 +7,7 @@ sweep's other runs carry on) and returned.
 
 This module is the run's course; its parts: ``prepare`` (the checks before anything changes), ``start`` (skip,
 resume or fresh; the directory made ready), ``fit`` (training to the budget, the final evaluation), ``outcome`` (the
-summary's record of how the run ended, the console line). Their public names are importable from here.
+summary's record of how the run ended, the console line).
 """
 
 from __future__ import annotations
@@ -36,24 +36,12 @@ from lit_bench.run.outcome import (
     stopped_at_once,
     timestamp,
 )
-from lit_bench.run.prepare import console_mode, prepare, warn_budget
+from lit_bench.run.prepare import prepare, warn_budget
 from lit_bench.run.provenance import hydra_output_dir, provenance
 from lit_bench.run.ranks import process_rank, run_rank
-from lit_bench.run.start import Start, decide, left_damaged, not_retrained, open_run_dir
+from lit_bench.run.start import decide, left_damaged, not_retrained, open_run_dir
 from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir
-
-__all__ = [  # the run's public names, importable from here as before its parts had modules of their own
-    "Start",
-    "console_mode",
-    "decide",
-    "describe",
-    "failed",
-    "not_retrained",
-    "run",
-    "run_fields",
-    "warn_budget",
-]
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Everything lit_sb3 and lit_bench read back -- Lightning checkpoints, ``save`` zips (their JSON mirror and their
 pickled ``:serialized:`` entries), VecNormalize statistics, a run directory's ``config.yaml`` -- may name only data
-and the entries of ONE allow-list (:mod:`lit_sb3.common.allow_list`, whose public names are re-exported here). A
+and the entries of ONE allow-list (:mod:`lit_sb3.common.allow_list`, extended with ``lit_sb3.safe_load.allow``). A
 pickle is read with :func:`loads`, a torch checkpoint inside :func:`trusted_checkpoint`; whatever names anything
 else is refused in one line (:func:`refusal`) that says which setting lets it load.
 """
@@ -21,7 +21,6 @@ from lit_sb3.common.allow_list import (
     ALLOW_ENV,
     TRUST_ENV,
     Refused,
-    allow,
     allowed_module,
     allowed_name,
     is_trusted,
@@ -37,7 +36,6 @@ __all__ = [
     "CheckpointError",
     "NotAllowed",
     "Refused",
-    "allow",
     "allowed_module",
     "allowed_name",
     "checkpoint_globals",

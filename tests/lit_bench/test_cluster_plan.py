@@ -12,6 +12,7 @@ import pytest
 
 from hydra_plugins.lit_bench_launchers import submitit_launcher
 from lit_bench.cli import regress
+from lit_bench.cli.regression import suites
 from lit_bench.control import run_memory, suite_plan, sweep
 from tests.lit_bench.helpers import compose_run
 
@@ -117,11 +118,11 @@ def test_scale_shrinks_every_budget_with_a_floor() -> None:
         ],
         "parity": [{"algo": "sac", "env": "Pendulum", "budget": 1_500}],
     }
-    regress.scale(suite, 0.001)
+    suites.scale(suite, 0.001)
     assert [e["budget"] for e in suite["entries"]] == [1_000, 10_000, suite_plan.MIN_SCALED_BUDGET]
     assert suite["parity"][0]["budget"] == suite_plan.MIN_SCALED_BUDGET
     with pytest.raises(SystemExit, match=r"--scale 0\.0: must be a positive number"):
-        regress.scale(suite, 0.0)
+        suites.scale(suite, 0.0)
 
 
 def test_dry_run_runs_nothing_and_names_the_launchers_resources(
@@ -165,7 +166,7 @@ def test_parity_entries_follow_the_launcher(tmp_path: Path, monkeypatch: pytest.
         "run_suite",
         lambda suite, backend, out, launcher=None, kind="entries": launchers.append(launcher) or [],
     )
-    suite = regress.load_suite("ci")
+    suite = suites.load_suite("ci")
     regress.check_parity(suite, tmp_path, "slurm")
     assert launchers == ["slurm", "slurm"]  # lit and SB3
 

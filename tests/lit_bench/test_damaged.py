@@ -8,6 +8,7 @@ import pytest
 
 from lit_bench.analysis.load import load_runs
 from lit_bench.cli import report
+from lit_bench.cli.reporting.tables import tables
 from tests.lit_bench.helpers import write_run
 
 
@@ -17,7 +18,7 @@ def _sweep(root):
 
 
 def _report(capsys, *paths):
-    _, summary, _ = report.tables(paths)
+    _, summary, _ = tables(paths)
     return summary.set_index("backend").loc["lit"], capsys.readouterr().err.strip().splitlines()
 
 

@@ -17,7 +17,8 @@ import yaml
 
 from lit_bench.cli import enjoy
 from lit_bench.config.trust import UntrustedConfig, check_run_config, harness_names
-from lit_sb3.common import allow_list, safe_load
+from lit_sb3 import safe_load
+from lit_sb3.common import allow_list
 from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness

@@ -255,10 +255,11 @@ def test_zoo_suites_hold_the_reference_table_at_its_budgets() -> None:
 
 def test_suite_entries_share_multiruns_and_take_a_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lit_bench.cli import regress
+    from lit_bench.cli.regression import suites
 
     commands: list[list[str]] = []
     monkeypatch.setattr(regress.subprocess, "run", lambda command, **_: commands.append(command))
-    regress.run_suite(regress.load_suite("zoo_atari"), "lit", tmp_path, "slurm")
+    regress.run_suite(suites.load_suite("zoo_atari"), "lit", tmp_path, "slurm")
 
     def value(command: list[str], key: str) -> str:
         return next(word for word in command if word.startswith(f"{key}="))

@@ -7,6 +7,7 @@ import pytest
 
 from lit_bench.analysis.load import load_runs
 from lit_bench.cli import regress
+from lit_bench.cli.regression import suites, verdicts
 from tests.lit_bench.helpers import make_sweep, write_run
 
 
@@ -18,7 +19,7 @@ def fixture_suite(tmp_path, monkeypatch):
     )
     suite = {"name": "ci", "seeds": [0, 1, 2], "margin": 0.25, "entries": [{"algo": "ppo", "env": "CartPole"}]}
     monkeypatch.setattr(regress, "load_suite", lambda name: suite)
-    no_parity = regress.parity_result({"seeds": [], "parity": []}, pd.DataFrame(), pd.DataFrame())
+    no_parity = verdicts.parity_result({"seeds": [], "parity": []}, pd.DataFrame(), pd.DataFrame())
     monkeypatch.setattr(regress, "check_parity", lambda suite, out, launcher=None: no_parity)
     return tmp_path
 
@@ -42,7 +43,7 @@ def test_fails_on_a_regression(fixture_suite, capsys):
 
 def test_failed_or_missing_runs_are_regressions(fixture_suite):
     baselines = pd.DataFrame({"algo": ["a2c", "sac"], "env": ["CartPole", "Pendulum"], "threshold": [-1e9, -1e9]})
-    result = regress.compare(regress.measured(fixture_suite / "fixture_sweep"), baselines)
+    result = verdicts.compare(verdicts.measured(fixture_suite / "fixture_sweep"), baselines)
     assert not result.passed.any()
 
 
@@ -50,14 +51,14 @@ def test_thresholds_take_the_lower_backend_with_margin():
     row = {"algo": ["sac"], "env": ["Pendulum"]}
     lit = pd.DataFrame({**row, "final_iqm": [-150.0], "ci_low": [-200.0], "seeds": [6]})
     sb3 = pd.DataFrame({**row, "final_iqm": [-160.0], "ci_low": [-180.0], "seeds": [5]})
-    table = regress.thresholds({"lit": lit, "sb3": sb3}, margin=0.25)
+    table = verdicts.thresholds({"lit": lit, "sb3": sb3}, margin=0.25)
     assert table.threshold.item() == pytest.approx(-250.0)
     assert table.seeds.item() == 5 and table.random.item() == pytest.approx(-1208.0)  # the fewer seeds count
 
 
 def test_unknown_suite_lists_the_available_ones():
     with pytest.raises(SystemExit, match="suite: unknown suite 'nope'; available: ci"):
-        regress.load_suite("nope")
+        suites.load_suite("nope")
 
 
 def _runs(finals, status="completed"):
@@ -68,18 +69,18 @@ def _runs(finals, status="completed"):
 
 def test_parity_entries_pass_only_when_every_seed_is_identical():
     suite = {"seeds": [0, 1], "parity": [{"algo": "sac", "env": "Pendulum", "budget": 10}]}
-    assert regress.parity_result(suite, _runs([-150.25, -160.5]), _runs([-150.25, -160.5])).passed.all()
-    assert regress.parity_result(suite, _runs([-150.25, -160.5]), _runs([-150.25, -160.50001])).passed.tolist() == [
+    assert verdicts.parity_result(suite, _runs([-150.25, -160.5]), _runs([-150.25, -160.5])).passed.all()
+    assert verdicts.parity_result(suite, _runs([-150.25, -160.5]), _runs([-150.25, -160.50001])).passed.tolist() == [
         True,
         False,
     ]
-    assert not regress.parity_result(suite, _runs([-150.25]), _runs([-150.25, -160.5])).passed.iloc[1]  # missing
-    assert not regress.parity_result(suite, _runs([1.0, 2.0], "failed"), _runs([1.0, 2.0])).passed.any()
+    assert not verdicts.parity_result(suite, _runs([-150.25]), _runs([-150.25, -160.5])).passed.iloc[1]  # missing
+    assert not verdicts.parity_result(suite, _runs([1.0, 2.0], "failed"), _runs([1.0, 2.0])).passed.any()
 
 
 def test_a_parity_difference_fails_the_suite(fixture_suite, monkeypatch, capsys):
     suite = {"seeds": [0], "parity": [{"algo": "sac", "env": "Pendulum", "budget": 10}]}
-    differing = regress.parity_result(suite, _runs([1.0]), _runs([2.0]))
+    differing = verdicts.parity_result(suite, _runs([1.0]), _runs([2.0]))
     monkeypatch.setattr(regress, "check_parity", lambda suite, out, launcher=None: differing)
     assert regress.main(["--suite", "ci", "--baselines", str(_baselines(fixture_suite / "b.csv", 300.0))]) == 1
     assert "DIFFERENT" in capsys.readouterr().out
@@ -99,7 +100,7 @@ def test_an_entry_without_a_threshold_is_a_regression():
     )
     suite = {"entries": [{"algo": "ppo", "env": "CartPole"}, {"algo": "trpo", "env": "CartPole"}]}
     baselines = pd.DataFrame({"algo": ["ppo"], "env": ["CartPole"], "threshold": [300.0]})
-    assert regress.compare(table, baselines, suite).passed.tolist() == [True, False]  # trpo: nothing recorded
+    assert verdicts.compare(table, baselines, suite).passed.tolist() == [True, False]  # trpo: nothing recorded
 
 
 def _recorded_sweep(root, lit: dict[str, list[float]], sb3: dict[str, list[float]]):
@@ -193,7 +194,7 @@ def test_a_threshold_a_random_policy_reaches_is_refused():
             "random": [23.68],
         }
     )
-    assert regress.toothless(table, ["lit", "sb3"]) == [
+    assert verdicts.toothless(table, ["lit", "sb3"]) == [
         "dqn:CartPole: threshold 20.0 is reached by a random policy (23.7)"
     ]
 
@@ -209,6 +210,6 @@ def test_an_exact_parity_entry_fails_when_one_side_trains_with_another_hyperpara
     changed = {**suite, "parity": [{**entry, "overrides": [*entry["overrides"], "algo.tau=0.01"]}]}
     lit = regress.run_suite(changed, "lit", tmp_path / "changed", "basic", kind="parity")
     sb3 = regress.run_suite(suite, "sb3", tmp_path / "changed", "basic", kind="parity")
-    result = regress.parity_result(suite, load_runs(lit), load_runs(sb3))
+    result = verdicts.parity_result(suite, load_runs(lit), load_runs(sb3))
     assert (result.lit_status == "completed").all() and (result.sb3_status == "completed").all()
     assert not result.passed.any(), result.to_string()

@@ -14,6 +14,7 @@ from PIL import Image
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 from lit_bench.cli import report
 from lit_bench.cli.reporting import pool
+from lit_bench.cli.reporting.pool import DPI
 from tests.lit_bench.helpers import make_sweep, write_run
 
 
@@ -263,7 +264,7 @@ def test_suite_and_training_pages_over_several_envs(tmp_path, capsys):
     assert set(aggregates.tasks) == {2} and set(aggregates.runs) == {2}
     assert set(pd.read_csv(out / "normalization.csv").env_id) == {"Acrobot-v1", "CartPole-v1"}
     with Image.open(out / "suite.png") as image:
-        assert image.width >= 0.95 * 7.0 * report.DPI  # the paper style's page width (7 in), not a column's
+        assert image.width >= 0.95 * 7.0 * DPI  # the paper style's page width (7 in), not a column's
 
 
 def test_a_figure_left_out_is_named_with_why(tmp_path, capsys):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import yaml
 
-from lit_bench.cli import report
+from lit_bench.cli.reporting.markdown import markdown
+from lit_bench.cli.reporting.tables import tables
 from tests.lit_bench.helpers import write_run
 
 
@@ -21,15 +22,15 @@ def _card_sweep(root, *, sb3: bool):
 
 
 def test_a_sweep_without_sb3_runs_gets_the_exact_command_that_adds_them(tmp_path):
-    _, summary, comparison = report.tables([_card_sweep(tmp_path / "card", sb3=False)])
+    _, summary, comparison = tables([_card_sweep(tmp_path / "card", sb3=False)])
     assert comparison.empty
-    text = report.markdown(summary, comparison)
+    text = markdown(summary, comparison)
     assert "no lit-vs-SB3 verdict" in text
     assert "python run.py -m algo=sac,td3 env=HalfCheetah seed=0,1,2 budget=20000 sweep=card backend=sb3" in text
 
 
 def test_a_sweep_with_its_sb3_runs_gets_the_verdict_and_no_command(tmp_path):
-    _, summary, comparison = report.tables([_card_sweep(tmp_path / "card", sb3=True)])
+    _, summary, comparison = tables([_card_sweep(tmp_path / "card", sb3=True)])
     assert len(comparison) == 2
-    text = report.markdown(summary, comparison)
+    text = markdown(summary, comparison)
     assert "python run.py -m" not in text and "no lit-vs-SB3 verdict" not in text

@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from lit_bench.analysis import plot
-from lit_bench.cli import report
+from lit_bench.cli.reporting.markdown import markdown
+from lit_bench.cli.reporting.tables import tables
 from tests.lit_bench.helpers import write_run
 
 
@@ -24,22 +25,22 @@ def _pair_sweep(root, *, lit_cpu=(1200.0, 1100.0, 1300.0), sb3_cpu=(1000.0, 1000
 
 
 def test_the_lit_over_sb3_speed_is_per_cpu_second_with_its_spread(tmp_path):
-    _, summary, comparison = report.tables([_pair_sweep(tmp_path / "s")])
+    _, summary, comparison = tables([_pair_sweep(tmp_path / "s")])
     row = comparison.iloc[0]
     assert row.fps_ratio_median == pytest.approx(1.2) and row.fps_ratio_min == pytest.approx(1.1)
     assert row.fps_ratio_max == pytest.approx(1.3) and row.fps_clock == "cpu"
     lit = summary.set_index("backend").loc["lit"]
     assert lit.fps_median == pytest.approx(1200.0) and lit.fps_clock == "cpu"
-    text = report.markdown(summary, comparison)
+    text = markdown(summary, comparison)
     assert "| 1.20x (1.10-1.30) |" in text
     assert "env steps per CPU-second" in text  # what the speeds measure is said
 
 
 def test_runs_without_cpu_time_compare_wall_clock_and_say_so(tmp_path):
-    _, summary, comparison = report.tables([_pair_sweep(tmp_path / "old", lit_cpu=None)])
+    _, summary, comparison = tables([_pair_sweep(tmp_path / "old", lit_cpu=None)])
     row = comparison.iloc[0]
     assert row.fps_ratio_median == pytest.approx(0.5) and row.fps_clock == "wall"
-    text = report.markdown(summary, comparison)
+    text = markdown(summary, comparison)
     assert "| 0.50x wall-clock |" in text
 
 
