@@ -19,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lit_bench.store import format as fmt
 from lit_bench.store.rundir import EVAL_FIELDS, atomic_write
 
-CACHE_FILE = ".lit_bench_cache.npz"
+CACHE_FILE = fmt.SWEEP_CACHE
 FORMAT = 2  # bump when the parsing of run files changes what an entry holds (2: eval.csv checked against its record)
-SIGNED_FILES = ("summary.json", "eval.csv", "config.yaml")  # the files a run's entry is parsed from
+SIGNED_FILES = (fmt.SUMMARY, fmt.EVAL_CSV, fmt.CONFIG)  # the files a run's entry is parsed from
 MISSING = (-1, -1, -1, -1)
 SIGNATURE = len(MISSING) * len(SIGNED_FILES)  # numbers per run
 

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from lit_bench.store.format import BEST_TRIAL
 from lit_bench.store.rundir import atomic_write, read_csv
 
 STYLE = {
@@ -124,7 +125,7 @@ def plot_sweep(sweep_dir: Path, out: Path) -> list[Path]:
     trials = sweep_dir / "trials.csv"
     if not trials.is_file():
         return []
-    best = sweep_dir / "best_trial.yaml"
+    best = sweep_dir / BEST_TRIAL
     direction = "minimize" if best.is_file() and "\ndirection: minimize\n" in best.read_text() else "maximize"
     found = (
         {r["param"]: float(r["importance"]) for r in read_csv(sweep_dir / "param_importances.csv")}

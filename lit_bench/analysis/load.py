@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 from lit_bench.analysis import cache
 from lit_bench.analysis.eval_csv import METRICS
 from lit_bench.analysis.parse import parse_runs
-from lit_bench.store.format import EVALUATIONS_NPZ
+from lit_bench.store.format import EVAL_CSV, EVALUATIONS_NPZ, SUMMARY
 from lit_bench.store.layout import sweep_dir
 from lit_bench.store.rundir import read_evaluations_npz
 
@@ -55,7 +55,7 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(found.values())
 
 
-_MARKERS = {"summary.json", "eval.csv"}
+_MARKERS = {SUMMARY, EVAL_CSV}
 
 
 def _load_sweep(root: Path | None, run_dirs: list[Path], workers: int = 1) -> cache.Parsed:

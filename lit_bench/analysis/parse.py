@@ -14,7 +14,7 @@ import numpy as np
 from lit_bench.analysis import cache
 from lit_bench.analysis.eval_csv import METRICS, read_eval_csvs
 from lit_bench.config.identity import config_id, parse_run_path
-from lit_bench.store.format import NUMBER_VERSIONS, format_problem
+from lit_bench.store.format import EVAL_CSV, NUMBER_VERSIONS, SUMMARY, format_problem
 from lit_bench.store.rundir import RunDir
 
 
@@ -60,22 +60,22 @@ def _completed_run_problem(
     ``timesteps`` and ``returns`` are its evaluations in file order; the last one is the last of the latest step.
     """
     if timesteps.size == 0:
-        return f"{run_dir / 'eval.csv'}: missing or empty although the run completed"
+        return f"{run_dir / EVAL_CSV}: missing or empty although the run completed"
     last = timesteps.size - 1 - int(np.argmax(timesteps[::-1]))
     last_step, last_return = float(timesteps[last]), float(returns[last])
     steps = _number(summary.get("timesteps"))
     if np.isfinite(steps) and last_step < steps:
         return (
-            f"{run_dir / 'eval.csv'}: ends at {int(last_step)} env steps but the run completed {int(steps)} (truncated)"
+            f"{run_dir / EVAL_CSV}: ends at {int(last_step)} env steps but the run completed {int(steps)} (truncated)"
         )
     final = _number(summary.get("final_mean_return"))
     if not np.isnan(final) and abs(last_return - final) > 1e-6 * max(1.0, abs(final)):
-        return f"{run_dir / 'eval.csv'}: last return {last_return:g} is not summary.json's final {final:g}"
+        return f"{run_dir / EVAL_CSV}: last return {last_return:g} is not {SUMMARY}'s final {final:g}"
     recorded = summary.get("evaluations")
     if recorded is not None and recorded != timesteps.size:
-        return f"{run_dir / 'eval.csv'}: holds {timesteps.size} evaluations, summary.json recorded {recorded}"
+        return f"{run_dir / EVAL_CSV}: holds {timesteps.size} evaluations, {SUMMARY} recorded {recorded}"
     if summary.get("eval_csv_sha256") not in (None, sha256):
-        return f"{run_dir / 'eval.csv'}: not the file the run wrote (its checksum differs from summary.json's)"
+        return f"{run_dir / EVAL_CSV}: not the file the run wrote (its checksum differs from {SUMMARY}'s)"
     return None
 
 
@@ -128,8 +128,8 @@ def parse_runs(run_dirs: list[Path], workers: int = 1) -> cache.Parsed:
 
 def _parse_runs(run_dirs: list[Path]) -> cache.Parsed:
     signatures = np.array([cache.signature(d) for d in run_dirs], dtype=np.int64)  # before reading: see cache
-    summaries = [_read_summary(d / "summary.json") for d in run_dirs]
-    evals = read_eval_csvs([d / "eval.csv" for d in run_dirs])
+    summaries = [_read_summary(d / SUMMARY) for d in run_dirs]
+    evals = read_eval_csvs([d / EVAL_CSV for d in run_dirs])
     run = np.concatenate(evals.run) if evals.run else np.zeros(0, dtype=np.int64)
     timesteps = np.concatenate(evals.timesteps) if evals.run else np.zeros(0)
     values = np.concatenate(evals.values) if evals.run else np.zeros((0, len(METRICS)))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from stable_baselines3.common.utils import LinearSchedule
 
+from lit_bench.store.format import METRICS_CSV
 from lit_sb3 import PPO, RLEnvDataModule, RLTrainer
 
 
@@ -38,10 +39,11 @@ def main(argv: list[str] | None = None) -> None:
     trainer.fit(model, datamodule=data)
     result = trainer.validate(model, datamodule=data, verbose=False)[0]
     assert trainer.logger is not None  # RLTrainer's default CSV logger
+    metrics = Path(trainer.logger.log_dir or ".") / Path(METRICS_CSV).name  # CSVLogger's file, as in a run's train/
     print(
         f"PPO CartPole-v1 after {model.num_timesteps} env steps: deterministic evaluation over "
         f"{data.n_eval_episodes} episodes = {result['eval/mean_reward']:.1f} +/- {result['eval/std_reward']:.1f} "
-        f"(solved at 475)\ntraining metrics: {trainer.logger.log_dir}/metrics.csv"
+        f"(solved at 475)\ntraining metrics: {metrics}"
     )
 
 

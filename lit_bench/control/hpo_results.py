@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from lit_bench.config.identity import CONF_DIR
+from lit_bench.store.format import BEST_TRIAL
 from lit_bench.store.rundir import RunDir, atomic_write_text, csv_text
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def _write_best(study: optuna.Study, sweep_dir: Path, *, url: str, metric: str, 
         "run_dirs": run_dirs,
         "config": config,
     }
-    paths = [sweep_dir / "best_trial.yaml"]
+    paths = [sweep_dir / BEST_TRIAL]
     atomic_write_text(paths[0], yaml.safe_dump(content, sort_keys=False))
     if config is not None:
         provenance = {

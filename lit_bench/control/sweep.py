@@ -28,6 +28,7 @@ from omegaconf import DictConfig
 
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals
+from lit_bench.store.format import BEST_TRIAL
 from lit_bench.store.rundir import RunDir, atomic_write_text, open_no_follow
 
 INVOCATION_ENV = "LIT_BENCH_INVOCATION"  # set by SweepReport: which runs belong to this multirun
@@ -214,7 +215,7 @@ def write_best_trial(sweep_dir: Path, best: dict[str, Any], direction: str) -> P
         "overrides": summary.get("overrides"),
         "config": run.read_config(),
     }
-    path = sweep_dir / "best_trial.yaml"
+    path = sweep_dir / BEST_TRIAL
     atomic_write_text(path, yaml.safe_dump(content, sort_keys=False))
     return path
 

@@ -133,10 +133,12 @@ SUMMARY_FIELDS: dict[str, str] = {
 NUMBER_VERSIONS = ("lit_sb3", "stable-baselines3", "sb3-contrib", "torch", "gymnasium", "mujoco", "numpy")
 
 # Files a sweep directory (<out_dir>/<sweep>) holds next to its runs.
+BEST_TRIAL = "best_trial.yaml"
+SWEEP_CACHE = ".lit_bench_cache.npz"
 SWEEP_FILES: dict[str, str] = {
     ".invocations/<id>.jsonl": "one line per job of a multirun: its run's outcome (lit_bench.control.sweep)",
-    "best_trial.yaml": "the best trial of a search: objective, directory, differences, config",
-    ".lit_bench_cache.npz": "the parsed run files of the sweep (lit_bench.analysis.cache)",
+    BEST_TRIAL: "the best trial of a search: objective, directory, differences, config",
+    SWEEP_CACHE: "the parsed run files of the sweep (lit_bench.analysis.cache)",
 }
 
 

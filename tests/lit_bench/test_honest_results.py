@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.cli import report
+from lit_bench.cli.reporting.markdown import markdown
+from lit_bench.cli.reporting.tables import tables
 from lit_bench.run import backends, fit, train
 from tests.lit_bench.helpers import TINY, compose_run, write_run
 
@@ -58,7 +59,7 @@ def test_the_report_counts_each_run_once(tmp_path: Path) -> None:
     sweep = tmp_path / "S"
     for seed in range(3):
         write_run(sweep, "ppo", "CartPole", seed, "lit", [100.0, 200.0 + seed])
-    _, summary, _ = report.tables([sweep, sweep / ".." / "S", f"{sweep}/ppo"])
+    _, summary, _ = tables([sweep, sweep / ".." / "S", f"{sweep}/ppo"])
     assert summary.seeds.tolist() == [3] and bool(summary.ci_flagged.iloc[0])
 
 
@@ -87,7 +88,7 @@ def test_a_non_finite_score_is_one_honest_status(tmp_path: Path, capfd: pytest.C
     assert "running it again" not in capfd.readouterr().err
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "failed"
     write_run(tmp_path / "nan", "ppo", "CartPole", 0, "lit", [100.0])  # one completed run for the report
-    _, table, _ = report.tables([tmp_path / "nan"])
+    _, table, _ = tables([tmp_path / "nan"])
     dqn = table.set_index("algo").loc["dqn"]
     assert dqn.failed == 1 and dqn.damaged == 0
     assert "damaged" not in capfd.readouterr().err
@@ -99,7 +100,7 @@ def test_steps_beyond_the_budget_are_labelled_compared_and_warned(tmp_path: Path
     assert summary["status"] == "completed" and summary["timesteps"] == 512 and summary["budget"] == 300
     err = capfd.readouterr().err
     assert "budget=300 is not a multiple of the 256 env steps" in err and "trains 512" in err
-    _, table, _ = report.tables([tmp_path / "over"])
+    _, table, _ = tables([tmp_path / "over"])
     row = table.iloc[0]
     assert row.budget == 300 and row.trained == 512
-    assert "512 env steps trained (budget=300)" in report.markdown(table)
+    assert "512 env steps trained (budget=300)" in markdown(table)

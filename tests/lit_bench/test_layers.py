@@ -75,6 +75,38 @@ def test_lit_bench_installs_no_import_hooks():
         assert "meta_path" not in path.read_text(), f"{path.relative_to(REPO)} changes the import system"
 
 
+FORMAT = PACKAGE / "store" / "format.py"
+
+
+def _format_file_names() -> set[str]:
+    """The file names lit_bench.store.format spells (its string constants naming a file: they hold a dot), with the
+    last part of each path (``train/metrics.csv``: ``metrics.csv``)."""
+    names = set()
+    for node in ast.parse(FORMAT.read_text()).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for leaf in ast.walk(node.value):
+                text = leaf.value if isinstance(leaf, ast.Constant) else None
+                if isinstance(text, str) and "." in text and not set(" <:") & set(text) and "lit_" not in text:
+                    names |= {text, text.rsplit("/", 1)[-1]}
+    return names
+
+
+def test_the_format_names_the_run_files():
+    assert {"eval.csv", "summary.json", "config.yaml", "metrics.csv", "best_trial.yaml"} <= _format_file_names()
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p != FORMAT], ids=lambda p: str(p.relative_to(REPO)))
+def test_only_the_store_format_spells_a_run_file_name(path: Path):
+    names = _format_file_names()
+    for node in ast.walk(ast.parse(path.read_text())):
+        text = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(text, str):
+            spelled = [n for n in names if text == n or text.endswith(f"/{n}")]  # (prose may name them)
+            assert not spelled, (
+                f"{path.relative_to(REPO)}:{node.lineno} spells {spelled[0]}: name it from store/format.py"
+            )
+
+
 def test_lit_sb3_never_imports_lit_bench():
     for path in (REPO / "lit_sb3").rglob("*.py"):
         assert not _imports(path), f"{path.relative_to(REPO)} imports lit_bench"

@@ -14,7 +14,9 @@ from PIL import Image
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
 from lit_bench.cli import report
 from lit_bench.cli.reporting import pool
+from lit_bench.cli.reporting.markdown import markdown
 from lit_bench.cli.reporting.pool import DPI
+from lit_bench.cli.reporting.tables import tables
 from tests.lit_bench.helpers import make_sweep, write_run
 
 
@@ -148,8 +150,8 @@ def _equal_budget_sweep(root, n_seeds, *, budget=20_000, **identity):
 
 
 def _tables(*paths):
-    _, summary, comparison = report.tables(paths)
-    return summary, comparison, report.markdown(summary, comparison)
+    _, summary, comparison = tables(paths)
+    return summary, comparison, markdown(summary, comparison)
 
 
 def test_ratio_is_taken_at_the_runs_own_budget(tmp_path):
@@ -222,8 +224,8 @@ def test_summary_md_links_videos_where_runs_have_one(tmp_path):
     out = tmp_path / "report"
 
     def table() -> list[str]:
-        _, summary, _ = report.tables([sweep])
-        return [line for line in report.markdown(summary, None, out).splitlines() if line.startswith("|")]
+        _, summary, _ = tables([sweep])
+        return [line for line in markdown(summary, None, out).splitlines() if line.startswith("|")]
 
     assert "video" not in table()[0]  # no run has a video: no column
     video = sweep / "ppo" / "CartPole" / "seed_1" / "video" / "final.mp4"

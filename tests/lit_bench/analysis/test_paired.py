@@ -7,7 +7,8 @@ import pytest
 
 from lit_bench.analysis.paired import CompareError, ConfigName
 from lit_bench.cli import report
-from lit_bench.cli.reporting.tables import read_tables
+from lit_bench.cli.reporting.markdown import markdown
+from lit_bench.cli.reporting.tables import read_tables, tables
 
 from ..helpers import write_run
 
@@ -56,7 +57,7 @@ def _sweep(root, n_seeds=5, *, variant_budget=20_000):
 
 
 def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
-    _, summary, _ = report.tables([_sweep(tmp_path / "s")])
+    _, summary, _ = tables([_sweep(tmp_path / "s")])
     ablations = read_tables([tmp_path / "s"]).ablations
     row = ablations.iloc[0]
     assert len(ablations) == 1 and (row.kind, row.a, row.b) == (
@@ -69,7 +70,7 @@ def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
     assert row.ci_low > 0 and row.probability_of_improvement == pytest.approx(0.74)
     variant = summary.set_index("algo").loc["my_ppo"]
     assert variant.base == "ppo" and variant.reference_at_budget == pytest.approx(500.0)  # ppo's SB3 reference
-    text = report.markdown(summary)
+    text = markdown(summary)
     assert "SB3 ppo on CartPole-v1 at 20k" in text and "my_ppo on" not in text  # one footnote, the base's
 
 
