@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 from lit_bench.analysis import cache
 from lit_bench.analysis.eval_csv import METRICS
 from lit_bench.analysis.parse import parse_runs
-from lit_bench.store.format import EVAL_CSV, EVALUATIONS_NPZ, SUMMARY
-from lit_bench.store.layout import sweep_dir
+from lit_bench.store.format import EVAL_CSV, EVALUATIONS_NPZ, SUMMARY, sweep_dir
 from lit_bench.store.rundir import read_evaluations_npz
 
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]

@@ -47,7 +47,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir
-from lit_bench.store.layout import ID_CHARS, VARIANT_DIR
+from lit_bench.store.format import ID_CHARS, VARIANT_DIR
 
 CONF_DIR = conf_dir()  # the built-in config groups (lit_bench.config.resources: a wheel's or the clone's)
 # How a run is launched, scored or placed, not what it computes: changing these never makes it another run.

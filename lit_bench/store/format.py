@@ -1,8 +1,9 @@
 """The run-directory format, defined once: every file a run writes, what ``summary.json`` holds, and its version.
 
 A run directory is ``<out_dir>/<sweep>/<algo>[@<backend>]/<env>/[<variant>-<config_id>/]seed_<n>`` (where:
-``lit_bench.config.identity``). ``lit_bench.store.rundir`` reads and writes these files, each atomically (a temporary
-sibling moved into place with ``os.replace``: a killed run leaves the old or the new version, never half of one).
+``lit_bench.config.identity``; ``sweep_dir`` reads it back from a path). ``lit_bench.store.rundir`` reads and writes
+these files, each atomically (a temporary sibling moved into place with ``os.replace``: a killed run leaves the old or
+the new version, never half of one).
 
 Versions (``summary.json``'s ``format``): 1 -- every directory written before the field existed (read as 1); 2 --
 adds ``format``; 3 -- a completed run records what it wrote (``evaluations``, ``eval_csv_sha256``: a later change to
@@ -12,6 +13,9 @@ version up to ``FORMAT`` and refuses a newer one in one line (``format_problem``
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 FORMAT = 3  # the run-directory format this version writes and the newest it reads
@@ -156,3 +160,26 @@ def format_problem(summary: dict[str, Any]) -> str | None:
     if version < 1:
         return f"format {summary.get('format')!r} is not a run-directory format (1..{FORMAT})"
     return None
+
+
+# The harness layout of a run directory's path, read back from the path alone (config.identity builds the paths).
+ID_CHARS = 10  # hex characters of a config_id
+VARIANT_DIR = re.compile(rf"-[0-9a-f]{{{ID_CHARS}}}$")  # how a variant's directory name ends: -<config_id>
+
+
+def sweep_dir(run_dir: Path) -> Path | None:
+    """``<out_dir>/<sweep>`` of a run in the harness layout (``lit_bench.config.identity``); None for any other path."""
+    return _sweep_of(run_dir.parent) if run_dir.name.startswith("seed_") else None
+
+
+@lru_cache(maxsize=4096)
+def _sweep_of(parent: Path) -> Path | None:
+    """``sweep_dir`` of the runs in ``parent`` (the seeds of one config share it: worked out once)."""
+    parts = (*parent.parts, "seed_")
+    end = len(parts) - 1
+    if end and VARIANT_DIR.search(parts[end - 1]):
+        end -= 1
+    if end < 3:
+        return None
+    root = Path(*parts[: end - 2])
+    return None if root == Path(root.anchor) else root
