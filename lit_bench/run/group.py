@@ -1,16 +1,21 @@
 """A group's job: several seeds of one config trained in one process (the launcher made the group and set
 ``seed_group``: ``lit_bench.control.seed_groups``).
 
-The seeds are trained one after another, each exactly as its own job trains it (``lit_bench.run.train.run``: its
-own run directory, lock, skip / resume / fresh, checkpoints, signal handling, summary and job record), inside the
-Hydra job it has without groups (its job number, overrides and output directory): the process only saves the
-imports a process per seed pays. A run's numbers do not depend on whether it was trained alone or after other runs
-in the same process (each run seeds every random stream it uses from its seed, as a joblib worker reusing its
-process for the following jobs has always relied on), so nothing records the group.
+Where ``lit_bench.run.batched.refusal`` allows it, the seeds train as ONE batched model (lit_sb3's ``SeedGroup``):
+each is opened as its own run (``train.open_run``: its directory, lock, skip / resume / fresh, ``running``
+summary), with ``batched: true`` in its config (another run than its own process's), and those that train are
+trained together (``lit_bench.run.batched``), one group per env step they start from; each is then recorded as its
+own job. A signal checkpoints every seed at the group's next round boundary and records each ``interrupted``.
 
-A signal stops the seed in training as it stops a run (checkpoint, ``interrupted``); the seeds after it do not
-start (they are not in the sweep's table, like a sweep's jobs that had not started; rerunning the command trains
-them), and the process exits as a run's does (``lit_bench.control.signals.finish``).
+Otherwise the seeds are trained one after another, each exactly as its own job trains it
+(``lit_bench.run.train.run``: its own run directory, lock, skip / resume / fresh, checkpoints, signal handling,
+summary and job record), inside the Hydra job it has without groups (its job number, overrides and output
+directory): the process only saves the imports a process per seed pays. A run's numbers do not depend on whether it
+was trained alone or after other runs in the same process (each run seeds every random stream it uses from its
+seed, as a joblib worker reusing its process for the following jobs has always relied on), so nothing records the
+group. A signal stops the seed in training as it stops a run (checkpoint, ``interrupted``); the seeds after it do
+not start (they are not in the sweep's table, like a sweep's jobs that had not started; rerunning the command
+trains them), and the process exits as a run's does (``lit_bench.control.signals.finish``).
 """
 
 from __future__ import annotations

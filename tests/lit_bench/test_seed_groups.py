@@ -162,7 +162,7 @@ def test_the_plan_prints_the_grouped_estimate_beside_todays() -> None:
     assert cost.startup_saved_s == 0.0  # joblib reuses its 2 workers either way
     assert cost.wall_s is not None and cost.wall_s >= plan.wall_s()  # 2 jobs of 3 runs
     text = describe(plan)
-    assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job" in text
+    assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job, or as one" in text
     auto = describe(make_plan(args))  # the default
     assert "seeds_per_process=auto: one job per run (auto groups only seeds trained as one batched model" in auto
     assert "grouped" not in describe(make_plan([*args, "seeds_per_process=1"]))
