@@ -21,6 +21,8 @@ A run's identity is what changes the numbers it produces:
 - ``eval.every``, ``eval.episodes``, ``eval.deterministic``: the evaluation protocol (what the scores are);
 - ``trainer.*`` but the two below (precision, accelerator, devices, strategy change the arithmetic);
 - ``checkpoint.replay_buffer``: what a resumed run continues from (without it a resume is no longer exact);
+- ``batched`` when true: the seed was trained in a batched seed group (its random streams are the group's, so its
+  numbers differ from its own process's run; they do not depend on the group's other seeds);
 - ``threads``: torch's intra-op threads change the order of its float sums (PPO on CartPole, 2,048 steps: parameters
   differ by up to 2e-5 between 1 and 2 threads), so runs with other thread counts are other runs.
 
@@ -74,6 +76,7 @@ OBSERVATION: dict[str, Any] = {
     "checkpoint.every": None,
 }
 OBSERVATION_KEYS = (*OBSERVATION, "console")
+BATCHED = "batched"  # true: the seed was trained in a batched seed group (lit_bench.run.batched), another run
 _ABSENT = object()
 SLUG_MAX = 80  # characters of the readable part of a directory name; the config_id keeps longer ones distinct
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]+")
@@ -112,6 +115,8 @@ def _lookup(config: dict[str, Any], dotted: str) -> Any:
 
 def _identity(config: dict[str, Any]) -> dict[str, Any]:
     kept = copy.deepcopy({k: v for k, v in config.items() if k not in (*NOT_IDENTITY, "seed", "hydra")})
+    if not kept.get(BATCHED, False):  # hashed only when true: every run id made before the key existed is kept
+        kept.pop(BATCHED, None)
     for dotted, value in OBSERVATION.items():
         *parents, leaf = dotted.split(".")
         node = _lookup(kept, ".".join(parents)) if parents else kept

@@ -380,14 +380,14 @@ def _grouped_line(plan: Plan) -> str:
         why = (
             "the basic launcher runs every job in this process"
             if plan.launcher == "basic"
-            else "auto groups only seeds trained as one batched model, which the harness does not do yet"
+            else "auto is not turned on yet: it is to group seeds that train as one batched model"
             if plan.seeds_per_process == "auto"
             else "no config has more than one seed"
         )
         return f"{setting}: one job per run ({why})"
     cost = plan.grouped()
     wall = "" if cost.wall_s is None else f", ~{_duration(cost.wall_s)} wall"
-    how = "seeds one after another in each job"
+    how = "seeds one after another in each job, or as one batched model where they batch (lit_bench.run.batched)"
     return (
         f"grouped ({setting}): {plan.runs} runs in {plan.jobs} job{'s' if plan.jobs != 1 else ''}, {how}; "
         f"estimated {_duration(cost.cpu_s)} CPU"

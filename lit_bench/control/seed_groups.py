@@ -13,17 +13,17 @@ group's process trains its seeds with ``lit_bench.run.group``.
 ``seeds_per_process``:
 
 - ``1``: one process per seed (no groups);
-- ``N``: at most N seeds of a config per process (each config's seeds in as few processes as that allows), trained
-  one after another (``lit_bench.run.group``): each seed's run and numbers are exactly those of its own process;
-  the group saves the imports of a process per seed (``STARTUP_CPU_S``), which pays where a launcher starts a
-  process per job (submitit, Ray); joblib already reuses its workers for the following jobs;
-- ``auto`` (the default): groups where they pay, that is where the seeds train as one batched model (lit_sb3's
-  ``SeedGroup``: ``backend=lit``, one device, an algorithm it batches, more than one seed of the config), split
-  into as many groups as the launcher runs jobs at once. The harness does not train batched groups yet, so ``auto``
-  is ``1`` today: seeds one after another in one process do not pay under joblib (the same workers, fewer jobs to
-  spread over them) and cost a cluster its parallelism. (A batched seed's numbers do not depend on its group but
-  differ from the seed trained alone, its random streams being the group's: lit_sb3.seeds. Training them, the
-  harness must record it in each seed's ``summary.json`` and resume a seed only the way it started.)
+- ``N``: at most N seeds of a config per process (each config's seeds in as few processes as that allows). Where
+  ``lit_bench.run.batched.refusal`` allows it (``backend=lit``, one CPU device, an algorithm lit_sb3's
+  ``SeedGroup`` batches, ...) the group's seeds train as one batched model: each seed's config records
+  ``batched: true`` (its identity: a batched seed's numbers do not depend on its group but differ from the seed
+  trained alone, its random streams being the group's) and it resumes only in a group. Otherwise they train one
+  after another (``lit_bench.run.group``), each seed's run and numbers exactly those of its own process: the group
+  saves the imports of a process per seed (``STARTUP_CPU_S``), which pays where a launcher starts a process per job
+  (submitit, Ray); joblib already reuses its workers for the following jobs;
+- ``auto`` (the default): meant to group where batched training applies, split into as many groups as the
+  launcher runs jobs at once; not turned on yet, so ``auto`` is ``1`` today (seeds one after another in one
+  process do not pay under joblib and cost a cluster its parallelism).
 
 Multi-process runs (``trainer.devices`` > 1) are never grouped: Lightning starts their further processes from the
 command line, one run per command.
@@ -165,8 +165,8 @@ def group_jobs(
 
 
 def group_count(setting: int | str, seeds: int) -> int:
-    """Into how many groups a config's ``seeds`` go under ``setting`` (``seeds``: none grouped). ``auto`` groups
-    only seeds trained as one batched model, which the harness does not do yet (module docstring)."""
+    """Into how many groups a config's ``seeds`` go under ``setting`` (``seeds``: none grouped). ``auto`` is not
+    turned on yet (module docstring): none grouped."""
     if setting == "auto":
         return seeds
     assert isinstance(setting, int)

@@ -29,7 +29,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
-from lit_bench.store.format import LAST_FILES, SB3_REPLAY_BUFFER, SB3_VECNORMALIZE
+from lit_bench.store.format import BATCHED_CHECKPOINT, LAST_FILES, SB3_REPLAY_BUFFER, SB3_VECNORMALIZE
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json, fresh_tmp
 
 if TYPE_CHECKING:
@@ -148,6 +148,8 @@ def checkpoint_timesteps(path: Path) -> int:
     if path.suffix == ".zip":  # SB3's zip: "data" is JSON; num_timesteps is a plain number in it
         with zipfile.ZipFile(path) as archive:
             return int(json.loads(archive.read("data"))["num_timesteps"])
+    if path.name in (BATCHED_CHECKPOINT, previous_name(BATCHED_CHECKPOINT)):  # tensors and plain data only
+        return int(torch.load(path, map_location="cpu", weights_only=True)["seed_state"]["num_timesteps"])
     from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
 
     trust = is_trusted()  # LIT_SB3_TRUST=1: the user trusts every file read back
@@ -156,10 +158,11 @@ def checkpoint_timesteps(path: Path) -> int:
     return int(checkpoint["lit_sb3"]["num_timesteps"])
 
 
-def resume_point(run: RunDir, backend: str) -> int | None:
+def resume_point(run: RunDir, backend: str, batched: bool = False) -> int | None:
     """The env step to resume from, or None to start afresh. Falls back from a damaged or missing ``last`` to
-    ``previous`` (promoted to ``last``); one warning line for each fallback."""
-    name = CHECKPOINT_FILES[backend]
+    ``previous`` (promoted to ``last``); one warning line for each fallback. ``batched``: a seed of a batched group
+    (its own checkpoint file)."""
+    name = BATCHED_CHECKPOINT if batched else CHECKPOINT_FILES[backend]
     last, previous = run.checkpoints / name, run.checkpoints / previous_name(name)
     problems = []
     for path in (last, previous):

@@ -77,6 +77,8 @@ class PeriodicEval(BaseCallback):
     :param video: which evaluations record their first episode (None: none)
     :param on_evaluated: called with ``(model, row)`` after each evaluation (e.g. the best-model checkpoint)
     :param progress: the run's live console (told every env step and every evaluation)
+    :param share: how many runs train in this process together (a batched seed group): each is counted this
+        fraction of the process's CPU time
     """
 
     def __init__(
@@ -91,8 +93,10 @@ class PeriodicEval(BaseCallback):
         video: EvalVideo | None = None,
         on_evaluated: Sequence[Callable[[Any, dict[str, Any]], None]] = (),
         progress: ConsoleProgress | None = None,
+        share: int = 1,
     ) -> None:
         super().__init__(verbose=0)
+        self.share = share
         self.eval_env = eval_env
         self.run = run
         self.every = every
@@ -122,15 +126,23 @@ class PeriodicEval(BaseCallback):
         self.history: dict[str, list[Any]] = {key: [saved[key][i].tolist() for i in keep] for key in saved}
 
     def _init_callback(self) -> None:
-        self.steps_at_start = self.model.num_timesteps
-        self.next_eval = (self.model.num_timesteps // self.every + 1) * self.every
-        if self.progress is not None:
-            self.progress.start(self.model.num_timesteps)
+        self.start(self.model.num_timesteps)
 
-    def _on_step(self) -> bool:
+    def start(self, timesteps: int) -> None:
+        """Training starts (or resumes) at ``timesteps``: the next evaluation is at the next multiple of ``every``."""
+        self.steps_at_start = timesteps
+        self.next_eval = (timesteps // self.every + 1) * self.every
+        if self.progress is not None:
+            self.progress.start(timesteps)
+
+    def first_step(self) -> None:
+        """Start the training clocks at the first env step (once)."""
         if self.first_step_at is None:
             self.first_step_at = time.perf_counter()
             self.first_step_cpu = time.process_time()
+
+    def _on_step(self) -> bool:
+        self.first_step()
         if self.progress is not None:
             self.progress.step(self.num_timesteps)
         if self.num_timesteps >= self.next_eval:
@@ -147,9 +159,8 @@ class PeriodicEval(BaseCallback):
 
     def evaluate(self, model: BaseAlgorithm | SB3Algorithm) -> dict[str, Any]:
         """Evaluate ``model`` now and append the row (also called once after training for the final score)."""
-        begin, cpu_begin = time.perf_counter(), time.process_time()
-        self.train_cpu_s = cpu_begin - (self.first_step_cpu or self.cpu_started) - self.eval_cpu_seconds
-        self.cpu_fps = (int(model.num_timesteps) - self.steps_at_start) / max(self.train_cpu_s, 1e-9)
+        timesteps = int(model.num_timesteps)
+        begin, cpu_begin = self.begin_evaluation(timesteps)
         training_env = model.get_env()
         if training_env is not None:
             sync_envs_normalization(training_env, self.eval_env)
@@ -162,7 +173,6 @@ class PeriodicEval(BaseCallback):
             if local.get("done") and "is_success" in local.get("info", {}):
                 successes.append(float(local["info"]["is_success"]))
 
-        timesteps = int(model.num_timesteps)
         video_path = self.video.path_for(timesteps) if self.video is not None else None
         with recording(video_path, self.eval_env) if video_path else nullcontext(self.eval_env) as env:
             returns, lengths = evaluate_episodes(
@@ -173,8 +183,34 @@ class PeriodicEval(BaseCallback):
                 return_episode_rewards=True,
                 callback=record_success,
             )
+        self.end_evaluation(begin, cpu_begin)
+        return self.write_row(model, timesteps, returns, lengths, successes)
+
+    def begin_evaluation(self, timesteps: int) -> tuple[float, float]:
+        """The training CPU time up to an evaluation at ``timesteps`` (this process's, over ``share``); the clocks
+        at its start, for :meth:`end_evaluation`."""
+        begin, cpu_begin = time.perf_counter(), time.process_time()
+        process_cpu = cpu_begin - (self.first_step_cpu or self.cpu_started) - self.eval_cpu_seconds
+        self.train_cpu_s = process_cpu / self.share
+        self.cpu_fps = (timesteps - self.steps_at_start) / max(self.train_cpu_s, 1e-9)
+        return begin, cpu_begin
+
+    def end_evaluation(self, begin: float, cpu_begin: float) -> None:
+        """Count the evaluation that began at ``begin`` / ``cpu_begin`` out of the training time."""
         self.eval_seconds += time.perf_counter() - begin
         self.eval_cpu_seconds += time.process_time() - cpu_begin
+
+    def write_row(
+        self,
+        model: Any,
+        timesteps: int,
+        returns: Sequence[float],
+        lengths: Sequence[int],
+        successes: Sequence[float] = (),
+    ) -> dict[str, Any]:
+        """Record the evaluation at ``timesteps`` from its episodes' returns and lengths: ``eval.csv``'s row,
+        ``evaluations.npz``, the loggers, the console and the hooks (``model``: what the hooks get). A batched group
+        evaluates its seeds together and writes each seed's row here."""
         if not np.isfinite(np.mean(returns)):  # not written: eval.csv holds scores only
             raise Diverged(
                 f"diverged: the evaluation at {timesteps} env steps has mean return {np.mean(returns)} "
@@ -191,8 +227,8 @@ class PeriodicEval(BaseCallback):
             "fps": round(self.fps(timesteps), 1),
         }
         self.run.append_eval(row)
-        self._append_history(timesteps, returns, lengths, successes)
-        self._log(row, successes)
+        self._append_history(timesteps, list(returns), list(lengths), list(successes))
+        self._log(row, list(successes))
         self.last_row = row
         if self.progress is not None:
             self.progress.evaluated(row)

@@ -41,12 +41,25 @@ def train_and_score(
     watchdog = StepWatchdog(float(cfg.step_timeout_s)) if cfg.get("step_timeout_s") else None
     with watchdog or contextlib.nullcontext():
         model, evaluator, last = _train(cfg, run_dir, algo_cls, budget, start, watchdog, on_rank_failure)
-    if model.num_timesteps < budget:  # e.g. a backend or an option that stopped training early: not a result
+    return results(cfg, run_dir, evaluator, last, int(model.num_timesteps), budget, started)
+
+
+def results(
+    cfg: DictConfig,
+    run_dir: RunDir,
+    evaluator: PeriodicEval,
+    last: dict[str, Any],
+    timesteps: int,
+    budget: int,
+    started: float,
+) -> dict[str, Any]:
+    """A trained run's results for its summary, from its evaluator and final evaluation's row (``last``)."""
+    if timesteps < budget:  # e.g. a backend or an option that stopped training early: not a result
         return dict(
             status="failed",
-            timesteps=int(model.num_timesteps),
+            timesteps=timesteps,
             traceback=None,
-            error=f"trained {model.num_timesteps} of the budget's {budget} env steps; not a completed run",
+            error=f"trained {timesteps} of the budget's {budget} env steps; not a completed run",
         )
     rows = run_dir.eval_rows()
     at = scores.steps_to_threshold(
@@ -54,7 +67,7 @@ def train_and_score(
     )
     return dict(
         status="completed",
-        timesteps=int(model.num_timesteps),
+        timesteps=timesteps,
         final_mean_return=last["mean_return"],
         final_std_return=last["std_return"],
         final_success_rate=last["success_rate"] or None,

@@ -88,43 +88,60 @@ def recorded(run_dir: RunDir, summary: dict[str, Any], train: Callable[[], dict[
     """Run ``train`` and record how it ended in ``summary.json``: completed, failed (never raised: a sweep's other
     runs carry on), interrupted (its checkpoint left for the next run to resume from) or pruned (an Optuna pruner
     stopped it; its checkpoint is kept, ``force=true`` continues it)."""
+    return recorded_together([(run_dir, summary)], lambda: [train()])[0]
+
+
+def recorded_together(
+    runs: list[tuple[RunDir, dict[str, Any]]], train: Callable[[], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """:func:`recorded` for runs trained together (a batched seed group): ``train`` returns each run's results, in
+    order; how the training ended otherwise (an error, a signal, a pruner) is recorded in every run's summary."""
     try:
-        summary.update(train())
+        for (_, summary), results in zip(runs, train(), strict=True):
+            summary.update(results)
     except (ConfigError, Diverged, EnvTimeout) as error:
-        summary.update(status="failed", error=str(error), traceback=None)
+        _update_all(runs, status="failed", error=str(error), traceback=None)
     except Interrupted as interrupt:  # a checkpoint was written at the current step: the next run resumes there
-        step = run_dir.checkpoint_step()
-        at = f"at {step} env steps" if step is not None else "before its first checkpoint"
         then = (
             "submitit requeues the job, which resumes there"
             if requeued_by_scheduler(interrupt.name)
             else "rerun the same command to resume"
         )
-        summary.update(
-            status="interrupted",
-            signal=interrupt.name,
-            timesteps=step,
-            error=f"stopped by {interrupt.name} {at}; {then}",
-        )
+        for run_dir, summary in runs:
+            step = run_dir.checkpoint_step()
+            at = f"at {step} env steps" if step is not None else "before its first checkpoint"
+            summary.update(
+                status="interrupted",
+                signal=interrupt.name,
+                timesteps=step,
+                error=f"stopped by {interrupt.name} {at}; {then}",
+            )
     except Pruned as pruned:
-        summary.update(
-            status="pruned",
-            pruned_at=pruned.step,
-            timesteps=run_dir.checkpoint_step(),
-            objective=None,
-            error=None,
-            wall_time_s=run_dir.checkpoint_wall_time(),
-        )
+        for run_dir, summary in runs:
+            summary.update(
+                status="pruned",
+                pruned_at=pruned.step,
+                timesteps=run_dir.checkpoint_step(),
+                objective=None,
+                error=None,
+                wall_time_s=run_dir.checkpoint_wall_time(),
+            )
     except Exception as error:  # a failed run is recorded, never allowed to take the sweep down
-        summary.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
+        _update_all(runs, status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
     except BaseException:  # KeyboardInterrupt / SystemExit: leave the checkpoint for the next resume
-        summary.update(status="interrupted")
+        _update_all(runs, status="interrupted")
         raise
     finally:
         finish_loggers()
-        summary["finished_at"] = timestamp()
-        _write_final_summary(run_dir, summary)
-    return summary
+        for run_dir, summary in runs:
+            summary["finished_at"] = timestamp()
+            _write_final_summary(run_dir, summary)
+    return [summary for _, summary in runs]
+
+
+def _update_all(runs: list[tuple[RunDir, dict[str, Any]]], **fields: Any) -> None:
+    for _, summary in runs:
+        summary.update(fields)
 
 
 def _write_final_summary(run_dir: RunDir, summary: dict[str, Any]) -> None:

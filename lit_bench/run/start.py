@@ -36,9 +36,11 @@ def decide(
     backend: str,
     budget: int | None,
     force: bool,
+    batched: bool = False,
 ) -> Start:
     """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
-    already known to be this run's; ``budget`` None: only whether to skip is known, never ``resume``)."""
+    already known to be this run's; ``budget`` None: only whether to skip is known, never ``resume``; ``batched``: a
+    seed of a batched group, resumed from its own checkpoint file)."""
     damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
     if damage:  # finished work is never trained over unasked: force=true does
         return Start("fresh" if force else "damaged", damage=damage)
@@ -46,11 +48,11 @@ def decide(
     if held is None or (force and not pruned):
         return Start("fresh")
     if previous is None:  # its summary was lost (e.g. a full disk): what its checkpoint holds is still its own
-        step = resume_point(run_dir, backend) if budget is not None else None
+        step = resume_point(run_dir, backend, batched) if budget is not None else None
         return Start("resume", step) if step is not None else Start("fresh")
     if previous["status"] == "completed" or (pruned and not force):
         return Start("skip")  # force=true continues a pruned run from its checkpoint
-    step = resume_point(run_dir, backend) if budget is not None else None  # at the budget: killed in the final
+    step = resume_point(run_dir, backend, batched) if budget is not None else None  # at the budget: killed in the final
     return Start("resume", step) if step is not None else Start("fresh")  # evaluation, which alone is redone
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,10 +22,11 @@ from omegaconf import DictConfig
 
 from lit_bench.config.checks import ConfigError, check_run_options
 from lit_bench.config.hydra_versions import whitelisted
-from lit_bench.config.identity import config_hash, config_id, identify, resolved, run_path
+from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, resolved, run_path
 from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
+from lit_bench.run.batched import other_kind_of_checkpoint
 from lit_bench.run.fit import train_and_score
 from lit_bench.run.objective import check_objective, score
 from lit_bench.run.outcome import (
@@ -39,7 +41,7 @@ from lit_bench.run.outcome import (
 from lit_bench.run.prepare import prepare, warn_budget
 from lit_bench.run.provenance import hydra_output_dir, provenance
 from lit_bench.run.ranks import process_rank, run_rank
-from lit_bench.run.start import decide, left_damaged, not_retrained, open_run_dir
+from lit_bench.run.start import Start, decide, left_damaged, not_retrained, open_run_dir
 from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir
 
@@ -51,6 +53,51 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
         return run_rank(cfg, prepare)
+    if cfg.get(BATCHED):  # (a group's process trains its batched seeds with open_run and lit_bench.run.batched)
+        return failed(
+            {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed, "backend": str(cfg.backend)}
+            | {"run_dir": None},
+            f"{BATCHED}=true: set by a group's process for the seeds it trains as one batched model; train seeds "
+            f"together with a sweep (seeds_per_process=auto or N) and leave {BATCHED} unset",
+        )
+    with contextlib.ExitStack() as held:
+        opened = open_run(cfg, held)
+        if not isinstance(opened, Opened):
+            return opened
+        run_dir, summary = opened.run_dir, opened.summary
+
+        def rank_failed(error: str) -> None:
+            ended = {**summary, **failed({}, error), "finished_at": timestamp()}
+            run_dir.write_summary(ended)
+            print(describe(ended), flush=True)
+
+        with signals.on_hard_stop(stopped_at_once(run_dir, summary)):
+            return recorded(
+                run_dir,
+                summary,
+                lambda: train_and_score(
+                    cfg, run_dir, opened.algo_cls, opened.budget, opened.start, opened.started, rank_failed
+                ),
+            )
+
+
+@dataclass
+class Opened:
+    """A run that trains: its directory made ready for ``start`` and its ``running`` summary written."""
+
+    run_dir: RunDir
+    summary: dict[str, Any]
+    algo_cls: type
+    budget: int
+    start: Start
+    started: float  # perf_counter when the run began (its start-up time is measured from here)
+
+
+def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Opened:
+    """A run up to its training: the checks, the lock (entered into ``held``, for the caller to keep while it
+    trains), skip / resume / fresh, the directory made ready and the ``running`` summary. Returns the final summary
+    of a run that does not train (failed, skipped, damaged, interrupted while waiting for the lock), or the
+    :class:`Opened` run (a batched group opens each of its seeds so, then trains them together)."""
     try:
         check_run_options(cfg)  # seed, threads, ... shape the run directory: checked before it is named
     except ConfigError as error:
@@ -76,25 +123,26 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             f"{run_dir.root}; place runs with out_dir= and sweep= instead",
         )
     signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
-    with contextlib.ExitStack() as locked:
-        try:
-            locked.enter_context(run_dir.lock(poll=signals.stop_if_pending))
-        except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
-            return failed(base, f"{run_dir.root}: cannot lock the run directory ({error.strerror or error})")
-        except Interrupted as interrupt:  # while waiting for another process's run: nothing was changed
-            return {
-                **base,
-                "status": "interrupted",
-                "signal": interrupt.name,
-                "timesteps": None,
-                "error": f"stopped by {interrupt.name} while waiting for the run's lock; nothing was changed",
-            }
-        # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
-        with whitelisted([name for _, kind, name in code_names(config) if kind == "target"]):
-            return _run_locked(cfg, config, run_dir, base)
+    try:
+        held.enter_context(run_dir.lock(poll=signals.stop_if_pending))
+    except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
+        return failed(base, f"{run_dir.root}: cannot lock the run directory ({error.strerror or error})")
+    except Interrupted as interrupt:  # while waiting for another process's run: nothing was changed
+        return {
+            **base,
+            "status": "interrupted",
+            "signal": interrupt.name,
+            "timesteps": None,
+            "error": f"stopped by {interrupt.name} while waiting for the run's lock; nothing was changed",
+        }
+    # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
+    held.enter_context(whitelisted([name for _, kind, name in code_names(config) if kind == "target"]))
+    return _open_locked(cfg, config, run_dir, base)
 
 
-def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]) -> dict[str, Any]:
+def _open_locked(
+    cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]
+) -> dict[str, Any] | Opened:
     started = time.perf_counter()
     unproven = run_dir.unproven()
     if unproven is not None:  # never deleted or rewritten: it may be a finished run, or not the harness's at all
@@ -116,7 +164,10 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
             f"changed: use another sweep= or move it",
         )
     # a completed run is skipped before the checks: a logger it would need only to train again is not required
-    start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=None, force=bool(cfg.force))
+    batched = bool(cfg.get(BATCHED))
+    start = decide(
+        run_dir, previous, held, backend=str(cfg.backend), budget=None, force=bool(cfg.force), batched=batched
+    )
     if start.action == "damaged":  # finished work that does not check out: the user's to look at, never retrained
         assert start.damage is not None
         return {**base, "status": "damaged", "error": left_damaged(run_dir, start.damage), "traceback": None}
@@ -125,7 +176,12 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
             algo_cls, budget = prepare(cfg)
         except ConfigError as error:
             return record_config_error(run_dir, failed(base, str(error)), previous)
-        start = decide(run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force))
+        other = other_kind_of_checkpoint(run_dir, batched)
+        if other is not None and not cfg.force:  # never resumed, never wiped unasked
+            return failed(base, other)
+        start = decide(
+            run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force), batched=batched
+        )
     if start.action == "skip":
         assert previous is not None
         if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
@@ -146,13 +202,4 @@ def _run_locked(cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: 
     warn_budget(cfg, budget)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance(config["env"])}
     run_dir.write_summary(summary)
-
-    def rank_failed(error: str) -> None:
-        ended = {**summary, **failed({}, error), "finished_at": timestamp()}
-        run_dir.write_summary(ended)
-        print(describe(ended), flush=True)
-
-    with signals.on_hard_stop(stopped_at_once(run_dir, summary)):
-        return recorded(
-            run_dir, summary, lambda: train_and_score(cfg, run_dir, algo_cls, budget, start, started, rank_failed)
-        )
+    return Opened(run_dir, summary, algo_cls, budget, start, started)

@@ -31,6 +31,7 @@ VECNORMALIZE = "vecnormalize.pkl"
 CHECKPOINTS = "checkpoints"
 CHECKPOINT_STATE = "state.json"  # in checkpoints/, written after the checkpoint files: the checkpoint is complete
 LAST_FILES = {"lit": "last.ckpt", "sb3": "last.zip"}  # in checkpoints/; the one before: previous.ckpt / previous.zip
+BATCHED_CHECKPOINT = "last_seed_state.pt"  # in checkpoints/: a seed of a batched group (lit_bench.run.batched)
 SB3_REPLAY_BUFFER = "replay_buffer.pt"  # in checkpoints/: the sb3 backend's replay buffer (filled part, tensors)
 SB3_VECNORMALIZE = "vecnormalize.pt"  # in checkpoints/: the sb3 backend's VecNormalize statistics (tensors)
 BEST_FILES = {"lit": "best.ckpt", "sb3": "best.zip"}  # in checkpoints/
@@ -69,6 +70,8 @@ FILES: dict[str, str] = {
     SUMMARY: "how the run went: SUMMARY_FIELDS",
     **{f"{CHECKPOINTS}/{name}": "the last checkpoint" for name in LAST_FILES.values()},
     **{f"{CHECKPOINTS}/{name.replace('last', 'previous')}": "the checkpoint before it" for name in LAST_FILES.values()},
+    f"{CHECKPOINTS}/{BATCHED_CHECKPOINT}": "a seed trained in a batched group: its last checkpoint (tensors)",
+    f"{CHECKPOINTS}/{BATCHED_CHECKPOINT.replace('last', 'previous')}": "a batched seed: the checkpoint before it",
     f"{CHECKPOINTS}/{SB3_REPLAY_BUFFER}": "sb3 backend: the replay buffer of the last checkpoint",
     f"{CHECKPOINTS}/{SB3_VECNORMALIZE}": "sb3 backend: the VecNormalize statistics of the last checkpoint",
     f"{CHECKPOINTS}/{CHECKPOINT_STATE}": "env steps and wall time of the last complete checkpoint",
@@ -120,6 +123,7 @@ SUMMARY_FIELDS: dict[str, str] = {
     "resumed)",
     "cpu_fps": "env steps per CPU-second of training: the speed the report compares (another process's load "
     "changes it far less than the wall-clock fps)",
+    "cpu_time_note": "a seed trained in a batched group: cpu_time_s and cpu_fps are the group's over its seeds",
     "startup_s": "seconds from the start to the first env step",
     "objective": "the score a sweeper gets",
     "evaluations": "a completed run's number of evaluations in eval.csv (format 3 on)",

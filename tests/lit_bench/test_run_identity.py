@@ -282,7 +282,7 @@ def test_observation_settings_never_change_the_directory() -> None:
     assert identify(compose_run("algo=ppo", "env=CartPole", "algo.learning_rate=1e-3", *OBSERVED)) == lr
     # the directories of runs made before observation settings left the identity keep their names
     config = resolved(compose_run("algo=ppo", "env=CartPole", "algo.learning_rate=1e-3"))
-    new_nodes = ("console", "hpo", "stop_timeout_s", "step_timeout_s", "seeds_per_process", "seed_group")  # not theirs
+    new_nodes = ("console", "hpo", "stop_timeout_s", "step_timeout_s", "seeds_per_process", "seed_group", "batched")
     before = {
         k: v
         for k, v in config.items()

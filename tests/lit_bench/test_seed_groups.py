@@ -162,7 +162,7 @@ def test_the_plan_prints_the_grouped_estimate_beside_todays() -> None:
     assert cost.startup_saved_s == 0.0  # joblib reuses its 2 workers either way
     assert cost.wall_s is not None and cost.wall_s >= plan.wall_s()  # 2 jobs of 3 runs
     text = describe(plan)
-    assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job" in text
+    assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job, or as one" in text
     auto = describe(make_plan(args))  # the default
     assert "seeds_per_process=auto: one job per run (auto groups only seeds trained as one batched model" in auto
     assert "grouped" not in describe(make_plan([*args, "seeds_per_process=1"]))
@@ -213,10 +213,10 @@ def test_a_grouped_joblib_sweep_writes_the_run_directories_of_an_ungrouped_one(t
     """3 seeds in one process: 3 run directories, the same files and numbers as one process per seed; a rerun
     skips them."""
     runs = {}
-    for setting in (3, 1):
+    for setting in (3, 1):  # (sb3: not batched, so its seeds train one after another in the group's process)
         done = run_py(
-            "-m", *TINY, "seed=0,1,2", f"seeds_per_process={setting}", f"out_dir={tmp_path / str(setting)}",
-            "sweep=s", "hydra.launcher.n_jobs=2",
+            "-m", *TINY, "backend=sb3", "seed=0,1,2", f"seeds_per_process={setting}",
+            f"out_dir={tmp_path / str(setting)}", "sweep=s", "hydra.launcher.n_jobs=2",
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         assert "3 completed (3 runs)" in done.stdout
@@ -234,7 +234,7 @@ def test_a_grouped_joblib_sweep_writes_the_run_directories_of_an_ungrouped_one(t
     records = [json.loads(line) for p in (tmp_path / "3" / "s" / ".invocations").glob("*.jsonl") for line in p.open()]
     assert sorted((r["seed"], r["job"]) for r in records) == [(0, 0), (1, 1), (2, 2)]  # one record per seed
     again = run_py(
-        "-m", *TINY, "seed=0,1,2", "seeds_per_process=3", f"out_dir={tmp_path / '3'}", "sweep=s",
+        "-m", *TINY, "backend=sb3", "seed=0,1,2", "seeds_per_process=3", f"out_dir={tmp_path / '3'}", "sweep=s",
     )  # fmt: skip
     assert again.returncode == 0 and again.stdout.count("already completed, skipped") == 3, again.stdout + again.stderr
 
@@ -242,10 +242,11 @@ def test_a_grouped_joblib_sweep_writes_the_run_directories_of_an_ungrouped_one(t
 def test_sigterm_stops_a_grouped_run_at_a_checkpoint_and_the_rerun_resumes_it_exactly(tmp_path: Path) -> None:
     """The seed in training is checkpointed and ``interrupted``, the one after it does not start; rerunning the
     command resumes the first to the numbers of an uninterrupted run and trains the second."""
-    args = ["-m", *TINY[:2], "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "eval.every=320"]
-    args += ["eval.episodes=2", "budget=3200", "seed=0,1", "seeds_per_process=2", f"out_dir={tmp_path}", "sweep=g"]
+    args = ["-m", "algo=trpo", TINY[1], "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64"]
+    args += ["eval.every=320", "eval.episodes=2", "budget=3200", "seed=0,1", "seeds_per_process=2"]
+    args += [f"out_dir={tmp_path}", "sweep=g"]  # (TRPO: not batched; test_batched has the batched group's)
     process = _start(args)
-    [seed_0] = _wait_for_checkpoint(process, tmp_path / "g" / "ppo" / "CartPole" / "seed_0")
+    [seed_0] = _wait_for_checkpoint(process, tmp_path / "g" / "trpo" / "CartPole" / "seed_0")
     os.kill(process.pid, signal.SIGTERM)
     output, _ = process.communicate(timeout=patience(180))
     assert process.returncode == 143, output
@@ -263,7 +264,8 @@ def test_sigterm_stops_a_grouped_run_at_a_checkpoint_and_the_rerun_resumes_it_ex
 
 
 def test_an_optuna_trials_seeds_train_in_one_process(tmp_path: Path) -> None:
-    """hpo.seeds=2 and seeds_per_process=2: the trial's two runs are one job; the study gets both seeds' values."""
+    """hpo.seeds=2 and seeds_per_process=2: the trial's two runs are one job (one batched group); the study gets
+    both seeds' values."""
     done = run_py(
         "-m", *TINY, f"out_dir={tmp_path}", "sweep=hpo", "hydra/launcher=lit_joblib", "hydra/sweeper=tpe",
         "algo.learning_rate=tag(log, interval(1e-4, 1e-2))", "hydra.sweeper.n_trials=1", "hydra.sweeper.n_jobs=1",
@@ -273,7 +275,7 @@ def test_an_optuna_trials_seeds_train_in_one_process(tmp_path: Path) -> None:
     (row,) = read_csv(tmp_path / "hpo" / "trials.csv")
     run_dirs = row["run_dirs"].split(";")
     assert [Path(d).name for d in run_dirs] == ["seed_0", "seed_1"] and row["state"] == "completed"
-    _one_after_another([Path(d) for d in run_dirs])
+    assert all("batched=true" in Path(d).parent.name for d in run_dirs)  # trained as one model
     objectives = [json.loads((Path(d) / "summary.json").read_text())["objective"] for d in run_dirs]
     assert float(row["value"]) == pytest.approx(sum(objectives) / 2)
 

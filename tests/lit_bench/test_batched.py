@@ -1,0 +1,135 @@
+"""#39: a group's seeds trained as one batched lit_sb3 ``SeedGroup`` by the harness (lit_bench.run.batched): the
+one-line refusals, one run directory per seed with an ungrouped run's files, the group reproducible and each seed's
+numbers independent of the group's other seeds, ``batched`` in the identity only when true, a checkpoint of the
+other kind refused, and an interrupted group resumed to the numbers of an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from lit_bench.config.identity import config_id, resolved
+from lit_bench.run.batched import other_kind_of_checkpoint, refusal
+from lit_bench.store.rundir import RunDir
+from tests.lit_bench.helpers import compose_run, find_run, patience, read_csv, run_py
+from tests.lit_bench.test_signals_input import _interrupted, _start, _wait_for_checkpoint
+
+pytestmark = pytest.mark.harness
+TINY = ("algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=512", "eval.every=256")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "n_seeds", "starts"),
+    [
+        ((), 1, "seeds: a batched group trains 2 or more seeds"),
+        (("backend=sb3",), 3, "backend=sb3: seed groups batch lit_sb3's models"),
+        (("trainer.accelerator=gpu",), 3, "trainer.accelerator=gpu, trainer.devices=1: seed groups train on one CPU"),
+        (("trainer.devices=2",), 3, "trainer.accelerator=cpu, trainer.devices=2:"),
+        (("algo=trpo",), 3, "algo=trpo: seed groups batch PPO, A2C, DQN, SAC, TD3, DDPG, not TRPO"),
+        (("algo.use_sde=true", "env=Pendulum"), 3, "algo.use_sde=true: seed groups do not batch gSDE"),
+        (("algo.policy=CnnPolicy",), 3, "algo.policy=CnnPolicy: seed groups batch MlpPolicy"),
+        (("eval.video=true",), 3, "eval.video / eval.video_every: a batched group records no videos yet"),
+        (("algo=dqn", "algo.train_freq=[1,episode]"), 3, "train_freq: seed groups batch step-based train_freq only"),
+    ],
+)
+def test_a_group_that_cannot_train_batched_says_why_in_one_line(
+    overrides: tuple[str, ...], n_seeds: int, starts: str
+) -> None:
+    why = refusal(compose_run(*overrides), n_seeds)
+    assert why is not None and why.startswith(starts) and "\n" not in why, why
+
+
+def test_a_config_that_seed_groups_batch_is_not_refused() -> None:
+    assert refusal(compose_run(*TINY), 3) is None
+    assert refusal(compose_run("algo=sac", "env=Pendulum"), 2) is None
+
+
+def test_batched_is_in_the_identity_only_when_true() -> None:
+    """Every run id made before the key existed is kept; a batched seed is another run (other numbers)."""
+    plain, unset = resolved(compose_run(*TINY)), resolved(compose_run(*TINY))
+    del unset["batched"]
+    assert config_id(plain) == config_id(unset)
+    assert config_id(resolved(compose_run(*TINY, "batched=true"))) != config_id(plain)
+
+
+def test_a_checkpoint_of_the_other_kind_is_refused_in_one_line(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "seed_0")
+    run.checkpoints.mkdir(parents=True)
+    assert other_kind_of_checkpoint(run, batched=True) is None
+    (run.checkpoints / "last.ckpt").write_bytes(b"")
+    line = other_kind_of_checkpoint(run, batched=True)
+    assert line is not None and "checkpoint of an ungrouped run (checkpoints/last.ckpt)" in line
+    assert other_kind_of_checkpoint(run, batched=False) is None
+    (run.checkpoints / "last_seed_state.pt").write_bytes(b"")
+    line = other_kind_of_checkpoint(run, batched=False)
+    assert line is not None and "a seed trained in a batched group" in line and "\n" not in line
+
+
+def _numbers(run_dir: Path) -> list[tuple[str, ...]]:
+    """eval.csv without its clock columns."""
+    return [
+        (r["timesteps"], r["mean_return"], r["std_return"], r["mean_ep_length"]) for r in read_csv(run_dir / "eval.csv")
+    ]
+
+
+def _metrics(run_dir: Path) -> list[dict[str, str]]:
+    """train/metrics.csv without its clock columns."""
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in read_csv(run_dir / "train/metrics.csv")]
+
+
+def test_a_batched_sweep_writes_one_directory_per_seed_reproducibly_whatever_the_group(tmp_path: Path) -> None:
+    """Seeds 0, 1, 2 in one batched group: a directory each (eval.csv, evaluations.npz, metrics, checkpoint,
+    summary with batched=true); seeds 0 and 1 trained again in a group of two score identically."""
+    runs = {}
+    for seeds in ("0,1,2", "0,1"):
+        out = tmp_path / seeds.replace(",", "")
+        done = run_py("-m", *TINY, f"seed={seeds}", f"seeds_per_process={len(seeds.split(','))}", f"out_dir={out}",
+                      "sweep=s", "hydra.launcher.n_jobs=1")  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"{len(seeds.split(','))} completed" in done.stdout, done.stdout
+        runs[seeds] = [find_run(out / "s", int(seed)) for seed in seeds.split(",")]
+    three = runs["0,1,2"]
+    for seed, run_dir in enumerate(three):
+        assert run_dir is not None and run_dir.parent.name.startswith("batched=true,")
+        for name in ("eval.csv", "evaluations.npz", "train/metrics.csv", "checkpoints/last_seed_state.pt"):
+            assert (run_dir / name).is_file(), name
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status"] == "completed" and summary["seed"] == seed and summary["timesteps"] == 512
+        assert "batched=true" in summary["overrides"] and "group of 3" in summary["cpu_time_note"]
+        assert [r["timesteps"] for r in read_csv(run_dir / "eval.csv")] == ["256", "512"]
+    assert len({tuple(_numbers(d)) for d in three if d is not None}) == 3  # three seeds, three runs
+    for alone, grouped in zip(runs["0,1"], three[:2]):
+        assert alone is not None and grouped is not None
+        assert _numbers(alone) == _numbers(grouped)
+        assert _metrics(alone) == _metrics(grouped)
+
+
+def test_sigterm_stops_a_batched_group_at_a_checkpoint_and_the_rerun_resumes_it_exactly(tmp_path: Path) -> None:
+    """Every seed is checkpointed and ``interrupted``; rerunning the command resumes the group to the numbers of
+    an uninterrupted group."""
+    args = ["-m", *TINY[:2], "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "eval.every=320"]
+    args += ["eval.episodes=2", "budget=3200", "seed=0,1", "seeds_per_process=2", "sweep=g"]
+    process = _start([*args, f"out_dir={tmp_path / 'cut'}"])
+    parent = tmp_path / "cut" / "g" / "ppo" / "CartPole"
+    seeds = _wait_for_checkpoint(process, parent / "seed_0", parent / "seed_1")
+    os.kill(process.pid, signal.SIGTERM)
+    output, _ = process.communicate(timeout=patience(180))
+    assert process.returncode == 143, output
+    assert "Traceback" not in output and "2 interrupted (2 runs)" in output, output
+    steps = [_interrupted(d, "SIGTERM") for d in seeds]
+    assert steps[0] == steps[1] < 3200
+    again = run_py(*args, f"out_dir={tmp_path / 'cut'}")
+    assert again.returncode == 0 and "2 completed (2 runs)" in again.stdout, again.stdout + again.stderr
+    whole = run_py(*args, f"out_dir={tmp_path / 'whole'}")
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    for seed, run_dir in enumerate(seeds):
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status"] == "completed" and summary["resumed_from"] == steps[seed]
+        uninterrupted = find_run(tmp_path / "whole" / "g", seed)
+        assert uninterrupted is not None
+        assert _numbers(run_dir) == _numbers(uninterrupted)
+        assert _metrics(run_dir) == _metrics(uninterrupted)
