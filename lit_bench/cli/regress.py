@@ -17,7 +17,8 @@ reached by a random policy (``results/reference/random_scores.csv``), or less th
 score to what the seeds reach: such a threshold cannot tell a regression from seed noise.
 
 A suite's ``parity`` entries are exact-parity checks: lit_sb3 with ``parity=true`` (SB3's exact optimizer) and SB3
-train with the same seeds, and every seed's final evaluation must be identical (no threshold involved).
+train with the same seeds (the suite's ``parity_seeds`` where given, else its ``seeds``), and every seed's final
+evaluation must be identical (no threshold involved).
 
 This module is the command line, running a suite's entries through the harness and the check / record flows; a
 suite's config and options are in ``lit_bench.cli.regression.suites``, the scores, thresholds and parity verdicts in
@@ -38,7 +39,16 @@ from typing import Any
 import pandas as pd
 
 from lit_bench.analysis.load import load_runs
-from lit_bench.cli.regression.suites import BACKENDS, dry_run, load_suite, only, report_dir, scale, sweep_dir_of
+from lit_bench.cli.regression.suites import (
+    BACKENDS,
+    dry_run,
+    load_suite,
+    only,
+    report_dir,
+    scale,
+    seeds_of,
+    sweep_dir_of,
+)
 from lit_bench.cli.regression.verdicts import (
     MIN_SEEDS,
     compare,
@@ -63,9 +73,9 @@ def run_suite(
     """Run every entry of the suite's ``kind`` list ("entries" or "parity") for ``backend`` (entries sharing algo,
     budget and overrides as one multirun); returns the run directories these runs wrote (runs of other configs left
     in the same sweep directory by earlier suite versions are neither touched nor measured). Parity entries run
-    lit_sb3 with ``parity=true``, in sweeps of their own."""
+    lit_sb3 with ``parity=true``, in sweeps of their own, with the suite's ``parity_seeds`` where it gives them."""
     sweep = sweep_dir_of(suite, backend, out_dir, kind).name
-    seeds = ",".join(str(s) for s in suite["seeds"])
+    seeds = ",".join(str(s) for s in seeds_of(suite, kind))
     switch = ["parity=true"] if kind == "parity" and backend == "lit" else []
     tag = f"regress-{uuid.uuid4().hex[:8]}"  # the multiruns' ids start with it: their job records name the runs
     groups: dict[tuple[str, Any, tuple[str, ...]], list[str]] = {}

@@ -8,6 +8,7 @@ import pytest
 from lit_bench.analysis.load import load_runs
 from lit_bench.cli import regress
 from lit_bench.cli.regression import suites, verdicts
+from lit_bench.cli.regression.verdicts import MIN_SEEDS
 from tests.lit_bench.helpers import make_sweep, write_run
 
 
@@ -76,6 +77,41 @@ def test_parity_entries_pass_only_when_every_seed_is_identical():
     ]
     assert not verdicts.parity_result(suite, _runs([-150.25]), _runs([-150.25, -160.5])).passed.iloc[1]  # missing
     assert not verdicts.parity_result(suite, _runs([1.0, 2.0], "failed"), _runs([1.0, 2.0])).passed.any()
+
+
+def test_parity_entries_run_their_own_seeds_and_the_entries_the_suites(tmp_path, monkeypatch, capsys):
+    suite = {
+        "name": "ci",
+        "seeds": FIVE,
+        "parity_seeds": [0, 1],
+        "entries": [{"algo": "ppo", "env": "CartPole", "budget": 100}],
+        "parity": [{"algo": "sac", "env": "Pendulum", "budget": 10}],
+    }
+    commands: list[list[str]] = []
+    monkeypatch.setattr(regress.subprocess, "run", lambda command, **kwargs: commands.append(command))
+    regress.run_suite(suite, "lit", tmp_path, kind="entries")
+    regress.run_suite(suite, "sb3", tmp_path, kind="parity")
+    assert [[a for a in c if a.startswith(("algo=", "seed="))] for c in commands] == [
+        ["algo=ppo", "seed=0,1,2,3,4"],
+        ["algo=sac", "seed=0,1"],
+    ]
+    # the parity verdict expects exactly those seeds: a seed the parity runs did not train is not judged missing
+    result = verdicts.parity_result(suite, _runs([-150.25, -160.5]), _runs([-150.25, -160.5]))
+    assert result.seed.tolist() == [0, 1] and result.passed.all()
+    suites.dry_run(suite, None)
+    out = capsys.readouterr().out
+    assert "ci entries (lit; seeds [0, 1, 2, 3, 4])" in out and "ci parity (lit, sb3; seeds [0, 1])" in out
+    # without parity_seeds, parity entries run the suite's seeds
+    assert suites.seeds_of({"seeds": [3, 4]}, "parity") == [3, 4]
+    with pytest.raises(ValueError, match="kind: 'entrys' is not a suite list; valid: entries, parity"):
+        suites.seeds_of(suite, "entrys")
+
+
+def test_the_ci_suite_records_from_at_least_five_seeds_and_checks_parity_on_fewer():
+    suite = suites.load_suite("ci")
+    assert len(suites.seeds_of(suite)) >= MIN_SEEDS
+    parity = suites.seeds_of(suite, "parity")
+    assert 2 <= len(parity) < len(suites.seeds_of(suite)) and set(parity) <= set(suite["seeds"])
 
 
 def test_a_parity_difference_fails_the_suite(fixture_suite, monkeypatch, capsys):

@@ -42,15 +42,24 @@ def scale(suite: dict[str, Any], factor: float) -> None:
                 entry["budget"] = next(budgets)
 
 
+def seeds_of(suite: dict[str, Any], kind: str = "entries") -> list[int]:
+    """The seeds the suite's ``kind`` list ("entries" or "parity") runs: parity entries take ``parity_seeds`` where
+    the suite gives them (an exact comparison needs no more seeds to be conclusive), else the suite's ``seeds``."""
+    if kind not in ("entries", "parity"):
+        raise ValueError(f"kind: {kind!r} is not a suite list; valid: entries, parity")
+    key = "parity_seeds" if kind == "parity" and "parity_seeds" in suite else "seeds"
+    return [int(seed) for seed in suite[key]]
+
+
 def dry_run(suite: dict[str, Any], launcher: str | None) -> int:
     """Print what the suite would run (``--dry-run``): multiruns, resources per run, estimated core-hours."""
-    seeds = len(suite["seeds"])
     for kind, backends in (("entries", ["lit"]), ("parity", list(BACKENDS))):
         entries = suite_plan.scaled(suite.get(kind, []), 1.0)
         if not entries:
             continue
-        result = suite_plan.plan(entries, seeds * len(backends), launcher, suite_plan.costs())
-        print(f"{suite['name']} {kind} ({', '.join(backends)}; seeds {suite['seeds']}):")
+        seeds = seeds_of(suite, kind)
+        result = suite_plan.plan(entries, len(seeds) * len(backends), launcher, suite_plan.costs())
+        print(f"{suite['name']} {kind} ({', '.join(backends)}; seeds {seeds}):")
         print(suite_plan.describe(result))
     return 0
 

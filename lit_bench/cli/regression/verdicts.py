@@ -11,6 +11,7 @@ import pandas as pd
 
 from lit_bench.analysis.load import load_evaluations, load_runs
 from lit_bench.analysis.summarize import summary_table
+from lit_bench.cli.regression.suites import seeds_of
 from lit_bench.config.resources import reference_dir
 
 # A threshold is evidence only when it separates a regression from seed noise. With fewer seeds the IQM's bootstrap
@@ -101,7 +102,7 @@ def parity_result(suite: dict[str, Any], lit_runs: pd.DataFrame, sb3_runs: pd.Da
             {"algo": e["algo"], "env": e["env"], "seed": seed}
             for e in suite.get("parity", [])
             if not e.get("skip")
-            for seed in suite["seeds"]
+            for seed in seeds_of(suite, "parity")
         ],
         columns=["algo", "env", "seed"],
     )
