@@ -164,7 +164,7 @@ def test_the_plan_prints_the_grouped_estimate_beside_todays() -> None:
     text = describe(plan)
     assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job, or as one" in text
     auto = describe(make_plan(args))  # the default
-    assert "seeds_per_process=auto: one job per run (auto groups only seeds trained as one batched model" in auto
+    assert "seeds_per_process=auto: one job per run (auto is not turned on yet" in auto
     assert "grouped" not in describe(make_plan([*args, "seeds_per_process=1"]))
 
 
