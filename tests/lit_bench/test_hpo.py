@@ -149,7 +149,7 @@ def test_a_pruned_job_is_a_pruned_trial_and_its_run_is_kept(tmp_path: Path, monk
     pruned = {"status": "pruned"}
     assert decide(run, pruned, {}, backend="lit", budget=1024, force=False).action == "skip"
     # force=true continues a pruned run from its checkpoint (a completed one it would start again)
-    monkeypatch.setattr(start, "resume_point", lambda run_dir, backend: 512)
+    monkeypatch.setattr(start, "resume_point", lambda run_dir, backend, batched=False: 512)
     assert decide(run, pruned, {}, backend="lit", budget=1024, force=True) == start.Start("resume", 512)
     assert decide(run, {"status": "completed"}, {}, backend="lit", budget=1024, force=True).action == "fresh"
 
