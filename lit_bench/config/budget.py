@@ -104,3 +104,8 @@ def budget_warnings(cfg: DictConfig, budget: int) -> list[str]:
         )
     line = overshoot(cfg, budget)
     return found + ([line] if line else [])
+
+
+def next_boundary(steps: int, every: int) -> int:
+    """The first multiple of ``every`` env steps after ``steps``: the next evaluation or checkpoint of a schedule."""
+    return (steps // every + 1) * every

@@ -35,6 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
+from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
 from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
 from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, save_vecnormalize
@@ -164,7 +165,7 @@ class GroupEval(BaseCallback):
         self.start(self.model.num_timesteps)
 
     def start(self, timesteps: int) -> None:
-        self.next_eval = (timesteps // self.every + 1) * self.every
+        self.next_eval = next_boundary(timesteps, self.every)
         for evaluator in self.evaluators:
             evaluator.start(timesteps)
 
@@ -175,7 +176,7 @@ class GroupEval(BaseCallback):
                 evaluator.progress.step(self.num_timesteps)
         if self.num_timesteps >= self.next_eval:
             self.evaluate(self.model)
-            self.next_eval = (self.num_timesteps // self.every + 1) * self.every
+            self.next_eval = next_boundary(self.num_timesteps, self.every)
         return True
 
     def evaluate(self, group: Any) -> list[dict[str, Any]]:

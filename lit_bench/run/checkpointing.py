@@ -29,6 +29,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as SB3OffPolicy
 from stable_baselines3.common.vec_env import VecNormalize
 
+from lit_bench.config.budget import next_boundary
 from lit_bench.store.format import BATCHED_CHECKPOINT, LAST_FILES, SB3_REPLAY_BUFFER, SB3_VECNORMALIZE
 from lit_bench.store.rundir import RunDir, atomic_write, atomic_write_json, fresh_tmp
 
@@ -195,7 +196,7 @@ class _Boundaries:
         self.next = every
 
     def start(self, timesteps: int) -> None:
-        self.next = (timesteps // self.every + 1) * self.every
+        self.next = next_boundary(timesteps, self.every)
 
     def crossed(self, timesteps: int) -> bool:
         if timesteps < self.next:

@@ -20,6 +20,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from lit_bench.config.budget import next_boundary
+
 MODES = ("auto", "bar", "lines", "off")
 BAR_REFRESH_S = 0.5
 
@@ -77,7 +79,7 @@ class ConsoleProgress:
                 f"eval {self.last['mean_return']:.1f} +/- {self.last['std_return']:.1f} "
                 f"at {int(self.last['timesteps']):,}"
             )
-        next_eval = (steps // self.every + 1) * self.every
+        next_eval = next_boundary(steps, self.every)
         if next_eval <= self.budget:
             parts.append(f"next eval at {next_eval:,}")
         parts.append(f"ETA {_duration((self.budget - steps) / rate) if rate > 0 else '?'}")
@@ -86,7 +88,7 @@ class ConsoleProgress:
     def start(self, steps: int) -> None:
         self.steps_at_start = self.steps = steps
         if self.mode == "lines":
-            first = min((steps // self.every + 1) * self.every, self.budget)
+            first = min(next_boundary(steps, self.every), self.budget)
             resumed = f" (resumed at {steps:,})" if steps else ""
             # the grid's points up to the budget, and the final evaluation at the end when it is off the grid
             count = self.budget // self.every - steps // self.every + (1 if self.budget % self.every else 0)

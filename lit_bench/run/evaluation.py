@@ -15,6 +15,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
+from lit_bench.config.budget import next_boundary
 from lit_bench.control import signals
 from lit_bench.run.console import ConsoleProgress
 from lit_bench.run.video import EvalVideo, recording
@@ -131,7 +132,7 @@ class PeriodicEval(BaseCallback):
     def start(self, timesteps: int) -> None:
         """Training starts (or resumes) at ``timesteps``: the next evaluation is at the next multiple of ``every``."""
         self.steps_at_start = timesteps
-        self.next_eval = (timesteps // self.every + 1) * self.every
+        self.next_eval = next_boundary(timesteps, self.every)
         if self.progress is not None:
             self.progress.start(timesteps)
 
@@ -147,7 +148,7 @@ class PeriodicEval(BaseCallback):
             self.progress.step(self.num_timesteps)
         if self.num_timesteps >= self.next_eval:
             self.evaluate(self.model)
-            self.next_eval = (self.num_timesteps // self.every + 1) * self.every
+            self.next_eval = next_boundary(self.num_timesteps, self.every)
         return True
 
     def wall_time(self) -> float:
