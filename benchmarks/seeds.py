@@ -91,6 +91,18 @@ CONFIGS = {
     "sac-400-300": Config("SAC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [400, 300]}}),
     "td3": Config("TD3", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [64, 64]}}, _TD3_NOISE),
     "td3-400-300": Config("TD3", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [400, 300]}}, _TD3_NOISE),
+    "ddpg": Config("DDPG", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [64, 64]}}, _TD3_NOISE),
+    # continuous actions for the on-policy pair: the Zoo's Pendulum settings without gSDE (seed groups do not batch
+    # it) and without VecNormalize (the benchmark's envs are plain), so they learn more slowly than the Zoo's
+    "ppo-pendulum": Config(
+        "PPO",
+        "Pendulum-v1",
+        4,
+        {"n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0, "learning_rate": 1e-3},
+    ),
+    "a2c-pendulum": Config(
+        "A2C", "Pendulum-v1", 8, {"n_steps": 8, "gae_lambda": 0.9, "gamma": 0.9, "ent_coef": 0.0, "learning_rate": 7e-4}
+    ),
 }
 
 
