@@ -17,13 +17,13 @@ from lit_bench.config.checks import (
     check_declared_action_space,
     check_hyperparameter_values,
     check_hyperparameters,
+    check_objective,
     check_precision,
     check_trainer_options,
 )
 from lit_bench.config.envs import require_package
 from lit_bench.run.console import choose_mode
 from lit_bench.run.loggers import check_loggers
-from lit_bench.run.objective import check_objective
 from lit_bench.run.ranks import check_processes
 from lit_bench.run.video import check_eval_video
 

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from lit_bench.config.checks import ConfigError, check_run_options
+from lit_bench import stats
+from lit_bench.config.checks import ConfigError, check_objective, check_run_options
 from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, resolved, run_path
 from lit_bench.config.trust import code_names
@@ -28,7 +29,6 @@ from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
 from lit_bench.run.batched import other_kind_of_checkpoint
 from lit_bench.run.fit import train_and_score
-from lit_bench.run.objective import check_objective, score
 from lit_bench.run.outcome import (
     describe,
     failed,
@@ -49,7 +49,7 @@ from lit_bench.store.rundir import RunDir
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed).
 
-    ``objective`` (the score a sweeper gets, see ``lit_bench.run.objective``) is set for completed and skipped runs.
+    ``objective`` (the score a sweeper gets, see ``lit_bench.stats.objective``) is set for completed and skipped runs.
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
         return run_rank(cfg, prepare)
@@ -194,7 +194,7 @@ def _open_locked(
             **base,
             **previous,
             "status": "skipped",
-            "objective": score(run_dir.eval_rows(), cfg.objective),
+            "objective": stats.objective(run_dir.eval_rows(), str(cfg.objective.metric), cfg.objective.get("last")),
             "note": not_retrained(held or {}, config, run_dir),
         }
     torch.set_num_threads(int(cfg.threads))

@@ -23,6 +23,7 @@ from lit_bench.config.checks import ConfigError
 from lit_bench.control.sweep import RunPruned, job_result
 from lit_bench.run import start
 from lit_bench.run.start import decide
+from lit_bench.stats import seeds_value
 from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import CHILD_ENV, CONF, REPO, TINY, compose_run, read_csv, run_py
 
@@ -128,9 +129,9 @@ def test_every_sampler_and_pruner_composes_with_every_preset(preset: str) -> Non
 
 
 def test_aggregate_of_seeds() -> None:
-    assert studies.aggregate([1.0, 2.0, 6.0], "mean") == 3.0
-    assert studies.aggregate([0.0, 1.0, 2.0, 100.0], "iqm") == 1.5  # the outer quarters dropped
-    assert math.isnan(studies.aggregate([], "mean"))
+    assert seeds_value([1.0, 2.0, 6.0], "mean") == 3.0
+    assert seeds_value([0.0, 1.0, 2.0, 100.0], "iqm") == 1.5  # the outer quarters dropped
+    assert math.isnan(seeds_value([], "mean"))
     with pytest.raises(ConfigError, match=r"hpo.aggregate=median: choose one of mean, iqm"):
         studies.check_aggregate("median")
 
