@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
@@ -15,15 +15,16 @@ from lit_bench import stats
 from lit_bench.config.checks import check_spaces
 from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
 from lit_bench.run.best import BestCheckpoint
-from lit_bench.run.console import ConsoleProgress
+from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
-from lit_bench.run.prepare import console_mode
 from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, requested_devices
-from lit_bench.run.start import Start
 from lit_bench.run.trial import trial_hooks
 from lit_bench.run.video import eval_video
 from lit_bench.run.watchdog import StepWatchdog
 from lit_bench.store.rundir import RunDir
+
+if TYPE_CHECKING:
+    from lit_bench.run.train import Start
 
 
 def train_and_score(

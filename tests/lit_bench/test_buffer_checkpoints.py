@@ -13,7 +13,7 @@ import torch
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.envs import make_envs
-from lit_bench.run.prepare import prepare
+from lit_bench.run.train import prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, harness_kwargs, lit_class_or_skip
 
