@@ -88,7 +88,7 @@ COMPAT_TESTS := tests/lit_sb3/test_lean_loops.py tests/lit_sb3/test_lightning_fe
                 tests/lit_sb3/algorithms/test_whole_run_parity.py
 # hydra14 (newest's Lightning and SB3, so not COMPAT_TESTS again): the harness's own calls warn of nothing on Hydra 1.4,
 # its plugins are found, sweeps, studies, plans and one-line errors work
-HYDRA_TESTS := tests/lit_bench/test_hydra_versions.py tests/lit_bench/test_run_plan.py tests/lit_bench/test_one_line_errors.py
+HYDRA_TESTS := tests/lit_bench/test_hydra_versions.py tests/lit_bench/test_run_plan.py tests/lit_bench/test_checks.py
 
 test-compat: ## Lightning-facing and parity tests on the oldest and newest supported versions, and on Hydra 1.4 (.venv-compat/)
 	@failed=""; for entry in $(COMPAT); do \

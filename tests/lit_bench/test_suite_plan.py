@@ -1,5 +1,5 @@
 """#31 without a cluster: the sweep table of requeued jobs, the launchers' configs, a suite's plan (--dry-run) and
-its scaled-down budgets (--scale). The real clusters are exercised in test_cluster.py (marker ``cluster``)."""
+its scaled-down budgets (--scale). The real clusters are exercised in test_launchers.py (marker ``cluster``)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 
 from lit_bench.control import signals
 from tests.lit_bench.helpers import CHILD_ENV, REPO
-from tests.lit_bench.test_signals_input import LONG, _interrupted, _start, _wait_for_checkpoint, joblib_sweep
+from tests.lit_bench.test_signals_stop import LONG, _interrupted, _start, _wait_for_checkpoint, joblib_sweep
 
 pytestmark = pytest.mark.harness
 
