@@ -34,14 +34,16 @@ run: setup ## Main job: PPO on CartPole-v1, lit_sb3 and SB3 side by side x 5 see
 test: setup ## Default test suite (unit, parity, API, behaviour, fast learning tests)
 	$(BIN)/pytest -m "not slow and not cluster"
 
-# The inner loop: lit_sb3's unit tests, its architecture rules and its per-update parity with SB3 (no learning runs,
-# no whole-run parity, no harness); under 2 minutes on 2 cores.
+# The inner loop: lit_sb3's unit tests, its architecture rules and its per-update parity with SB3, and lit_bench's
+# tests that start no run (its layers, its statistics, a run's skip / resume / fresh decision); no learning runs, no
+# whole-run parity; under 2 minutes on 2 cores.
 FAST_TESTS := tests/lit_sb3/common tests/lit_sb3/test_spec.py tests/lit_sb3/test_architecture.py \
               tests/lit_sb3/test_lightning_door.py tests/lit_sb3/algorithms/test_onpolicy_parity.py \
               tests/lit_sb3/algorithms/test_offpolicy_parity.py tests/lit_sb3/algorithms/test_contrib_onpolicy_parity.py \
-              tests/lit_sb3/algorithms/test_contrib_offpolicy_parity.py tests/lit_sb3/algorithms/test_ars_parity.py
+              tests/lit_sb3/algorithms/test_contrib_offpolicy_parity.py tests/lit_sb3/algorithms/test_ars_parity.py \
+              tests/lit_bench/test_layers.py tests/lit_bench/test_stats.py tests/lit_bench/test_train.py
 
-test-fast: setup ## Inner loop, under 2 min: lit_sb3's unit, architecture and per-update parity tests
+test-fast: setup ## Inner loop, under 2 min: unit, architecture and per-update parity tests
 	OMP_NUM_THREADS=1 $(BIN)/pytest -q -m "not slow and not learning and not cluster" $(FAST_TESTS)
 
 test-all: setup ## Every test, including the slow learning runs (not the cluster tests)
@@ -88,7 +90,7 @@ COMPAT_TESTS := tests/lit_sb3/test_lean_loops.py tests/lit_sb3/test_lightning_fe
                 tests/lit_sb3/algorithms/test_whole_run_parity.py
 # hydra14 (newest's Lightning and SB3, so not COMPAT_TESTS again): the harness's own calls warn of nothing on Hydra 1.4,
 # its plugins are found, sweeps, studies, plans and one-line errors work
-HYDRA_TESTS := tests/lit_bench/test_hydra_versions.py tests/lit_bench/test_run_plan.py tests/lit_bench/test_one_line_errors.py
+HYDRA_TESTS := tests/lit_bench/test_hydra_versions.py tests/lit_bench/test_run_plan.py tests/lit_bench/test_checks.py
 
 test-compat: ## Lightning-facing and parity tests on the oldest and newest supported versions, and on Hydra 1.4 (.venv-compat/)
 	@failed=""; for entry in $(COMPAT); do \

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lit_bench.analysis.aggregate import iqm, probability_of_improvement
 from lit_bench.analysis.load import load_runs
 from lit_bench.cli import regress
+from lit_bench.stats import iqm, probability_of_improvement
 from lit_bench.store.rundir import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]

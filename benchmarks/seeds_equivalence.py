@@ -26,7 +26,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from seeds import CONFIGS, Config
 
-from lit_bench.analysis.aggregate import iqm, probability_of_improvement
+from lit_bench.stats import iqm, probability_of_improvement
 
 
 def _objects(config: Config) -> dict[str, Any]:

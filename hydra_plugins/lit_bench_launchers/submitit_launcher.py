@@ -7,8 +7,8 @@ recorded as failed, unless it recorded its own end (a run that got ``scancel``'s
 ``interrupted``), and its run directory keeps its last checkpoint, so rerunning the same command resumes it.
 
 Each job asks for the memory its run needs: ``mem_gb`` is the least a job asks for, a run whose replay buffer needs
-more (``lit_bench.control.run_memory``: QR-DQN on Atari with the Zoo's 1M-transition buffer, ~108 GB with buffer
-checkpoints) asks for that; jobs of one request are one job array.
+more (``lit_bench.control.suite_plan.memory_gb``: QR-DQN on Atari with the Zoo's 1M-transition buffer, ~108 GB with
+buffer checkpoints) asks for that; jobs of one request are one job array.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ except ImportError:
 def memory_requests(launcher: Any, job_overrides: Sequence[Sequence[str]], least: int | None) -> list[int | None]:
     """Per job: the GB to ask for, at least ``least`` (the launcher's ``mem_gb``); ``least`` where the run cannot
     be sized here (its env does not build in the submitting process: the job reports why when it runs)."""
-    from lit_bench.control.run_memory import memory_gb
+    from lit_bench.control.suite_plan import memory_gb
 
     requests = []
     for overrides in job_overrides:

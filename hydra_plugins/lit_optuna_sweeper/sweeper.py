@@ -257,8 +257,8 @@ def _tell(study: Any, trial: Any, returns: Sequence[JobReturn], how: str) -> int
     """Tell the study how the trial's jobs ended; 1 when told, 0 when a job was interrupted (left running)."""
     from optuna.trial import TrialState
 
-    from lit_bench.control.study import aggregate
     from lit_bench.control.sweep import RunPruned
+    from lit_bench.stats import seeds_value
 
     storage = study._storage
     storage.set_trial_user_attr(trial._trial_id, "run_dirs", [_run_dir(r) for r in returns])
@@ -281,7 +281,7 @@ def _tell(study: Any, trial: Any, returns: Sequence[JobReturn], how: str) -> int
         storage.set_trial_user_attr(trial._trial_id, "pruned_at", pruned)
         study.tell(trial.number, state=TrialState.PRUNED)
     else:
-        value = aggregate(values, how)
+        value = seeds_value(values, how)
         if value != value:  # NaN: a run without an evaluation has no score
             study.tell(trial.number, state=TrialState.FAIL)
         else:

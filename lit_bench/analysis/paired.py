@@ -1,7 +1,7 @@
 """Paired comparisons of two configs on the same seeds: lit vs SB3, a variant vs its base, any A vs B of a sweep.
 
 One row per (A, B, env): the per-seed differences of the final scores, the IQM difference with its paired stratified
-bootstrap 95% CI, P(A > B) and a verdict withheld under ``aggregate.MIN_SEEDS_FOR_CI`` seeds (``aggregate``'s
+bootstrap 95% CI, P(A > B) and a verdict withheld under ``stats.MIN_SEEDS_FOR_CI`` seeds (``stats``'s
 ``paired_comparison``, the same rule for every kind of pair).
 
 Pairs come from two places: every **variant** (an algo config with ``base: <algo>``, ``lit_bench.config.sources``)
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lit_bench.analysis import aggregate as agg
+from lit_bench import stats
 
 
 class CompareError(ValueError):
@@ -32,11 +32,11 @@ def paired_columns(a: pd.DataFrame, b: pd.DataFrame, *, seed: int = 0, name: str
     """The comparison's columns for two configs' runs (``seed``, ``final``, ``fps`` columns; one run per seed each);
     None when they share no seed. ``name``: A's, for the verdict ("<name> better")."""
     a, b = a.set_index("seed"), b.set_index("seed")
-    result = agg.paired_comparison(a.final.to_dict(), b.final.to_dict(), seed=seed, name=name)
+    result = stats.paired_comparison(a.final.to_dict(), b.final.to_dict(), seed=seed, name=name)
     if result is None:
         return None
     clock, fps = speed_clock(a, b)
-    fps_ratio = agg.ratio_spread(a[fps].to_dict(), b[fps].to_dict())
+    fps_ratio = stats.ratio_spread(a[fps].to_dict(), b[fps].to_dict())
     return {
         "n": len(result.seeds),
         "seeds": result.seeds,
@@ -214,7 +214,7 @@ def per_seed_text(seeds: Sequence[Any], differences: Sequence[float], csv: str, 
 def ablation_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: one row per pair and env."""
     lines = [
-        f"## Paired comparisons (final = {agg.FINAL})",
+        f"## Paired comparisons (final = {stats.FINAL})",
         "",
         "| A | B | env | n | A IQM | B IQM | A - B per seed | IQM(A) - IQM(B) [95% CI] | P(A > B) | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -230,7 +230,7 @@ def ablation_markdown(table: pd.DataFrame) -> str:
         "",
         "Same seeds on both sides; the CI resamples seeds jointly (a paired, stratified bootstrap); the "
         "verdict reads it (better / worse when it excludes 0, else indistinguishable) and is withheld under "
-        f"{agg.MIN_SEEDS_FOR_CI} seeds (‡). A variant (base: <algo>) is paired with its base's runs of the "
+        f"{stats.MIN_SEEDS_FOR_CI} seeds (‡). A variant (base: <algo>) is paired with its base's runs of the "
         "same sweep, env and budget; --compare A B pairs any two configs.",
     ]
     return "\n".join(lines)

@@ -16,8 +16,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from lit_bench.analysis import style
-from lit_bench.analysis.aggregate import AT_EVALUATIONS
 from lit_bench.analysis.style import LineStyle
+from lit_bench.stats import AT_EVALUATIONS
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def learning_curves(
     drawn, and the legend lists only what is drawn.
 
     :param bands: label -> frame with ``timesteps`` (the x values: env steps, or seconds for a wall-clock axis),
-        ``iqm``, ``ci_low``, ``ci_high``, ``n_runs`` (see ``aggregate.curve_band``)
+        ``iqm``, ``ci_low``, ``ci_high``, ``n_runs`` (see ``stats.curve_band``)
     :param styles: label -> line style (``style.Look.line``); matplotlib's colour cycle when absent
     :param references: name -> a published single-agent result (the RL Zoo's): its eval curve dotted in dark grey
         with the marker of its algorithm, its benchmark score a star at its budget. Labelled as one seed: it is never

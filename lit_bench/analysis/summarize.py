@@ -1,8 +1,8 @@
 """A sweep's results as tables (frames in, frames out): one row per run, per config, and per lit-vs-SB3 pair.
 
-Runs are grouped by (sweep, algo, backend, env, config), never by seed number alone. "Final" is ``aggregate.FINAL``;
+Runs are grouped by (sweep, algo, backend, env, config), never by seed number alone. "Final" is ``stats.FINAL``;
 scores across seeds are IQMs with stratified-bootstrap 95% CIs (fixed ``seed``, so tables are reproducible), flagged
-under ``aggregate.MIN_SEEDS_FOR_CI`` seeds; the ratio to SB3 is against the config's own ``backend=sb3`` runs when
+under ``stats.MIN_SEEDS_FOR_CI`` seeds; the ratio to SB3 is against the config's own ``backend=sb3`` runs when
 there are any, else the RL Zoo's at the runs' own budget (``with_ratio``).
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lit_bench.analysis import aggregate as agg
+from lit_bench import stats
 from lit_bench.analysis import cache, variants
 from lit_bench.analysis.eval_csv import METRICS
 from lit_bench.analysis.load import RUN_COLUMNS
@@ -90,7 +90,7 @@ class Returns:
 
 
 def run_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, returns: Returns | None = None) -> pd.DataFrame:
-    """One row per run with a usable result: group keys, seed, final score (``agg.FINAL``), steps to threshold, fps.
+    """One row per run with a usable result: group keys, seed, final score (``stats.FINAL``), steps to threshold, fps.
 
     Only completed runs have a final score; interrupted and incomplete ones still count for steps to threshold.
     ``returns``: ``Returns.of(evals)`` when the caller has it already (``evals`` is then not read).
@@ -113,8 +113,8 @@ def run_table(runs: pd.DataFrame, evals: pd.DataFrame | None, *, returns: Return
     for k in range(len(table)):
         rows = order[bounds[k] : bounds[k + 1]]
         if completed[k]:
-            final[k] = agg.final_score(steps[rows], values[rows])
-        to_threshold[k] = agg.steps_to_threshold(steps[rows], values[rows], thresholds[k])
+            final[k] = stats.final_score(steps[rows], values[rows])
+        to_threshold[k] = stats.steps_to_threshold(steps[rows], values[rows], thresholds[k])
     return table.assign(
         final=final,
         steps_to_threshold=to_threshold,
@@ -228,7 +228,7 @@ def with_ratio(summary: pd.DataFrame) -> pd.DataFrame:
 
 def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
     point, low, high = (
-        agg.stratified_bootstrap_ci(finals, agg.iqm, seed=seed) if finals.size else (np.nan, np.nan, np.nan)
+        stats.stratified_bootstrap_ci(finals, stats.iqm, seed=seed) if finals.size else (np.nan, np.nan, np.nan)
     )
     if finals.size < 2:
         low = high = np.nan  # one value has no interval
@@ -236,7 +236,7 @@ def _final_scores(finals: np.ndarray, seed: int) -> dict[str, Any]:
         "final_iqm": point,
         "ci_low": low,
         "ci_high": high,
-        "ci_flagged": bool(finals.size < agg.MIN_SEEDS_FOR_CI),
+        "ci_flagged": bool(finals.size < stats.MIN_SEEDS_FOR_CI),
         "final_mean": float(np.mean(finals)) if finals.size else np.nan,
     }
 
@@ -355,14 +355,14 @@ def curve_bands(
     returns: Returns | None = None,
 ) -> dict[Any, pd.DataFrame]:
     """Per summary row (by its index): the IQM [95% CI] band of its runs' evaluation returns on their shared
-    evaluation steps (``attrs[aggregate.AT_EVALUATIONS]`` True), else on an even grid up to its shortest run
-    (damaged runs left out; only the completed ones where there are any: ``agg.band_runs``); a row without
+    evaluation steps (``attrs[stats.AT_EVALUATIONS]`` True), else on an even grid up to its shortest run
+    (damaged runs left out; only the completed ones where there are any: ``stats.band_runs``); a row without
     evaluations has none. ``returns``: ``Returns.of(evals)`` when the caller has it already (``evals`` is then
     not read)."""
     returns = returns if returns is not None else Returns.of(evals)
     usable = returns.info[returns.info.status != "damaged"]
     runs_of = {
-        group_key(key): group.index.to_numpy()[agg.band_runs(group.status.to_numpy())]
+        group_key(key): group.index.to_numpy()[stats.band_runs(group.status.to_numpy())]
         for key, group in usable.groupby(GROUP, sort=False, dropna=False)
     }
     bands = {}
@@ -373,10 +373,10 @@ def curve_bands(
         runs = runs[np.argsort(returns.run_dirs[runs].astype(str), kind="stable")]  # sorted, as curves_on_grid
         positions, codes = returns.of_runs(runs)
         steps = returns.timesteps[positions]
-        grid, at_evaluations = agg.evaluation_grid(codes, len(runs), steps, n_points=n_points)
-        on_grid = agg.runs_on_grid(codes, len(runs), steps, returns.values[positions], grid)
-        bands[index] = agg.iqm_band(on_grid, grid, n_boot=n_boot, seed=seed)
-        bands[index].attrs[agg.AT_EVALUATIONS] = at_evaluations  # (the curve's points are evaluations: markers)
+        grid, at_evaluations = stats.evaluation_grid(codes, len(runs), steps, n_points=n_points)
+        on_grid = stats.runs_on_grid(codes, len(runs), steps, returns.values[positions], grid)
+        bands[index] = stats.iqm_band(on_grid, grid, n_boot=n_boot, seed=seed)
+        bands[index].attrs[stats.AT_EVALUATIONS] = at_evaluations  # (the curve's points are evaluations: markers)
     return bands
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from lit_bench.analysis import aggregate as agg
+from lit_bench import stats
 from lit_bench.analysis import style
 from lit_bench.analysis.load import RUN_COLUMNS
 from lit_bench.analysis.metrics_csv import MetricRows, metric_names, metrics_csvs, read_metrics_csvs
@@ -81,11 +81,11 @@ def run_metric_names(runs: pd.DataFrame) -> list[str]:
 
 def metric_band(long: pd.DataFrame, metric: str, *, n_points: int = 40, seed: int = 0) -> pd.DataFrame:
     """IQM [95% CI] across runs of one metric of one config (``load_metrics`` rows), on a grid up to its shortest
-    run (only the completed ones where there are any: ``aggregate.band_runs``; see ``aggregate.iqm_band``); empty
+    run (only the completed ones where there are any: ``stats.band_runs``; see ``stats.iqm_band``); empty
     (float columns) when no run has it. ``config_bands`` makes the same bands of many configs from the files."""
     rows = long[long.metric == metric]
     if "status" in rows:
-        rows = rows[agg.band_runs(rows.status.to_numpy())]
+        rows = rows[stats.band_runs(rows.status.to_numpy())]
     codes, dirs = pd.factorize(rows.run_dir, sort=True)
     return _band(codes, len(dirs), rows.timesteps.to_numpy(float), rows.value.to_numpy(float), n_points, seed)
 
@@ -98,9 +98,9 @@ def _band(
         return pd.DataFrame({c: np.array([], dtype=float) for c in ("timesteps", "iqm", "ci_low", "ci_high", "n_runs")})
     last = np.full(n_runs, -np.inf)
     np.fmax.at(last, codes, steps)
-    grid = agg.common_grid(last.tolist(), n_points=n_points)
-    matrix = agg.runs_on_grid(codes, n_runs, steps, values, grid)
-    return agg.iqm_band(matrix, grid, n_boot=300, seed=seed)
+    grid = stats.common_grid(last.tolist(), n_points=n_points)
+    matrix = stats.runs_on_grid(codes, n_runs, steps, values, grid)
+    return stats.iqm_band(matrix, grid, n_boot=300, seed=seed)
 
 
 def config_bands(
@@ -110,7 +110,7 @@ def config_bands(
     read from the files once, without the long table (the same numbers: ~1M rows of it at 2,500 runs)."""
     table = runs[runs.status != "damaged"]
     keys = ["sweep", "algo", "variant", "backend"]
-    table = table[table.groupby(keys, sort=False).status.transform(lambda s: agg.band_runs(s.to_numpy()))]
+    table = table[table.groupby(keys, sort=False).status.transform(lambda s: stats.band_runs(s.to_numpy()))]
     table = table.reset_index(drop=True)
     parts = list(read_metrics_csvs(metrics_csvs(table.run_dir.astype(str).tolist()), metrics))
     if not parts:

@@ -79,9 +79,9 @@ def main() -> None:
         sys.exit(importlib.import_module(f"lit_bench.cli.{sys.argv[1]}").main(sys.argv[2:]))
     # A quiet Ctrl-C while Hydra and the rest import; here, not at the top: a joblib worker imports this module for
     # ``task`` and must keep the harness's own handler (lit_bench.control.signals), not this one.
+    signals.quiet_while_importing()
     import hydra
 
-    import lit_bench.control.startup  # noqa: F401
     from lit_bench.config.algo_overrides import OverrideError, rewrite
     from lit_bench.config.hydra_versions import main_whitelist
     from lit_bench.config.resources import conf_dir

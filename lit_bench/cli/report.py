@@ -11,7 +11,7 @@ in one visual language (``analysis.style``). The ratio to SB3 is against the con
 seeds), else the RL Zoo benchmark at its own budget (``summarize.with_ratio``). "Final" is the last evaluation, at the
 end of the budget, as on the console and in the sweep table. Scores are deterministic evaluation returns; the point
 estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed, so reports are reproducible), flagged
-under ``aggregate.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, backend, env, config), never by seed
+under ``stats.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, backend, env, config), never by seed
 number alone; damaged run files are named on stderr and left out.
 
 This module is the command line; the report's parts are in ``lit_bench.cli.reporting`` (``tables``, ``markdown``,

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lit_bench.stats import OBJECTIVE_METRICS
+
 if TYPE_CHECKING:
     from gymnasium import spaces
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
@@ -57,6 +59,14 @@ def sb3_equivalent(value: Any) -> Any:
 #: the largest budget a run accepts: 10^11 env steps are 116 days at 10,000 env steps/s, faster than any SB3 /
 #: lit_sb3 algorithm trains (a larger one could never finish, and would only train until killed)
 MAX_BUDGET = 10**11
+
+
+def check_objective(objective: Any) -> None:
+    """``objective``: what a run gives back to a Hydra sweeper (``lit_bench.stats.objective``)."""
+    if objective.metric not in OBJECTIVE_METRICS:
+        raise ConfigError(f"objective.metric={objective.metric}: choose one of {', '.join(OBJECTIVE_METRICS)}")
+    if objective.metric == "iqm_last" and int(objective.last) < 1:
+        raise ConfigError(f"objective.last={objective.last}: must be >= 1 evaluations")
 
 
 def check_budget(budget: Any) -> int:

@@ -1,1 +1,1 @@
-"""What many runs and processes share: the sweep's job table, signals, start-up and the out-dir guard."""
+"""What many runs and processes share: the sweep's job table and its guard, signals, plans and their costs, studies."""

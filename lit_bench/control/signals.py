@@ -278,14 +278,23 @@ def start_sweep(stop_file: str) -> None:
     install()
 
 
+def _quiet_exit(signum: int, frame: FrameType | None) -> None:
+    sys.exit(128 + signum)
+
+
+def quiet_while_importing() -> None:
+    """Until ``install`` takes over, Ctrl-C exits 130 quietly (no traceback from inside an import): ``run.py`` calls
+    this before it imports the rest."""
+    signal.signal(signal.SIGINT, _quiet_exit)
+
+
 def finish() -> None:
     """After a run in a process that got a signal: hand it to the previous handler (submitit requeues the job) and
     exit 128 + the signal; a joblib worker returns instead (its parent reports the sweep and exits)."""
     if _pending is None:
         return
     previous = _previous.get(_pending)
-    quiet_start = getattr(sys.modules.get("lit_bench.control.startup"), "_quiet_exit", None)  # run.py's, for imports
-    if callable(previous) and previous not in (signal.default_int_handler, quiet_start):
+    if callable(previous) and previous not in (signal.default_int_handler, _quiet_exit):
         previous(_pending, None)
     if not in_joblib_worker():
         exit_now(128 + _pending)

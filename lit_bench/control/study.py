@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lit_bench.config.checks import ConfigError
+from lit_bench.stats import SEED_AGGREGATES
 
 if TYPE_CHECKING:
     import optuna
@@ -40,7 +41,6 @@ DIRECTIONS = ("maximize", "minimize")
 #: study's trial (data from its storage, which others may write) never sets them
 PLACEMENT_KEYS = ("out_dir", "sweep", "force", "backend")
 JOURNAL_SUFFIX = ".journal"
-AGGREGATES = ("mean", "iqm")
 
 
 def _named(kind: str, spec: Mapping[str, Any] | None, names: dict[str, str], module: Any) -> Any:
@@ -270,15 +270,6 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
 
 
 def check_aggregate(name: str) -> str:
-    if name not in AGGREGATES:
-        raise ConfigError(f"hpo.aggregate={name}: choose one of {', '.join(AGGREGATES)}")
+    if name not in SEED_AGGREGATES:
+        raise ConfigError(f"hpo.aggregate={name}: choose one of {', '.join(SEED_AGGREGATES)}")
     return name
-
-
-def aggregate(values: list[float], how: str) -> float:
-    """The value of a trial evaluated on several seeds: their mean or their IQM."""
-    from lit_bench.store.scores import iqm
-
-    if not values:
-        return math.nan
-    return float(sum(values) / len(values)) if how == "mean" else float(iqm(values))

@@ -1,4 +1,7 @@
-"""One multirun's bookkeeping: what each job returns to the sweeper, the table of its jobs, the best trial.
+"""One multirun's bookkeeping: what each job returns to the sweeper, the table of its jobs, the best trial; and the
+Hydra callback that guards a run or a multirun before Hydra creates any directory (``RunGuard``: ``out_dir``
+writable and ``sweep`` a relative path below it, each value of a swept one too, else one line and exit 1; then this
+process takes over SIGINT / SIGTERM, lit_bench.control.signals).
 
 Every job of a multirun appends one line (its run's outcome) to ``<out_dir>/<sweep>/.invocations/<id>.jsonl``; the
 ``SweepReport`` callback reads that file when all jobs have ended, so the table lists exactly this multirun's jobs
@@ -14,6 +17,7 @@ import math
 import os
 import signal
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from lit_bench.config.checks import ConfigError, check_out_dir, check_sweep
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import signals
 from lit_bench.store.format import BEST_TRIAL
@@ -276,3 +281,32 @@ def report(sweep_dirs: list[Path], invocation: str | None, direction: str | None
         sys.exit(128 + stopped)
     if any(r.get("status") not in ("completed", "skipped", "pruned") for r in records):
         sys.exit(1)
+
+
+def _check_out_dir(config: DictConfig) -> None:
+    """Every ``out_dir`` and ``sweep`` the run or the multirun's jobs use (each value of ``-m sweep=a,b``): checked
+    here, before Hydra makes the sweep's or any job's directory."""
+    try:
+        for out_dir in swept(config, "out_dir"):
+            check_out_dir(out_dir)
+            for sweep in swept(config, "sweep"):
+                check_sweep(sweep, out_dir)
+    except ConfigError as error:
+        print(f"Error: {error}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+class RunGuard(Callback):
+    def __init__(self) -> None:
+        self.stop_file = Path(tempfile.gettempdir()) / f"lit_bench-stop-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_out_dir(config)
+        signals.install()
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_out_dir(config)
+        signals.start_sweep(str(self.stop_file))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self.stop_file.unlink(missing_ok=True)

@@ -20,7 +20,10 @@ import sys
 import time
 from typing import Any, TextIO
 
+from omegaconf import DictConfig
+
 from lit_bench.config.budget import next_boundary
+from lit_bench.config.checks import ConfigError
 
 MODES = ("auto", "bar", "lines", "off")
 BAR_REFRESH_S = 0.5
@@ -35,6 +38,27 @@ def choose_mode(requested: str, *, terminal: bool, multirun: bool, lightning_bar
     if terminal and lightning_bar and not multirun:
         return "off"
     return "bar" if terminal and not multirun else "lines"
+
+
+def console_mode(cfg: DictConfig) -> str:
+    """``console.progress`` resolved for this process (``auto``: a bar on a terminal, lines in logs and sweeps)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    try:
+        multirun = HydraConfig.get().mode == RunMode.MULTIRUN
+    except ValueError:  # run(cfg) called from Python
+        multirun = False
+    console = cfg.get("console") or {}
+    try:
+        return choose_mode(
+            str(console.get("progress", "auto")),
+            terminal=sys.stderr.isatty(),
+            multirun=multirun,
+            lightning_bar=str(cfg.backend) == "lit" and bool(cfg.trainer.get("enable_progress_bar")),
+        )
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _duration(seconds: float) -> str:

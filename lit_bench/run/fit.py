@@ -6,25 +6,25 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
+from lit_bench import stats
 from lit_bench.config.checks import check_spaces
 from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
 from lit_bench.run.best import BestCheckpoint
-from lit_bench.run.console import ConsoleProgress
+from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
-from lit_bench.run.objective import score
-from lit_bench.run.prepare import console_mode
 from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, requested_devices
-from lit_bench.run.start import Start
 from lit_bench.run.trial import trial_hooks
 from lit_bench.run.video import eval_video
 from lit_bench.run.watchdog import StepWatchdog
-from lit_bench.store import scores
 from lit_bench.store.rundir import RunDir
+
+if TYPE_CHECKING:
+    from lit_bench.run.train import Start
 
 
 def train_and_score(
@@ -62,7 +62,7 @@ def results(
             error=f"trained {timesteps} of the budget's {budget} env steps; not a completed run",
         )
     rows = run_dir.eval_rows()
-    at = scores.steps_to_threshold(
+    at = stats.steps_to_threshold(
         [float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows], cfg.env.get("threshold")
     )
     return dict(
@@ -78,7 +78,7 @@ def results(
         cpu_time_s=round(evaluator.train_cpu_s, 3),
         cpu_fps=round(evaluator.cpu_fps, 1),
         startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
-        objective=score(rows, cfg.objective),
+        objective=stats.objective(rows, str(cfg.objective.metric), cfg.objective.get("last")),
         **run_dir.written(),
     )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from lit_bench import stats
 from lit_bench.config.checks import VARIANT_BASE, ConfigError
 from lit_bench.config.identity import RunIdentity, observation
 from lit_bench.control.signals import Interrupted
@@ -21,7 +22,6 @@ from lit_bench.run.loggers import finish_loggers
 from lit_bench.run.provenance import requeued_by_scheduler
 from lit_bench.run.trial import Pruned
 from lit_bench.run.watchdog import EnvTimeout
-from lit_bench.store import scores
 from lit_bench.store.rundir import RunDir
 
 
@@ -183,9 +183,9 @@ def describe(summary: dict[str, Any]) -> str:
     if threshold is not None:
         at = summary.get("steps_to_threshold")
         if at is not None:
-            solved = f"; reached {threshold:g} at {at} steps (held for {scores.THRESHOLD_WINDOW} evaluations)"
+            solved = f"; reached {threshold:g} at {at} steps (held for {stats.THRESHOLD_WINDOW} evaluations)"
         elif summary["final_mean_return"] >= threshold:  # a late (or lucky) evaluation is not yet "reached"
-            solved = f"; {threshold:g} not held for {scores.THRESHOLD_WINDOW} evaluations in a row yet"
+            solved = f"; {threshold:g} not held for {stats.THRESHOLD_WINDOW} evaluations in a row yet"
         else:
             solved = f"; below {threshold:g}"
     done = "already completed, skipped" if summary["status"] == "skipped" else summary["status"]

@@ -1,34 +1,60 @@
-"""``run(cfg)``: one configured run, start to finish, into its run directory.
+"""``run(cfg)``: one configured run's life, start to finish, into its run directory, read top-down here.
 
-The directory is the config's own (``lit_bench.config.identity``) and has one writer at a time (``RunDir.lock``).
-Skips a run that already completed with the same config, resumes one that has a checkpoint, never touches a directory
-that holds another config, and never raises for a failed run: the failure is recorded in ``summary.json`` (so that a
-sweep's other runs carry on) and returned.
+1. **decide** (``open_run``): the run options checked, the config's own directory (``lit_bench.config.identity``)
+   locked (one writer at a time: ``RunDir.lock``), then skip (completed with this config), resume (a checkpoint) or
+   fresh (``decide``); a directory that holds another config, or finished work that does not check out, is never
+   touched;
+2. **prepare** (``prepare``): the checks before anything changes (algorithm, hyperparameters, budget, env package,
+   loggers, objective, console, processes); then the directory is made ready (``open_run_dir``) and the ``running``
+   summary written;
+3. **train and evaluate** (``lit_bench.run.fit.train_and_score``): the envs, the evaluator, the backend trained to
+   the budget, the final evaluation, the results;
+4. **record** (``lit_bench.run.outcome.recorded``): the summary of how the run ended, also when it failed or was
+   stopped, and the console line.
 
-This module is the run's course; its parts: ``prepare`` (the checks before anything changes), ``start`` (skip,
-resume or fresh; the directory made ready), ``fit`` (training to the budget, the final evaluation), ``outcome`` (the
-summary's record of how the run ended, the console line).
+A failed run never raises: its failure is recorded in ``summary.json`` (so that a sweep's other runs carry on) and
+returned.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
+import yaml
 from omegaconf import DictConfig
 
-from lit_bench.config.checks import ConfigError, check_run_options
+from lit_bench import stats
+from lit_bench.config.budget import PLANNED_ENV, budget_warnings
+from lit_bench.config.checks import (
+    ConfigError,
+    algorithm_class,
+    check_budget,
+    check_declared_action_space,
+    check_hyperparameter_values,
+    check_hyperparameters,
+    check_objective,
+    check_precision,
+    check_run_options,
+    check_trainer_options,
+)
+from lit_bench.config.envs import require_package
 from lit_bench.config.hydra_versions import whitelisted
-from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, resolved, run_path
+from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, observation, resolved, run_path
 from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
 from lit_bench.run.batched import other_kind_of_checkpoint
+from lit_bench.run.checkpointing import resume_point
+from lit_bench.run.console import console_mode
 from lit_bench.run.fit import train_and_score
-from lit_bench.run.objective import check_objective, score
+from lit_bench.run.loggers import check_loggers
 from lit_bench.run.outcome import (
     describe,
     failed,
@@ -38,18 +64,17 @@ from lit_bench.run.outcome import (
     stopped_at_once,
     timestamp,
 )
-from lit_bench.run.prepare import prepare, warn_budget
-from lit_bench.run.provenance import hydra_output_dir, provenance
-from lit_bench.run.ranks import process_rank, run_rank
-from lit_bench.run.start import Start, decide, left_damaged, not_retrained, open_run_dir
+from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
+from lit_bench.run.ranks import check_processes, process_rank, run_rank
+from lit_bench.run.video import check_eval_video
 from lit_bench.store.format import format_problem
-from lit_bench.store.rundir import RunDir
+from lit_bench.store.rundir import RunDir, atomic_write_text
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train, evaluate and record one run; return its summary (``status``: completed, skipped or failed).
 
-    ``objective`` (the score a sweeper gets, see ``lit_bench.run.objective``) is set for completed and skipped runs.
+    ``objective`` (the score a sweeper gets, see ``lit_bench.stats.objective``) is set for completed and skipped runs.
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
         return run_rank(cfg, prepare)
@@ -194,7 +219,7 @@ def _open_locked(
             **base,
             **previous,
             "status": "skipped",
-            "objective": score(run_dir.eval_rows(), cfg.objective),
+            "objective": stats.objective(run_dir.eval_rows(), str(cfg.objective.metric), cfg.objective.get("last")),
             "note": not_retrained(held or {}, config, run_dir),
         }
     torch.set_num_threads(int(cfg.threads))
@@ -203,3 +228,115 @@ def _open_locked(
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance(config["env"])}
     run_dir.write_summary(summary)
     return Opened(run_dir, summary, algo_cls, budget, start, started)
+
+
+# ---- decide: skip, resume or fresh, from what the run's directory holds
+
+
+@dataclass(frozen=True)
+class Start:
+    """How a run begins in its directory: ``skip`` (completed or pruned with this config), ``resume`` (from the
+    checkpoint at ``step``), ``fresh`` (nothing usable there; with ``force``, ``damage`` says what was wrong with the
+    run found there) or ``damaged`` (a completed run whose files do not match its record: left for the user)."""
+
+    action: Literal["skip", "resume", "fresh", "damaged"]
+    step: int | None = None
+    damage: str | None = None
+
+
+def decide(
+    run_dir: RunDir,
+    previous: dict[str, Any] | None,
+    held: dict[str, Any] | None,
+    *,
+    backend: str,
+    budget: int | None,
+    force: bool,
+    batched: bool = False,
+) -> Start:
+    """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
+    already known to be this run's; ``budget`` None: only whether to skip is known, never ``resume``; ``batched``: a
+    seed of a batched group, resumed from its own checkpoint file)."""
+    damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
+    if damage:  # finished work is never trained over unasked: force=true does
+        return Start("fresh" if force else "damaged", damage=damage)
+    pruned = previous is not None and previous["status"] == "pruned"
+    if held is None or (force and not pruned):
+        return Start("fresh")
+    if previous is None:  # its summary was lost (e.g. a full disk): what its checkpoint holds is still its own
+        step = resume_point(run_dir, backend, batched) if budget is not None else None
+        return Start("resume", step) if step is not None else Start("fresh")
+    if previous["status"] == "completed" or (pruned and not force):
+        return Start("skip")  # force=true continues a pruned run from its checkpoint
+    step = resume_point(run_dir, backend, batched) if budget is not None else None  # at the budget: killed in the final
+    return Start("resume", step) if step is not None else Start("fresh")  # evaluation, which alone is redone
+
+
+def left_damaged(run_dir: RunDir, damage: str) -> str:
+    """The one line of a completed run whose files do not match what it recorded."""
+    return (
+        f"{run_dir.root}: damaged: {damage}; left as it is (nothing was changed): "
+        f"restore or move it, or force=true to train it again"
+    )
+
+
+def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir) -> str | None:
+    """What a skipped run does instead of training again for observation settings its completed run did not have
+    (None: it had the same)."""
+    ours, theirs = observation(config), observation(held)
+    changed = [key for key in ours if key != "console" and ours[key] != theirs.get(key)]  # (the console: no note)
+    if not changed:
+        return None
+    shown = ", ".join(f"{key}={json.dumps(ours[key], default=str, separators=(',', ':'))}" for key in changed)
+    instead = [f"its metrics are in {run_dir.metrics_csv}"]
+    if config.get("eval", {}).get("video") and not held.get("eval", {}).get("video"):
+        instead.append(f"a video of its final model: lit-bench enjoy {run_dir.root} --video {run_dir.final_video}")
+    return (
+        f"not trained again for {shown} (how a run is watched, not what it computes); "
+        f"{'; '.join(instead)}; force=true retrains it into the same directory"
+    )
+
+
+def open_run_dir(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
+    """Make the directory ready for ``start``: cleared, or cut back to the checkpoint; then this run's config."""
+    if start.damage:
+        print(f"{run_dir.root}: {start.damage}; force=true: running it again", file=sys.stderr, flush=True)
+    if start.action == "resume":
+        assert start.step is not None
+        run_dir.truncate_eval(start.step)
+        run_dir.stash_metrics(start.step)
+        run_dir.truncate_monitor(start.step, int(config["env"]["n_envs"]))
+    else:
+        run_dir.wipe()
+    atomic_write_text(run_dir.config, yaml.safe_dump(config, sort_keys=False))
+    atomic_write_text(run_dir.overrides, yaml.safe_dump(task_overrides()))
+
+
+# ---- prepare: the checks before the directory changes and before any env is built
+
+
+def prepare(cfg: DictConfig) -> tuple[type, int]:
+    """Checks that need no env: run options, backend, algorithm class, hyperparameters, budget, action space,
+    env package, loggers, objective (the run options are checked before, in ``run``)."""
+    algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
+    check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
+    check_hyperparameter_values(algo_cls, cfg.algo)
+    budget = check_budget(cfg.budget)
+    check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
+    check_loggers(cfg)
+    require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
+    check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
+    check_objective(cfg.objective)
+    console_mode(cfg)
+    check_processes(cfg, algo_cls)
+    check_precision(cfg)
+    check_trainer_options(cfg)
+    return algo_cls, budget
+
+
+def warn_budget(cfg: DictConfig, budget: int) -> None:
+    """The budget's warning lines (``config.budget.budget_warnings``: a rollout the budget overshoots, ...), unless
+    the sweep's plan printed them already (once per sweep, not once per run)."""
+    if not os.environ.get(PLANNED_ENV):
+        for line in budget_warnings(cfg, budget):
+            print(f"warning: {line}", file=sys.stderr, flush=True)

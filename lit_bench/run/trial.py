@@ -84,7 +84,7 @@ class TrialReporter:
     def __call__(self, model: Any, row: dict[str, Any]) -> None:
         from optuna.trial import TrialState
 
-        from lit_bench.control.study import aggregate
+        from lit_bench.stats import seeds_value
 
         global _requested
         step = int(row["timesteps"])
@@ -93,7 +93,7 @@ class TrialReporter:
             return  # told already (e.g. another seed's job failed): nothing to report to
         values = [float(row["mean_return"])]
         values += [v for v in (_mean_return_at(r, step) for r in self.seeds) if v is not None]
-        self.storage.set_trial_intermediate_value(self.trial_id, step, aggregate(values, self.how))
+        self.storage.set_trial_intermediate_value(self.trial_id, step, seeds_value(values, self.how))
         sibling_pruned = any((r.read_summary() or {}).get("status") == "pruned" for r in self.seeds)
         if sibling_pruned or self.pruner.prune(self.study, self.storage.get_trial(self.trial_id)):
             _requested = step

@@ -59,7 +59,7 @@ EVAL_FIELDS = (
 )
 
 # Every file of a run directory a user may read (the table of docs/guides/harness.md lists exactly these;
-# test_run_format checks it).
+# test_format checks it).
 FILES: dict[str, str] = {
     CONFIG: "the resolved config (plain data)",
     OVERRIDES: "the command line's overrides",

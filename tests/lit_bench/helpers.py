@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"
 ALGOS = sorted(p.stem for p in (CONF / "algo").glob("*.yaml"))
 ENVS = sorted(p.stem for p in (CONF / "env").glob("*.yaml"))
-# the env families with their own extra (Atari, Box2D, ...) are tested in test_env_families.py
+# the env families with their own extra (Atari, Box2D, ...) are tested in test_envs.py
 CORE_ENVS = [e for e in ENVS if "\nextra:" not in (CONF / "env" / f"{e}.yaml").read_text()]
 PAIRS = sorted(p.stem for p in (CONF / "algo_env").glob("*.yaml"))
 # run.py children find crash_env.py (a Hydra _target_ of the failure tests) next to this file

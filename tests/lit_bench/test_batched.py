@@ -16,7 +16,7 @@ from lit_bench.config.identity import config_id, resolved
 from lit_bench.run.batched import other_kind_of_checkpoint, refusal
 from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import compose_run, find_run, patience, read_csv, run_py
-from tests.lit_bench.test_signals_input import _interrupted, _start, _wait_for_checkpoint
+from tests.lit_bench.test_signals_stop import _interrupted, _start, _wait_for_checkpoint
 
 pytestmark = pytest.mark.harness
 TINY = ("algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=512", "eval.every=256")

@@ -26,7 +26,7 @@ from lit_bench.control.run_plan import describe, make_plan
 from lit_bench.control.seed_groups import Group, Member, SeedReturn, expand, group_count, group_jobs
 from lit_bench.control.sweep import RunFailed
 from tests.lit_bench.helpers import compose_run, find_run, patience, read_csv, run_py
-from tests.lit_bench.test_signals_input import _interrupted, _start, _wait_for_checkpoint
+from tests.lit_bench.test_signals_stop import _interrupted, _start, _wait_for_checkpoint
 
 pytestmark = pytest.mark.harness
 TINY = ("algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=512", "eval.every=256")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from lit_bench.analysis import aggregate as agg
+from lit_bench import stats
 from lit_bench.analysis import plot, style, suite_page, training
 from lit_bench.analysis.metrics_csv import metric_names, metrics_csvs
 from lit_bench.analysis.paired import ablation_figure
@@ -189,7 +189,7 @@ def _final_scores(labelled: pd.DataFrame, look: style.Look) -> tuple[plt.Axes, s
         ax.set_title(str(rows.env_id.iloc[0] or env), loc="left")
     axes[-1, 0].set_xlabel(
         "final return (IQM over seeds, 95% CI)"
-        + (f"\n{FLAG} under {agg.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable" if finite.ci_flagged.any() else "")
+        + (f"\n{FLAG} under {stats.MIN_SEEDS_FOR_CI} seeds: the CI is unreliable" if finite.ci_flagged.any() else "")
     )
     return axes[0, 0], "final_scores"
 

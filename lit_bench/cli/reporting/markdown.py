@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lit_bench.analysis import aggregate as agg
+from lit_bench import stats
 from lit_bench.analysis.paired import ablation_markdown, per_seed_text
 
 FLAG = "‡"
@@ -40,8 +40,8 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     videos = summary.get("videos", pd.Series("", index=summary.index)).fillna("")
     video_column = bool(videos.str.len().gt(0).any())
     lines = [
-        f"Final = {agg.FINAL}; IQM across seeds [95% stratified bootstrap CI]; n = seeds with a final score; "
-        f"{FLAG} = under {agg.MIN_SEEDS_FOR_CI} seeds, the CI is little more than the range of the scores.",
+        f"Final = {stats.FINAL}; IQM across seeds [95% stratified bootstrap CI]; n = seeds with a final score; "
+        f"{FLAG} = under {stats.MIN_SEEDS_FOR_CI} seeds, the CI is little more than the range of the scores.",
         "",
         "| run | env | n (other runs) | final IQM [95% CI] | ratio to SB3 (against, n) | RL Zoo at this budget "
         "(1 seed) | RL Zoo benchmark (1 agent) | steps to threshold (solved / runs) | env steps per CPU-s (min-max) |"
@@ -100,7 +100,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     lines += mixed
     lines.append(SPEED_NOTE)
     lines.append(
-        f"Steps to threshold: the first evaluation from which {agg.THRESHOLD_WINDOW} evaluations in a row "
+        f"Steps to threshold: the first evaluation from which {stats.THRESHOLD_WINDOW} evaluations in a row "
         "reach the env's threshold (median over runs that did)."
     )
     if (summary.reference_same_version == False).any():  # noqa: E712 - None means no reference
@@ -142,7 +142,7 @@ def _video_links(paths: str, links_from: Path | None) -> str:
 
 def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) -> str:
     lines = [
-        f"## lit vs SB3, paired by seed (final = {agg.FINAL})",
+        f"## lit vs SB3, paired by seed (final = {stats.FINAL})",
         "",
         "| run | env | n | lit IQM | SB3 IQM | lit - SB3 per seed | IQM(lit) - IQM(SB3) [95% CI] | P(lit > SB3) "
         "| verdict | speed lit / SB3 per CPU-s (min-max) |",
@@ -167,7 +167,7 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         "",
         f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
         f'reads it ("lit better" / "lit worse" when it excludes 0, else "indistinguishable") and is '
-        f"withheld under {agg.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
+        f"withheld under {stats.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
         SPEED_NOTE,
     ]
     return "\n".join(lines)

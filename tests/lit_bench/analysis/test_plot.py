@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lit_bench.analysis import aggregate as agg
+from lit_bench import stats
 from lit_bench.analysis import plot, style
 
 
@@ -172,10 +172,10 @@ def test_references_beyond_the_budget_make_one_note_not_one_each():
 
 def test_a_curve_has_markers_only_where_its_points_are_evaluations():
     at_evaluations, on_a_grid = _band(1.0), _band(0.5)
-    at_evaluations.attrs[agg.AT_EVALUATIONS] = True
+    at_evaluations.attrs[stats.AT_EVALUATIONS] = True
     styles = {"ppo / lit": plot.backend_style("lit", "tab:blue"), "ppo / sb3": plot.backend_style("sb3", "tab:blue")}
     sb3 = at_evaluations.copy()
-    sb3.attrs[agg.AT_EVALUATIONS] = True
+    sb3.attrs[stats.AT_EVALUATIONS] = True
     ax = plot.learning_curves(
         plot.new_axes(), {"ppo / lit": at_evaluations, "ppo / sb3": sb3, "a2c / lit": on_a_grid}, styles=styles
     )

@@ -1,4 +1,4 @@
-"""Script for test_multi_process.py: train an on-policy algorithm in 2 processes (Lightning re-runs this file for
+"""Script for test_ranks.py: train an on-policy algorithm in 2 processes (Lightning re-runs this file for
 rank 1) and save, per rank, the final parameters, the env-step count and the last rollout's observations.
 
     python tests/lit_sb3/algorithms/ddp_sync.py TRPO OUT_DIR

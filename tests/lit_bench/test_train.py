@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.run import start
-from lit_bench.run.start import Start, decide
+from lit_bench.run import train
+from lit_bench.run.train import Start, decide
 from lit_bench.store.rundir import RunDir
 
 from .helpers import write_run
@@ -36,7 +36,7 @@ def _run(tmp_path: Path, status: str) -> tuple[RunDir, dict]:
 def test_decision(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, checkpoint: int | None, force: bool, expected: Start
 ) -> None:
-    monkeypatch.setattr(start, "resume_point", lambda run, backend, batched=False: checkpoint)
+    monkeypatch.setattr(train, "resume_point", lambda run, backend, batched=False: checkpoint)
     run, summary = _run(tmp_path, status)
     assert decide(run, summary, HELD, backend="lit", budget=2000, force=force) == expected
 
@@ -44,7 +44,7 @@ def test_decision(
 def test_a_new_directory_starts_afresh_and_a_damaged_one_is_left_unless_forced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(start, "resume_point", lambda *args: pytest.fail("nothing to resume from"))
+    monkeypatch.setattr(train, "resume_point", lambda *args: pytest.fail("nothing to resume from"))
     assert decide(RunDir(tmp_path / "new"), None, None, backend="lit", budget=2000, force=False) == Start("fresh")
     run, summary = _run(tmp_path, "completed")
     run.eval_csv.write_text(run.eval_csv.read_text()[:-3])  # the final evaluation's row cut short

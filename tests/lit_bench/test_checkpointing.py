@@ -13,7 +13,7 @@ import torch
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.envs import make_envs
-from lit_bench.run.prepare import prepare
+from lit_bench.run.train import prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, harness_kwargs, lit_class_or_skip
 
@@ -56,13 +56,13 @@ DEFAULT_RUN = ("dqn", "sac")  # HER's Dict buffer, and a Box one; the others (sa
 def test_every_off_policy_pair_checkpoints_its_replay_buffer(algo: str, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     checked = 0
-    for env_name in CORE_ENVS:  # the families with an extra: test_env_families.py (HER robotics buffers too)
+    for env_name in CORE_ENVS:  # the families with an extra: test_envs.py (HER robotics buffers too)
         cfg = compose_run(f"algo={algo}", f"env={env_name}")
         cls = lit_class_or_skip(cfg)
         try:
             prepare(cfg)
         except ConfigError:
-            continue  # an incompatible pair: its one-line error is tested in test_harness
+            continue  # an incompatible pair: its one-line error is tested in test_bench
         key = (env_name, int(cfg.env.n_envs), str(cfg.env.normalize))
         if key not in ENV_CACHE:
             ENV_CACHE[key] = make_envs(cfg.env, env_name, 0, cfg.algo.get("gamma"))[0]

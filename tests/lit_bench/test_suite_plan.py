@@ -1,5 +1,5 @@
 """#31 without a cluster: the sweep table of requeued jobs, the launchers' configs, a suite's plan (--dry-run) and
-its scaled-down budgets (--scale). The real clusters are exercised in test_cluster.py (marker ``cluster``)."""
+its scaled-down budgets (--scale). The real clusters are exercised in test_launchers.py (marker ``cluster``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hydra_plugins.lit_bench_launchers import submitit_launcher
 from lit_bench.cli import regress
 from lit_bench.cli.regression import suites
-from lit_bench.control import run_memory, suite_plan, sweep
+from lit_bench.control import suite_plan, sweep
 from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness
@@ -199,14 +199,14 @@ def test_replay_buffer_bytes_are_those_of_sb3s_buffer(overrides: tuple[str, ...]
     )
     train.close(), evaluation.close()
     allocated = sum(v.nbytes for v in vars(buffer).values() if isinstance(v, np.ndarray))
-    assert run_memory.replay_buffer_bytes(cfg) == allocated
+    assert suite_plan.replay_buffer_bytes(cfg) == allocated
 
 
 def test_a_runs_memory_follows_its_replay_buffer_and_checkpoints() -> None:
     big = ("algo=dqn", "env=CartPole", "algo.buffer_size=100000000")  # 52 bytes a transition: 4.84 GiB
-    assert run_memory.memory_gb(compose_run(*big)) == 12  # 2 + twice the buffer (checkpoints keep it)
-    assert run_memory.memory_gb(compose_run(*big, "checkpoint.replay_buffer=false")) == 7
-    assert run_memory.memory_gb(compose_run("algo=ppo", "env=CartPole")) == run_memory.PROCESS_GB
+    assert suite_plan.memory_gb(compose_run(*big)) == 12  # 2 + twice the buffer (checkpoints keep it)
+    assert suite_plan.memory_gb(compose_run(*big, "checkpoint.replay_buffer=false")) == 7
+    assert suite_plan.memory_gb(compose_run("algo=ppo", "env=CartPole")) == suite_plan.PROCESS_GB
 
 
 class _Executor:

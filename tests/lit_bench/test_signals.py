@@ -16,7 +16,7 @@ import pytest
 
 from lit_bench.control import signals
 from tests.lit_bench.helpers import CHILD_ENV, REPO
-from tests.lit_bench.test_signals_input import LONG, _interrupted, _start, _wait_for_checkpoint, joblib_sweep
+from tests.lit_bench.test_signals_stop import LONG, _interrupted, _start, _wait_for_checkpoint, joblib_sweep
 
 pytestmark = pytest.mark.harness
 
@@ -47,17 +47,13 @@ class _Exited(Exception):
 def test_a_signalled_run_exits_without_the_interpreter_teardown(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once its summary is recorded the process exits at once (os._exit after flushing): the teardown's garbage
     collection of torch's objects took 3-10 s after a lock wait had already stopped."""
-    handler = signal.getsignal(signal.SIGINT)
-    import lit_bench.control.startup as startup  # (run.py's handler while it imports; pytest's is put back)
-
-    signal.signal(signal.SIGINT, handler)
 
     def exit_now(code: int) -> None:
         raise _Exited(code)
 
     monkeypatch.setattr(os, "_exit", exit_now)
     monkeypatch.setattr(signals, "_pending", int(signal.SIGINT))
-    monkeypatch.setitem(signals._previous, signal.SIGINT, startup._quiet_exit)
+    monkeypatch.setitem(signals._previous, signal.SIGINT, signals._quiet_exit)
     monkeypatch.delenv(signals.SWEEP_PID_ENV, raising=False)
     with pytest.raises(_Exited) as exited:
         signals.finish()

@@ -6,82 +6,82 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lit_bench.analysis import aggregate as agg
+from lit_bench import stats
 
 
 def test_iqm_drops_a_quarter_at_each_end():
-    assert agg.iqm([1, 2, 3, 4, 5, 6, 7, 100]) == pytest.approx((3 + 4 + 5 + 6) / 4)
-    assert agg.iqm([5.0, 1.0, 3.0]) == pytest.approx(3.0)  # n=3: nothing cut
-    assert agg.iqm([1, 2, 3, 4, np.nan]) == pytest.approx(2.5)
-    assert np.isnan(agg.iqm([]))
+    assert stats.iqm([1, 2, 3, 4, 5, 6, 7, 100]) == pytest.approx((3 + 4 + 5 + 6) / 4)
+    assert stats.iqm([5.0, 1.0, 3.0]) == pytest.approx(3.0)  # n=3: nothing cut
+    assert stats.iqm([1, 2, 3, 4, np.nan]) == pytest.approx(2.5)
+    assert np.isnan(stats.iqm([]))
 
 
 def test_interpolation_is_linear_and_never_extrapolates():
-    out = agg.interpolate_to_grid([0, 10, 20], [0.0, 10.0, 30.0], [5, 15, 20, 25])
+    out = stats.interpolate_to_grid([0, 10, 20], [0.0, 10.0, 30.0], [5, 15, 20, 25])
     np.testing.assert_allclose(out[:3], [5.0, 20.0, 30.0])
     assert np.isnan(out[3])
-    np.testing.assert_allclose(agg.common_grid([100, 80], n_points=4), [20, 40, 60, 80])
+    np.testing.assert_allclose(stats.common_grid([100, 80], n_points=4), [20, 40, 60, 80])
 
 
 def test_final_is_the_last_evaluation():
-    assert agg.final_score([30, 10, 20, 40], [3.0, 1.0, 2.0, 5.0]) == 5.0
-    assert np.isnan(agg.final_score([], []))
+    assert stats.final_score([30, 10, 20, 40], [3.0, 1.0, 2.0, 5.0]) == 5.0
+    assert np.isnan(stats.final_score([], []))
 
 
 def test_steps_to_threshold_needs_the_threshold_held():
     steps = [200, 400, 600, 800, 1000, 1200, 1400]
     # a lucky 500 before any update, then the threshold held from 600 on for three evaluations
-    assert agg.steps_to_threshold(steps, [500, 14, 480, 490, 500, 20, 30], 475) == 600
-    assert np.isnan(agg.steps_to_threshold(steps, [500, 14, 9, 10, 11, 12, 14], 475))  # the seed-0 case
-    assert np.isnan(agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475))  # not yet held long enough
-    assert agg.steps_to_threshold(list(reversed(steps)), [9, 9, 9, 9, 480, 480, 480], 475) == 200  # sorted by step
-    assert agg.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475, window=2) == 1200
-    assert np.isnan(agg.steps_to_threshold(steps, [500] * 7, None))  # an env without a threshold
-    assert np.isnan(agg.steps_to_threshold(steps, [500] * 7, float("nan")))
+    assert stats.steps_to_threshold(steps, [500, 14, 480, 490, 500, 20, 30], 475) == 600
+    assert np.isnan(stats.steps_to_threshold(steps, [500, 14, 9, 10, 11, 12, 14], 475))  # the seed-0 case
+    assert np.isnan(stats.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475))  # not yet held long enough
+    assert stats.steps_to_threshold(list(reversed(steps)), [9, 9, 9, 9, 480, 480, 480], 475) == 200  # sorted by step
+    assert stats.steps_to_threshold(steps, [1, 2, 3, 4, 5, 480, 490], 475, window=2) == 1200
+    assert np.isnan(stats.steps_to_threshold(steps, [500] * 7, None))  # an env without a threshold
+    assert np.isnan(stats.steps_to_threshold(steps, [500] * 7, float("nan")))
 
 
 def test_normalization():
-    assert agg.normalized_score(50.0, reference=200.0) == pytest.approx(0.25)
-    assert agg.normalized_score(110.0, reference=210.0, random=10.0) == pytest.approx(0.5)
+    assert stats.normalized_score(50.0, reference=200.0) == pytest.approx(0.25)
+    assert stats.normalized_score(110.0, reference=210.0, random=10.0) == pytest.approx(0.5)
 
 
 def test_bootstrap_is_reproducible_and_contains_the_point():
     scores = np.array([1.0, 2.0, 3.0, 4.0, 10.0])
-    first = agg.stratified_bootstrap_ci(scores, np.mean, n_boot=500, seed=3)
-    assert first == agg.stratified_bootstrap_ci(scores, np.mean, n_boot=500, seed=3)
+    first = stats.stratified_bootstrap_ci(scores, np.mean, n_boot=500, seed=3)
+    assert first == stats.stratified_bootstrap_ci(scores, np.mean, n_boot=500, seed=3)
     point, low, high = first
     assert point == pytest.approx(4.0) and low <= point <= high and low < high
-    constant = agg.stratified_bootstrap_ci(np.full((4, 2), 7.0), agg.iqm, n_boot=50)
+    constant = stats.stratified_bootstrap_ci(np.full((4, 2), 7.0), stats.iqm, n_boot=50)
     assert constant == (7.0, 7.0, 7.0)
 
 
 def test_stratified_bootstrap_resamples_within_tasks():
     # task 0 always 0, task 1 always 1: any within-task resample keeps the overall mean at exactly 0.5
     scores = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
-    assert agg.stratified_bootstrap_ci(scores, np.mean, n_boot=100) == (0.5, 0.5, 0.5)
+    assert stats.stratified_bootstrap_ci(scores, np.mean, n_boot=100) == (0.5, 0.5, 0.5)
 
 
 def test_probability_of_improvement():
-    assert agg.probability_of_improvement(np.array([2.0, 3.0]), np.array([1.0, 1.0])) == 1.0
-    assert agg.probability_of_improvement(np.array([1.0, 2.0]), np.array([2.0, 1.0])) == pytest.approx(0.5)
+    assert stats.probability_of_improvement(np.array([2.0, 3.0]), np.array([1.0, 1.0])) == 1.0
+    assert stats.probability_of_improvement(np.array([1.0, 2.0]), np.array([2.0, 1.0])) == pytest.approx(0.5)
     # ties count half; averaged over two tasks: task 0 -> 1.0, task 1 -> 0.5
     x = np.array([[2.0, 1.0], [2.0, 1.0]])
     y = np.array([[1.0, 1.0], [1.0, 1.0]])
-    assert agg.probability_of_improvement(x, y) == pytest.approx(0.75)
+    assert stats.probability_of_improvement(x, y) == pytest.approx(0.75)
 
 
 def test_curves_on_grid_and_band():
     curves = pd.DataFrame({"seed": [0, 0, 1, 1], "timesteps": [0, 10, 0, 10], "value": [0.0, 10.0, 2.0, 4.0]})
-    on_grid = agg.curves_on_grid(curves, np.array([5.0, 10.0]))
+    on_grid = stats.curves_on_grid(curves, np.array([5.0, 10.0]))
     assert list(on_grid["value"]) == [5.0, 10.0, 3.0, 4.0]
-    band = agg.curve_band(on_grid, n_boot=50)
+    band = stats.curve_band(on_grid, n_boot=50)
     assert list(band["mean"]) == [4.0, 7.0] and list(band["n_runs"]) == [2, 2]
     assert (band["ci_low"] <= band["iqm"]).all() and (band["iqm"] <= band["ci_high"]).all()
 
 
 def test_paired_comparison_on_known_numbers():
     lit = {s: float(v) for s, v in enumerate([1, 2, 3, 4, 5])}
-    better = agg.paired_comparison(lit, {s: v - 1 for s, v in lit.items()}, n_boot=200)
+    better = stats.paired_comparison(lit, {s: v - 1 for s, v in lit.items()}, n_boot=200)
     # IQM of 1..5 drops one value at each end: 3 vs 2; every paired resample differs by exactly 1
     assert (better.a_iqm, better.b_iqm, better.iqm_difference) == (3.0, 2.0, 1.0)
     assert (better.ci_low, better.ci_high) == pytest.approx((1.0, 1.0))
@@ -89,49 +89,49 @@ def test_paired_comparison_on_known_numbers():
     # P(X > Y) + P(X = Y) / 2 over all 25 pairs: 15 greater, 4 ties
     assert better.probability_of_improvement == pytest.approx((15 + 2) / 25)
     assert better.differences == [1.0] * 5 and better.seeds == [0, 1, 2, 3, 4]
-    worse = agg.paired_comparison({s: v - 1 for s, v in lit.items()}, lit, n_boot=200)
+    worse = stats.paired_comparison({s: v - 1 for s, v in lit.items()}, lit, n_boot=200)
     assert worse.verdict == "lit worse" and worse.iqm_difference == pytest.approx(-1.0)
-    mixed = agg.paired_comparison(lit, {0: 2.0, 1: 1.0, 2: 4.0, 3: 3.0, 4: 5.0}, n_boot=500)
+    mixed = stats.paired_comparison(lit, {0: 2.0, 1: 1.0, 2: 4.0, 3: 3.0, 4: 5.0}, n_boot=500)
     assert mixed.ci_low < 0 < mixed.ci_high and mixed.verdict == "indistinguishable"
-    few = agg.paired_comparison({0: 2.0, 1: 3.0, 9: 7.0}, {0: 1.0, 1: 1.0, 2: 0.0}, n_boot=50)
-    assert few.seeds == [0, 1] and few.ci_flagged and few.verdict == f"n<{agg.MIN_SEEDS_FOR_CI}"
-    assert agg.paired_comparison({0: 1.0}, {1: 1.0}) is None  # no shared seed: nothing to pair
+    few = stats.paired_comparison({0: 2.0, 1: 3.0, 9: 7.0}, {0: 1.0, 1: 1.0, 2: 0.0}, n_boot=50)
+    assert few.seeds == [0, 1] and few.ci_flagged and few.verdict == f"n<{stats.MIN_SEEDS_FOR_CI}"
+    assert stats.paired_comparison({0: 1.0}, {1: 1.0}) is None  # no shared seed: nothing to pair
 
 
 def test_paired_bootstrap_resamples_seeds_jointly():
     x = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
     # y = x - 3: independent resampling would give a wide interval; a paired one is exactly 3
-    assert agg.paired_bootstrap_ci(x, x - 3, np.mean, n_boot=300) == pytest.approx((3.0, 3.0, 3.0))
+    assert stats.paired_bootstrap_ci(x, x - 3, np.mean, n_boot=300) == pytest.approx((3.0, 3.0, 3.0))
     with pytest.raises(ValueError, match="same shape"):
-        agg.paired_bootstrap_ci(x, x[:3])
+        stats.paired_bootstrap_ci(x, x[:3])
 
 
 def test_vectorized_iqm_bootstrap_matches_the_statistic():
     scores = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
-    fast = agg.stratified_bootstrap_ci(scores, agg.iqm, n_boot=300, seed=1)
-    slow = agg.stratified_bootstrap_ci(scores, lambda v: agg.iqm(v), n_boot=300, seed=1)
+    fast = stats.stratified_bootstrap_ci(scores, stats.iqm, n_boot=300, seed=1)
+    slow = stats.stratified_bootstrap_ci(scores, lambda v: stats.iqm(v), n_boot=300, seed=1)
     assert fast == pytest.approx(slow)
 
 
 def test_ratio_spread():
-    assert agg.ratio_spread({0: 100.0, 1: 90.0, 2: 80.0}, {0: 100.0, 1: 100.0, 3: 1.0}) == pytest.approx(
+    assert stats.ratio_spread({0: 100.0, 1: 90.0, 2: 80.0}, {0: 100.0, 1: 100.0, 3: 1.0}) == pytest.approx(
         (0.95, 0.9, 1.0)
     )
-    assert all(np.isnan(agg.ratio_spread({0: 1.0}, {1: 1.0})))
+    assert all(np.isnan(stats.ratio_spread({0: 1.0}, {1: 1.0})))
 
 
 def test_rliable_scores_from_load_evaluations(tmp_path):
     from lit_bench.analysis.load import load_evaluations
 
-    from ..helpers import make_sweep, write_run
+    from .helpers import make_sweep, write_run
 
     make_sweep(tmp_path)
-    scores = agg.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))
+    scores = stats.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))
     assert set(scores) == {"ppo / lit", "ppo / sb3"}  # a2c has no completed run
     np.testing.assert_array_equal(scores["ppo / lit"], [[480.0], [490.0], [500.0]])  # [runs, tasks]
     write_run(tmp_path / "fixture_sweep", "ppo", "Pendulum", 0, "lit", [-900.0, -200.0], env_id="Pendulum-v1")
     with pytest.raises(ValueError, match="different numbers of runs per env"):
-        agg.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))
+        stats.rliable_scores(load_evaluations([tmp_path / "fixture_sweep"]))
 
 
 def test_console_line_says_reached_only_when_the_threshold_held():
@@ -148,7 +148,7 @@ def test_console_line_says_reached_only_when_the_threshold_held():
         "threshold": 475.0,
         "run_dir": "r",
     }
-    assert np.isnan(agg.steps_to_threshold([1000, 2000, 3000], [500.0, 20.0, 500.0], 475.0))  # lucky, then late
+    assert np.isnan(stats.steps_to_threshold([1000, 2000, 3000], [500.0, 20.0, 500.0], 475.0))  # lucky, then late
     line = describe({**base, "final_mean_return": 500.0, "steps_to_threshold": None})
     assert "475 not held for 3 evaluations in a row yet" in line and "below" not in line
     assert "; below 475" in describe({**base, "final_mean_return": 20.0, "steps_to_threshold": None})
@@ -175,7 +175,7 @@ def test_all_runs_on_the_grid_at_once_are_np_interp_per_run():
     runs, steps, values = runs[order], steps[order], values[order]
     runs_with_a_stranger = np.r_[runs, -1]  # a point of no run is left out
     grid = np.r_[np.linspace(-5, 105, 23), steps[:4]]  # before, between, on and after the steps
-    matrix = agg.runs_on_grid(
+    matrix = stats.runs_on_grid(
         runs_with_a_stranger, len(lengths), np.r_[steps, 50.0], np.r_[values, 1e9], grid, chunk=7
     )  # (a small chunk: several passes)
     for k in range(len(lengths)):
@@ -190,17 +190,17 @@ def test_the_band_of_all_grid_points_is_the_bootstrap_of_each_point():
     matrix[3, 2] = np.nan
     matrix[:, 5] = np.nan
     steps = np.arange(6) * 10.0
-    band = agg.iqm_band(matrix, steps, n_boot=200, seed=3, chunk=500)
+    band = stats.iqm_band(matrix, steps, n_boot=200, seed=3, chunk=500)
     assert list(band.timesteps) == [0.0, 10.0, 20.0, 30.0, 40.0] and list(band.n_runs) == [9, 7, 8, 9, 9]
     for row in band.itertuples():
         values = matrix[:, int(row.timesteps) // 10]
         values = values[~np.isnan(values)]
-        point, low, high = agg.stratified_bootstrap_ci(values, agg.iqm, n_boot=200, seed=3)
+        point, low, high = stats.stratified_bootstrap_ci(values, stats.iqm, n_boot=200, seed=3)
         assert (row.iqm, row.ci_low, row.ci_high) == (point, low, high)  # the same numbers, not close ones
         assert (row.mean, row.median) == (values.mean(), np.median(values))
     # the tidy frame's band is the matrix's
     tidy = pd.DataFrame({"timesteps": np.tile(steps, 9), "value": matrix.ravel(), "seed": np.repeat(np.arange(9), 6)})
-    pd.testing.assert_frame_equal(agg.curve_band(tidy, n_boot=200, seed=3), band)
+    pd.testing.assert_frame_equal(stats.curve_band(tidy, n_boot=200, seed=3), band)
 
 
 @pytest.mark.parametrize("shape", [(1,), (4,), (167,), (9, 3)])
@@ -210,19 +210,19 @@ def test_bootstrap_iqm_by_rank_gives_the_numbers_of_sorting_the_scores(shape):
     rng = np.random.default_rng(len(shape))
     x = np.round(rng.normal(size=shape), 1)  # (ties)
     y = x + np.round(rng.normal(size=shape), 1)
-    generic = lambda v: agg.iqm(v)  # noqa: E731 - not agg.iqm itself: the path that sorts the resampled scores
-    assert agg.stratified_bootstrap_ci(x, agg.iqm, seed=3) == agg.stratified_bootstrap_ci(x, generic, seed=3)
-    assert agg.paired_bootstrap_ci(x, y, agg.iqm, seed=3) == agg.paired_bootstrap_ci(x, y, generic, seed=3)
+    generic = lambda v: stats.iqm(v)  # noqa: E731 - not stats.iqm itself: the path that sorts the resampled scores
+    assert stats.stratified_bootstrap_ci(x, stats.iqm, seed=3) == stats.stratified_bootstrap_ci(x, generic, seed=3)
+    assert stats.paired_bootstrap_ci(x, y, stats.iqm, seed=3) == stats.paired_bootstrap_ci(x, y, generic, seed=3)
 
 
 def test_a_band_is_drawn_at_its_runs_evaluations_when_they_share_them():
     runs = np.array([0, 0, 0, 1, 1, 1, 1])
     steps = np.array([500.0, 1000.0, 1500.0, 1500.0, 500.0, 1000.0, 2000.0])  # run 1 is longer, its rows unsorted
-    grid, at_evaluations = agg.evaluation_grid(runs, 2, steps)
+    grid, at_evaluations = stats.evaluation_grid(runs, 2, steps)
     assert at_evaluations and grid.tolist() == [500.0, 1000.0, 1500.0]  # up to the shortest run
     other = np.array([500.0, 1000.0, 1500.0, 400.0, 1000.0, 1500.0, 2000.0])  # run 1 evaluated at 400, not 500
-    grid, at_evaluations = agg.evaluation_grid(runs, 2, other, n_points=4)
-    assert not at_evaluations and grid.tolist() == agg.common_grid([1500.0, 2000.0], n_points=4).tolist()
+    grid, at_evaluations = stats.evaluation_grid(runs, 2, other, n_points=4)
+    assert not at_evaluations and grid.tolist() == stats.common_grid([1500.0, 2000.0], n_points=4).tolist()
     repeated = np.array([500.0, 500.0, 1500.0, 500.0, 1000.0, 1500.0, 2000.0])  # run 0: 500 twice, no 1000
-    assert not agg.evaluation_grid(runs, 2, repeated)[1]
-    assert not agg.evaluation_grid(runs, 2, steps, n_points=2)[1]  # more evaluations than points: the even grid
+    assert not stats.evaluation_grid(runs, 2, repeated)[1]
+    assert not stats.evaluation_grid(runs, 2, steps, n_points=2)[1]  # more evaluations than points: the even grid

@@ -21,8 +21,9 @@ from omegaconf import OmegaConf
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.control.sweep import RunPruned, job_result
-from lit_bench.run import start
-from lit_bench.run.start import decide
+from lit_bench.run import train as run_train
+from lit_bench.run.train import Start, decide
+from lit_bench.stats import seeds_value
 from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import CHILD_ENV, CONF, REPO, TINY, compose_run, read_csv, run_py
 
@@ -128,9 +129,9 @@ def test_every_sampler_and_pruner_composes_with_every_preset(preset: str) -> Non
 
 
 def test_aggregate_of_seeds() -> None:
-    assert studies.aggregate([1.0, 2.0, 6.0], "mean") == 3.0
-    assert studies.aggregate([0.0, 1.0, 2.0, 100.0], "iqm") == 1.5  # the outer quarters dropped
-    assert math.isnan(studies.aggregate([], "mean"))
+    assert seeds_value([1.0, 2.0, 6.0], "mean") == 3.0
+    assert seeds_value([0.0, 1.0, 2.0, 100.0], "iqm") == 1.5  # the outer quarters dropped
+    assert math.isnan(seeds_value([], "mean"))
     with pytest.raises(ConfigError, match=r"hpo.aggregate=median: choose one of mean, iqm"):
         studies.check_aggregate("median")
 
@@ -149,8 +150,8 @@ def test_a_pruned_job_is_a_pruned_trial_and_its_run_is_kept(tmp_path: Path, monk
     pruned = {"status": "pruned"}
     assert decide(run, pruned, {}, backend="lit", budget=1024, force=False).action == "skip"
     # force=true continues a pruned run from its checkpoint (a completed one it would start again)
-    monkeypatch.setattr(start, "resume_point", lambda run_dir, backend, batched=False: 512)
-    assert decide(run, pruned, {}, backend="lit", budget=1024, force=True) == start.Start("resume", 512)
+    monkeypatch.setattr(run_train, "resume_point", lambda run_dir, backend, batched=False: 512)
+    assert decide(run, pruned, {}, backend="lit", budget=1024, force=True) == Start("resume", 512)
     assert decide(run, {"status": "completed"}, {}, backend="lit", budget=1024, force=True).action == "fresh"
 
 

@@ -1,24 +1,81 @@
-"""Aggregate statistics of multi-seed RL results (pure functions: arrays/frames in, numbers/frames out).
+"""The statistics of RL results, one module for the run and the analysis (pure functions: arrays/frames in,
+numbers/frames out): a run's scores for its ``summary.json`` (``objective``, ``steps_to_threshold``), the value of a
+trial over its seeds, and the aggregates of many runs that the report shows.
 
 Conventions follow Agarwal et al., "Deep RL at the Edge of the Statistical Precipice" (NeurIPS 2021): the
 interquartile mean (IQM) as the robust point estimate and stratified bootstrap confidence intervals. All
-randomness comes from an explicit ``seed``.
+randomness comes from an explicit ``seed``. (A suite of tasks, rliable's score matrices: ``lit_bench.analysis.suite``.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lit_bench.store.scores import THRESHOLD_WINDOW, iqm, steps_to_threshold
-
-__all__ = ["THRESHOLD_WINDOW", "iqm", "steps_to_threshold"]  # (defined with the run's scores; part of this API)
-
 if TYPE_CHECKING:
-    import pandas as pd  # (imported where a frame is made: every training run imports this module for iqm)
+    import pandas as pd  # (imported where a frame is made: every training run imports this module for its scores)
+
+THRESHOLD_WINDOW = 3  # evaluations in a row that must reach an env's threshold for it to count as reached
+OBJECTIVE_METRICS = ("final", "iqm_last")  # objective.metric: what a run gives back to a Hydra sweeper
+SEED_AGGREGATES = ("mean", "iqm")  # hpo.aggregate: a trial's value over its seeds
+
+
+def iqm(values: Sequence[float] | np.ndarray) -> float:
+    """Interquartile mean: the mean of the middle half, dropping ``floor(n / 4)`` values at each end."""
+    x = np.sort(np.asarray(values, dtype=float).ravel())
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return float("nan")
+    cut = x.size // 4
+    return float(x[cut : x.size - cut].mean())
+
+
+def steps_to_threshold(
+    timesteps: Sequence[float], values: Sequence[float], threshold: float | None, window: int = THRESHOLD_WINDOW
+) -> float:
+    """First evaluation step from which ``window`` evaluations in a row reach ``threshold``.
+
+    Missing value: NaN, like every score here, when no evaluation does or the env has no threshold (None or NaN);
+    ``summary.json`` spells it ``null``. One lucky evaluation (e.g. 500 on CartPole before any update) is not
+    "solved": the threshold has to hold at that evaluation and at the ``window - 1`` that follow it, so a run whose
+    last evaluations are the first to reach it has not (yet) reached it.
+    """
+    if threshold is None or np.isnan(threshold):
+        return float("nan")
+    order = np.argsort(np.asarray(timesteps, dtype=float), kind="stable")
+    t = np.asarray(timesteps, dtype=float)[order]
+    hit = np.asarray(values, dtype=float)[order] >= threshold
+    if hit.size < window:
+        return float("nan")
+    reached = np.concatenate([[0], np.cumsum(hit)])
+    held = reached[window:] - reached[:-window] == window  # hit at i .. i + window - 1 (a window view is ~3x slower)
+    first = np.flatnonzero(held)
+    return float(t[first[0]]) if first.size else float("nan")
+
+
+def objective(rows: Sequence[Mapping[str, Any]], metric: str, last: int | None = None) -> float:
+    """The number a run gives back to a Hydra sweeper (e.g. Optuna), from its ``eval.csv`` rows. ``final``: the last
+    evaluation's mean return (taken at the end of the budget); ``iqm_last``: the IQM of the last ``last``
+    evaluations' mean returns. NaN when the run has no evaluation."""
+    returns = [float(row["mean_return"]) for row in rows]
+    if not returns:
+        return float("nan")
+    if metric == "final":
+        return returns[-1]
+    if metric != "iqm_last" or last is None or last < 1:  # (lit_bench.config.checks.check_objective says it first)
+        raise ValueError(f"objective: metric={metric}, last={last}; choose final, or iqm_last with last >= 1")
+    return iqm(returns[-last:])
+
+
+def seeds_value(values: Sequence[float], how: str) -> float:
+    """The value of a trial evaluated on several seeds (``hpo.aggregate``): their mean or their IQM."""
+    if not values:
+        return float("nan")
+    return float(sum(values) / len(values)) if how == "mean" else iqm(values)
+
 
 Statistic = Callable[[np.ndarray], float]
 
@@ -27,7 +84,7 @@ def _per_sample(statistic: Statistic, samples: np.ndarray) -> np.ndarray:
     """``statistic`` of every row of ``samples`` (the IQM of NaN-free rows in one vectorized pass: bootstraps)."""
     if statistic is iqm and not np.isnan(samples).any():
         cut = samples.shape[1] // 4
-        return np.sort(samples, axis=1)[:, cut : samples.shape[1] - cut].mean(axis=1)
+        return np.asarray(np.sort(samples, axis=1)[:, cut : samples.shape[1] - cut].mean(axis=1))
     return np.array([statistic(row) for row in samples])
 
 
@@ -41,13 +98,13 @@ def _resampled_iqm(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
     drawn = rank[positions]
     drawn.sort(axis=1)
     cut = positions.shape[1] // 4
-    return values[order][drawn[:, cut : positions.shape[1] - cut]].mean(axis=1)
+    return np.asarray(values[order][drawn[:, cut : positions.shape[1] - cut]].mean(axis=1))
 
 
 def interpolate_to_grid(timesteps: Sequence[float], values: Sequence[float], grid: Sequence[float]) -> np.ndarray:
     """Linear interpolation of one run's curve onto ``grid``; NaN outside the steps the run covered."""
     t = np.asarray(timesteps, dtype=float)
-    return runs_on_grid(np.zeros(t.size, dtype=int), 1, t, np.asarray(values, dtype=float), grid)[0]
+    return np.asarray(runs_on_grid(np.zeros(t.size, dtype=int), 1, t, np.asarray(values, dtype=float), grid)[0])
 
 
 def runs_on_grid(

@@ -30,7 +30,7 @@ HEAVY = ["torch", "lightning", "stable_baselines3", "sb3_contrib", "gymnasium", 
 UNUSED = ["optuna", "lit_bench.control.study", "lit_bench.control.hpo_results", "lit_bench.cli.report",
           "lit_bench.analysis.plot", "pandas", "lit_bench.cli.regress", "imageio", "moviepy", "wandb", "mujoco",
           "ale_py"]
-import run, lit_bench.control.guard  # the sweep's parent: run.py's module level and conf/config.yaml's Hydra callbacks
+import run, lit_bench.control.sweep  # the sweep's parent: run.py's module level and conf/config.yaml's Hydra callbacks
 parent = loaded(HEAVY)
 import lit_bench.run.train
 train = {"unused": loaded(UNUSED), "algorithms": algorithms()}
