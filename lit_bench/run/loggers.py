@@ -71,6 +71,8 @@ def lightning_loggers(cfg: DictConfig, run: RunDir) -> list[Any]:
     for node in logger_nodes(cfg).values():
         wandb = _kind(node) == "WandbLogger"
         extra = wandb_identity(cfg, run) if wandb else {}
+        if wandb:  # a W&B run left open in this process (an earlier run's) would otherwise receive this run's metrics
+            finish_loggers()
         # a partial, because "config" would clash with instantiate's own argument (and must not be instantiated)
         loggers.append(instantiate(node, _partial_=True, save_dir=str(run.root))(**extra))
         if wandb:

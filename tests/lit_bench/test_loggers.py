@@ -77,6 +77,7 @@ def test_lightning_loggers_carry_the_run_identity(tmp_path):
     formats = loggers.sb3_output_formats(_logger_cfg("logger=tensorboard"), run)
     assert len(formats) == 1 and isinstance(formats[0], TensorBoardOutputFormat)  # the same folder as lit's
     formats[0].close()
+    loggers.finish_loggers()  # the W&B run lightning_loggers started ends here, not in a later test
 
 
 @pytest.mark.slow
