@@ -16,6 +16,7 @@ from lit_bench import stats
 from lit_bench.analysis import style
 from lit_bench.analysis.load import RUN_COLUMNS
 from lit_bench.analysis.metrics_csv import MetricRows, metric_names, metrics_csvs, read_metrics_csvs
+from lit_bench.config.identity import BATCHED
 from lit_bench.store.rundir import RunDir
 
 PREFERRED = (
@@ -28,7 +29,9 @@ PREFERRED = (
     "train/ent_coef",
     "train/approx_kl",
 )  # drawn first when present
-NOT_HYPERPARAMETERS = {"seed", "out_dir", "sweep", "force", "algo_dir", "algo_name", "env_name", "hydra"}
+# names, places, and how seeds were launched (a batched seed is a seed of its config: lit_bench.analysis.parse)
+NOT_HYPERPARAMETERS = {"seed", "out_dir", "sweep", "force", "algo_dir", "algo_name", "env_name", "hydra", BATCHED}
+NOT_HYPERPARAMETERS |= {"seeds_per_process", "seed_group"}
 
 
 def read_metrics(run_dir: Path, metrics: Sequence[str] | None = None) -> pd.DataFrame:

@@ -31,7 +31,14 @@ from omegaconf import DictConfig, read_write
 
 from lit_bench.config.identity import BATCHED, identify, resolved, run_path
 from lit_bench.control import signals
-from lit_bench.control.seed_groups import SeedReturn, member_config, member_overrides, members, set_job
+from lit_bench.control.seed_groups import (
+    SeedReturn,
+    launched_batched,
+    member_config,
+    member_overrides,
+    members,
+    set_job,
+)
 from lit_bench.control.sweep import RunFailed, RunPruned, job_result, record_job
 
 
@@ -41,7 +48,8 @@ def run_group(cfg: DictConfig) -> list[SeedReturn]:
     from lit_bench.run.batched import refusal
 
     seeds = [(member_config(cfg, seed, num), num) for seed, num in members(cfg) or []]
-    why = refusal(seeds[0][0], len(seeds)) if seeds else "no seeds"
+    together = len(seeds) > 1 or (bool(seeds) and launched_batched(cfg))  # (auto: one seed with a batched run)
+    why = refusal(seeds[0][0]) if together else "one seed"  # (one seed: its own run, as its own job trains it)
     if why is None:
         returns = _batched(seeds)
     else:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lit_bench.config.identity import config_id, resolved
+from lit_bench.control.seed_groups import BATCHED_ALGORITHMS, config_refusal
 from lit_bench.run.batched import other_kind_of_checkpoint, refusal
 from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import compose_run, find_run, patience, read_csv, run_py
@@ -23,29 +24,37 @@ TINY = ("algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=5
 
 
 @pytest.mark.parametrize(
-    ("overrides", "n_seeds", "starts"),
+    ("overrides", "starts"),
     [
-        ((), 1, "seeds: a batched group trains 2 or more seeds"),
-        (("backend=sb3",), 3, "backend=sb3: seed groups batch lit_sb3's models"),
-        (("trainer.accelerator=gpu",), 3, "trainer.accelerator=gpu, trainer.devices=1: seed groups train on one CPU"),
-        (("trainer.devices=2",), 3, "trainer.accelerator=cpu, trainer.devices=2:"),
-        (("algo=trpo",), 3, "algo=trpo: seed groups batch PPO, A2C, DQN, SAC, TD3, DDPG, not TRPO"),
-        (("algo.use_sde=true", "env=Pendulum"), 3, "algo.use_sde=true: seed groups do not batch gSDE"),
-        (("algo.policy=CnnPolicy",), 3, "algo.policy=CnnPolicy: seed groups batch MlpPolicy"),
-        (("eval.video=true",), 3, "eval.video / eval.video_every: a batched group records no videos yet"),
-        (("algo=dqn", "algo.train_freq=[1,episode]"), 3, "train_freq: seed groups batch step-based train_freq only"),
+        (("backend=sb3",), "backend=sb3: seed groups batch lit_sb3's models"),
+        (("parity=true",), "parity=true: a parity run is SB3's exact run"),
+        (("trainer.accelerator=gpu",), "trainer.accelerator=gpu, trainer.devices=1: seed groups train on one CPU"),
+        (("trainer.devices=2",), "trainer.accelerator=cpu, trainer.devices=2:"),
+        (("algo=trpo",), "algo=trpo: seed groups batch PPO, A2C, DQN, SAC, TD3, DDPG, not TRPO"),
+        (("algo.use_sde=true", "env=Pendulum"), "algo.use_sde=true: seed groups do not batch gSDE"),
+        (("algo.policy=CnnPolicy",), "algo.policy=CnnPolicy: seed groups batch MlpPolicy"),
+        (("eval.video=true",), "eval.video / eval.video_every: a batched group records no videos yet"),
+        (("algo=dqn", "algo.train_freq=[1,episode]"), "train_freq: seed groups batch step-based train_freq only"),
+        (("algo=sac", "env=Pendulum", "env.normalize={}"), "env.normalize: seed groups batch off-policy algorithms"),
     ],
 )
-def test_a_group_that_cannot_train_batched_says_why_in_one_line(
-    overrides: tuple[str, ...], n_seeds: int, starts: str
-) -> None:
-    why = refusal(compose_run(*overrides), n_seeds)
+def test_a_config_that_cannot_train_batched_says_why_in_one_line(overrides: tuple[str, ...], starts: str) -> None:
+    """The launcher's cheap check (config_refusal, the config alone) and the group's whole one agree."""
+    config = compose_run(*overrides)
+    why = refusal(config)
     assert why is not None and why.startswith(starts) and "\n" not in why, why
 
 
+def test_the_launchers_check_names_the_algorithms_lit_sb3_batches() -> None:
+    from lit_sb3.seeds.group import BATCHED
+
+    assert set(BATCHED_ALGORITHMS) == set(BATCHED)
+
+
 def test_a_config_that_seed_groups_batch_is_not_refused() -> None:
-    assert refusal(compose_run(*TINY), 3) is None
-    assert refusal(compose_run("algo=sac", "env=Pendulum"), 2) is None
+    assert refusal(compose_run(*TINY)) is None
+    assert refusal(compose_run("algo=sac", "env=Pendulum")) is None
+    assert config_refusal(compose_run("algo=sac", "env=Pendulum")) is None
 
 
 def test_batched_is_in_the_identity_only_when_true() -> None:
