@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -129,12 +130,14 @@ def other_kind_of_checkpoint(run_dir: RunDir, batched: bool) -> str | None:
 
 
 class SeedsFailed(Exception):
-    """Seeds of a batched group that failed on their own (their place in the group -> the one-line error): the
-    group stops there, and :func:`train_together` trains the others on without them."""
+    """Seeds of a batched group that failed on their own (their place in the group -> the one-line error, and the
+    traceback of an unexpected error): the group stops there, and :func:`train_together` trains the others on
+    without them."""
 
-    def __init__(self, errors: dict[int, str]) -> None:
+    def __init__(self, errors: dict[int, str], cause: BaseException | None = None) -> None:
         super().__init__("; ".join(f"seed #{i}: {error}" for i, error in errors.items()))
         self.errors = errors
+        self.traceback = "".join(traceback.format_exception(cause)) if cause is not None else None
 
 
 def _line(error: BaseException) -> str:
@@ -163,7 +166,7 @@ class SeedEnv(VecEnvWrapper):
         except EnvTimeout:
             raise
         except Exception as error:
-            raise SeedsFailed({self.index: _line(error)}) from error
+            raise SeedsFailed({self.index: _line(error)}, error) from error
 
 
 class Successes(VecEnvWrapper):
@@ -303,7 +306,7 @@ def _train_surviving(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> li
         for i, error in failure.errors.items():
             print(f"seed {seats[i].cfg.seed}: failed in its batched group ({error}); the others train on", flush=True)
         again = dict(zip(kept, _train_surviving([_restarted(seats[i]) for i in kept], watchdog) if kept else []))
-        return [again[i] if i in again else failed({}, failure.errors[i]) for i in range(len(seats))]
+        return [again.get(i) or failed({}, failure.errors[i], failure.traceback) for i in range(len(seats))]
 
 
 def _restarted(seat: Seat) -> Seat:
@@ -436,7 +439,8 @@ def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> lis
         except Exception as error:
             culprits = _non_finite(group)  # an error of seeds whose parameters alone are not finite: theirs
             if culprits and len(culprits) < len(seats):
-                raise SeedsFailed({i: f"{_line(error)} (its parameters are not finite)" for i in culprits}) from error
+                errors = {i: f"{_line(error)} (its parameters are not finite)" for i in culprits}
+                raise SeedsFailed(errors, error) from error
             raise
         write_metrics()
         for s in seats:

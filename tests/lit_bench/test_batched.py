@@ -10,13 +10,14 @@ import os
 import signal
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lit_bench.config.identity import config_id, resolved
 from lit_bench.control.seed_groups import BATCHED_ALGORITHMS, config_refusal
 from lit_bench.run.batched import other_kind_of_checkpoint, refusal
 from lit_bench.store.rundir import RunDir
-from tests.lit_bench.helpers import compose_run, find_run, patience, read_csv, run_py
+from tests.lit_bench.helpers import CHILD_ENV, compose_run, find_run, patience, read_csv, run_py
 from tests.lit_bench.test_signals_stop import _interrupted, _start, _wait_for_checkpoint
 
 pytestmark = pytest.mark.harness
@@ -91,8 +92,10 @@ def _metrics(run_dir: Path) -> list[dict[str, str]]:
 
 
 def test_a_batched_sweep_writes_one_directory_per_seed_reproducibly_whatever_the_group(tmp_path: Path) -> None:
-    """Seeds 0, 1, 2 in one batched group: a directory each (eval.csv, evaluations.npz, metrics, checkpoint,
-    summary with batched=true); seeds 0 and 1 trained again in a group of two score identically."""
+    """Seeds 0, 1, 2 in one batched group: a directory each (eval.csv, evaluations.npz, metrics, checkpoint, the
+    best model, summary with batched=true); seeds 0 and 1 trained again in a group of two score identically."""
+    from lit_bench.cli.enjoy import enjoy
+
     runs = {}
     for seeds in ("0,1,2", "0,1"):
         out = tmp_path / seeds.replace(",", "")
@@ -106,6 +109,9 @@ def test_a_batched_sweep_writes_one_directory_per_seed_reproducibly_whatever_the
         assert run_dir is not None and run_dir.parent.name.startswith("batched=true,")
         for name in ("eval.csv", "evaluations.npz", "train/metrics.csv", "checkpoints/last_seed_state.pt"):
             assert (run_dir / name).is_file(), name
+        best = json.loads((run_dir / "checkpoints" / "best.json").read_text())  # as an ordinary run's, it loads:
+        assert best["mean_return"] == max(float(r["mean_return"]) for r in read_csv(run_dir / "eval.csv"))
+        assert len(enjoy(run_dir, checkpoint="best", episodes=1)) == 1  # lit-bench enjoy <run> --checkpoint best
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["status"] == "completed" and summary["seed"] == seed and summary["timesteps"] == 512
         assert "batched=true" in summary["overrides"] and "group of 3" in summary["cpu_time_note"]
@@ -142,3 +148,39 @@ def test_sigterm_stops_a_batched_group_at_a_checkpoint_and_the_rerun_resumes_it_
         assert uninterrupted is not None
         assert _numbers(run_dir) == _numbers(uninterrupted)
         assert _metrics(run_dir) == _metrics(uninterrupted)
+
+
+def test_a_seed_that_fails_alone_leaves_its_group_training_and_resumes(tmp_path: Path) -> None:
+    """Seeds 0, 1, 2 in one batched group (auto): seed 2's env raises after 300 steps, seed 1's rewards turn NaN
+    there (its training diverges). Each is recorded failed with its own one-line error, its checkpoint kept; seed 0
+    trains on and ends exactly as in a group without them; rerunning the command resumes the two. The env reports
+    ``is_success``: every evaluation records a success rate; the best evaluation's model is kept."""
+    args = ["-m", *TINY[:2], "env.n_envs=1", "algo.n_steps=64", "algo.batch_size=64", "budget=640", "eval.every=128"]
+    args += ["eval.episodes=2", "env.make={_target_:crash_env.success_env,_partial_:true}", "sweep=f"]
+    env = {**CHILD_ENV, "LIT_BENCH_TEST_NAN_SEED": "1", "LIT_BENCH_TEST_CRASH_SEED": "2"}
+    done = run_py(*args, "seed=0,1,2", f"out_dir={tmp_path / 'f'}", env=env)
+    assert done.returncode == 1 and "1 completed, 2 failed (3 runs)" in done.stdout, done.stdout + done.stderr
+    runs = [find_run(tmp_path / "f" / "f", seed) for seed in range(3)]
+    assert all(r is not None and "batched=true," in r.parent.name for r in runs)
+    summaries = [json.loads((r / "summary.json").read_text()) for r in runs if r is not None]
+    assert summaries[0]["status"] == "completed"
+    assert summaries[1]["status"] == "failed" and summaries[1]["error"].startswith("training diverged at env step ")
+    assert summaries[2]["status"] == "failed" and summaries[2]["error"] == "RuntimeError: injected failure (test)"
+    assert "Traceback" in summaries[2]["traceback"] and all("\n" not in s["error"] for s in summaries[1:])
+    clean = run_py(*args, "seed=0,3", f"out_dir={tmp_path / 'c'}")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    alone = find_run(tmp_path / "c" / "f", 0)
+    assert alone is not None and runs[0] is not None
+    assert _numbers(runs[0]) == _numbers(alone) and _metrics(runs[0]) == _metrics(alone)
+    rows = read_csv(runs[0] / "eval.csv")
+    successes = np.load(runs[0] / "evaluations.npz")["successes"]
+    assert [float(r["success_rate"]) for r in rows] == pytest.approx(successes.mean(axis=1).tolist())
+    best = json.loads((runs[0] / "checkpoints" / "best.json").read_text())
+    assert best["mean_return"] == max(float(r["mean_return"]) for r in rows)
+    again = run_py(*args, "seed=0,1,2", f"out_dir={tmp_path / 'f'}")  # without the faults
+    assert again.returncode == 0 and "3 completed (3 runs)" in again.stdout, again.stdout + again.stderr
+    assert again.stdout.count("already completed, skipped") == 1
+    for run_dir in runs[1:]:
+        assert run_dir is not None
+        resumed = json.loads((run_dir / "summary.json").read_text())
+        assert resumed["status"] == "completed" and resumed["resumed_from"] == 256
