@@ -311,8 +311,8 @@ def auto_groups(members: list[Member], job_config: DictConfig, at_once: int | No
     kinds = {m.num: existing_kind(job_config, m.seed, m.num) for m in members}
     groups = [Group((m,)) for m in members if kinds[m.num] == "ordinary"]
     rest = [m for m in members if kinds[m.num] != "ordinary"]
-    if len(rest) == 1:
-        return [*groups, Group((rest[0],), batched=kinds[rest[0].num] == "batched")]
+    if len(rest) < 2:
+        return [*groups, *(Group((m,), batched=kinds[m.num] == "batched") for m in rest)]
     return [*groups, *counted(rest, group_count("auto", len(rest), at_once), batched=True)]
 
 

@@ -238,6 +238,7 @@ def test_under_auto_a_seed_keeps_the_kind_of_the_run_it_has(tmp_path: Path) -> N
     assert _groups_of(_auto_launch([jobs[5]])) == ["{seeds:[5],jobs:[0],batched:true}"]
     assert _groups_of(_auto_launch([jobs[4]])) == ["-"]  # a seed alone with no run: its own process
     assert _groups_of(_auto_launch(jobs[1:4])) == ["-", "-", "-"]  # (3 alone, without the others: its own too)
+    assert _groups_of(_auto_launch(jobs[:2])) == ["-", "-"]  # every seed with an ordinary run
 
 
 def test_autos_decision_imports_no_torch_lightning_or_sb3() -> None:
@@ -387,12 +388,12 @@ def test_sigterm_stops_a_grouped_run_at_a_checkpoint_and_the_rerun_resumes_it_ex
 
 
 def test_an_optuna_trials_seeds_train_in_one_process(tmp_path: Path) -> None:
-    """hpo.seeds=2 and seeds_per_process=2: the trial's two runs are one job (one batched group); the study gets
-    both seeds' values."""
+    """hpo.seeds=2 under the default seeds_per_process=auto: the trial's two runs are one job (one batched group);
+    the study gets both seeds' values."""
     done = run_py(
         "-m", *TINY, f"out_dir={tmp_path}", "sweep=hpo", "hydra/launcher=lit_joblib", "hydra/sweeper=tpe",
         "algo.learning_rate=tag(log, interval(1e-4, 1e-2))", "hydra.sweeper.n_trials=1", "hydra.sweeper.n_jobs=1",
-        "hpo.seeds=2", "seeds_per_process=2", timeout=600,
+        "hpo.seeds=2", timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     (row,) = read_csv(tmp_path / "hpo" / "trials.csv")
