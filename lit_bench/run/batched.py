@@ -1,14 +1,16 @@
 """A group's seeds trained together as ONE batched model (lit_sb3's ``SeedGroup``), each in its own run directory.
 
-``refusal(cfg, n_seeds)`` says in one line why a group of a config's seeds cannot be trained batched (None: it can);
+``refusal(cfg)`` says in one line why a config's seeds cannot be trained batched (None: they can);
 ``lit_bench.run.group`` then trains the group batched: each seed is opened as ``lit_bench.run.train.run`` opens a
 run (its checks, lock, skip / resume / fresh, ``running`` summary: ``train.open_run``), the seeds that train are
 built into one ``SeedGroup`` with the harness's envs (each seed's monitor files in its own directory) and algorithm
 arguments, and :func:`train_together` trains them. Each seed gets what its own run writes: ``eval.csv`` and
 ``evaluations.npz`` (one batched evaluation of all seeds at every boundary, each seed's row written by its own
-``PeriodicEval``), ``train/metrics.csv`` (``SeedGroup.metrics``), its checkpoint (``checkpoints/last_seed_state.pt``:
-the seed's ``SeedGroup.seed_state`` and VecNormalize statistics, tensors only), ``summary.json`` and its place in
-the sweep's table.
+``PeriodicEval``, with the success rate where the env reports ``is_success``), ``train/metrics.csv``
+(``SeedGroup.metrics``), its checkpoint (``checkpoints/last_seed_state.pt``: the seed's ``SeedGroup.seed_state`` and
+VecNormalize statistics, tensors only), its best model (``checkpoints/best.ckpt``, as a run's: ``SeedGroup.model``
+saved as the Trainer saves a model), ``summary.json`` and its place in the sweep's table. A seed that fails on its
+own is recorded failed and the others train on without it (:func:`train_together`).
 
 A batched seed is another run than the seed in its own process (the group's random streams: ``lit_sb3.seeds``), so
 its config records ``batched: true`` (part of its identity; absent from it when false, so every other run keeps its
@@ -17,8 +19,7 @@ numbers do not depend on the group's other seeds, so the seeds of a group that r
 one group per step, one after another, and a group whose other seeds completed trains the rest alone.
 
 ``cpu_time_s`` / ``cpu_fps`` of a batched seed: the group's process CPU time over its seeds (``cpu_time_note``).
-Refused (not batched yet): videos, TensorBoard / W&B loggers. Not written yet: the best-model checkpoint
-(``checkpoints/best.*``).
+Refused (not batched yet): videos, TensorBoard / W&B loggers (``lit_bench.control.seed_groups.config_refusal``).
 """
 
 from __future__ import annotations
