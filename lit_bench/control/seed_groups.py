@@ -282,22 +282,26 @@ def as_job(job_config: DictConfig) -> Iterator[None]:
         hydra_config.cfg = launcher_config
 
 
-def existing_kind(job_config: DictConfig, seed: int, num: int) -> str | None:
-    """``ordinary`` or ``batched``: the kind of run a seed of this config already has in its run directory
-    (completed, resumable or failed: a summary or a checkpoint there), the ordinary first; None: neither (or a
-    config that does not resolve here: its job reports why)."""
-    config = member_config(job_config, seed, num)
-    for batched in (False, True):
+def existing_kinds(job_config: DictConfig, seeds: Sequence[int]) -> dict[int, str]:
+    """``ordinary`` or ``batched`` per seed of this config that already has a run of that kind in its run directory
+    (completed, resumable or failed: a summary or a checkpoint there), the ordinary first; seeds with neither (or a
+    config that does not resolve here: its job reports why) are left out. Every seed of a config shares its
+    directory's parent (``<config>/seed_<n>``), resolved once per kind."""
+    config = copy.deepcopy(job_config)
+    found: dict[int, str] = {}
+    for kind, batched in (("ordinary", False), ("batched", True)):
         with read_write(config), open_dict(config):
             config[BATCHED] = batched
         try:
             with as_job(config):
-                run_dir = RunDir(run_path(resolved(config)))
+                parent = run_path(resolved(config)).parent
         except Exception:  # its job fails on it, in one line
-            return None
-        if run_dir.summary.exists() or run_dir.checkpoints.is_dir():
-            return "batched" if batched else "ordinary"
-    return None
+            return {}
+        for seed in seeds:
+            run_dir = RunDir(parent / f"seed_{seed}")
+            if seed not in found and (run_dir.summary.exists() or run_dir.checkpoints.is_dir()):
+                found[seed] = kind
+    return found
 
 
 def auto_groups(members: list[Member], job_config: DictConfig, at_once: int | None) -> list[Group]:
@@ -308,11 +312,11 @@ def auto_groups(members: list[Member], job_config: DictConfig, at_once: int | No
         refused = config_refusal(job_config) is not None
     if refused:
         return [Group((m,)) for m in members]
-    kinds = {m.num: existing_kind(job_config, m.seed, m.num) for m in members}
-    groups = [Group((m,)) for m in members if kinds[m.num] == "ordinary"]
-    rest = [m for m in members if kinds[m.num] != "ordinary"]
+    kinds = existing_kinds(job_config, [m.seed for m in members])
+    groups = [Group((m,)) for m in members if kinds.get(m.seed) == "ordinary"]
+    rest = [m for m in members if kinds.get(m.seed) != "ordinary"]
     if len(rest) < 2:
-        return [*groups, *(Group((m,), batched=kinds[m.num] == "batched") for m in rest)]
+        return [*groups, *(Group((m,), batched=kinds.get(m.seed) == "batched") for m in rest)]
     return [*groups, *counted(rest, group_count("auto", len(rest), at_once), batched=True)]
 
 

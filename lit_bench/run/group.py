@@ -1,7 +1,8 @@
 """A group's job: several seeds of one config trained in one process (the launcher made the group and set
 ``seed_group``: ``lit_bench.control.seed_groups``).
 
-Where ``lit_bench.run.batched.refusal`` allows it, the seeds train as ONE batched model (lit_sb3's ``SeedGroup``):
+Where ``lit_bench.run.batched.refusal`` allows it, a group of 2 seeds or more (or one seed the launcher sent
+``batched: true``: ``auto``'s seed alone with a batched run) trains as ONE batched model (lit_sb3's ``SeedGroup``):
 each is opened as its own run (``train.open_run``: its directory, lock, skip / resume / fresh, ``running``
 summary), with ``batched: true`` in its config (another run than its own process's), and those that train are
 trained together (``lit_bench.run.batched``), one group per env step they start from; each is then recorded as its
