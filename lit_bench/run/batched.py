@@ -305,7 +305,8 @@ def _train_surviving(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> li
     except SeedsFailed as failure:
         kept = [i for i in range(len(seats)) if i not in failure.errors]
         for i, error in failure.errors.items():
-            print(f"seed {seats[i].cfg.seed}: failed in its batched group ({error}); the others train on", flush=True)
+            others = f"{len(kept)} other seed(s) train on from their last checkpoints" if kept else "no other seed left"
+            print(f"seed {seats[i].cfg.seed}: failed in its batched group ({error}); {others}", flush=True)
         again = dict(zip(kept, _train_surviving([_restarted(seats[i]) for i in kept], watchdog) if kept else []))
         return [again.get(i) or failed({}, failure.errors[i], failure.traceback) for i in range(len(seats))]
 
