@@ -212,6 +212,30 @@ def test_auto_groups_a_batchable_configs_seeds_over_the_jobs_run_at_once(tmp_pat
     assert _groups_of(_auto_launch([[*TINY, f"seed={seed}", out, "parity=true"] for seed in range(2)])) == ["-", "-"]
 
 
+def test_the_jobs_each_launcher_runs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """joblib: n_jobs (-1: the cores); submitit's local executor: the cores; SLURM: array_parallelism; Ray: the
+    cluster's CPUs over each job's num_cpus (read from the cluster); the basic launcher: none (never grouped)."""
+    from hydra_plugins.lit_bench_launchers.ray_launcher import RayLauncher
+
+    def at_once(target: str, **params: Any) -> int | None:
+        return seed_groups.jobs_at_once(OmegaConf.create({"_target_": target, **params}))
+
+    import joblib
+
+    lit_joblib = "hydra_plugins.lit_bench_launchers.joblib_launcher.JoblibLauncher"
+    assert at_once(lit_joblib, n_jobs=3) == 3 and at_once(lit_joblib, n_jobs=-1) == joblib.cpu_count()
+    assert at_once("hydra_plugins.lit_bench_launchers.submitit_launcher.LocalLauncher") == os.cpu_count()
+    assert at_once("hydra_plugins.lit_bench_launchers.submitit_launcher.SlurmLauncher", array_parallelism=7) == 7
+    assert at_once("hydra._internal.core_plugins.basic_launcher.BasicLauncher") is None
+    util = SimpleNamespace(start_ray=lambda init: None)
+    ray = SimpleNamespace(cluster_resources=lambda: {"CPU": 8.0})
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_ray_launcher", SimpleNamespace(_launcher_util=util))
+    monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_ray_launcher._launcher_util", util)
+    launcher = RayLauncher(ray=OmegaConf.create({"init": {}, "remote": {"num_cpus": 2}}))
+    assert launcher.jobs_at_once() == 4
+
+
 def _existing(tmp_path: Path, seed: int, batched: bool, status: str = "completed") -> Path:
     """A run directory of TINY's ``seed`` (ordinary or batched) holding a summary, as a run leaves it."""
     cfg = compose_run(*TINY, f"seed={seed}", f"out_dir={tmp_path}", *(["batched=true"] if batched else []))
