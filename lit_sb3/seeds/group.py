@@ -139,7 +139,8 @@ class SeedGroup(L.LightningModule):
     :param env: an env id or factory (``n_envs`` copies per seed), or a list of one VecEnv per seed
     :param n_envs: envs per seed for an env id or factory
     :param policy: the policy (``"MlpPolicy"``)
-    :param algo_kwargs: the algorithm's arguments, the same for every seed
+    :param algo_kwargs: the algorithm's arguments, the same for every seed; ``device``: where the group trains
+        (``"cpu"``, ``"cuda"``, ``"cuda:N"``; ``"auto"``, the default, is the CPU, as lit_sb3's ``learn``)
     """
 
     multi_process_update: ClassVar[bool] = False
