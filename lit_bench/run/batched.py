@@ -39,10 +39,9 @@ from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
 from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
 from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, save_vecnormalize
-from lit_bench.run.console import ConsoleProgress
+from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
 from lit_bench.run.fit import results
-from lit_bench.run.prepare import console_mode
 from lit_bench.run.stopping import LitStopOnSignal
 from lit_bench.run.trial import trial_hooks
 from lit_bench.run.watchdog import StepWatchdog
