@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lit_bench.analysis import style
-from lit_bench.cli.reporting.markdown import ablations_section, markdown
-from lit_bench.cli.reporting.write import FORMATS, X_AXES, usable_cpus, write
+from lit_bench.analysis.markdown import ablations_section, markdown
+from lit_bench.analysis.write import FORMATS, X_AXES, usable_cpus, write
 
 
 def main(argv: Sequence[str] | None = None) -> None:

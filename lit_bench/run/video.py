@@ -126,12 +126,6 @@ def recording(path: str | Path, venv: VecEnv, episodes: int = 1) -> Iterator[Vec
         tmp.unlink(missing_ok=True)
 
 
-def video_links(paths: str, links_from: Path | None) -> str:
-    """Markdown links ``[1](...) [2](...)`` to the space-separated video ``paths`` (relative to ``links_from``)."""
-    links = [os.path.relpath(p, links_from) if links_from is not None else p for p in paths.split()]
-    return " ".join(f"[{i + 1}]({link})" for i, link in enumerate(links)) or "-"
-
-
 def _pad_even(frame: np.ndarray) -> np.ndarray:
     height, width = frame.shape[:2]
     return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")

@@ -49,7 +49,7 @@ def _imported(source: str, package: str) -> set[str]:
 def test_relative_imports_are_read_as_the_modules_they_name():
     assert "lit_bench.run.train" in _imported("from ..run import train", "lit_bench.analysis")
     assert "lit_bench.analysis.plot" in _imported("from .plot import new_axes", "lit_bench.analysis")
-    assert "lit_bench.cli.report" in _imported("from .. import report", "lit_bench.cli.reporting")
+    assert "lit_bench.cli.report" in _imported("from .. import report", "lit_bench.cli.regression")
 
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -119,5 +119,5 @@ def test_each_layer_says_its_one_job(layer: str):
     init = PACKAGE / layer / "__init__.py"
     doc = ast.get_docstring(ast.parse(init.read_text()))
     assert doc, f"{init.relative_to(REPO)} has no docstring"
-    for path in (PACKAGE / layer).rglob("*.py"):  # (a layer's subpackages too: cli/reporting)
+    for path in (PACKAGE / layer).rglob("*.py"):  # (a layer's subpackages too: cli/regression)
         assert ast.get_docstring(ast.parse(path.read_text())), f"{path.relative_to(REPO)} has no docstring"

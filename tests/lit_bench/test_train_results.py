@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.cli.reporting.markdown import markdown
-from lit_bench.cli.reporting.tables import tables
+from lit_bench.analysis.markdown import markdown
+from lit_bench.analysis.tables import tables
 from lit_bench.run import backends, train
 from tests.lit_bench.helpers import TINY, compose_run, write_run
 
