@@ -2,10 +2,13 @@
 
 Bottom up: store (the run directory) <- config (what a run is) <- control (sweeps, signals, processes) <- run (one
 run) <- cli (the tools). analysis reads the store and uses config's run identity; nothing but cli imports cli, and the
-run side never imports analysis. lit_sb3 never imports lit_bench.
+run side never imports analysis. lit_sb3 never imports lit_bench. No two lit_bench modules import each other in a loop
+(imports inside functions count: a loop there is a loop a reader follows). Only the store's format spells a run file's
+name.
 """
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -49,7 +52,7 @@ def _imported(source: str, package: str) -> set[str]:
 def test_relative_imports_are_read_as_the_modules_they_name():
     assert "lit_bench.run.train" in _imported("from ..run import train", "lit_bench.analysis")
     assert "lit_bench.analysis.plot" in _imported("from .plot import new_axes", "lit_bench.analysis")
-    assert "lit_bench.cli.report" in _imported("from .. import report", "lit_bench.cli.regression")
+    assert "lit_bench.cli.report" in _imported("from .. import report", "lit_bench.cli.reporting")
 
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -69,6 +72,56 @@ def test_a_module_imports_only_the_layers_below_it(path: Path):
             assert target in {"config", "store"}, f"{path.relative_to(REPO)} imports {name}"
             continue
         assert target in ALLOWED[layer], f"{path.relative_to(REPO)} ({layer}) imports {name} ({target})"
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Each module (name: its source) and the modules of ``sources`` it imports anywhere in its file; an imported
+    name counts as its module (``lit_bench.run.train.run``: ``lit_bench.run.train``), the package root not at all
+    (``lit_bench/__init__.py`` only registers the resolvers)."""
+    graph = {}
+    for module, source in sources.items():
+        package = module if module.count(".") < 1 else module.rpartition(".")[0]
+        imported = set()
+        for name in _imported(source, package):
+            while name and name not in sources:
+                name = name.rpartition(".")[0]
+            imported.add(name)
+        graph[module] = imported - {module, "lit_bench", ""}
+    return graph
+
+
+def import_loop(graph: dict[str, set[str]]) -> list[str] | None:
+    """One loop of modules that import each other (None: there is none)."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return None
+
+
+def test_no_import_loops_in_lit_bench():
+    loop = import_loop(import_graph({_module(path): path.read_text() for path in MODULES}))
+    assert loop is None, "lit_bench modules importing each other in a loop: " + " -> ".join(loop or [])
+
+
+def test_the_loop_finder_finds_a_loop_through_an_import_in_a_function():
+    sources = {
+        "lit_bench.run.a": "from lit_bench.run.b import x\n",
+        "lit_bench.run.b": "def f():\n    from lit_bench.run.c import y\n",
+        "lit_bench.run.c": "from lit_bench.run import a\n",
+        "lit_bench.run.d": "from lit_bench.run.a import x\n",
+    }
+    assert sorted(set(import_loop(import_graph(sources)) or [])) == [
+        "lit_bench.run.a",
+        "lit_bench.run.b",
+        "lit_bench.run.c",
+    ]
+    assert import_loop(import_graph({**sources, "lit_bench.run.c": "import lit_bench\n"})) is None
 
 
 def test_lit_bench_installs_no_import_hooks():
@@ -119,5 +172,5 @@ def test_each_layer_says_its_one_job(layer: str):
     init = PACKAGE / layer / "__init__.py"
     doc = ast.get_docstring(ast.parse(init.read_text()))
     assert doc, f"{init.relative_to(REPO)} has no docstring"
-    for path in (PACKAGE / layer).rglob("*.py"):  # (a layer's subpackages too: cli/regression)
+    for path in (PACKAGE / layer).rglob("*.py"):  # (a layer's subpackages too: cli/reporting)
         assert ast.get_docstring(ast.parse(path.read_text())), f"{path.relative_to(REPO)} has no docstring"
