@@ -20,7 +20,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from lit_bench.config.checks import ConfigError
-from lit_bench.store.rundir import FINAL_VIDEO, fresh_tmp
+from lit_bench.store.format import FINAL_VIDEO
+from lit_bench.store.rundir import fresh_tmp
 
 EXTRA = "video"
 VIDEO_SUFFIXES = (".mp4", ".gif")
