@@ -37,7 +37,7 @@ from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
 from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
-from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
+from lit_bench.config.envs import make_envs
 from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, save_vecnormalize
 from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
@@ -47,6 +47,7 @@ from lit_bench.run.trial import trial_hooks
 from lit_bench.run.watchdog import StepWatchdog
 from lit_bench.store.format import BATCHED_CHECKPOINT, LAST_FILES
 from lit_bench.store.rundir import RunDir
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 CPU_NOTE = "trained in a batched seed group of {n}: cpu_time_s and cpu_fps count the group's CPU time over its seeds"
 

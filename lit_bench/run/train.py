@@ -47,7 +47,7 @@ from lit_bench.config.checks import (
     check_spaces,
     check_trainer_options,
 )
-from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs, require_package
+from lit_bench.config.envs import make_envs, require_package
 from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, observation, resolved, run_path
 from lit_bench.config.trust import code_names
@@ -84,6 +84,7 @@ from lit_bench.run.video import check_eval_video, eval_video
 from lit_bench.run.watchdog import StepWatchdog
 from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir, atomic_write_text
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
