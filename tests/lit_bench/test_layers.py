@@ -124,6 +124,56 @@ def test_the_loop_finder_finds_a_loop_through_an_import_in_a_function():
     assert import_loop(import_graph({**sources, "lit_bench.run.c": "import lit_bench\n"})) is None
 
 
+# modules that hand names on by design: lit_sb3.safe_load is the allow-list's public face (docs/guides/trust.md)
+FACES = {"lit_sb3.safe_load"}
+OURS = {_module(path): path for top in ("lit_bench", "lit_sb3") for path in sorted((REPO / top).rglob("*.py"))}
+
+
+def _defined(source: str) -> set[str]:
+    """The names a module binds at its top level itself (functions, classes, assignments), not by importing them."""
+    names = set()
+    for node in ast.parse(source).body:
+        for inner in [node, *(ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [])]:
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(inner.name)
+            elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def imported_through(sources: dict[str, str]) -> list[str]:
+    """``module: name <- other`` for each name a module imports from another of ``sources`` that does not define it
+    (a package's ``__init__`` and the ``FACES`` hand names on by design; a submodule is imported from its package)."""
+    defined = {module: _defined(source) for module, source in sources.items()}
+    found = []
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            other = node.module if isinstance(node, ast.ImportFrom) and node.level == 0 else None
+            if other not in sources or other in FACES or f"{other}.__init__" in sources:
+                continue
+            for alias in node.names:
+                if alias.name not in defined[other] and f"{other}.{alias.name}" not in sources:
+                    found.append(f"{module}: {alias.name} <- {other}")
+    return found
+
+
+def test_a_name_is_imported_from_the_module_that_defines_it():
+    sources = {module: path.read_text() for module, path in OURS.items()}
+    sources |= {f"{m}.__init__": "" for m, path in OURS.items() if path.name == "__init__.py"}  # (packages, marked)
+    found = imported_through(sources)
+    assert not found, "names imported through a module that only imported them:\n" + "\n".join(found)
+
+
+def test_the_through_import_finder_finds_one():
+    sources = {
+        "lit_bench.store.format": "EVAL_CSV = 'x'\n",
+        "lit_bench.store.rundir": "from lit_bench.store.format import EVAL_CSV\nclass RunDir: ...\n",
+        "lit_bench.run.video": "from lit_bench.store.rundir import EVAL_CSV, RunDir\n",
+    }
+    assert imported_through(sources) == ["lit_bench.run.video: EVAL_CSV <- lit_bench.store.rundir"]
+
+
 def test_lit_bench_installs_no_import_hooks():
     # old module names are not aliased: a run directory written with them is migrated (lit-bench migrate)
     for path in MODULES:
