@@ -3,8 +3,8 @@
 Bottom up: store (the run directory) <- config (what a run is) <- control (sweeps, signals, processes) <- run (one
 run) <- cli (the tools). analysis reads the store and uses config's run identity; nothing but cli imports cli, and the
 run side never imports analysis. lit_sb3 never imports lit_bench. No two lit_bench modules import each other in a loop
-(imports inside functions count: a loop there is a loop a reader follows). Only the store's format spells a run file's
-name.
+(imports inside functions count: a loop there is a loop a reader follows). A name is imported from the module that
+defines it (lit_bench and lit_sb3). Only the store's format spells a run file's name.
 """
 
 import ast
