@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from lit_bench.store import format as fmt
-from lit_bench.store.rundir import EVAL_FIELDS, atomic_write
+from lit_bench.store.format import EVAL_FIELDS
+from lit_bench.store.rundir import atomic_write
 
 CACHE_FILE = fmt.SWEEP_CACHE
 FORMAT = 3  # bump when the parsing of run files changes what an entry holds (2: eval.csv checked against its

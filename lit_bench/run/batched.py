@@ -40,19 +40,19 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, sync_envs_no
 
 from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
-from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
+from lit_bench.config.envs import make_envs
 from lit_bench.control.seed_groups import config_refusal
 from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, resume_point, save_vecnormalize
 from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import Diverged, PeriodicEval, default_every
-from lit_bench.run.fit import results
-from lit_bench.run.outcome import failed
+from lit_bench.run.outcome import failed, results
 from lit_bench.run.stopping import LitStopOnSignal
 from lit_bench.run.trial import trial_hooks
 from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
 from lit_bench.store.format import BATCHED_CHECKPOINT, LAST_FILES
 from lit_bench.store.rundir import RunDir
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 CPU_NOTE = "trained in a batched seed group of {n}: cpu_time_s and cpu_fps count the group's CPU time over its seeds"
 
@@ -477,6 +477,6 @@ def not_finite(row: dict[str, Any]) -> dict[str, float]:
 
 
 def _results(seat: Seat, evaluator: PeriodicEval, last: Any, timesteps: int, n_seeds: int) -> dict[str, Any]:
-    """One seed's results for its summary, as ``fit.train_and_score`` gives a run's (and the CPU time's note)."""
+    """One seed's results for its summary, as ``train.train_and_score`` gives a run's (and the CPU time's note)."""
     found = results(seat.cfg, seat.run_dir, evaluator, last, timesteps, seat.budget, seat.started)
     return {**found, "cpu_time_note": CPU_NOTE.format(n=n_seeds)} if found["status"] == "completed" else found

@@ -82,7 +82,7 @@ class BestCheckpoint:
         import torch
 
         from lit_sb3.common.off_policy import OffPolicyAlgorithm
-        from lit_sb3.lightning_compat import attached_trainer
+        from lit_sb3.lightning_compat import attached_trainer, checkpoint_contents
 
         lit_model = cast("BaseAlgorithm", model)  # the lit backend's
         buffered = model if isinstance(model, OffPolicyAlgorithm) and model.checkpoint_replay_buffer else None
@@ -100,9 +100,7 @@ class BestCheckpoint:
                 torch.save(checkpoint, path)
                 return
             # trainer.save_checkpoint without its barrier: only rank 0 evaluates in a multi-process run
-            trainer.strategy.checkpoint_io.save_checkpoint(
-                trainer._checkpoint_connector.dump_checkpoint(weights_only=True), str(path)
-            )
+            trainer.strategy.checkpoint_io.save_checkpoint(checkpoint_contents(trainer, weights_only=True), str(path))
         finally:
             if buffered is not None:
                 buffered.checkpoint_replay_buffer = True

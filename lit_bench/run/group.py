@@ -75,7 +75,7 @@ def _seed_job(cfg: DictConfig, num: int) -> SeedReturn:
 
 def _returned(cfg: DictConfig, num: int, summary: dict[str, Any]) -> SeedReturn:
     """A seed's end, as its own job's: its line printed, its job recorded, its result (in its job's context)."""
-    from lit_bench.run.train import describe
+    from lit_bench.run.outcome import describe
 
     print(describe(summary), flush=True)
     status = "COMPLETED"

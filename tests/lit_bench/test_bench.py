@@ -21,7 +21,7 @@ from lit_bench.config.checks import (
 )
 from lit_bench.config.envs import make_envs, require_package
 from lit_bench.run.train import prepare
-from lit_bench.store.rundir import EVAL_FIELDS
+from lit_bench.store.format import EVAL_FIELDS
 from lit_sb3.common.envs import check_env_id
 from tests.lit_bench.helpers import (
     ALGOS,

@@ -12,12 +12,12 @@ import pytest
 import yaml
 from PIL import Image
 
+from lit_bench.analysis import pool
+from lit_bench.analysis.markdown import markdown
+from lit_bench.analysis.pool import DPI
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
+from lit_bench.analysis.tables import tables
 from lit_bench.cli import report
-from lit_bench.cli.reporting import pool
-from lit_bench.cli.reporting.markdown import markdown
-from lit_bench.cli.reporting.pool import DPI
-from lit_bench.cli.reporting.tables import tables
 from lit_bench.config.identity import config_id as id_of
 from tests.lit_bench.helpers import make_sweep, write_run
 
