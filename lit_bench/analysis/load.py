@@ -29,12 +29,15 @@ if TYPE_CHECKING:
 from lit_bench.analysis import cache
 from lit_bench.analysis.eval_csv import METRICS
 from lit_bench.analysis.parse import parse_runs
+from lit_bench.config.identity import BATCHED
 from lit_bench.store.format import EVAL_CSV, EVALUATIONS_NPZ, SUMMARY, sweep_dir
 from lit_bench.store.rundir import RunDir, read_evaluations_npz
 
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]
 # config keys that are no hyperparameters (a run's seed, paths and names): never a column of hyperparameter_columns
-NOT_HYPERPARAMETERS = {"seed", "out_dir", "sweep", "force", "algo_dir", "algo_name", "env_name", "hydra"}
+# names, places, and how seeds were launched (a batched seed is a seed of its config: lit_bench.analysis.parse)
+NOT_HYPERPARAMETERS = {"seed", "out_dir", "sweep", "force", "algo_dir", "algo_name", "env_name", "hydra", BATCHED}
+NOT_HYPERPARAMETERS |= {"seeds_per_process", "seed_group"}
 
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:

@@ -99,6 +99,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     )
     lines += overshoots
     lines += mixed
+    lines += batched_note(summary, several)
     lines.append(SPEED_NOTE)
     lines.append(
         f"Steps to threshold: the first evaluation from which {stats.THRESHOLD_WINDOW} evaluations in a row "
@@ -113,6 +114,22 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         lines += ["", comparison_markdown(comparison, several)]
     lines += sb3_section(summary)
     return "\n".join(lines) + "\n"
+
+
+def batched_note(summary: pd.DataFrame, several_sweeps: bool) -> list[str]:
+    """One line naming the configs with seeds trained in batched seed groups (none: no line)."""
+    rows = [
+        f"{label(r, several_sweeps)} on {r.env} ({r.batched_seeds} of {r.seeds})"
+        for r in summary.itertuples()
+        if getattr(r, "batched_seeds", 0)
+    ]
+    if not rows:
+        return []
+    return [
+        "Seeds trained in batched seed groups (seeds_per_process; one model for a config's seeds, each seed its own "
+        "random streams: numbers other than its own process's, independent of the seeds beside it; its CPU time the "
+        f"group's over its seeds): {'; '.join(rows)}."
+    ]
 
 
 def sb3_section(summary: pd.DataFrame) -> list[str]:

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from lit_bench import stats
 from lit_bench.config.checks import VARIANT_BASE, ConfigError
-from lit_bench.config.identity import RunIdentity, observation
+from lit_bench.config.identity import BATCHED, RunIdentity, identify, observation
 from lit_bench.control.signals import Interrupted
 from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.evaluation import Diverged, PeriodicEval
@@ -27,7 +27,9 @@ from lit_bench.store.rundir import RunDir
 
 
 def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
-    """What every summary of this run says about it: names, seed, budget, directory and identity."""
+    """What every summary of this run says about it: names, seed, budget, directory and identity (a seed trained in
+    a batched group: also its config's trained ungrouped, which the report shows it as a seed of)."""
+    ungrouped = identify({**config, BATCHED: False}) if config.get(BATCHED) else None
     return {
         "algo": str(cfg.algo_name),
         "base": cfg.algo.get(VARIANT_BASE),
@@ -44,6 +46,11 @@ def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, r
         "overrides": identity.overrides,
         "observation": observation(config),
         "invocation": os.environ.get(INVOCATION_ENV),
+        **(
+            {"unbatched_config_id": ungrouped.config_id, "unbatched_variant": ungrouped.variant}
+            if ungrouped is not None
+            else {}
+        ),
     }
 
 
