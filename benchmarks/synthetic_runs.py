@@ -4,7 +4,7 @@
 
 Each run is ``<root>/<sweep>/<algo>[@sb3]/<env>/[<variant>-<config_id>/]seed_<n>`` (``lit_bench.config.identity``)
 with the files ``lit_bench.run.train`` writes and the analysis reads: ``summary.json`` (the same keys), ``eval.csv``
-(``rundir.EVAL_FIELDS``, one row per evaluation), ``evaluations.npz`` (SB3's ``EvalCallback`` arrays), ``config.yaml``
+(``format.EVAL_FIELDS``, one row per evaluation), ``evaluations.npz`` (SB3's ``EvalCallback`` arrays), ``config.yaml``
 ``overrides.yaml`` and ``train/metrics.csv`` (the SB3 logger's keys of the algorithm, one row per dump: the report's
 training figures read it), with an empty ``checkpoints/`` (its files are left out: the report does not read them). The
 runs are
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from lit_bench.store.rundir import EVAL_FIELDS
+from lit_bench.store.format import EVAL_FIELDS
 
 EPISODES = 5
 BUDGET = 100_000

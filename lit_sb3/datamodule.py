@@ -229,7 +229,8 @@ class RLEnvDataModule(L.LightningDataModule):
     ) -> RLEnvDataModule:
         """Load the datamodule and then restore env specs through :meth:`load_state_dict`; safe by default as
         the algorithms' ``load_from_checkpoint`` (``weights_only=True`` with lit_sb3's allow-list)."""
-        from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
+        from lit_sb3.common.allow_list import is_trusted
+        from lit_sb3.common.safe_load import trusted_checkpoint
         from lit_sb3.lightning_compat import load_checkpoint_file as pl_load
 
         if weights_only is None:

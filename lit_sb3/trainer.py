@@ -16,7 +16,8 @@ from lightning.pytorch.trainer.states import RunningStage
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
+from lit_sb3.common.allow_list import is_trusted
+from lit_sb3.common.safe_load import trusted_checkpoint
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.lightning_compat import EnvStepFitLoop, EnvStepMonitors, install, spawns_processes
 from lit_sb3.lightning_compat.quiet import installed_callbacks_read_once, quiet_lightning

@@ -4,17 +4,16 @@ to the sweeper as a failed run returns from its own process (``lit_bench.control
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig
 
+from lit_bench.control.seed_groups import as_job
 from lit_bench.store.rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -30,7 +29,7 @@ def lost_job(sweep_dir: Path, job_config: DictConfig, overrides: list[str], mess
     run_dir = None
     for config, own_overrides in _jobs_of(job_config, overrides):
         num = config.hydra.job.num
-        with _as_job(config):  # the job's names and run directory resolve through its own Hydra config
+        with as_job(config):  # the job's names and run directory resolve through its own Hydra config
             summary: dict[str, Any] = {
                 "algo": config.get("algo_name"),
                 "env": config.get("env_name"),
@@ -60,7 +59,7 @@ def lost_run(job_config: DictConfig) -> RunDir | None:
     """The job's run directory (a group's: one of its seeds') when it holds a run left ``running`` by a process that
     is gone (None otherwise)."""
     for config, _ in _jobs_of(job_config, list(job_config.hydra.overrides.task)):
-        with _as_job(config):
+        with as_job(config):
             run_dir = _run_fields(config)["run_dir"]
         if run_dir is not None and RunDir(run_dir).left_running():
             return RunDir(run_dir)
@@ -78,19 +77,6 @@ def _jobs_of(job_config: DictConfig, overrides: list[str]) -> list[tuple[DictCon
     if seeds is None:
         return [(job_config, list(overrides))]
     return [(member_config(job_config, seed, num), member_overrides(overrides, seed)) for seed, num in seeds]
-
-
-@contextlib.contextmanager
-def _as_job(job_config: DictConfig) -> Iterator[None]:
-    from hydra.core.hydra_config import HydraConfig
-
-    hydra_config = HydraConfig.instance()
-    launcher_config = hydra_config.cfg
-    hydra_config.set_config(job_config)
-    try:
-        yield
-    finally:
-        hydra_config.cfg = launcher_config
 
 
 def _run_fields(job_config: DictConfig) -> dict[str, Any]:

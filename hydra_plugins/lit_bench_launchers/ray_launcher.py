@@ -45,6 +45,16 @@ class RayLauncher(Launcher):
 
         return seed_groups.launch(self, job_overrides, initial_job_idx, self._launch_jobs)
 
+    def jobs_at_once(self) -> int:
+        """The jobs the cluster runs at once, as ``seeds_per_process=auto`` splits a config's seeds: its CPUs over
+        each job's ``num_cpus`` (read from the cluster, which this connects to or starts)."""
+        import ray
+        from hydra_plugins.hydra_ray_launcher import _launcher_util
+
+        _launcher_util.start_ray(self.ray_cfg.init)
+        per_job = float(self.ray_cfg.remote.get("num_cpus") or 1)
+        return max(1, int(float(ray.cluster_resources().get("CPU", 1)) // per_job))
+
     def _launch_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         import ray
         from hydra_plugins.hydra_ray_launcher import _launcher_util

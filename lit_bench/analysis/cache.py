@@ -20,10 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from lit_bench.store import format as fmt
-from lit_bench.store.rundir import EVAL_FIELDS, atomic_write
+from lit_bench.store.format import EVAL_FIELDS
+from lit_bench.store.rundir import atomic_write
 
 CACHE_FILE = fmt.SWEEP_CACHE
-FORMAT = 2  # bump when the parsing of run files changes what an entry holds (2: eval.csv checked against its record)
+FORMAT = 3  # bump when the parsing of run files changes what an entry holds (2: eval.csv checked against its
+# record; 3: a batched seed under its config trained ungrouped)
 SIGNED_FILES = (fmt.SUMMARY, fmt.EVAL_CSV, fmt.CONFIG)  # the files a run's entry is parsed from
 MISSING = (-1, -1, -1, -1)
 SIGNATURE = len(MISSING) * len(SIGNED_FILES)  # numbers per run

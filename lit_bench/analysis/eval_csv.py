@@ -15,7 +15,8 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd  # (imported by the functions that use it: a training run imports this module, not pandas)
 
-from lit_bench.store.rundir import EVAL_FIELDS, unix_line_ends
+from lit_bench.store.format import EVAL_FIELDS
+from lit_bench.store.rundir import unix_line_ends
 
 METRICS = [f for f in EVAL_FIELDS if f != "timesteps"]  # the numbers of an evaluation
 

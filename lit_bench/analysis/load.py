@@ -15,10 +15,11 @@ runs not cached, ``eval_csv`` their ``eval.csv``.
 from __future__ import annotations
 
 import glob
+import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,10 +29,15 @@ if TYPE_CHECKING:
 from lit_bench.analysis import cache
 from lit_bench.analysis.eval_csv import METRICS
 from lit_bench.analysis.parse import parse_runs
+from lit_bench.config.identity import BATCHED
 from lit_bench.store.format import EVAL_CSV, EVALUATIONS_NPZ, SUMMARY, sweep_dir
-from lit_bench.store.rundir import read_evaluations_npz
+from lit_bench.store.rundir import RunDir, read_evaluations_npz
 
 RUN_COLUMNS = ["algo", "backend", "env", "env_id", "seed", "sweep", "config_id", "variant", "status", "run_dir"]
+# config keys that are no hyperparameters (a run's seed, paths and names): never a column of hyperparameter_columns
+# names, places, and how seeds were launched (a batched seed is a seed of its config: lit_bench.analysis.parse)
+NOT_HYPERPARAMETERS = {"seed", "out_dir", "sweep", "force", "algo_dir", "algo_name", "env_name", "hydra", BATCHED}
+NOT_HYPERPARAMETERS |= {"seeds_per_process", "seed_group"}
 
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
@@ -156,7 +162,7 @@ def load_tables(
 def load_runs(paths: Iterable[str | Path], *, use_cache: bool = True, hyperparameters: bool = True) -> pd.DataFrame:
     """One row per run directory: identity, status and the summary's numbers (NaN where a run has none), and
     (``hyperparameters``) one column per hyperparameter whose value differs among these runs, parsed from their
-    ``config.yaml`` (``algo.learning_rate``, ``env.n_envs``, ...: ``training.hyperparameter_columns``).
+    ``config.yaml`` (``algo.learning_rate``, ``env.n_envs``, ...: :func:`hyperparameter_columns`).
 
     A run whose ``summary.json`` or ``eval.csv`` is damaged gets status ``damaged`` and the reason in ``problem``.
     Runs written before the run-identity keys existed get ``config_id`` and ``variant`` "" (one config per sweep).
@@ -164,8 +170,6 @@ def load_runs(paths: Iterable[str | Path], *, use_cache: bool = True, hyperparam
     runs = runs_table(read_runs(paths, use_cache=use_cache))
     if not hyperparameters:
         return runs
-    from lit_bench.analysis.training import hyperparameter_columns
-
     return runs.join(hyperparameter_columns(runs))
 
 
@@ -201,3 +205,34 @@ def load_episode_returns(paths: Iterable[str | Path]) -> pd.DataFrame:
         )
     columns = [*RUN_COLUMNS, "timesteps", "episode", "return", "length"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted keys of a config's leaves (lists as JSON text, so that they compare and fit a column)."""
+    if not isinstance(config, dict):
+        return {prefix: json.dumps(config) if isinstance(config, list) else config}
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def hyperparameter_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """One column per hyperparameter whose value differs among ``runs`` (``load_runs``' table), parsed from each
+    run's ``config.yaml`` (one read per config: its seeds share it), named by its dotted key (``algo.gamma``);
+    ``NOT_HYPERPARAMETERS`` (seed, paths, names) left out. A run without a readable config gets NaN."""
+    import pandas as pd
+
+    if runs.empty:
+        return pd.DataFrame(index=runs.index)
+    per_config: dict[Any, dict[str, Any]] = {}
+    keys = list(zip(runs.config_id, runs.backend))
+    for key, run_dir in zip(keys, runs.run_dir):
+        if key not in per_config:
+            config = RunDir(Path(run_dir)).read_config() or {}
+            per_config[key] = {
+                k: v for k, v in flatten(config).items() if k.split(".", 1)[0] not in NOT_HYPERPARAMETERS
+            }
+    table = pd.DataFrame([per_config[k] for k in keys], index=runs.index)
+    differing = [c for c in table.columns if table[c].astype(str).nunique(dropna=False) > 1 and c not in runs]
+    return table[sorted(differing)]

@@ -13,7 +13,8 @@ import numpy as np
 
 from lit_bench.analysis import cache
 from lit_bench.analysis.eval_csv import METRICS, read_eval_csvs
-from lit_bench.config.identity import config_id, parse_run_path
+from lit_bench.analysis.variants import split_variant
+from lit_bench.config.identity import BATCHED, config_id, parse_run_path
 from lit_bench.store.format import EVAL_CSV, NUMBER_VERSIONS, SUMMARY, format_problem
 from lit_bench.store.rundir import RunDir
 
@@ -91,6 +92,25 @@ def _run_row(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
     for key, default in (("backend", "lit"), ("variant", "")):
         if not isinstance(row.get(key), str):
             row[key] = default
+    return _as_seed_of_its_config(row, run_dir)
+
+
+def _as_seed_of_its_config(row: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A seed trained in a batched group (``batched`` true) under its config trained ungrouped: the same
+    hyperparameters, so the report pools, labels and pairs it with SB3's seeds as an ordinary run of that config
+    (``batched`` marks it for the report's note). From its summary's ``unbatched_*`` fields; a run without them
+    (no summary yet) from its ``config.yaml`` and its variant without ``batched=true``."""
+    batched = split_variant(row["variant"]).get(BATCHED) == "true"
+    row[BATCHED] = batched
+    if not batched:
+        return row
+    if isinstance(row.get("unbatched_config_id"), str) and isinstance(row.get("unbatched_variant"), str):
+        row["config_id"], row["variant"] = row["unbatched_config_id"], row["unbatched_variant"]
+        return row
+    config = RunDir(run_dir).read_config()
+    if config:
+        row["config_id"] = config_id({**config, BATCHED: False})
+    row["variant"] = ",".join(part for part in row["variant"].split(",") if part != f"{BATCHED}=true")
     return row
 
 

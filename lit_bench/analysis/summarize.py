@@ -22,6 +22,7 @@ from lit_bench.analysis.eval_csv import METRICS
 from lit_bench.analysis.load import RUN_COLUMNS
 from lit_bench.analysis.paired import one_run_per_seed, paired_columns
 from lit_bench.analysis.reference import reference_at_budget, reference_score
+from lit_bench.config.identity import BATCHED
 
 GROUP = ["sweep", "algo", "backend", "env", "config_id"]  # one row per config: all its seeds, nothing else
 PAIR = ["sweep", "algo", "env", "variant"]  # lit and SB3 runs of the same config (the backend is not a variant)
@@ -166,6 +167,7 @@ def summary_table(
                 **_fps_columns(results),
                 **_reference_columns(base or str(identity["algo"]), env_id, trained),  # a variant: its base's
                 "versions": mixed_versions(completed.get("versions", pd.Series(dtype=object))),
+                "batched_seeds": int((completed.get(BATCHED, pd.Series(dtype=object)) == True).sum()),  # noqa: E712
             }
         )
     return with_ratio(in_value_order(pd.DataFrame(rows), run_dirs))

@@ -1,12 +1,10 @@
 """Training metrics (``train/metrics.csv``: rollout returns, ``train/*`` losses, on both backends) as a long table,
-their curves across seeds on a matplotlib ``Axes``, and the hyperparameters of runs parsed from their configs."""
+and their curves across seeds on a matplotlib ``Axes``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,7 +12,7 @@ from matplotlib.axes import Axes
 
 from lit_bench import stats
 from lit_bench.analysis import style
-from lit_bench.analysis.load import RUN_COLUMNS
+from lit_bench.analysis.load import RUN_COLUMNS, load_runs
 from lit_bench.analysis.metrics_csv import MetricRows, metric_names, metrics_csvs, read_metrics_csvs
 from lit_bench.store.rundir import RunDir
 
@@ -28,7 +26,6 @@ PREFERRED = (
     "train/ent_coef",
     "train/approx_kl",
 )  # drawn first when present
-NOT_HYPERPARAMETERS = {"seed", "out_dir", "sweep", "force", "algo_dir", "algo_name", "env_name", "hydra"}
 
 
 def read_metrics(run_dir: Path, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -65,8 +62,6 @@ def _long(parts: list[MetricRows]) -> pd.DataFrame:
 def load_metrics(runs: pd.DataFrame | Iterable[str | Path], metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """The training metrics of runs (``load_runs``' table, or paths to load it from) as the long table
     ``[<run identity>, timesteps, metric, value]`` (``metrics``: only these); runs without the file add nothing."""
-    from lit_bench.analysis.load import load_runs
-
     table = runs if isinstance(runs, pd.DataFrame) else load_runs(runs, hyperparameters=False)
     table = table[table.status != "damaged"]
     long = _long(list(read_metrics_csvs(metrics_csvs(table.run_dir.astype(str).tolist()), metrics)))
@@ -173,32 +168,3 @@ def chosen_metrics(
     if wanted:
         return [m for m in wanted if m in present]
     return [m for m in PREFERRED if m in present][:at_most]
-
-
-def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted keys of a config's leaves (lists as JSON text, so that they compare and fit a column)."""
-    if not isinstance(config, dict):
-        return {prefix: json.dumps(config) if isinstance(config, list) else config}
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
-
-
-def hyperparameter_columns(runs: pd.DataFrame) -> pd.DataFrame:
-    """One column per hyperparameter whose value differs among ``runs`` (``load_runs``' table), parsed from each
-    run's ``config.yaml`` (one read per config: its seeds share it), named by its dotted key (``algo.gamma``);
-    ``NOT_HYPERPARAMETERS`` (seed, paths, names) left out. A run without a readable config gets NaN."""
-    if runs.empty:
-        return pd.DataFrame(index=runs.index)
-    per_config: dict[Any, dict[str, Any]] = {}
-    keys = list(zip(runs.config_id, runs.backend))
-    for key, run_dir in zip(keys, runs.run_dir):
-        if key not in per_config:
-            config = RunDir(Path(run_dir)).read_config() or {}
-            per_config[key] = {
-                k: v for k, v in flatten(config).items() if k.split(".", 1)[0] not in NOT_HYPERPARAMETERS
-            }
-    table = pd.DataFrame([per_config[k] for k in keys], index=runs.index)
-    differing = [c for c in table.columns if table[c].astype(str).nunique(dropna=False) > 1 and c not in runs]
-    return table[sorted(differing)]

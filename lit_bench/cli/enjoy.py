@@ -42,14 +42,8 @@ from lit_bench.run.checkpointing import zip_problem
 from lit_bench.run.evaluation import evaluate_episodes
 from lit_bench.run.video import check_renderable, check_video_deps, recording
 from lit_bench.store.rundir import RunDir
-from lit_sb3.common.safe_load import (
-    CheckpointError,
-    Refused,
-    is_trusted,
-    loads,
-    weights_only_refusal,
-    zip_tensor_refusal,
-)
+from lit_sb3.common.allow_list import Refused, is_trusted
+from lit_sb3.common.safe_load import CheckpointError, loads, weights_only_refusal, zip_tensor_refusal
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm

@@ -45,6 +45,7 @@ from typing import Any
 import pandas as pd
 
 from lit_bench.analysis.load import load_runs
+from lit_bench.analysis.write import write_report
 from lit_bench.cli.regression.suites import (
     BACKENDS,
     dry_run,
@@ -68,7 +69,6 @@ from lit_bench.cli.regression.verdicts import (
     thresholds,
     toothless,
 )
-from lit_bench.cli.reporting.write import write_report
 from lit_bench.config.resources import baselines_dir, source_checkout
 from lit_bench.control import suite_plan
 from lit_bench.control.sweep import TAG_ENV, read_records

@@ -14,7 +14,7 @@ estimate across seeds is the IQM with a stratified-bootstrap 95% CI (fixed seed,
 under ``stats.MIN_SEEDS_FOR_CI`` seeds. Runs are grouped by (sweep, algo, backend, env, config), never by seed
 number alone; damaged run files are named on stderr and left out.
 
-This module is the command line; the report's parts are in ``lit_bench.cli.reporting`` (``tables``, ``markdown``,
+This module is the command line; the report is the package ``lit_bench.analysis`` (``tables``, ``markdown``,
 ``figures``, ``pool``: drawing them in processes, ``write``).
 """
 
@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lit_bench.analysis import style
-from lit_bench.cli.reporting.markdown import ablations_section, markdown
-from lit_bench.cli.reporting.write import FORMATS, X_AXES, usable_cpus, write
+from lit_bench.analysis.markdown import ablations_section, markdown
+from lit_bench.analysis.write import FORMATS, X_AXES, usable_cpus, write
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -23,7 +23,7 @@ import yaml
 
 from lit_bench.config.resources import conf_dir
 from lit_bench.config.sources import user_config_dirs
-from lit_sb3.common.safe_load import allowed_module, allowed_name
+from lit_sb3.common.allow_list import allowed_module, allowed_name
 
 #: Hydra's getters: the node names its ``path``, not the getter, as what runs
 GETTERS = ("hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object")

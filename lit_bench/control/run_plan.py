@@ -34,7 +34,7 @@ from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import CONF_DIR, algo_dir
-from lit_bench.control.seed_groups import group_count, seeds_per_process
+from lit_bench.control.seed_groups import as_job, config_refusal, group_count, jobs_at_once, seeds_per_process
 from lit_bench.store.format import SUMMARY
 
 LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
@@ -61,6 +61,7 @@ class Config:
     problems: list[str] = field(default_factory=list)  # no gradient step: refused
     warnings: list[str] = field(default_factory=list)
     groups: int = 0  # the jobs its runs go into under seeds_per_process (runs: one per seed)
+    batchable: bool = False  # its seeds may train as one batched model (seed_groups.config_refusal)
 
 
 @dataclass
@@ -166,11 +167,8 @@ def _jobs(args: list[str]) -> tuple[list[str], list[list[str]]] | None:
 def _parallel(launcher: Any) -> tuple[str, int | None]:
     """The launcher's name and how many runs it runs at once on this machine (None: elsewhere, a cluster)."""
     target = str(launcher.get("_target_", ""))
-    cores = os.cpu_count() or 1
     if "joblib" in target.lower():
-        n_jobs = launcher.get("n_jobs", -1)
-        n_jobs = int(n_jobs) if isinstance(n_jobs, int) else -1
-        return "joblib", max(1, cores + 1 + n_jobs if n_jobs < 0 else n_jobs)
+        return "joblib", jobs_at_once(launcher)
     if target.endswith("BasicLauncher"):
         return "basic", 1
     return target.rsplit(".", 1)[-1] or "launcher", None
@@ -227,8 +225,9 @@ def make_plan(args: list[str]) -> Plan | None:
     launcher, parallel = _parallel(launcher_cfg) if multirun else ("one process", 1)
     setting = seeds_per_process(setting_value)  # a bad value: ConfigError, one line (announce)
     if multirun and launcher != "basic":  # (the basic launcher runs every job in this process: never grouped)
+        at_once = jobs_at_once(launcher_cfg)
         for c in configs:
-            c.groups = group_count(setting, c.runs) if c.groups else c.runs
+            c.groups = group_count(setting, c.runs, at_once, c.batchable) if c.groups else c.runs
     return Plan(configs, launcher, parallel, multirun, setting)
 
 
@@ -308,7 +307,17 @@ def _config(
         problems=[problem] if problem else [],
         warnings=budget_warnings(view, budget),
         groups=int(one_device),  # 0: never grouped (a multi-process run); set from seeds_per_process by make_plan
+        batchable=batchable(cfg),
     )
+
+
+def batchable(cfg: DictConfig) -> bool:
+    """Whether the seeds of a composed config (with its ``hydra`` node) may train as one batched model."""
+    try:
+        with as_job(cfg):
+            return config_refusal(cfg) is None
+    except Exception:  # a config that does not resolve: its runs report it
+        return False
 
 
 HERE = "here"  # measured_on of a speed from this machine's completed runs
@@ -380,17 +389,22 @@ def _grouped_line(plan: Plan) -> str:
         why = (
             "the basic launcher runs every job in this process"
             if plan.launcher == "basic"
-            else "auto is not turned on yet: it is to group seeds that train as one batched model"
+            else "auto groups only the seeds of a config that train as one batched model, 2 or more of them"
             if plan.seeds_per_process == "auto"
             else "no config has more than one seed"
         )
         return f"{setting}: one job per run ({why})"
     cost = plan.grouped()
     wall = "" if cost.wall_s is None else f", ~{_duration(cost.wall_s)} wall"
-    how = "seeds one after another in each job, or as one batched model where they batch (lit_bench.run.batched)"
+    how = (
+        "a config's seeds as one batched model where they batch (lit_bench.run.batched), split over the jobs run at "
+        "once; the others one job per run"
+        if plan.seeds_per_process == "auto"
+        else "seeds one after another in each job, or as one batched model where they batch (lit_bench.run.batched)"
+    )
     return (
         f"grouped ({setting}): {plan.runs} runs in {plan.jobs} job{'s' if plan.jobs != 1 else ''}, {how}; "
-        f"estimated {_duration(cost.cpu_s)} CPU"
+        f"estimated at most {_duration(cost.cpu_s)} CPU (a batched group trains for less: not estimated)"
         f"{wall}, {_duration(cost.startup_saved_s)} CPU of start-up saved ({STARTUP_CPU_S} s per process fewer)"
     )
 

@@ -21,9 +21,14 @@ group's process trains its seeds with ``lit_bench.run.group``.
   after another (``lit_bench.run.group``), each seed's run and numbers exactly those of its own process: the group
   saves the imports of a process per seed (``STARTUP_CPU_S``), which pays where a launcher starts a process per job
   (submitit, Ray); joblib already reuses its workers for the following jobs;
-- ``auto`` (the default): meant to group where batched training applies, split into as many groups as the
-  launcher runs jobs at once; not turned on yet, so ``auto`` is ``1`` today (seeds one after another in one
-  process do not pay under joblib and cost a cluster its parallelism).
+- ``auto`` (the default): batched groups where they apply, one process per seed elsewhere (:func:`auto_groups`). A
+  config whose seeds :func:`config_refusal` allows (the config alone: no torch, Lightning or SB3 is imported to
+  launch) has its seeds split into as many groups as the launcher runs jobs at once (:func:`jobs_at_once`), each
+  of 2 seeds or more: every core stays busy and each group trains as one model. A seed that already has an
+  ordinary run directory keeps it (its own process: completed, resumable and failed runs skip or resume as
+  before, never retrained batched), and a seed that already has a batched one keeps that (a group of one, if it
+  is alone). The group's process still checks the whole ``refusal`` (lit_sb3's own checks on the built env) and
+  trains one seed after another where it refuses.
 
 Multi-process runs (``trainer.devices`` > 1) are never grouped: Lightning starts their further processes from the
 command line, one run per command.
@@ -31,9 +36,11 @@ command line, one run per command.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +48,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from lit_bench.config.checks import ConfigError
+from lit_bench.config.identity import BATCHED, resolved, run_path
+from lit_bench.store.rundir import RunDir
 
 # CPU seconds a process pays for its imports before a run's first step (lit_bench's run, Lightning, SB3, lit_sb3's
 # PPO): 3.2, 3.8 and 4.0 s measured, `python -c "import lit_bench.cli.bench, lit_bench.run.fit, ..."`, 2 cores at
@@ -51,6 +60,9 @@ STARTUP_CPU_S = 3.7
 KEY = "seeds_per_process"
 GROUP_KEY = "seed_group"  # the config key a group's job carries (never part of a run's identity)
 SEED = "seed"
+# lit_sb3's classes that seed groups batch (lit_sb3.seeds.group.BATCHED's keys, which import torch; a test checks
+# that the two agree)
+BATCHED_ALGORITHMS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
 
 
 def seeds_per_process(value: Any) -> int | str:
@@ -76,6 +88,7 @@ class Group:
     """One job of the launch: one seed (``members`` of one: the job as it was), or several seeds of one config."""
 
     members: tuple[Member, ...]
+    batched: bool = False  # auto's word: train them batched, even one seed alone (it has a batched run)
 
     @property
     def seeded(self) -> bool:
@@ -91,7 +104,8 @@ class Group:
             return first
         seeds = ",".join(str(m.seed) for m in self.members)
         jobs = ",".join(str(m.num) for m in self.members)
-        return [*first, f"{GROUP_KEY}={{seeds:[{seeds}],jobs:[{jobs}]}}"]
+        batched = ",batched:true" if self.batched else ""
+        return [*first, f"{GROUP_KEY}={{seeds:[{seeds}],jobs:[{jobs}]{batched}}}"]
 
 
 @dataclass(frozen=True)
@@ -138,11 +152,11 @@ def _split(members: list[Member], groups: int) -> list[tuple[Member, ...]]:
 
 
 def group_jobs(
-    job_overrides: Sequence[Sequence[str]], initial_job_idx: int, groups_of: Callable[[list[str], int], int]
+    job_overrides: Sequence[Sequence[str]], initial_job_idx: int, split: Callable[[list[Member]], Sequence[Group]]
 ) -> list[Group]:
     """The launch's jobs as groups, ordered by their first job. Jobs whose overrides differ only in ``seed`` are one
-    config; ``groups_of(overrides, n)`` says into how many groups its ``n`` seeds go (1: all in one; ``n``: none
-    grouped). A seed that appears twice in a config, or a job that cannot be grouped, is a group of its own."""
+    config, whose seeds ``split`` groups (``counted``: into a number of groups). A seed that appears twice in a
+    config, or a job that cannot be grouped, is a group of its own."""
     configs: dict[tuple[str, ...], list[Member]] = {}
     alone: list[Member] = []
     for num, overrides in enumerate(job_overrides, start=initial_job_idx):
@@ -159,18 +173,151 @@ def group_jobs(
             seen.append(Member(seed, num, tuple(overrides)))
     found = [Group((m,)) for m in alone]
     for members in configs.values():
-        count = min(max(groups_of(list(members[0].overrides), len(members)), 1), len(members))
-        found += [Group(part) for part in _split(members, count)]
+        found += split(members)
     return sorted(found, key=lambda g: g.members[0].num)
 
 
-def group_count(setting: int | str, seeds: int) -> int:
-    """Into how many groups a config's ``seeds`` go under ``setting`` (``seeds``: none grouped). ``auto`` is not
-    turned on yet (module docstring): none grouped."""
+def counted(members: list[Member], groups: int, batched: bool = False) -> list[Group]:
+    """``members`` in ``groups`` consecutive groups (at least one, at most one per seed)."""
+    return [Group(part, batched) for part in _split(members, min(max(groups, 1), len(members)))]
+
+
+def group_count(setting: int | str, seeds: int, at_once: int | None = None, batchable: bool = True) -> int:
+    """Into how many groups a config's ``seeds`` go under ``setting`` (``seeds``: none grouped). ``auto``: as many
+    as ``at_once`` (the jobs the launcher runs at once; None: 1), each of 2 seeds or more, where the config's seeds
+    are ``batchable`` (:func:`config_refusal`); none grouped otherwise."""
     if setting == "auto":
-        return seeds
+        if not batchable or seeds < 2:
+            return seeds
+        return max(1, min(at_once or 1, seeds // 2))
     assert isinstance(setting, int)
     return math.ceil(seeds / setting)
+
+
+def config_refusal(cfg: DictConfig) -> str | None:
+    """Why a config's seeds cannot train as one batched model, read from the config alone, in one line naming the
+    setting (None: they may). Imports no torch, Lightning or SB3: ``auto`` decides with it in the launching process;
+    ``lit_bench.run.batched.refusal`` adds lit_sb3's own checks in the group's process. Resolve ``cfg`` as its job's
+    (:func:`as_job`)."""
+    algo = cfg.algo
+    if str(cfg.backend) != "lit":
+        return f"backend={cfg.backend}: seed groups batch lit_sb3's models (backend=lit)"
+    if cfg.get("parity"):
+        return (
+            "parity=true: a parity run is SB3's exact run (torch's Adam, one model per process); seed groups batch "
+            "their own optimizer step, so parity runs train one process per seed"
+        )
+    trainer = cfg.get("trainer") or {}
+    if str(trainer.get("accelerator", "cpu")) != "cpu" or trainer.get("devices", 1) not in (1, "1", "auto"):
+        return (
+            f"trainer.accelerator={trainer.get('accelerator')}, trainer.devices={trainer.get('devices')}: seed "
+            f"groups train on one CPU (trainer.accelerator=cpu, trainer.devices=1)"
+        )
+    if str(trainer.get("precision", "32-true")) not in ("32-true", "32", "None"):
+        return f"trainer.precision={trainer.get('precision')}: seed groups train in float32 (32-true)"
+    module, _, name = str(algo._target_).rpartition(".")
+    if name not in BATCHED_ALGORITHMS or not module.startswith("lit_sb3"):
+        return f"algo={cfg.algo_name}: seed groups batch {', '.join(BATCHED_ALGORITHMS)}, not {name}"
+    if str(algo.get("policy", "MlpPolicy")) != "MlpPolicy":
+        return f"algo.policy={algo.policy}: seed groups batch MlpPolicy (CNN and multi-input policies: not yet)"
+    if algo.get("use_sde"):
+        return "algo.use_sde=true: seed groups do not batch gSDE exploration yet"
+    if cfg.eval.get("video") or cfg.eval.get("video_every"):
+        return "eval.video / eval.video_every: a batched group records no videos yet"
+    extra = (cfg.get("logger") or {}).get("extra") or {}
+    if extra:
+        return f"logger={','.join(str(k) for k in extra)}: a batched group writes CSV metrics only (logger=csv)"
+    off_policy = "buffer_size" in algo
+    if off_policy and not cfg.checkpoint.get("replay_buffer", True):
+        return "checkpoint.replay_buffer=false: a batched seed's checkpoint always holds its replay buffer"
+    return _off_policy_refusal(cfg) if off_policy else None
+
+
+def _off_policy_refusal(cfg: DictConfig) -> str | None:
+    """lit_sb3's off-policy refusals that the config shows (``lit_sb3.seeds.off_policy.check_off_policy_group``)."""
+    algo = cfg.algo
+    train_freq = algo.get("train_freq")
+    if not isinstance(train_freq, int) and train_freq is not None and str(list(train_freq)[-1]) != "step":
+        return f"train_freq: seed groups batch step-based train_freq only for {algo._target_.rpartition('.')[2]}"
+    if int(algo.get("n_steps") or 1) != 1:
+        return f"n_steps: seed groups batch 1-step returns only for {algo._target_.rpartition('.')[2]}"
+    if algo.get("replay_buffer_class") is not None:
+        return "replay_buffer_class: seed groups batch the plain ReplayBuffer only"
+    if cfg.env.get("normalize") is not None:
+        return "env.normalize: seed groups batch off-policy algorithms without VecNormalize"
+    return None
+
+
+def jobs_at_once(launcher_node: DictConfig) -> int | None:
+    """How many jobs a launcher (its ``hydra.launcher`` config) runs at once, as ``auto`` splits a config's seeds:
+    joblib: its ``n_jobs`` (-1: one per core); submitit's local executor: the cores (it starts every job at once;
+    more would only share them); SLURM: ``array_parallelism``, the most jobs of the array it runs at once (lower it
+    to group more); None where the config does not say (Ray: the cluster's CPUs, which the launcher reads once it is
+    connected; the basic launcher runs every job in its own process and never groups)."""
+    target = str(launcher_node.get("_target_", ""))
+    if "joblib" in target.lower():
+        import joblib
+
+        n_jobs = launcher_node.get("n_jobs", -1)
+        return int(joblib.effective_n_jobs(int(n_jobs) if n_jobs is not None else -1))
+    if target.endswith("LocalLauncher"):
+        return os.cpu_count() or 1
+    if target.endswith("SlurmLauncher"):
+        return int(launcher_node.get("array_parallelism") or 1)
+    return None
+
+
+@contextlib.contextmanager
+def as_job(job_config: DictConfig) -> Iterator[None]:
+    """Hydra's config of this process as ``job_config``'s (a job's config, with its ``hydra`` node), so that its
+    names and run directory resolve as in its own process (the launching process holds the sweep's)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra_config = HydraConfig.instance()
+    launcher_config = hydra_config.cfg
+    hydra_config.set_config(job_config)
+    try:
+        yield
+    finally:
+        hydra_config.cfg = launcher_config
+
+
+def existing_kinds(job_config: DictConfig, seeds: Sequence[int]) -> dict[int, str]:
+    """``ordinary`` or ``batched`` per seed of this config that already has a run of that kind in its run directory
+    (completed, resumable or failed: a summary or a checkpoint there), the ordinary first; seeds with neither (or a
+    config that does not resolve here: its job reports why) are left out. Every seed of a config shares its
+    directory's parent (``<config>/seed_<n>``), resolved once per kind."""
+    config = copy.deepcopy(job_config)
+    found: dict[int, str] = {}
+    for kind, batched in (("ordinary", False), ("batched", True)):
+        with read_write(config), open_dict(config):
+            config[BATCHED] = batched
+        try:
+            with as_job(config):
+                parent = run_path(resolved(config)).parent
+        except Exception:  # its job fails on it, in one line
+            return {}
+        for seed in seeds:
+            run_dir = RunDir(parent / f"seed_{seed}")
+            if seed not in found and (run_dir.summary.exists() or run_dir.checkpoints.is_dir()):
+                found[seed] = kind
+    return found
+
+
+def auto_groups(members: list[Member], job_config: DictConfig, at_once: int | None) -> list[Group]:
+    """``auto``'s groups of one config's seeds (``job_config``: its first seed's job config; module docstring): one
+    job per seed where :func:`config_refusal` refuses the config and for each seed with an ordinary run; the others
+    batched, in ``group_count`` groups (a seed alone with a batched run: a batched group of one)."""
+    with as_job(job_config):
+        refused = config_refusal(job_config) is not None
+    if refused:
+        return [Group((m,)) for m in members]
+    kinds = existing_kinds(job_config, [m.seed for m in members])
+    groups = [Group((m,)) for m in members if kinds.get(m.seed) == "ordinary"]
+    rest = [m for m in members if kinds.get(m.seed) != "ordinary"]
+    if len(rest) < 2:
+        return [*groups, *(Group((m,), batched=kinds.get(m.seed) == "batched") for m in rest)]
+    return [*groups, *counted(rest, group_count("auto", len(rest), at_once), batched=True)]
 
 
 def members(cfg: DictConfig) -> list[tuple[int, int]] | None:
@@ -182,6 +329,11 @@ def members(cfg: DictConfig) -> list[tuple[int, int]] | None:
     if len(seeds) != len(jobs) or not seeds:
         raise ConfigError(f"{GROUP_KEY}: set by the launcher ({{seeds: [...], jobs: [...]}}), got {group}")
     return [(int(s), int(j)) for s, j in zip(seeds, jobs)]
+
+
+def launched_batched(cfg: DictConfig) -> bool:
+    """Whether the launcher asked the group's job to train its seeds batched even alone (``auto``)."""
+    return bool((cfg.get(GROUP_KEY) or {}).get("batched"))
 
 
 def member_overrides(overrides: Sequence[str], seed: int) -> list[str]:
@@ -260,7 +412,8 @@ def launch(
     dispatch: Callable[[Sequence[Sequence[str]], int], Sequence[JobReturn]],
 ) -> Sequence[JobReturn]:
     """Launch ``job_overrides`` through ``dispatch`` (the launcher's own launch) in groups of seeds (module
-    docstring); a bad ``seeds_per_process`` ends the command in one line."""
+    docstring); a bad ``seeds_per_process`` ends the command in one line. A launcher may say how many jobs it runs
+    at once with a ``jobs_at_once()`` method (Ray), else :func:`jobs_at_once` reads its config."""
     import sys
 
     try:
@@ -268,17 +421,23 @@ def launch(
     except ConfigError as error:
         print(f"Error: {error}", file=sys.stderr, flush=True)
         sys.exit(1)
-    if setting == 1 or len(job_overrides) < 2:
+    if setting == 1 or (len(job_overrides) < 2 and setting != "auto"):
         return dispatch(job_overrides, initial_job_idx)
+    at_once: int | None = None
+    if setting == "auto":
+        own = getattr(launcher, "jobs_at_once", None)
+        at_once = own() if callable(own) else jobs_at_once(launcher.config.hydra.launcher)
 
-    def groups_of(overrides: list[str], seeds: int) -> int:
-        job_config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, overrides)
+    def split(members: list[Member]) -> Sequence[Group]:
+        job_config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(members[0].overrides))
+        if setting == "auto":
+            return auto_groups(members, job_config, at_once)
         if OmegaConf.select(job_config, "trainer.devices", default=1) not in (1, None, "auto"):
-            return seeds  # never grouped (module docstring), whatever the setting
-        return group_count(setting, seeds)
+            return counted(members, len(members))  # never grouped (module docstring), whatever the setting
+        return counted(members, group_count(setting, len(members)))
 
-    groups = group_jobs(job_overrides, initial_job_idx, groups_of)
-    if len(groups) == len(job_overrides):
+    groups = group_jobs(job_overrides, initial_job_idx, split)
+    if all(len(g.members) == 1 and not g.batched for g in groups):
         return dispatch(job_overrides, initial_job_idx)
     seeded = [g for g in groups if g.seeded]
     results = dict(zip(seeded, dispatch([g.overrides for g in seeded], initial_job_idx)))

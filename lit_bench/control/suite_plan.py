@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir, reference_dir
-from lit_bench.control.seed_groups import STARTUP_CPU_S, group_count
+from lit_bench.control.seed_groups import STARTUP_CPU_S, as_job, config_refusal, group_count, jobs_at_once
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -141,12 +141,17 @@ def plan(
     cost_table: dict[tuple[str, str], float],
     budget_of: dict[tuple[str, str], int] | None = None,
     memory: dict[tuple[str, str], int | None] | None = None,
+    batchable: bool = True,
 ) -> dict[str, Any]:
     """Per multirun: command words, runs, core-hours (None where no cost is measured), the GB its jobs ask for
     (with a launcher that requests memory: the most any of its runs needs, at least ``mem_gb``; None where not
-    sized); and the totals. ``memory``: (algo, env) -> GB, by default ``memory_of(entries)``."""
+    sized), its jobs under the default ``seeds_per_process=auto`` (``batchable``: whether its lit_sb3 runs may
+    train in batched groups; parity runs never do); and the totals. ``memory``: (algo, env) -> GB, by default
+    ``memory_of(entries)``."""
     family = family_of()
     limits = resources(launcher)
+    at_once = launcher_at_once(launcher)
+    batched = batchable_multiruns(groups(entries)) if batchable else set()
     least = limits.get("mem_gb")
     if least is not None and memory is None:
         memory = memory_of(entries)
@@ -174,7 +179,8 @@ def plan(
                 "budget": budget,
                 "overrides": list(overrides),
                 "runs": len(envs) * seeds,
-                "jobs": len(envs) * group_count("auto", seeds),  # the default seeds_per_process's groups
+                # the default seeds_per_process's groups (batchability judged on the multirun's first env)
+                "jobs": len(envs) * group_count("auto", seeds, at_once, (algo, budget, overrides) in batched),
                 "core_hours": hours if known else None,
                 "mem_gb": None if least is None else max([least, *sized]),
                 "not_sized": [env for env, gb in needs.items() if least is not None and gb is None],
@@ -187,8 +193,34 @@ def plan(
         "core_hours": total,
         "longest_run_hours": longest,
         "unmeasured": unmeasured,
-        "resources": limits,
+        "resources": {**limits, "at_once": at_once},
     }
+
+
+def launcher_at_once(launcher: str | None) -> int | None:
+    """The jobs the launcher (a ``conf/hydra/launcher`` name; None: joblib) runs at once (``jobs_at_once``)."""
+    path = LAUNCHERS / f"{launcher or 'lit_joblib'}.yaml"
+    return jobs_at_once(OmegaConf.create(yaml.safe_load(path.read_text()) or {})) if path.is_file() else None
+
+
+def batchable_multiruns(
+    multiruns: dict[tuple[str, int | None, tuple[str, ...]], list[str]],
+) -> set[tuple[str, int | None, tuple[str, ...]]]:
+    """The multiruns (``groups``' keys) whose lit_sb3 runs ``seeds_per_process=auto`` trains in batched groups:
+    ``config_refusal`` on the config of each one's algorithm, first env and overrides."""
+    from hydra import compose, initialize_config_dir
+
+    found = set()
+    with initialize_config_dir(config_dir=str(conf_dir()), **VERSION_BASE):
+        for (algo, budget, overrides), envs in multiruns.items():
+            try:
+                config = compose("config", [f"algo={algo}", f"env={envs[0]}", *overrides], return_hydra_config=True)
+                with as_job(config):
+                    if config_refusal(config) is None:
+                        found.add((algo, budget, overrides))
+            except Exception:  # a config that does not compose here: counted ungrouped
+                continue
+    return found
 
 
 def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores_per_node: int = 32) -> str:
@@ -225,10 +257,12 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
         )
     )
     saved = (result["runs"] - result["jobs"]) * STARTUP_CPU_S / 3600  # a cluster job is a process of its own
+    at_once = limits.get("at_once")
     out.append(
-        f"grouped (seeds_per_process=auto, the default): {result['jobs']} jobs for {result['runs']} runs, "
-        f"{core_hours:.1f} core-hours, {saved:.1f} core-hours of start-up saved"
-        + (" (auto groups only seeds trained as one batched model: not yet)" * (result["jobs"] == result["runs"]))
+        f"grouped (seeds_per_process=auto, the default): {result['jobs']} jobs for {result['runs']} runs (a "
+        f"batched config's seeds in up to {at_once or 'the cluster CPUs'} groups: the jobs run at once), at most "
+        f"{core_hours:.1f} core-hours (batched groups train for less: not estimated), {saved:.1f} core-hours of "
+        f"start-up saved"
     )
     timeout = limits.get("timeout_min")
     if timeout:

@@ -23,14 +23,13 @@ from lit_bench.config.checks import VARIANT_BASE, ConfigError, sb3_equivalent
 from lit_bench.run.checkpointing import (
     LIT_CHECKPOINT,
     SB3_CHECKPOINT,
-    SB3_REPLAY_BUFFER,
-    SB3_VECNORMALIZE,
     LitCheckpoint,
     SB3Checkpoint,
 )
 from lit_bench.run.evaluation import PeriodicEval
 from lit_bench.run.loggers import lightning_loggers, sb3_output_formats, scalar
 from lit_bench.run.stopping import LitStopOnSignal, SB3StopOnSignal
+from lit_bench.store.format import SB3_REPLAY_BUFFER, SB3_VECNORMALIZE
 from lit_bench.store.rundir import RunDir, atomic_write_text, csv_text
 
 

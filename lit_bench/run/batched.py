@@ -1,14 +1,16 @@
 """A group's seeds trained together as ONE batched model (lit_sb3's ``SeedGroup``), each in its own run directory.
 
-``refusal(cfg, n_seeds)`` says in one line why a group of a config's seeds cannot be trained batched (None: it can);
+``refusal(cfg)`` says in one line why a config's seeds cannot be trained batched (None: they can);
 ``lit_bench.run.group`` then trains the group batched: each seed is opened as ``lit_bench.run.train.run`` opens a
 run (its checks, lock, skip / resume / fresh, ``running`` summary: ``train.open_run``), the seeds that train are
 built into one ``SeedGroup`` with the harness's envs (each seed's monitor files in its own directory) and algorithm
 arguments, and :func:`train_together` trains them. Each seed gets what its own run writes: ``eval.csv`` and
 ``evaluations.npz`` (one batched evaluation of all seeds at every boundary, each seed's row written by its own
-``PeriodicEval``), ``train/metrics.csv`` (``SeedGroup.metrics``), its checkpoint (``checkpoints/last_seed_state.pt``:
-the seed's ``SeedGroup.seed_state`` and VecNormalize statistics, tensors only), ``summary.json`` and its place in
-the sweep's table.
+``PeriodicEval``, with the success rate where the env reports ``is_success``), ``train/metrics.csv``
+(``SeedGroup.metrics``), its checkpoint (``checkpoints/last_seed_state.pt``: the seed's ``SeedGroup.seed_state`` and
+VecNormalize statistics, tensors only), its best model (``checkpoints/best.ckpt``, as a run's: ``SeedGroup.model``
+saved as the Trainer saves a model), ``summary.json`` and its place in the sweep's table. A seed that fails on its
+own is recorded failed and the others train on without it (:func:`train_together`).
 
 A batched seed is another run than the seed in its own process (the group's random streams: ``lit_sb3.seeds``), so
 its config records ``batched: true`` (part of its identity; absent from it when false, so every other run keeps its
@@ -17,14 +19,15 @@ numbers do not depend on the group's other seeds, so the seeds of a group that r
 one group per step, one after another, and a group whose other seeds completed trains the rest alone.
 
 ``cpu_time_s`` / ``cpu_fps`` of a batched seed: the group's process CPU time over its seeds (``cpu_time_note``).
-Refused (not batched yet): videos, TensorBoard / W&B loggers. Not written yet: the best-model checkpoint
-(``checkpoints/best.*``).
+Refused (not batched yet): videos, TensorBoard / W&B loggers (``lit_bench.control.seed_groups.config_refusal``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,41 +36,35 @@ import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, sync_envs_normalization
 
 from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
-from lit_bench.config.envs import EVAL_SEED_OFFSET, make_envs
-from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, save_vecnormalize
-from lit_bench.run.console import ConsoleProgress
-from lit_bench.run.evaluation import PeriodicEval, default_every
-from lit_bench.run.fit import results
-from lit_bench.run.prepare import console_mode
+from lit_bench.config.envs import make_envs
+from lit_bench.control.seed_groups import config_refusal
+from lit_bench.run.best import BestCheckpoint
+from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, resume_point, save_vecnormalize
+from lit_bench.run.console import ConsoleProgress, console_mode
+from lit_bench.run.evaluation import Diverged, PeriodicEval, default_every
+from lit_bench.run.outcome import failed, results
 from lit_bench.run.stopping import LitStopOnSignal
 from lit_bench.run.trial import trial_hooks
-from lit_bench.run.watchdog import StepWatchdog
+from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
 from lit_bench.store.format import BATCHED_CHECKPOINT, LAST_FILES
 from lit_bench.store.rundir import RunDir
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 CPU_NOTE = "trained in a batched seed group of {n}: cpu_time_s and cpu_fps count the group's CPU time over its seeds"
 
 
-def refusal(cfg: DictConfig, n_seeds: int) -> str | None:
-    """Why a group of ``n_seeds`` seeds of ``cfg``'s config cannot be trained as one batched model, in one line
-    naming the setting (None: it can). Cheap checks first; then a one-seed ``SeedGroup`` is built on the config's
-    env, for anything else lit_sb3's seed groups refuse (its one-line reason)."""
-    if n_seeds < 2:
-        return f"seeds: a batched group trains 2 or more seeds of a config, this one has {n_seeds}"
-    if str(cfg.backend) != "lit":
-        return f"backend={cfg.backend}: seed groups batch lit_sb3's models (backend=lit)"
-    trainer = cfg.get("trainer") or {}
-    if str(trainer.get("accelerator", "cpu")) != "cpu" or trainer.get("devices", 1) not in (1, "1", "auto"):
-        return (
-            f"trainer.accelerator={trainer.get('accelerator')}, trainer.devices={trainer.get('devices')}: seed "
-            f"groups train on one CPU (trainer.accelerator=cpu, trainer.devices=1)"
-        )
-    if str(trainer.get("precision", "32-true")) not in ("32-true", "32", "None"):
-        return f"trainer.precision={trainer.get('precision')}: seed groups train in float32 (32-true)"
+def refusal(cfg: DictConfig) -> str | None:
+    """Why seeds of ``cfg``'s config cannot be trained as one batched model, in one line naming the setting (None:
+    they can): the config's own reasons first (``seed_groups.config_refusal``, which the launcher checked without
+    importing lit_sb3), then lit_sb3's: the algorithm class, and a one-seed ``SeedGroup`` built on the config's env
+    for anything else it refuses (its one-line reason)."""
+    why = config_refusal(cfg)
+    if why is not None:
+        return why
     from lit_sb3.seeds import SeedGroup
     from lit_sb3.seeds.group import BATCHED
 
@@ -77,17 +74,6 @@ def refusal(cfg: DictConfig, n_seeds: int) -> str | None:
         return str(error)
     if not SeedGroup.batched(algo_cls):
         return f"algo={cfg.algo_name}: seed groups batch {', '.join(BATCHED)}, not {algo_cls.__name__}"
-    if str(cfg.algo.get("policy", "MlpPolicy")) != "MlpPolicy":
-        return f"algo.policy={cfg.algo.policy}: seed groups batch MlpPolicy (CNN and multi-input policies: not yet)"
-    if cfg.algo.get("use_sde"):
-        return "algo.use_sde=true: seed groups do not batch gSDE exploration yet"
-    if cfg.eval.get("video") or cfg.eval.get("video_every"):
-        return "eval.video / eval.video_every: a batched group records no videos yet"
-    extra = (cfg.get("logger") or {}).get("extra") or {}
-    if extra:
-        return f"logger={','.join(str(k) for k in extra)}: a batched group writes CSV metrics only (logger=csv)"
-    if cfg.algo.get("buffer_size") is not None and not cfg.checkpoint.get("replay_buffer", True):
-        return "checkpoint.replay_buffer=false: a batched seed's checkpoint always holds its replay buffer"
     return _probe(cfg, algo_cls)
 
 
@@ -113,11 +99,7 @@ def _algorithm_kwargs(cfg: DictConfig, env: VecEnv) -> dict[str, Any]:
     """The harness's algorithm arguments (``backends.algorithm_kwargs``) for a group's seeds."""
     from lit_bench.run.backends import algorithm_kwargs_for
 
-    kwargs = algorithm_kwargs_for(cfg.algo, env.action_space, "lit")
-    if cfg.get("parity"):
-        from lit_sb3 import sb3_parity
-
-        kwargs["policy_kwargs"] = sb3_parity(kwargs.get("policy_kwargs"))
+    kwargs = algorithm_kwargs_for(cfg.algo, env.action_space, "lit")  # (parity=true: refused, never batched)
     kwargs.pop("verbose", None)
     return kwargs
 
@@ -148,14 +130,75 @@ def other_kind_of_checkpoint(run_dir: RunDir, batched: bool) -> str | None:
     )
 
 
+class SeedsFailed(Exception):
+    """Seeds of a batched group that failed on their own (their place in the group -> the one-line error, and the
+    traceback of an unexpected error): the group stops there, and :func:`train_together` trains the others on
+    without them."""
+
+    def __init__(self, errors: dict[int, str], cause: BaseException | None = None) -> None:
+        super().__init__("; ".join(f"seed #{i}: {error}" for i, error in errors.items()))
+        self.errors = errors
+        self.traceback = "".join(traceback.format_exception(cause)) if cause is not None else None
+
+
+def _line(error: BaseException) -> str:
+    """``Type: first line of the message``."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
+class SeedEnv(VecEnvWrapper):
+    """One seed's training env as its group steps it: an error in it fails that seed (``SeedsFailed``), not the
+    group (the env watchdog's time-out stays the group's: it stops the process's training)."""
+
+    def __init__(self, venv: VecEnv, index: int) -> None:
+        super().__init__(venv)
+        self.index = index
+
+    def reset(self) -> Any:
+        return self._as_the_seeds(self.venv.reset)
+
+    def step_wait(self) -> Any:
+        return self._as_the_seeds(self.venv.step_wait)
+
+    def _as_the_seeds(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except EnvTimeout:
+            raise
+        except Exception as error:
+            raise SeedsFailed({self.index: _line(error)}, error) from error
+
+
+class Successes(VecEnvWrapper):
+    """A seed's evaluation env, keeping the ``is_success`` of every episode end (as SB3's ``EvalCallback``: the
+    env's info where ``done``). The group steps a seed's one-env evaluation env only while its episodes count, so
+    these are its evaluation's."""
+
+    def __init__(self, venv: VecEnv) -> None:
+        super().__init__(venv)
+        self.successes: list[float] = []
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for done, info in zip(dones, infos):
+            if done and "is_success" in info:
+                self.successes.append(float(info["is_success"]))
+        return obs, rewards, dones, infos
+
+
 class GroupEval(BaseCallback):
     """The group's periodic evaluation (an SB3 callback of the ``SeedGroup``): at every multiple of ``every`` env
-    steps, one batched evaluation of every seed, each seed's row written by its own ``PeriodicEval``."""
+    steps, one batched evaluation of every seed, each seed's row written by its own ``PeriodicEval``. A seed whose
+    evaluation is not finite (``Diverged``) fails alone (``SeedsFailed``), after every seed's row is written."""
 
     def __init__(self, evaluators: Sequence[PeriodicEval], eval_envs: Sequence[VecEnv], train_envs: Sequence[VecEnv]):
         super().__init__(verbose=0)
         self.evaluators = list(evaluators)
-        self.eval_envs = list(eval_envs)
+        self.eval_envs = [Successes(env) for env in eval_envs]
         self.train_envs = list(train_envs)
         first = self.evaluators[0]
         self.every, self.episodes, self.deterministic = first.every, first.episodes, first.deterministic
@@ -187,15 +230,21 @@ class GroupEval(BaseCallback):
         timesteps = int(group.num_timesteps)
         clocks = [evaluator.begin_evaluation(timesteps) for evaluator in self.evaluators]
         for evaluator, train_env, eval_env in zip(self.evaluators, self.train_envs, self.eval_envs):
-            sync_envs_normalization(train_env, eval_env)
+            sync_envs_normalization(train_env, eval_env.venv)
+            eval_env.successes = []
             if evaluator.seed is not None:
                 eval_env.seed(evaluator.seed)  # each evaluation sees the same episodes (as PeriodicEval's)
         results = group.evaluate(self.eval_envs, self.episodes, self.deterministic)
-        rows = []
+        rows, diverged = [], {}
         for evaluator, (begin, cpu_begin) in zip(self.evaluators, clocks):
             evaluator.end_evaluation(begin, cpu_begin)
-        for evaluator, (returns, lengths) in zip(self.evaluators, results):
-            rows.append(evaluator.write_row(None, timesteps, returns, lengths))
+        for i, (evaluator, eval_env, (returns, lengths)) in enumerate(zip(self.evaluators, self.eval_envs, results)):
+            try:
+                rows.append(evaluator.write_row(None, timesteps, returns, lengths, eval_env.successes))
+            except Diverged as error:
+                diverged[i] = str(error)
+        if diverged:
+            raise SeedsFailed(diverged)
         return rows
 
 
@@ -238,11 +287,51 @@ def read_checkpoint(run: RunDir) -> dict[str, Any]:
 
 def train_together(seats: Sequence[Seat]) -> list[dict[str, Any]]:
     """Train ``seats`` (one config's seeds, all starting at the same env step) as one ``SeedGroup`` to the budget,
-    evaluating and checkpointing on the way and at the end; each seed's results for its summary, in order."""
+    evaluating and checkpointing on the way and at the end; each seed's results for its summary, in order.
+
+    A seed that fails on its own (an error in its env, an evaluation or training metrics that are not finite, an
+    error with its parameters alone not finite) is recorded failed, its last checkpoint kept; the others train on
+    without it from their last checkpoints (a seed's numbers do not depend on the seeds beside it: they end as if it
+    had never been there). An error that cannot be told to one seed's fails them all."""
     cfg = seats[0].cfg
     watchdog = StepWatchdog(float(cfg.step_timeout_s)) if cfg.get("step_timeout_s") else None
     with watchdog or contextlib.nullcontext():
+        return _train_surviving(seats, watchdog)
+
+
+def _train_surviving(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> list[dict[str, Any]]:
+    try:
         return _train_together(seats, watchdog)
+    except SeedsFailed as failure:
+        kept = [i for i in range(len(seats)) if i not in failure.errors]
+        for i, error in failure.errors.items():
+            others = f"{len(kept)} other seed(s) train on from their last checkpoints" if kept else "no other seed left"
+            print(f"seed {seats[i].cfg.seed}: failed in its batched group ({error}); {others}", flush=True)
+        again = dict(zip(kept, _train_surviving([_restarted(seats[i]) for i in kept], watchdog) if kept else []))
+        return [again.get(i) or failed({}, failure.errors[i], failure.traceback) for i in range(len(seats))]
+
+
+def _restarted(seat: Seat) -> Seat:
+    """A seed whose group stopped for another seed, made ready to train again: its directory cut back to its last
+    checkpoint (to nothing without one), as a resumed run's."""
+    step = resume_point(seat.run_dir, "lit", batched=True)
+    seat.run_dir.truncate_eval(step or 0)
+    seat.run_dir.stash_metrics(step or 0)
+    seat.run_dir.truncate_monitor(step or 0, int(seat.cfg.env.n_envs))
+    return Seat(seat.cfg, seat.run_dir, seat.budget, resume=step is not None, started=seat.started)
+
+
+def _non_finite(group: Any) -> list[int]:
+    """The seeds of ``group`` whose parameters are not all finite (none where that cannot be read)."""
+    found = []
+    for i in range(group.n_seeds):
+        try:
+            parameters = list(group.model(i).policy.parameters())
+        except Exception:  # a group broken mid-update: nothing can be told
+            return []
+        if not all(bool(torch.isfinite(p).all()) for p in parameters):
+            found.append(i)
+    return found
 
 
 def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> list[dict[str, Any]]:
@@ -296,8 +385,14 @@ def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> lis
                 )
             )
         group = SeedGroup(
-            algo_cls, seeds=[int(s.cfg.seed) for s in seats], env=train_envs, **_algorithm_kwargs(cfg, train_envs[0])
+            algo_cls,
+            seeds=[int(s.cfg.seed) for s in seats],
+            env=[SeedEnv(env, i) for i, env in enumerate(train_envs)],
+            **_algorithm_kwargs(cfg, train_envs[0]),
         )
+        for i, (s, evaluator, eval_env) in enumerate(zip(seats, evaluators, eval_envs)):  # as a run's (fit.py)
+            best = BestCheckpoint(s.run_dir, "lit", eval_env, model_of=functools.partial(group.model, i))
+            evaluator.on_evaluated.insert(0, best)
         if cfg.get("log_interval") is not None:
             group.log_interval = int(cfg.log_interval)
         if resume:
@@ -308,9 +403,17 @@ def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> lis
         csvs = [MetricsCSV(s.run_dir) for s in seats]
 
         def write_metrics() -> None:
+            diverged: dict[int, str] = {}
             for i, csv in enumerate(csvs):
                 for step, row in group.metrics(i):
                     csv.write(row, {}, step)
+                    bad = not_finite(row)
+                    if bad and i not in diverged:
+                        diverged[i] = (
+                            f"training diverged at env step {step}: {bad}; try a lower learning_rate or max_grad_norm"
+                        )
+            if diverged:  # (before any checkpoint of this boundary is written)
+                raise SeedsFailed(diverged)
 
         evaluation = GroupEval(evaluators, eval_envs, train_envs)
         checkpoint = GroupCheckpoint(
@@ -331,7 +434,16 @@ def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> lis
             default_root_dir=str(seats[0].run_dir.root),
             **trainer_kwargs,
         )
-        trainer.fit(group)
+        try:
+            trainer.fit(group)
+        except SeedsFailed:
+            raise
+        except Exception as error:
+            culprits = _non_finite(group)  # an error of seeds whose parameters alone are not finite: theirs
+            if culprits and len(culprits) < len(seats):
+                errors = {i: f"{_line(error)} (its parameters are not finite)" for i in culprits}
+                raise SeedsFailed(errors, error) from error
+            raise
         write_metrics()
         for s in seats:
             s.run_dir.merge_metrics()
@@ -351,7 +463,20 @@ def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> lis
             eval_env.close()
 
 
+def not_finite(row: dict[str, Any]) -> dict[str, float]:
+    """A seed's training metrics (one row) that are not finite, as SB3 names them; ``train/explained_variance`` is
+    NaN whenever the returns do not vary (SB3's), so it is left out."""
+    return {
+        key: value
+        for key, value in row.items()
+        if key.startswith("train/")
+        and key != "train/explained_variance"
+        and isinstance(value, float)
+        and not math.isfinite(value)
+    }
+
+
 def _results(seat: Seat, evaluator: PeriodicEval, last: Any, timesteps: int, n_seeds: int) -> dict[str, Any]:
-    """One seed's results for its summary, as ``fit.train_and_score`` gives a run's (and the CPU time's note)."""
+    """One seed's results for its summary, as ``train.train_and_score`` gives a run's (and the CPU time's note)."""
     found = results(seat.cfg, seat.run_dir, evaluator, last, timesteps, seat.budget, seat.started)
     return {**found, "cpu_time_note": CPU_NOTE.format(n=n_seeds)} if found["status"] == "completed" else found

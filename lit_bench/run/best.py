@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -43,20 +44,27 @@ class BestCheckpoint:
     """``PeriodicEval`` hook: save the model when an evaluation's mean return beats the best so far, with the
     VecNormalize statistics of ``eval_env`` (those the evaluation used).
 
-    The best score so far is read back from ``best.json``, so a resumed run keeps its earlier best.
+    The best score so far is read back from ``best.json``, so a resumed run keeps its earlier best. ``model_of``: a
+    seed of a batched group, whose ordinary model (``SeedGroup.model``) is made only when it is kept.
     """
 
-    def __init__(self, run: RunDir, backend: str, eval_env: VecEnv) -> None:
+    def __init__(
+        self, run: RunDir, backend: str, eval_env: VecEnv, model_of: Callable[[], BaseAlgorithm] | None = None
+    ) -> None:
         self.run = run
         self.backend = backend
         self.eval_env = eval_env
+        self.model_of = model_of
         state = best_state(run)
         self.best = float(state["mean_return"]) if state else -math.inf
 
-    def __call__(self, model: BaseAlgorithm | SB3Algorithm, row: dict[str, Any]) -> None:
+    def __call__(self, model: BaseAlgorithm | SB3Algorithm | None, row: dict[str, Any]) -> None:
         if float(row["mean_return"]) <= self.best:
             return
         self.best = float(row["mean_return"])
+        if self.model_of is not None:
+            model = self.model_of()
+        assert model is not None
         model_path, vecnormalize_path = checkpoint_files(self.run, self.backend, "best")
         env = self.eval_env
         if isinstance(env, VecNormalize):
@@ -70,18 +78,29 @@ class BestCheckpoint:
         if self.backend == "sb3":
             model.save(str(path))  # SB3 leaves the replay buffer out of its zips
             return
+        import lightning
+        import torch
+
         from lit_sb3.common.off_policy import OffPolicyAlgorithm
+        from lit_sb3.lightning_compat import attached_trainer, checkpoint_contents
 
         lit_model = cast("BaseAlgorithm", model)  # the lit backend's
         buffered = model if isinstance(model, OffPolicyAlgorithm) and model.checkpoint_replay_buffer else None
         if buffered is not None:
             buffered.checkpoint_replay_buffer = False  # a model to watch, not to resume from: no replay buffer
         try:
+            trainer = attached_trainer(lit_model)
+            if trainer is None:  # a seed of a batched group (its ordinary model): what the Trainer writes of it
+                checkpoint = {
+                    "state_dict": lit_model.state_dict(),
+                    "hyper_parameters": dict(lit_model.hparams),
+                    "pytorch-lightning_version": lightning.__version__,
+                }
+                lit_model.on_save_checkpoint(checkpoint)
+                torch.save(checkpoint, path)
+                return
             # trainer.save_checkpoint without its barrier: only rank 0 evaluates in a multi-process run
-            trainer = lit_model.trainer
-            trainer.strategy.checkpoint_io.save_checkpoint(
-                trainer._checkpoint_connector.dump_checkpoint(weights_only=True), str(path)
-            )
+            trainer.strategy.checkpoint_io.save_checkpoint(checkpoint_contents(trainer, weights_only=True), str(path))
         finally:
             if buffered is not None:
                 buffered.checkpoint_replay_buffer = True

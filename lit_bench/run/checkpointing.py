@@ -151,7 +151,8 @@ def checkpoint_timesteps(path: Path) -> int:
             return int(json.loads(archive.read("data"))["num_timesteps"])
     if path.name in (BATCHED_CHECKPOINT, previous_name(BATCHED_CHECKPOINT)):  # tensors and plain data only
         return int(torch.load(path, map_location="cpu", weights_only=True)["seed_state"]["num_timesteps"])
-    from lit_sb3.common.safe_load import is_trusted, trusted_checkpoint
+    from lit_sb3.common.allow_list import is_trusted
+    from lit_sb3.common.safe_load import trusted_checkpoint
 
     trust = is_trusted()  # LIT_SB3_TRUST=1: the user trusts every file read back
     with trusted_checkpoint(None if trust else path):

@@ -1,7 +1,8 @@
 """A group's job: several seeds of one config trained in one process (the launcher made the group and set
 ``seed_group``: ``lit_bench.control.seed_groups``).
 
-Where ``lit_bench.run.batched.refusal`` allows it, the seeds train as ONE batched model (lit_sb3's ``SeedGroup``):
+Where ``lit_bench.run.batched.refusal`` allows it, a group of 2 seeds or more (or one seed the launcher sent
+``batched: true``: ``auto``'s seed alone with a batched run) trains as ONE batched model (lit_sb3's ``SeedGroup``):
 each is opened as its own run (``train.open_run``: its directory, lock, skip / resume / fresh, ``running``
 summary), with ``batched: true`` in its config (another run than its own process's), and those that train are
 trained together (``lit_bench.run.batched``), one group per env step they start from; each is then recorded as its
@@ -31,7 +32,14 @@ from omegaconf import DictConfig, read_write
 
 from lit_bench.config.identity import BATCHED, identify, resolved, run_path
 from lit_bench.control import signals
-from lit_bench.control.seed_groups import SeedReturn, member_config, member_overrides, members, set_job
+from lit_bench.control.seed_groups import (
+    SeedReturn,
+    launched_batched,
+    member_config,
+    member_overrides,
+    members,
+    set_job,
+)
 from lit_bench.control.sweep import RunFailed, RunPruned, job_result, record_job
 
 
@@ -41,7 +49,8 @@ def run_group(cfg: DictConfig) -> list[SeedReturn]:
     from lit_bench.run.batched import refusal
 
     seeds = [(member_config(cfg, seed, num), num) for seed, num in members(cfg) or []]
-    why = refusal(seeds[0][0], len(seeds)) if seeds else "no seeds"
+    together = len(seeds) > 1 or (bool(seeds) and launched_batched(cfg))  # (auto: one seed with a batched run)
+    why = refusal(seeds[0][0]) if together else "one seed"  # (one seed: its own run, as its own job trains it)
     if why is None:
         returns = _batched(seeds)
     else:
@@ -66,7 +75,7 @@ def _seed_job(cfg: DictConfig, num: int) -> SeedReturn:
 
 def _returned(cfg: DictConfig, num: int, summary: dict[str, Any]) -> SeedReturn:
     """A seed's end, as its own job's: its line printed, its job recorded, its result (in its job's context)."""
-    from lit_bench.run.train import describe
+    from lit_bench.run.outcome import describe
 
     print(describe(summary), flush=True)
     status = "COMPLETED"

@@ -4,6 +4,7 @@ interrupted, pruned, stopped at once; also on a full disk) and the one console l
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 import traceback
@@ -14,10 +15,10 @@ from omegaconf import DictConfig
 
 from lit_bench import stats
 from lit_bench.config.checks import VARIANT_BASE, ConfigError
-from lit_bench.config.identity import RunIdentity, observation
+from lit_bench.config.identity import BATCHED, RunIdentity, identify, observation
 from lit_bench.control.signals import Interrupted
 from lit_bench.control.sweep import INVOCATION_ENV
-from lit_bench.run.evaluation import Diverged
+from lit_bench.run.evaluation import Diverged, PeriodicEval
 from lit_bench.run.loggers import finish_loggers
 from lit_bench.run.provenance import requeued_by_scheduler
 from lit_bench.run.trial import Pruned
@@ -26,7 +27,9 @@ from lit_bench.store.rundir import RunDir
 
 
 def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
-    """What every summary of this run says about it: names, seed, budget, directory and identity."""
+    """What every summary of this run says about it: names, seed, budget, directory and identity (a seed trained in
+    a batched group: also its config's trained ungrouped, which the report shows it as a seed of)."""
+    ungrouped = identify({**config, BATCHED: False}) if config.get(BATCHED) else None
     return {
         "algo": str(cfg.algo_name),
         "base": cfg.algo.get(VARIANT_BASE),
@@ -43,6 +46,11 @@ def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, r
         "overrides": identity.overrides,
         "observation": observation(config),
         "invocation": os.environ.get(INVOCATION_ENV),
+        **(
+            {"unbatched_config_id": ungrouped.config_id, "unbatched_variant": ungrouped.variant}
+            if ungrouped is not None
+            else {}
+        ),
     }
 
 
@@ -160,6 +168,45 @@ def _write_final_summary(run_dir: RunDir, summary: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         run_dir.summary.unlink(missing_ok=True)
         run_dir.write_summary({**summary, "traceback": None})
+
+
+def results(
+    cfg: DictConfig,
+    run_dir: RunDir,
+    evaluator: PeriodicEval,
+    last: dict[str, Any],
+    timesteps: int,
+    budget: int,
+    started: float,
+) -> dict[str, Any]:
+    """A trained run's results for its summary, from its evaluator and final evaluation's row (``last``)."""
+    if timesteps < budget:  # e.g. a backend or an option that stopped training early: not a result
+        return dict(
+            status="failed",
+            timesteps=timesteps,
+            traceback=None,
+            error=f"trained {timesteps} of the budget's {budget} env steps; not a completed run",
+        )
+    rows = run_dir.eval_rows()
+    at = stats.steps_to_threshold(
+        [float(r["timesteps"]) for r in rows], [float(r["mean_return"]) for r in rows], cfg.env.get("threshold")
+    )
+    return dict(
+        status="completed",
+        timesteps=timesteps,
+        final_mean_return=last["mean_return"],
+        final_std_return=last["std_return"],
+        final_success_rate=last["success_rate"] or None,
+        threshold=cfg.env.get("threshold"),
+        steps_to_threshold=None if math.isnan(at) else int(at),  # JSON: null
+        wall_time_s=round(evaluator.wall_time(), 3),
+        fps=last["fps"],
+        cpu_time_s=round(evaluator.train_cpu_s, 3),
+        cpu_fps=round(evaluator.cpu_fps, 1),
+        startup_s=round(evaluator.first_step_at - started, 3) if evaluator.first_step_at else None,
+        objective=stats.objective(rows, str(cfg.objective.metric), cfg.objective.get("last")),
+        **run_dir.written(),
+    )
 
 
 def timestamp() -> str:

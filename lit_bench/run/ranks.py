@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from lit_bench.config.envs import make_envs
 from lit_bench.control.signals import Interrupted
 from lit_bench.run.backends import Job, train_lit
 from lit_bench.store.rundir import RunDir
+from lit_sb3.lightning_compat import child_rank_failures
 
 PLAN_ENV = "LIT_BENCH_RANK_PLAN"  # set by rank 0 before fit; Lightning's launcher copies it to the other ranks
 
@@ -161,38 +161,17 @@ def failing_ranks_end_the_run(on_failure: Callable[[str], None]) -> Iterator[Non
 
     Lightning's launcher watches the processes it starts and SIGKILLs rank 0 when one of them exits with an error:
     rank 0 may be waiting for it where it cannot notice (e.g. in the rendezvous, when the rank failed before joining
-    it), and the run would end with exit code 137 and a summary that still says running. Inside this context the
-    watcher calls ``on_failure(error)`` (record the failed run) and ends this process with exit code 1 instead.
-    Once the context is left, this process records its own end and a failing rank's watcher leaves it alone.
+    it), and the run would end with exit code 137 and a summary that still says running. Inside this context
+    (``lit_sb3.lightning_compat.child_rank_failures``) the watcher calls ``on_failure(error)`` (record the failed run)
+    and ends this process with exit code 1 instead. Once the context is left, this process records its own end and a
+    failing rank's watcher leaves it alone.
     """
-    from lightning.fabric.strategies.launchers.subprocess_script import _ChildProcessObserver
-    from lightning.pytorch.strategies.launchers import subprocess_script
 
-    active, lock = True, threading.Lock()
+    def end_the_run(what: str) -> None:  # (in Lightning's observer thread: the main one may be in a collective)
+        on_failure(f"{what} (its error is printed above); the run stopped")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
-    class Watcher(_ChildProcessObserver):
-        def _terminate_all(self) -> None:
-            failed = [
-                f"rank {i + 1} exited with code {child.returncode}"
-                for i, child in enumerate(self._child_processes)
-                if child.returncode
-            ]
-            for child in self._child_processes:
-                child.send_signal(self._termination_signal)
-            with lock:
-                if active:
-                    on_failure(f"{', '.join(failed)} (its error is printed above); the run stopped")
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    os._exit(1)  # from this thread: the main thread may be blocked in a collective
-
-    launch = subprocess_script._launch_process_observer
-    subprocess_script._launch_process_observer = lambda child_processes: Watcher(
-        main_pid=os.getpid(), child_processes=child_processes
-    ).start()
-    try:
+    with child_rank_failures(end_the_run):
         yield
-    finally:
-        subprocess_script._launch_process_observer = launch
-        with lock:
-            active = False

@@ -7,10 +7,10 @@
 2. **prepare** (``prepare``): the checks before anything changes (algorithm, hyperparameters, budget, env package,
    loggers, objective, console, processes); then the directory is made ready (``open_run_dir``) and the ``running``
    summary written;
-3. **train and evaluate** (``lit_bench.run.fit.train_and_score``): the envs, the evaluator, the backend trained to
-   the budget, the final evaluation, the results;
-4. **record** (``lit_bench.run.outcome.recorded``): the summary of how the run ended, also when it failed or was
-   stopped, and the console line.
+3. **train and evaluate** (``train_and_score``): the envs, the evaluator, the backend (``lit_bench.run.backends``)
+   trained to the budget, the final evaluation;
+4. **record** (``lit_bench.run.outcome``: ``recorded``, the trained run's ``results``): the summary of how the run
+   ended, also when it failed or was stopped, and the console line.
 
 A failed run never raises: its failure is recorded in ``summary.json`` (so that a sweep's other runs carry on) and
 returned.
@@ -23,12 +23,14 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 import yaml
 from omegaconf import DictConfig
+from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from lit_bench import stats
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings
@@ -42,33 +44,47 @@ from lit_bench.config.checks import (
     check_objective,
     check_precision,
     check_run_options,
+    check_spaces,
     check_trainer_options,
 )
-from lit_bench.config.envs import require_package
+from lit_bench.config.envs import make_envs, require_package
 from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, observation, resolved, run_path
 from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
+from lit_bench.run.backends import BACKENDS, Job
 from lit_bench.run.batched import other_kind_of_checkpoint
+from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import resume_point
-from lit_bench.run.console import console_mode
-from lit_bench.run.fit import train_and_score
+from lit_bench.run.console import ConsoleProgress, console_mode
+from lit_bench.run.evaluation import PeriodicEval, default_every
 from lit_bench.run.loggers import check_loggers
 from lit_bench.run.outcome import (
     describe,
     failed,
     record_config_error,
     recorded,
+    results,
     run_fields,
     stopped_at_once,
     timestamp,
 )
 from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
-from lit_bench.run.ranks import check_processes, process_rank, run_rank
-from lit_bench.run.video import check_eval_video
+from lit_bench.run.ranks import (
+    check_processes,
+    failing_ranks_end_the_run,
+    hand_plan,
+    process_rank,
+    requested_devices,
+    run_rank,
+)
+from lit_bench.run.trial import trial_hooks
+from lit_bench.run.video import check_eval_video, eval_video
+from lit_bench.run.watchdog import StepWatchdog
 from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir, atomic_write_text
+from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -340,3 +356,96 @@ def warn_budget(cfg: DictConfig, budget: int) -> None:
     if not os.environ.get(PLANNED_ENV):
         for line in budget_warnings(cfg, budget):
             print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+# ---- train and evaluate: the envs, the evaluator, the backend trained to the budget, the final evaluation
+
+
+def train_and_score(
+    cfg: DictConfig,
+    run_dir: RunDir,
+    algo_cls: type,
+    budget: int,
+    start: Start,
+    started: float,
+    on_rank_failure: Callable[[str], None],
+) -> dict[str, Any]:
+    """Train to the budget (evaluating and checkpointing on the way), evaluate at the end; the summary's results
+    (``on_rank_failure``: records the run as failed when a further process of a multi-process run fails)."""
+    watchdog = StepWatchdog(float(cfg.step_timeout_s)) if cfg.get("step_timeout_s") else None
+    with watchdog or contextlib.nullcontext():
+        model, evaluator, last = _train(cfg, run_dir, algo_cls, budget, start, watchdog, on_rank_failure)
+    return results(cfg, run_dir, evaluator, last, int(model.num_timesteps), budget, started)
+
+
+def _train(
+    cfg: DictConfig,
+    run_dir: RunDir,
+    algo_cls: type,
+    budget: int,
+    start: Start,
+    watchdog: StepWatchdog | None,
+    on_rank_failure: Callable[[str], None],
+) -> tuple[Any, PeriodicEval, dict[str, Any]]:
+    """Build the envs, train, evaluate at the end: the model, its evaluator and the final evaluation's row."""
+    resume = start.action == "resume"
+    every = int(cfg.eval.every or default_every(cfg, budget))
+    video = eval_video(cfg.eval, run_dir.video, budget, every)
+    train_env, eval_env = make_envs(
+        cfg.env,
+        str(cfg.env_name),
+        int(cfg.seed),
+        cfg.algo.get("gamma"),
+        render_mode="rgb_array" if video else None,
+        monitor_dir=str(run_dir.monitor),
+        append_monitor=resume,
+        outer=watchdog.wrap if watchdog is not None else None,
+    )
+    try:
+        check_spaces(algo_cls, str(cfg.algo_name), str(cfg.env_name), cfg.algo.get("policy"), train_env)
+        progress = ConsoleProgress(
+            f"{cfg.algo_name} {cfg.env_name} seed {cfg.seed}",
+            budget,
+            every,
+            console_mode(cfg),
+            float((cfg.get("console") or {}).get("heartbeat_s", 60)),
+        )
+        evaluator = PeriodicEval(
+            eval_env,
+            run_dir,
+            every,
+            int(cfg.eval.episodes),
+            bool(cfg.eval.deterministic),
+            wall_time_offset=run_dir.checkpoint_wall_time() if resume else 0.0,
+            seed=int(cfg.seed) + EVAL_SEED_OFFSET,
+            video=video,
+            on_evaluated=[BestCheckpoint(run_dir, str(cfg.backend), eval_env), *trial_hooks(cfg, run_dir)],
+            progress=progress,
+        )
+        job = Job(
+            cfg=cfg,
+            algo_cls=algo_cls,
+            run=run_dir,
+            train_env=train_env,
+            evaluator=evaluator,
+            budget=budget,
+            seed=int(cfg.seed),
+            checkpoint_every=int(cfg.checkpoint.every or every),
+            resume=resume,
+        )
+        processes = requested_devices(cfg)
+        if processes > 1:  # ranks 1.. inherit this process's environment when fit starts them
+            hand_plan({"run_dir": str(run_dir.root), "resume": resume, "checkpoint_every": job.checkpoint_every})
+        with failing_ranks_end_the_run(on_rank_failure) if processes > 1 else contextlib.nullcontext():
+            model = BACKENDS[str(cfg.backend)](job)
+        run_dir.merge_metrics()
+        last = evaluator.last_row
+        if last is None or int(last["timesteps"]) < model.num_timesteps:
+            sync_envs_normalization(train_env, eval_env)  # a lit model has let go of its training env by now
+            last = evaluator.evaluate(model)  # the final score is always measured at the end of the budget
+    finally:
+        if "progress" in locals():
+            progress.close()
+        train_env.close()
+        eval_env.close()
+    return model, evaluator, last

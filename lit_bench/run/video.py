@@ -20,7 +20,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from lit_bench.config.checks import ConfigError
-from lit_bench.store.rundir import FINAL_VIDEO, fresh_tmp
+from lit_bench.store.format import FINAL_VIDEO
+from lit_bench.store.rundir import fresh_tmp
 
 EXTRA = "video"
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -124,12 +125,6 @@ def recording(path: str | Path, venv: VecEnv, episodes: int = 1) -> Iterator[Vec
     finally:
         writer.close()
         tmp.unlink(missing_ok=True)
-
-
-def video_links(paths: str, links_from: Path | None) -> str:
-    """Markdown links ``[1](...) [2](...)`` to the space-separated video ``paths`` (relative to ``links_from``)."""
-    links = [os.path.relpath(p, links_from) if links_from is not None else p for p in paths.split()]
-    return " ".join(f"[{i + 1}]({link})" for i, link in enumerate(links)) or "-"
 
 
 def _pad_even(frame: np.ndarray) -> np.ndarray:

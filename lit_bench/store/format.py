@@ -124,6 +124,9 @@ SUMMARY_FIELDS: dict[str, str] = {
     "cpu_fps": "env steps per CPU-second of training: the speed the report compares (another process's load "
     "changes it far less than the wall-clock fps)",
     "cpu_time_note": "a seed trained in a batched group: cpu_time_s and cpu_fps are the group's over its seeds",
+    "unbatched_config_id": "a seed trained in a batched group: the config_id of its config trained ungrouped (the "
+    "report shows the seed as one of that config's: the same hyperparameters)",
+    "unbatched_variant": "a seed trained in a batched group: the variant of its config trained ungrouped",
     "startup_s": "seconds from the start to the first env step",
     "objective": "the score a sweeper gets",
     "evaluations": "a completed run's number of evaluations in eval.csv (format 3 on)",

@@ -30,8 +30,6 @@ from lit_bench.store import format as fmt
 from lit_bench.store.format import EVAL_FIELDS, FINAL_VIDEO
 
 __all__ = [
-    "EVAL_FIELDS",
-    "FINAL_VIDEO",
     "RunDir",
     "atomic_write",
     "atomic_write_json",

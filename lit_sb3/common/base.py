@@ -28,13 +28,14 @@ from stable_baselines3.common.utils import set_random_seed as _seed_everything
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 from lit_sb3.common import resume, zips
+from lit_sb3.common.allow_list import is_trusted
 from lit_sb3.common.envs import space_from_dict, space_to_dict, to_vec_env
 from lit_sb3.common.episodes import StepCallback, run_episodes
 from lit_sb3.common.learn import accelerator_for, learn_method, tensorboard_logger
 from lit_sb3.common.optim import MetricTracker, inside_fit, optimizer_step
 from lit_sb3.common.optimizers import with_optimizer_settings
 from lit_sb3.common.parts import Part, parts_of
-from lit_sb3.common.safe_load import CheckpointError, is_trusted, trusted_checkpoint
+from lit_sb3.common.safe_load import CheckpointError, trusted_checkpoint
 from lit_sb3.common.saved_state import (
     CHECKPOINT,
     CKPT_KEY,

@@ -1,16 +1,16 @@
 """The clipped-surrogate update shared by PPO, MaskablePPO and RecurrentPPO.
 
-``ClippedSurrogateUpdate`` is mixed into an :class:`~lit_sb3.common.on_policy.OnPolicyAlgorithm` subclass
-(``class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm)``): it is not an algorithm of its own, only the update
-half of PPO. The variants differ in how the policy evaluates a minibatch (action masks, recurrent states) and in
-which entries count (padding of recurrent sequences): the hooks ``_evaluate_actions`` and ``_loss_mask``. A research
-variant of the objective overrides ``policy_loss`` (the clipped surrogate).
+``ClippedSurrogateUpdate`` is the :class:`~lit_sb3.common.on_policy.OnPolicyAlgorithm` the three subclass
+(``class PPO(ClippedSurrogateUpdate)``): not an algorithm of its own, only the update half of PPO. The variants
+differ in how the policy evaluates a minibatch (action masks, recurrent states) and in which entries count (padding
+of recurrent sequences): the hooks ``_evaluate_actions`` and ``_loss_mask``. A research variant of the objective
+overrides ``policy_loss`` (the clipped surrogate).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from gymnasium import spaces
@@ -18,17 +18,11 @@ from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import FloatSchedule
 
 from lit_sb3.common import losses
+from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.utils import CheckFailed, unchecked_distributions
 
-if TYPE_CHECKING:
-    from lit_sb3.common.on_policy import OnPolicyAlgorithm
 
-    _Base = OnPolicyAlgorithm  # the class after this mixin in the algorithms' bases
-else:
-    _Base = object
-
-
-class ClippedSurrogateUpdate(_Base):
+class ClippedSurrogateUpdate(OnPolicyAlgorithm):
     """PPO's minibatch update: clip-range schedules, the loss, ``target_kl`` early stopping and its metrics."""
 
     def _init_clipping(

@@ -23,8 +23,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from lit_sb3.common import resume
+from lit_sb3.common.allow_list import is_trusted
 from lit_sb3.common.her import GOAL_KEYS
-from lit_sb3.common.safe_load import is_trusted, loads
+from lit_sb3.common.safe_load import loads
 from lit_sb3.common.utils import CheckFailed
 
 

@@ -17,32 +17,17 @@ from typing import Any
 
 import torch
 
-from lit_sb3.common.allow_list import (
-    ALLOW_ENV,
-    TRUST_ENV,
-    Refused,
-    allowed_module,
-    allowed_name,
-    is_trusted,
-    trusted,
-)
+from lit_sb3.common.allow_list import Refused, allowed_name
 
 __all__ = [
-    "ALLOW_ENV",
     "ALLOW_HINT",
-    "TRUST_ENV",
     "TRUST_HINT",
     "AllowListUnpickler",
     "CheckpointError",
     "NotAllowed",
-    "Refused",
-    "allowed_module",
-    "allowed_name",
     "checkpoint_globals",
-    "is_trusted",
     "loads",
     "refusal",
-    "trusted",
     "trusted_checkpoint",
     "weights_only_refusal",
     "zip_tensor_refusal",

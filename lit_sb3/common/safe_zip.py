@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from lit_sb3.common.allow_list import Refused, allowed_name
 from lit_sb3.common.envs import space_from_dict, space_to_dict
-from lit_sb3.common.safe_load import NotAllowed, Refused, allowed_name, loads, refusal
+from lit_sb3.common.safe_load import NotAllowed, loads, refusal
 
 SAFE_KEY = "lit_sb3_safe"
 

@@ -24,8 +24,9 @@ from stable_baselines3.common.utils import check_for_correct_spaces
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common import safe_zip
+from lit_sb3.common.allow_list import is_trusted
 from lit_sb3.common.envs import to_vec_env
-from lit_sb3.common.safe_load import NotAllowed, is_trusted, loads, zip_tensor_refusal
+from lit_sb3.common.safe_load import NotAllowed, loads, zip_tensor_refusal
 from lit_sb3.common.saved_state import INCLUDED_KEY, NOT_HPARAMS, ZIP, StateFormat
 
 

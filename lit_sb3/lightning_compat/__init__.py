@@ -1,5 +1,5 @@
-"""Lightning behind one door: every private Lightning name lit_sb3 uses, and every change lit_sb3 makes to how
-Lightning behaves, is in this package, and only here.
+"""Lightning behind one door: every private Lightning name lit_sb3 (and lit_bench) uses, and every change either makes
+to how Lightning behaves, is in this package, and only here.
 
 Lightning counts optimizer steps and calls every hook on every step; an RL run counts env steps, and a PPO update of
 256 minibatches pays for each hook call. Lightning offers no public way to change either, so these patches reach into
@@ -29,14 +29,21 @@ The patches, and why each exists:
 14. ``quiet.quiet_lightning`` / ``installed_callbacks_read_once``: Lightning's per-fit tips and warnings that do not
     apply to an RL run kept off the console; the installed packages' entry points read once per process, not at
     every ``learn``'s trainer.
+15. ``internals.child_rank_failures``: ``_ChildProcessObserver`` / ``subprocess_script._launch_process_observer``:
+    a multi-process run's rank that fails is reported to rank 0 (lit_bench records the run as failed) instead of
+    Lightning SIGKILLing rank 0, which may be waiting for it where it cannot notice.
+16. ``internals.checkpoint_contents``: ``Trainer._checkpoint_connector.dump_checkpoint``: a checkpoint's contents
+    without ``save_checkpoint``'s barrier, for a file only rank 0 writes (lit_bench's best model).
 
-``tests/lit_sb3/test_lightning_door.py`` fails when a module outside this package imports or uses a private Lightning
-name.
+``tests/lit_sb3/test_lightning_door.py`` fails when a module outside this package (in lit_sb3, lit_bench or the Hydra
+plugins) imports or uses a private Lightning name.
 """
 
 from lit_sb3.lightning_compat.internals import (
     attached_trainer,
     callback_entry_points,
+    checkpoint_contents,
+    child_rank_failures,
     load_checkpoint_file,
     save_hyperparameters_of_caller,
     spawns_processes,
@@ -53,6 +60,8 @@ __all__ = [
     "EnvStepMonitors",
     "attached_trainer",
     "callback_entry_points",
+    "checkpoint_contents",
+    "child_rank_failures",
     "env_steps",
     "install",
     "load_checkpoint_file",

@@ -1,10 +1,12 @@
-"""The remaining private Lightning names lit_sb3 uses, each behind one small function (patches 7-12 of
-:mod:`lit_sb3.lightning_compat`)."""
+"""The remaining private Lightning names lit_sb3 and lit_bench use, each behind one small function (patches 7-12
+15 and 16 of :mod:`lit_sb3.lightning_compat`)."""
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -82,3 +84,53 @@ def save_hyperparameters_of_caller(module: L.LightningModule, ignore: Sequence[s
         return
     module.hparams.clear()  # save_hyperparameters adds to what the base class's __init__ saved
     module.save_hyperparameters(ignore=list(ignore), frame=caller)
+
+
+@contextlib.contextmanager
+def child_rank_failures(on_failure: Callable[[str], None]) -> Iterator[None]:
+    """Inside, a further rank that Lightning's subprocess launcher started and that exits with an error is reported
+    to ``on_failure(what)`` (``what``: which ranks exited with which codes), after the other ranks were signalled,
+    instead of this process being SIGKILLed (patch 15).
+
+    Lightning's ``subprocess_script`` launcher watches the processes it starts with a ``_ChildProcessObserver``
+    (``_launch_process_observer``) that kills every process, this one included, when one of them fails: this process
+    may be waiting for that rank where it cannot notice (e.g. in the rendezvous), and would end with exit code 137.
+    ``on_failure`` runs in the observer's thread and should end this process (the main thread may be blocked in a
+    collective). Once the context is left, an observer started inside leaves this process alone."""
+    from lightning.fabric.strategies.launchers.subprocess_script import _ChildProcessObserver
+    from lightning.pytorch.strategies.launchers import subprocess_script
+
+    active, lock = True, threading.Lock()
+
+    class Watcher(_ChildProcessObserver):
+        def _terminate_all(self) -> None:
+            failed = [
+                f"rank {i + 1} exited with code {child.returncode}"
+                for i, child in enumerate(self._child_processes)
+                if child.returncode
+            ]
+            for child in self._child_processes:
+                child.send_signal(self._termination_signal)
+            with lock:
+                if active:
+                    on_failure(", ".join(failed))
+
+    launch = subprocess_script._launch_process_observer
+    subprocess_script._launch_process_observer = lambda child_processes: Watcher(
+        main_pid=os.getpid(), child_processes=child_processes
+    ).start()
+    try:
+        yield
+    finally:
+        subprocess_script._launch_process_observer = launch
+        with lock:
+            active = False
+
+
+def checkpoint_contents(trainer: L.Trainer, weights_only: bool) -> dict[str, Any]:
+    """What ``trainer.save_checkpoint`` would write, without its barrier (patch 16): for a file that only rank 0
+    writes while the other ranks carry on (lit_bench's best model, saved at rank 0's evaluations).
+
+    ``Trainer.save_checkpoint`` waits at a barrier for every rank; ``_checkpoint_connector.dump_checkpoint`` is what
+    it writes (Lightning 2.6), and Lightning has no public call for the dictionary alone."""
+    return trainer._checkpoint_connector.dump_checkpoint(weights_only=weights_only)

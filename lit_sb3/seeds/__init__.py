@@ -11,18 +11,34 @@ The API is the contract's (``SeedGroup`` in :mod:`lit_sb3.seeds.group`)::
     group.learn(total_timesteps, callback=None, log_interval=-1, reset_num_timesteps=True)  # steps PER SEED
     RLTrainer(max_steps=budget, rl_callback=cb, logger=..., callbacks=[...]).fit(group)   # no datamodule needed
     group.num_timesteps, group.seeds, group.model(i), group.evaluate(eval_envs, n_eval_episodes, deterministic)
-    group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls)
+    group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls), group.device
 
 Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE); DQN, SAC, TD3 and DDPG (MlpPolicy, step-based
-``train_freq``, 1-step returns, SB3's plain replay buffer: :mod:`lit_sb3.seeds.off_policy`), on the CPU. Anything
-else (other algorithms, CNN / multi-input policies, custom optimizers but Adam and RMSprop, ``device="cuda"``) is
-refused in one line.
+``train_freq``, 1-step returns, SB3's plain replay buffer: :mod:`lit_sb3.seeds.off_policy`), on the CPU or a CUDA
+device (``device=``, below). Anything else (other algorithms, CNN / multi-input policies, custom optimizers but Adam
+and RMSprop, devices but the CPU and CUDA) is refused in one line.
 
-For the harness: a seed trained in a group is not the run its single process would train (the random streams
-differ, see below), but it is the same run in any group: its identity may record "trained in a group" without the
-group's other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at once, CPU time of whole processes,
-imports included): PPO CartPole 2.9x less CPU than one process per seed (lit_sb3's or SB3's), A2C Acrobot 3.2x
-(lit_sb3) and 2.6x (SB3) less; the README gives the command and the load.
+On a GPU (``SeedGroup(..., device="cuda")``; ``"auto"`` is the CPU, where lit_sb3's ``learn`` trains, and ``"cuda"``
+without CUDA falls back to the CPU, as in SB3): the stacked networks, optimizer states and updates are on the device;
+the envs, the rollout and replay buffers and every seed's random generators stay on the host, as in SB3, so a CUDA group
+draws exactly the CPU group's noise, minibatch orders and exploration (a CUDA generator per seed measured 2.7x slower
+than drawing on the host and copying the stacked draws once: ``benchmarks/seeds_gpu.py --draws``). Per env step the
+observations and the seeds' noise go to the device in one copy and the actions (with PPO's values and log-probabilities)
+come back in one, two where the actions are integers (:mod:`lit_sb3.seeds.transfer`: one copy per dtype); a gradient
+step's minibatches and noise travel likewise. ``group.model(i)`` is on the group's device (as ``PPO(...,
+device="cuda")`` is); ``seed_state(i)`` is on the host, so a CUDA group's checkpoint resumes on a CPU. What holds there
+(``tests/lit_sb3/seeds/test_cuda.py`` and ``benchmarks/seeds_gpu.py --independence``, on an H200): a group trained twice
+is identical bit for bit; it starts from the CPU group's weights and takes its first actions, and then computes its
+updates to float32 rounding (each parameter's change over a short run within 4e-6 relative of the CPU group's), the runs
+drifting apart as training feeds the rounding back; a seed's numbers may depend on the size of its group (cuBLAS chooses
+a batched product's kernel by the batch, so the summation order in a seed's slice can change: seed 3 alone vs in a group
+of 10 ended bit-identical for SAC [64, 64], 3e-8 apart for PPO CartPole, 1.3e-5 for SAC [400, 300]).
+
+For the harness: a seed trained in a group is not the run its single process would train (the random streams differ, see
+below), but on the CPU it is the same run in any group: its identity may record "trained in a group" without the group's
+other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at once, CPU time of whole processes, imports
+included): PPO CartPole 2.9x less CPU than one process per seed (lit_sb3's or SB3's), A2C Acrobot 3.2x (lit_sb3) and
+2.6x (SB3) less; the README gives the command and the load.
 
 What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
 
@@ -84,6 +100,8 @@ The core, for the batched algorithms (and the off-policy ones built on it):
   ``GroupVecEnv`` (them as one VecEnv of N x n_envs envs: seed i's env j is env ``i * n_envs + j``;
   ``per_seed(array)`` splits a batch back, ``seed_each(seeds)`` seeds each seed's VecEnv).
 - :mod:`lit_sb3.seeds.actor_critic`: ``StackedActorCritic`` (PPO's and A2C's MlpPolicy for N seeds).
+- :mod:`lit_sb3.seeds.transfer`: ``to_device(arrays, device)`` / ``to_host(tensors)`` (the arrays of one dtype in one
+  copy; nothing copied on the CPU).
 """
 
 from lit_sb3.seeds.group import SeedGroup

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import time
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
@@ -21,6 +22,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, is_vecenv_wrapped
 
 from lit_sb3.common import resume
@@ -61,6 +63,21 @@ def _check_seeds(seeds: Iterable[int]) -> list[int]:
     if len(set(values)) != len(values):
         raise ValueError(f"seeds: must be distinct (a repeated seed would train the same run twice), got {values}")
     return [int(s) for s in values]
+
+
+def _group_device(device: torch.device | str) -> torch.device:
+    """Where a group trains, for an SB3 ``device`` argument: ``"auto"`` is lit_sb3's (the CPU, where
+    ``PPO(..., device="auto").learn()`` trains; SB3's would pick CUDA), ``"cuda"`` / ``"cuda:N"`` a CUDA device, or the
+    CPU when CUDA is not available (as SB3 and lit_sb3 fall back)."""
+    try:
+        resolved = torch.device("cpu") if isinstance(device, str) and device == "auto" else get_device(device)
+    except (RuntimeError, TypeError):
+        resolved = None
+    if resolved is None or resolved.type not in ("cpu", "cuda"):
+        raise ValueError(f"device: seed groups train on 'cpu', 'cuda' or 'cuda:N' ('auto': the CPU), got {device!r}")
+    if resolved.type == "cuda" and resolved.index is None:
+        resolved = torch.device("cuda", torch.cuda.current_device())
+    return resolved
 
 
 class BatchedAlgorithm:
@@ -122,7 +139,8 @@ class SeedGroup(L.LightningModule):
     :param env: an env id or factory (``n_envs`` copies per seed), or a list of one VecEnv per seed
     :param n_envs: envs per seed for an env id or factory
     :param policy: the policy (``"MlpPolicy"``)
-    :param algo_kwargs: the algorithm's arguments, the same for every seed
+    :param algo_kwargs: the algorithm's arguments, the same for every seed; ``device``: where the group trains
+        (``"cpu"``, ``"cuda"``, ``"cuda:N"``; ``"auto"``, the default, is the CPU, as lit_sb3's ``learn``)
     """
 
     multi_process_update: ClassVar[bool] = False
@@ -152,16 +170,15 @@ class SeedGroup(L.LightningModule):
             raise ValueError(
                 f"policy: seed groups batch 'MlpPolicy' (CNN and multi-input policies: not yet), got {policy!r}"
             )
-        device = algo_kwargs.pop("device", "auto")
-        if device not in ("auto", "cpu") and torch.device(device).type != "cpu":
-            raise ValueError(f"device: seed groups train on the CPU for now (device='cpu' or 'auto'), got {device!r}")
+        self._train_device = _group_device(algo_kwargs.pop("device", "auto"))
         self.seeds = _check_seeds(seeds)
         self.automatic_optimization = False
         self.algo_cls = algo_cls
         self.envs = seed_envs(env, len(self.seeds), n_envs)
         self.env = GroupVecEnv(self.envs)
         self.models = [
-            algo_cls(policy, env=e, seed=s, device="cpu", **algo_kwargs) for e, s in zip(self.envs, self.seeds)
+            algo_cls(policy, env=e, seed=s, device=str(self._train_device), **algo_kwargs)
+            for e, s in zip(self.envs, self.seeds)
         ]
         first = self.models[0]
         self.streams = SeedStreams(self.seeds)
@@ -197,6 +214,12 @@ class SeedGroup(L.LightningModule):
     def n_seeds(self) -> int:
         return len(self.seeds)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the group's networks, optimizer states and updates are (SB3's ``model.device``), whatever the
+        trainer's accelerator: envs, replay and rollout buffers and the seeds' random generators stay on the host."""
+        return self._train_device
+
     def learn(
         self,
         total_timesteps: int,
@@ -219,12 +242,14 @@ class SeedGroup(L.LightningModule):
             self.num_timesteps, self.iteration, self.last_obs = 0, 0, None
         if log_interval != -1:
             self.log_interval = log_interval
-        trainer = RLTrainer(
-            max_steps=self.num_timesteps + total_timesteps,
-            rl_callback=callback,
-            logger=False,
-            enable_progress_bar=progress_bar,
-        )
+        with warnings.catch_warnings():  # the group's device= places it, not the trainer's accelerator
+            warnings.filterwarnings("ignore", message="GPU available but not used")
+            trainer = RLTrainer(
+                max_steps=self.num_timesteps + total_timesteps,
+                rl_callback=callback,
+                logger=False,
+                enable_progress_bar=progress_bar,
+            )
         trainer.fit(self)
         return self
 

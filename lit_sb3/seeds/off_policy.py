@@ -67,9 +67,10 @@ from lit_sb3.seeds.group import BatchedAlgorithm
 from lit_sb3.seeds.noise import SeedActionNoise
 from lit_sb3.seeds.off_policy_nets import StackedOffPolicy
 from lit_sb3.seeds.optim import BatchedOptimizer
-from lit_sb3.seeds.replay import SeedReplayBuffer
+from lit_sb3.seeds.replay import SeedReplayBuffer, SeedSamples
 from lit_sb3.seeds.stacked import load_slice, module_slice, set_slice
 from lit_sb3.seeds.streams import SeedStreams
+from lit_sb3.seeds.transfer import to_device, to_host
 
 if TYPE_CHECKING:
     from lit_sb3.seeds.group import SeedGroup
@@ -118,6 +119,7 @@ class BatchedOffPolicy(BatchedAlgorithm):
             check_off_policy_group(model, env)
         self.models, self.template, self.streams = models, template, group.streams
         self.n_seeds, self.n_envs = group.n_seeds, group.env.envs_per_seed
+        self.device = group.device
         self.net = StackedOffPolicy([m.policy for m in models])
         self.replay = SeedReplayBuffer(
             self.n_seeds,
@@ -127,6 +129,7 @@ class BatchedOffPolicy(BatchedAlgorithm):
             self.n_envs,
             template.optimize_memory_usage,
             bool(template.replay_buffer_kwargs.get("handle_timeout_termination", True)),
+            self.device,
         )
         noise = template.action_noise
         self.noise = None if noise is None else SeedActionNoise(noise, self.n_seeds, self.n_envs)
@@ -145,10 +148,18 @@ class BatchedOffPolicy(BatchedAlgorithm):
         """The batched optimizers under the ordinary model's ``_named_optimizers`` names."""
         raise NotImplementedError
 
-    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
-        """Actions ``[N, n_envs, ...]`` as the policy outputs them (Box: in [-1, 1], squashed), noise from
-        ``streams``."""
+    def action_draws(self, n_envs: int, deterministic: bool, streams: SeedStreams) -> torch.Tensor | None:
+        """Each seed's host noise for :meth:`policy_actions` (SAC's Gaussian draws), ``[N, n_envs, ...]``."""
+        return None
+
+    def policy_actions(self, obs: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
+        """Actions ``[N, n_envs, ...]`` as the policy outputs them (Box: in [-1, 1], squashed), on the device, from
+        :meth:`action_draws`' noise (there)."""
         raise NotImplementedError
+
+    def explore(self, actions: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        """Hook: the policy's host actions after exploration (DQN's epsilon-greedy)."""
+        return actions
 
     def gradient_steps(self, gradient_steps: int, batch_size: int) -> dict[str, torch.Tensor]:
         """``gradient_steps`` updates; each statistic's per-seed mean over them, ``[N]`` (SB3's names)."""
@@ -159,10 +170,24 @@ class BatchedOffPolicy(BatchedAlgorithm):
 
     # ------------------------------------------------------------------ acting
 
-    def _obs(self, obs: np.ndarray) -> torch.Tensor:
-        """``[N * n_envs, ...]`` (or ``[N, n_envs, ...]``) observations as ``[N, n_envs, ...]`` (evaluation envs may
-        be more or fewer than the training envs)."""
-        return torch.as_tensor(obs).reshape(self.n_seeds, -1, *self.obs_shape)
+    def _policy_actions(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
+        """The policy's actions ``[N, n_envs, ...]`` for host observations ``[N * n_envs, ...]`` (or ``[N, n_envs,
+        ...]``: evaluation envs may be more or fewer than the training envs): observations and noise go to the
+        device in one copy, the actions come back in one."""
+        n_envs = obs.size // (self.n_seeds * int(np.prod(self.obs_shape)))
+        draws = self.action_draws(n_envs, deterministic, streams)
+        on_device = to_device([obs] if draws is None else [obs, draws], self.device)
+        with torch.no_grad():
+            obs_tensor = on_device[0].reshape(self.n_seeds, n_envs, *self.obs_shape)
+            actions = self.policy_actions(obs_tensor, on_device[1] if draws is not None else None)
+        return self.explore(to_host([actions])[0], deterministic, streams)
+
+    def sample(self, batch_size: int, *draws: torch.Tensor) -> tuple[SeedSamples, list[torch.Tensor]]:
+        """Each seed's minibatch (its indices from its numpy generator) and the given host ``draws``, on the
+        device (one copy per dtype)."""
+        arrays = self.replay.sample_arrays(batch_size, self.streams.numpy)
+        tensors = to_device([*arrays, *draws], self.device)
+        return SeedSamples(*tensors[: len(arrays)]), tensors[len(arrays) :]
 
     def _random_actions(self) -> np.ndarray:
         return np.stack([np.array([space.sample() for _ in range(self.n_envs)]) for space in self.action_spaces])
@@ -176,20 +201,14 @@ class BatchedOffPolicy(BatchedAlgorithm):
         return policy.unscale_action(actions) if policy.squash_output else np.clip(actions, space.low, space.high)
 
     def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
-        with torch.no_grad():
-            actions = self.policy_actions(self._obs(obs), deterministic, streams)
-        return self._to_env(actions)
+        return self._to_env(self._policy_actions(obs, deterministic, streams))
 
     def actions(self, warm_up: bool) -> tuple[np.ndarray, np.ndarray]:
         """(env actions, actions to store) ``[N, n_envs, ...]``: uniformly random while ``warm_up``, the policy's
         after; Box actions stored scaled to [-1, 1], the action noise added there (SB3's ``_sample_action``)."""
         obs = self.group.last_obs
         assert obs is not None  # the group reset its envs at train start
-        if warm_up:
-            unscaled = self._random_actions()
-        else:
-            with torch.no_grad():
-                unscaled = self._to_env(self.policy_actions(self._obs(obs), False, self.streams))
+        unscaled = self._random_actions() if warm_up else self._to_env(self._policy_actions(obs, False, self.streams))
         if not self.box:
             return unscaled, unscaled
         policy = self.template.policy
@@ -259,9 +278,10 @@ class BatchedOffPolicy(BatchedAlgorithm):
         for optimizer in self.optimizers.values():
             optimizer.lr = lr
         means = self.gradient_steps(steps, model.batch_size)
+        host_means = dict(zip(means, to_host(list(means.values()))))  # one copy for every seed's statistics
         for seed_index in range(self.n_seeds):
             group.record(seed_index, "train/learning_rate", lr)
-            for name, values in means.items():
+            for name, values in host_means.items():
                 group.record(seed_index, f"train/{name}", float(values[seed_index]))
             group.record(seed_index, "train/n_updates", self.n_updates)
 

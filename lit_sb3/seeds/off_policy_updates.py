@@ -68,16 +68,18 @@ class BatchedDQN(BatchedOffPolicy):
         self.exploration_rate = 0.0
         return {"policy.optimizer": _optimizer(self.template, self.net.network("q_net"))}
 
-    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
-        greedy = self.net.q_values(obs).argmax(dim=-1).numpy()
+    def policy_actions(self, obs: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
+        return self.net.q_values(obs).argmax(dim=-1)
+
+    def explore(self, actions: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         if deterministic:
-            return greedy
+            return actions
         # SB3 draws once per predict call: all of a seed's envs explore together
         for seed_index, rng in enumerate(streams.numpy):
             if rng.random() < self.exploration_rate:  # only an exploring seed draws from its action space
                 space = self.action_spaces[seed_index]
-                greedy[seed_index] = [space.sample() for _ in range(obs.shape[1])]
-        return greedy
+                actions[seed_index] = [space.sample() for _ in range(actions.shape[1])]
+        return actions
 
     def on_vector_step(self) -> None:
         model = self.template
@@ -98,7 +100,7 @@ class BatchedDQN(BatchedOffPolicy):
         (optimizer,) = self.optimizers.values()
         means = _Means()
         for _ in range(gradient_steps):
-            data = self.replay.sample(batch_size, self.streams.numpy)
+            data, _ = self.sample(batch_size)
             loss = self.loss(data)
             optimizer.zero_grad()
             loss.sum().backward()
@@ -145,10 +147,12 @@ class BatchedSAC(BatchedOffPolicy):
     def extra_params(self) -> dict[str, torch.Tensor]:
         return {} if self.log_ent_coef is None else {"log_ent_coef": self.log_ent_coef}
 
-    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
-        dim = self.replay.action_dim
-        actions, _ = self.net.sac_actions(obs, None if deterministic else streams.normal((obs.shape[1], dim)))
-        return actions.numpy()
+    def action_draws(self, n_envs: int, deterministic: bool, streams: SeedStreams) -> torch.Tensor | None:
+        return None if deterministic else streams.normal((n_envs, self.replay.action_dim))
+
+    def policy_actions(self, obs: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
+        actions, _ = self.net.sac_actions(obs, draws)
+        return actions
 
     def ent_coef(self) -> torch.Tensor:
         """Each seed's temperature for this update, ``[N, 1]`` (detached)."""
@@ -162,8 +166,10 @@ class BatchedSAC(BatchedOffPolicy):
         actor_opt, critic_opt = self.optimizers["actor.optimizer"], self.optimizers["critic.optimizer"]
         dim = self.replay.action_dim
         for step in range(gradient_steps):
-            data = self.replay.sample(batch_size, self.streams.numpy)
-            actions_pi, log_prob = self.net.sac_actions(data.observations, self.streams.normal((batch_size, dim)))
+            # the seed's two Gaussian draws of the step (the policy's action, then the next action), in that order
+            noise = self.streams.normal((batch_size, dim))
+            data, (noise, next_noise) = self.sample(batch_size, noise, self.streams.normal((batch_size, dim)))
+            actions_pi, log_prob = self.net.sac_actions(data.observations, noise)
             ent_coef = self.ent_coef()
             if self.log_ent_coef is not None:
                 ent_coef_loss = _entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
@@ -174,7 +180,6 @@ class BatchedSAC(BatchedOffPolicy):
                 means.add(ent_coef_loss=ent_coef_loss)
 
             with torch.no_grad():
-                next_noise = self.streams.normal((batch_size, dim))
                 next_actions, next_log_prob = self.net.sac_actions(data.next_observations, next_noise)
                 next_q = torch.cat(self.net.critics(data.next_observations, next_actions, "critic_target"), dim=-1)
                 target_q = _soft_double_q_target(data.rewards, data.dones, model.gamma, next_q, next_log_prob, ent_coef)
@@ -212,11 +217,12 @@ class BatchedTD3(BatchedOffPolicy):
             "critic.optimizer": _optimizer(self.template, self.net.network("critic")),
         }
 
-    def policy_actions(self, obs: torch.Tensor, deterministic: bool, streams: SeedStreams) -> np.ndarray:
-        return self.net.td3_actions(obs).numpy()  # TD3 explores through its action noise only
+    def policy_actions(self, obs: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
+        return self.net.td3_actions(obs)  # TD3 explores through its action noise only
 
     def smoothing_noise(self, shape: tuple[int, ...]) -> torch.Tensor:
-        """Each seed's target smoothing noise ``[N, *shape]``, drawn as the single run draws it (``normal_``)."""
+        """Each seed's target smoothing noise ``[N, *shape]`` (host), drawn as the single run draws it
+        (``normal_``)."""
         sigma = self.template.target_policy_noise
         return torch.stack([torch.empty(shape).normal_(0.0, sigma, generator=g) for g in self.streams.torch])
 
@@ -227,12 +233,12 @@ class BatchedTD3(BatchedOffPolicy):
         smoothing = model.target_policy_noise > 0 and model.target_noise_clip > 0
         for _ in range(gradient_steps):
             self.n_updates += 1
-            data = self.replay.sample(batch_size, self.streams.numpy)
+            draws = [self.smoothing_noise((batch_size, self.replay.action_dim))] if smoothing else []
+            data, noise = self.sample(batch_size, *draws)
             with torch.no_grad():
                 next_actions = self.net.td3_actions(data.next_observations, "actor_target")
                 if smoothing:
-                    noise = self.smoothing_noise(tuple(data.actions.shape[1:]))
-                    next_actions = losses.smoothed_target_actions(next_actions, noise, model.target_noise_clip)
+                    next_actions = losses.smoothed_target_actions(next_actions, noise[0], model.target_noise_clip)
                 next_q = torch.cat(self.net.critics(data.next_observations, next_actions, "critic_target"), dim=-1)
                 target_q = _double_q_target(data.rewards, data.dones, model.gamma, next_q)
             critic_loss = _critics_mse_loss(self.net.critics(data.observations, data.actions), target_q)

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.preprocessing import get_action_dim
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.utils import explained_variance
 
@@ -25,39 +27,51 @@ from lit_sb3.seeds.group import BatchedAlgorithm
 from lit_sb3.seeds.optim import batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.stacked import load_slice, module_slice, set_slice
 from lit_sb3.seeds.streams import SeedStreams, gaussian, gumbel_max
+from lit_sb3.seeds.transfer import to_device, to_host
 
 if TYPE_CHECKING:
     from lit_sb3.seeds.group import SeedGroup
 
 
 class SeedMeans:
-    """Per-seed running means of update statistics (``[N]`` sums and counts; only the seeds in ``where`` count)."""
+    """Per-seed running means of update statistics (``[N]`` sums and counts on the group's device; only the seeds in
+    ``where`` count)."""
 
-    def __init__(self, n_seeds: int) -> None:
-        self.n_seeds = n_seeds
+    def __init__(self, n_seeds: int, device: torch.device) -> None:
+        self.n_seeds, self.device = n_seeds, device
         self.sums: dict[str, torch.Tensor] = {}
         self.counts: dict[str, torch.Tensor] = {}
 
     def add(self, values: dict[str, torch.Tensor], where: torch.Tensor) -> None:
+        where = where.to(self.device)
         weight = where.to(torch.float32)
         for key, value in values.items():
             value = value.detach().float()
             if key not in self.sums:
-                self.sums[key], self.counts[key] = torch.zeros(self.n_seeds), torch.zeros(self.n_seeds)
+                self.sums[key] = torch.zeros(self.n_seeds, device=self.device)
+                self.counts[key] = torch.zeros(self.n_seeds, device=self.device)
             self.sums[key] = torch.where(where, self.sums[key] + value, self.sums[key])
             self.counts[key] = self.counts[key] + weight
 
     def start_over(self, key: str, where: torch.Tensor) -> None:
         if key in self.sums:
+            where = where.to(self.device)
             self.sums[key] = torch.where(where, 0.0, self.sums[key])
             self.counts[key] = torch.where(where, 0.0, self.counts[key])
 
-    def means(self, index: int) -> dict[str, float]:
-        return {
-            key: float(np.float32(self.sums[key][index].item()) / np.float32(self.counts[key][index].item()))
-            for key in self.sums
-            if self.counts[key][index] > 0
-        }
+    def means(self) -> list[dict[str, float]]:
+        """Each seed's means (one copy to the host for all seeds)."""
+        keys = list(self.sums)
+        host = to_host([*(self.sums[k] for k in keys), *(self.counts[k] for k in keys)])
+        sums, counts = host[: len(keys)], host[len(keys) :]
+        return [
+            {
+                key: float(np.float32(total[index]) / np.float32(count[index]))
+                for key, total, count in zip(keys, sums, counts)
+                if count[index] > 0
+            }
+            for index in range(self.n_seeds)
+        ]
 
 
 class BatchedOnPolicy(BatchedAlgorithm):
@@ -77,7 +91,10 @@ class BatchedOnPolicy(BatchedAlgorithm):
                 "rollout_buffer_class: seed groups use SB3's RolloutBuffer (no custom buffer class/kwargs)"
             )
         self.net = StackedActorCritic([m.policy for m in group.models])
-        self.device = self.net.params[next(iter(self.net.params))].device
+        self.device = group.device
+        space = first.action_space
+        # a draw per logit (Gumbel-max) or per action dimension (Gaussian)
+        self.noise_width = int(space.n) if isinstance(space, spaces.Discrete) else get_action_dim(space)
         optimizer = first.policy.optimizer
         settings = {k: v for k, v in optimizer.defaults.items() if k != "lr"}
         self.optimizer = batched_optimizer(type(optimizer), settings, self.net.parameters(), first.lr_schedule(1.0))
@@ -96,16 +113,22 @@ class BatchedOnPolicy(BatchedAlgorithm):
 
     # ------------------------------------------------------------------ acting
 
-    def _obs(self, obs: np.ndarray) -> torch.Tensor:
+    def _obs(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
         """``[N * n_envs, ...]`` or ``[N, n_envs, ...]`` observations as ``[N, n_envs, ...]`` on the device."""
         shape = self.hp.observation_space.shape
         return torch.as_tensor(obs, device=self.device).reshape(self.n_seeds, -1, *shape)
 
-    def _sample(self, action_param: torch.Tensor, streams: SeedStreams) -> torch.Tensor:
-        batch = action_param.shape[1:]
+    def _draws(self, obs: np.ndarray, streams: SeedStreams) -> torch.Tensor:
+        """Each seed's noise for one action per env of ``obs``, ``[N, n_envs, A]``, from its own host generator."""
+        n_envs = obs.size // (self.n_seeds * int(np.prod(self.hp.observation_space.shape)))
+        shape = (n_envs, self.noise_width)
+        return streams.uniform(shape) if self.net.discrete else streams.normal(shape)
+
+    def _sample(self, action_param: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
+        """Actions from the draws of :meth:`_draws` (on the device)."""
         if self.net.discrete:
-            return gumbel_max(action_param, streams.uniform(batch).to(self.device))
-        return gaussian(action_param, self.net.params["log_std"], streams.normal(batch).to(self.device))
+            return gumbel_max(action_param, draws)
+        return gaussian(action_param, self.net.params["log_std"], draws)
 
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
         space = self.hp.action_space
@@ -115,12 +138,14 @@ class BatchedOnPolicy(BatchedAlgorithm):
 
     def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         with torch.no_grad():
-            action_param, _ = self.net.heads(self._obs(obs))
             if deterministic:
+                action_param, _ = self.net.heads(self._obs(obs))
                 actions = action_param.argmax(-1) if self.net.discrete else action_param
             else:
-                actions = self._sample(action_param, streams)
-        return self._env_actions(actions.cpu().numpy())
+                obs_on_device, draws = to_device([obs, self._draws(obs, streams)], self.device)
+                action_param, _ = self.net.heads(self._obs(obs_on_device))
+                actions = self._sample(action_param, draws)
+        return self._env_actions(to_host([actions])[0])
 
     # ------------------------------------------------------------------ the rollout
 
@@ -131,18 +156,28 @@ class BatchedOnPolicy(BatchedAlgorithm):
         for _ in range(hp.n_steps):
             obs = group.last_obs
             assert obs is not None  # the group reset its envs at train start
+            obs_on_device, draws = to_device([obs, self._draws(obs, group.streams)], self.device)  # one copy in
             with torch.no_grad():
-                action_param, values = self.net.heads(self._obs(obs))
-                actions = self._sample(action_param, group.streams)
+                action_param, values = self.net.heads(self._obs(obs_on_device))
+                actions = self._sample(action_param, draws)
                 log_prob, _ = self.net.log_prob_entropy(action_param, actions)
-            flat_actions = actions.reshape(self.n_seeds * self.per_seed, *hp.action_space.shape).cpu().numpy()
+            flat_actions, values_out, log_prob_out = to_host(  # one copy out (two for integer actions)
+                [actions.reshape(self.n_seeds * self.per_seed, *hp.action_space.shape), values, log_prob]
+            )
             stepped = group.step_envs(self._env_actions(flat_actions))
             if stepped is None:
                 return False
             new_obs, rewards, dones, infos = stepped
             self._bootstrap_truncations(rewards, dones, infos)
             stored = flat_actions.reshape(-1, 1) if self.net.discrete else flat_actions
-            buffer.add(obs, stored, rewards, group.last_episode_starts, values.reshape(-1), log_prob.reshape(-1))
+            buffer.add(
+                obs,
+                stored,
+                rewards,
+                group.last_episode_starts,
+                torch.from_numpy(values_out).reshape(-1),
+                torch.from_numpy(log_prob_out).reshape(-1),
+            )
             group.last_obs, group.last_episode_starts = new_obs, dones
         assert new_obs is not None  # the group reset its envs at train start
         with torch.no_grad():
@@ -172,22 +207,17 @@ class BatchedOnPolicy(BatchedAlgorithm):
         """The rollout as ``[N, n_envs * n_steps, ...]`` tensors, each seed's envs one after another (SB3's order)."""
         steps, n, e = self.hp.n_steps, self.n_seeds, self.per_seed
 
-        def per_seed(array: np.ndarray) -> torch.Tensor:
-            rest = array.shape[2:]
-            tensor = torch.as_tensor(array, device=self.device).reshape(steps, n, e, *rest)
-            return tensor.movedim(0, 2).reshape(n, e * steps, *rest)
+        def per_seed(tensor: torch.Tensor) -> torch.Tensor:
+            rest = tensor.shape[2:]
+            return tensor.reshape(steps, n, e, *rest).movedim(0, 2).reshape(n, e * steps, *rest)
 
         buffer = self.buffer
-        actions = per_seed(buffer.actions)
-        actions = actions.squeeze(-1).long() if self.net.discrete else actions
-        return RolloutBufferSamples(
-            per_seed(buffer.observations),
-            actions,
-            per_seed(buffer.values),
-            per_seed(buffer.log_probs),
-            per_seed(buffer.advantages),
-            per_seed(buffer.returns),
+        arrays = [buffer.observations, buffer.actions, buffer.values, buffer.log_probs, buffer.advantages]
+        observations, actions, values, log_probs, advantages, returns = (
+            per_seed(t) for t in to_device([*arrays, buffer.returns], self.device)
         )
+        actions = actions.squeeze(-1).long() if self.net.discrete else actions
+        return RolloutBufferSamples(observations, actions, values, log_probs, advantages, returns)
 
     # ------------------------------------------------------------------ the update
 
@@ -209,8 +239,9 @@ class BatchedOnPolicy(BatchedAlgorithm):
         data = self._rollout()
         size = data.advantages.shape[1]
         batch_size = hp.batch_size or size
-        active = torch.ones(self.n_seeds, dtype=torch.bool)
-        means, last_loss = SeedMeans(self.n_seeds), torch.full((self.n_seeds,), float("nan"))
+        active = torch.ones(self.n_seeds, dtype=torch.bool)  # on the host: it steers the loop
+        means = SeedMeans(self.n_seeds, self.device)
+        last_loss = torch.full((self.n_seeds,), float("nan"), device=self.device)
         epochs = torch.zeros(self.n_seeds, dtype=torch.long)
         seed_rows = torch.arange(self.n_seeds, device=self.device).unsqueeze(1)
         for _ in range(hp.n_epochs):
@@ -231,7 +262,7 @@ class BatchedOnPolicy(BatchedAlgorithm):
                     loss.sum().backward()
                     clip_grad_norm_per_seed(self.optimizer.params, hp.max_grad_norm)
                     self.optimizer.step(None if bool(stepping.all()) else stepping)
-                    last_loss = torch.where(stepping, loss.detach(), last_loss)
+                    last_loss = torch.where(stepping.to(self.device), loss.detach(), last_loss)
                 active = stepping
                 if not active.any():
                     break
@@ -244,16 +275,18 @@ class BatchedOnPolicy(BatchedAlgorithm):
         values = buffer.values.reshape(self.hp.n_steps, self.n_seeds, self.per_seed)
         returns = buffer.returns.reshape(self.hp.n_steps, self.n_seeds, self.per_seed)
         log_std = self.net.params.get("log_std")
+        log_std_host = None if log_std is None else log_std.detach().cpu()
+        seed_means, last_losses = means.means(), to_host([last_loss])[0]
         for i in range(self.n_seeds):
             self.n_updates[i] += int(epochs[i])
-            for key, value in means.means(i).items():
+            for key, value in seed_means[i].items():
                 group.record(i, f"train/{key}", value)
-            self._record_extra(i, float(last_loss[i]), progress)
+            self._record_extra(i, float(last_losses[i]), progress)
             group.record(
                 i, "train/explained_variance", explained_variance(values[:, i].flatten(), returns[:, i].flatten())
             )
-            if log_std is not None:
-                group.record(i, "train/std", torch.exp(log_std[i]).mean().item())
+            if log_std_host is not None:
+                group.record(i, "train/std", torch.exp(log_std_host[i]).mean().item())
             group.record(i, "train/n_updates", self.n_updates[i])
             group.record(i, "train/learning_rate", self.optimizer.lr)
 

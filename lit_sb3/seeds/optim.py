@@ -30,7 +30,7 @@ def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> 
     """
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return torch.zeros(params[0].shape[0])
+        return torch.zeros(params[0].shape[0], device=params[0].device)
     norms = torch.stack([torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1) for g in grads], dim=1)
     total = torch.linalg.vector_norm(norms, dim=1)
     coef = torch.clamp(max_norm / (total + _CLIP_EPS), max=1.0)
@@ -50,8 +50,9 @@ class BatchedOptimizer:
     """Shared part of the batched optimizers: the stacked parameters, the learning rate and each seed's step count.
 
     ``step(active)`` applies the update to the seeds where ``active`` is True (all when None). ``seed_state(i)`` /
-    ``load_seed_state(i, state)`` move one seed's state; ``torch_state(i)`` is that state as the ordinary
-    optimizer's ``state_dict()["state"]`` holds it (to load into a single model's optimizer).
+    ``load_seed_state(i, state)`` move one seed's state (on the host); ``torch_state(i)`` is that state as the
+    ordinary optimizer's ``state_dict()["state"]`` holds it (to load into a single model's optimizer). The state and
+    the step counts live on the parameters' device.
     """
 
     state_names: tuple[str, ...] = ()
@@ -60,7 +61,7 @@ class BatchedOptimizer:
         self.params = list(params)
         self.lr = lr
         self.n_seeds = self.params[0].shape[0]
-        self.steps = torch.zeros(self.n_seeds, dtype=torch.float64)
+        self.steps = torch.zeros(self.n_seeds, dtype=torch.float64, device=self.params[0].device)
         self.state: dict[str, list[torch.Tensor]] = {
             name: [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
             for name in self.state_names
@@ -76,6 +77,7 @@ class BatchedOptimizer:
         partial = not bool(moving.all())
         if not bool(moving.any()):
             return
+        moving = moving.to(self.steps.device)
         self.steps += moving.to(self.steps.dtype)
         indices = [i for i, p in enumerate(self.params) if p.grad is not None]
         if partial:  # the stopped seeds' entries go back to what they were after the update
@@ -98,7 +100,7 @@ class BatchedOptimizer:
     def seed_state(self, seed_index: int) -> dict[str, Any]:
         return {
             "step": float(self.steps[seed_index]),
-            **{name: [s[seed_index].clone() for s in self.state[name]] for name in self.state_names},
+            **{name: [s[seed_index].to("cpu", copy=True) for s in self.state[name]] for name in self.state_names},
         }
 
     def load_seed_state(self, seed_index: int, state: dict[str, Any]) -> None:

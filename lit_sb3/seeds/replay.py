@@ -17,6 +17,8 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.preprocessing import get_action_dim, get_obs_shape
 
+from lit_sb3.seeds.transfer import to_device
+
 
 class SeedSamples(NamedTuple):
     """A minibatch of every seed, seed axis first: observations ``[N, B, *obs_shape]``, actions ``[N, B, dim]``,
@@ -43,7 +45,7 @@ class SeedReplayBuffer:
     :param n_envs: envs per seed
     :param optimize_memory_usage: SB3's memory-efficient layout (the next observation is the next slot's)
     :param handle_timeout_termination: as SB3: a time-limit end is not a terminal state for the Bellman target
-    :param device: where sampled minibatches go
+    :param device: where sampled minibatches go (the arrays stay on the host, as in SB3's buffer)
     """
 
     def __init__(
@@ -128,7 +130,12 @@ class SeedReplayBuffer:
         return slots, envs
 
     def sample(self, batch_size: int, rngs: list[np.random.Generator]) -> SeedSamples:
-        """A minibatch of ``batch_size`` transitions per seed, seed ``i``'s drawn with ``rngs[i]``."""
+        """A minibatch of ``batch_size`` transitions per seed, seed ``i``'s drawn with ``rngs[i]``, on ``device``."""
+        return SeedSamples(*to_device(self.sample_arrays(batch_size, rngs), self.device))
+
+    def sample_arrays(self, batch_size: int, rngs: list[np.random.Generator]) -> list[np.ndarray]:
+        """:meth:`sample`'s minibatch as host arrays, in :class:`SeedSamples`' order (to travel to the device with
+        other arrays in one copy)."""
         if self.size() == 0:
             raise RuntimeError("SeedReplayBuffer: sampling an empty buffer (learning_starts must be reached first)")
         slots, envs = self.sample_indices(batch_size, rngs)
@@ -138,17 +145,13 @@ class SeedReplayBuffer:
         else:
             next_obs = self.next_observations[slots, seed, envs]
         dones = self.dones[slots, seed, envs] * (1.0 - self.timeouts[slots, seed, envs])
-
-        def tensor(array: np.ndarray) -> torch.Tensor:
-            return torch.as_tensor(array, device=self.device)
-
-        return SeedSamples(
-            tensor(self.observations[slots, seed, envs]),
-            tensor(self.actions[slots, seed, envs]),
-            tensor(next_obs),
-            tensor(dones[..., None]),
-            tensor(self.rewards[slots, seed, envs][..., None]),
-        )
+        return [
+            self.observations[slots, seed, envs],
+            self.actions[slots, seed, envs],
+            next_obs,
+            dones[..., None],
+            self.rewards[slots, seed, envs][..., None],
+        ]
 
     # ------------------------------------------------------------------ one seed's buffer
 

@@ -44,9 +44,12 @@ def stack_parameters(modules: Sequence[nn.Module]) -> Stacked:
 
 
 def module_slice(stacked: Mapping[str, torch.Tensor], index: int, prefix: str = "") -> dict[str, torch.Tensor]:
-    """Seed ``index``'s parameters, named as the template's ``state_dict`` names them (``prefix`` removed)."""
+    """Seed ``index``'s parameters (copies on the host), named as the template's ``state_dict`` names them
+    (``prefix`` removed)."""
     return {
-        name[len(prefix) :]: value[index].detach().clone() for name, value in stacked.items() if name.startswith(prefix)
+        name[len(prefix) :]: value[index].detach().to("cpu", copy=True)
+        for name, value in stacked.items()
+        if name.startswith(prefix)
     }
 
 

@@ -107,3 +107,40 @@ class KillOnSeed(CrashOnSeed):
         if self.armed:
             os.kill(os.getpid(), signal.SIGKILL)
         return gym.Wrapper.step(self, action)
+
+
+NAN_SEED_ENV = "LIT_BENCH_TEST_NAN_SEED"  # the seed whose training env's rewards turn NaN after CRASH_AFTER steps
+SUCCESS_LENGTH = 30  # an episode at least this long reports is_success
+
+
+class Succeeds(gym.Wrapper):
+    """Reports ``is_success`` at each episode's end (long enough: ``SUCCESS_LENGTH`` steps), as goal envs do; and,
+    in the env first reset with the seed named by ``NAN_SEED_ENV``, NaN rewards after ``CRASH_AFTER`` steps (a seed
+    whose training diverges)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.armed = False
+        self.steps = 0
+        self.length = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        nan_seed = os.environ.get(NAN_SEED_ENV)
+        if seed is not None and nan_seed is not None and seed == int(nan_seed):
+            self.armed = True
+        self.length = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = super().step(action)
+        self.steps += 1
+        self.length += 1
+        if terminated or truncated:
+            info = {**info, "is_success": self.length >= SUCCESS_LENGTH}
+        return obs, float("nan") if self.armed and self.steps > CRASH_AFTER else reward, terminated, truncated, info
+
+
+def success_env(**kwargs: Any) -> gym.Env:
+    """CartPole reporting ``is_success`` (see ``Succeeds``), crashing as ``CrashOnSeed`` says, as an ``env.make``
+    factory."""
+    return CrashOnSeed(Succeeds(gym.make("CartPole-v1", **kwargs)))

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from lit_bench.config.checks import ConfigError, algorithm_class
 from lit_bench.config.hydra_versions import VERSION_BASE
-from lit_bench.store.rundir import EVAL_FIELDS
+from lit_bench.store.format import EVAL_FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"

@@ -21,7 +21,7 @@ from lit_bench.config.checks import (
 )
 from lit_bench.config.envs import make_envs, require_package
 from lit_bench.run.train import prepare
-from lit_bench.store.rundir import EVAL_FIELDS
+from lit_bench.store.format import EVAL_FIELDS
 from lit_sb3.common.envs import check_env_id
 from tests.lit_bench.helpers import (
     ALGOS,
@@ -222,7 +222,8 @@ def test_failed_run_leaves_others_and_sweep_resumes(tmp_path: Path) -> None:
         "sweep=fail",
         "env.wrappers=[{_target_:crash_env.CrashOnSeed,_partial_:true}]",
     )
-    result = run_py(*sweep, env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_SEED": "1"})
+    # a run per process (test_batched: a seed failing in its batched group)
+    result = run_py(*sweep, "seeds_per_process=1", env={**CHILD_ENV, "LIT_BENCH_TEST_CRASH_SEED": "1"})
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 completed, 1 failed (2 runs)" in result.stdout
     runs = tmp_path / "fail" / "ppo" / "CartPole"
@@ -232,10 +233,13 @@ def test_failed_run_leaves_others_and_sweep_resumes(tmp_path: Path) -> None:
     assert json.loads((done / "summary.json").read_text())["status"] == "completed"
     done_mtime = (done / "eval.csv").stat().st_mtime
 
-    result = run_py(*sweep)  # same command, crash switched off: seed 0 skipped, seed 1 resumed from its checkpoint
+    # the command again, crash switched off, under the default seeds_per_process=auto (which would train these seeds
+    # as one batched group): they keep their own runs, seed 0 skipped, seed 1 resumed from its checkpoint
+    result = run_py(*sweep)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 completed (2 runs)" in result.stdout and "already completed, skipped" in result.stdout
     assert (done / "eval.csv").stat().st_mtime == done_mtime
+    assert not [d for d in runs.iterdir() if "batched=true" in d.name]
     resumed = json.loads((find_run(runs, 1) / "summary.json").read_text())
     assert resumed["status"] == "completed" and resumed["resumed_from"] == 256
 

@@ -19,6 +19,7 @@ from lit_bench.run.console import ConsoleProgress, choose_mode
 from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run
 
 pytestmark = pytest.mark.harness
+TWO_PROCESSES = ("hydra.launcher.n_jobs=2", "seeds_per_process=1")  # two jobs at once, a seed each
 STATUS = re.compile(
     r"^\[ppo CartPole seed 0\] [\d,]+/512 env steps \(\d+%\) \| [\d,]+ steps/s \| eval -?[\d.]+ \+/- "
     r"[\d.]+ at [\d,]+( \| next eval at [\d,]+)? \| ETA \d+:\d\d:\d\d$"
@@ -78,7 +79,7 @@ def test_jobs_sharing_a_terminal_print_lines_not_bars(tmp_path: Path):
     main, terminal = pty.openpty()  # the sweep's stderr is a terminal, as in an interactive shell
     try:
         process = subprocess.Popen(
-            [sys.executable, "run.py", "-m", *TINY, "seed=0,1", "hydra.launcher.n_jobs=2", f"out_dir={tmp_path}"],
+            [sys.executable, "run.py", "-m", *TINY, "seed=0,1", *TWO_PROCESSES, f"out_dir={tmp_path}"],
             cwd=REPO,
             env={**CHILD_ENV, "LIT_BENCH_CONSOLE": "auto"},
             stdout=subprocess.DEVNULL,

@@ -302,7 +302,8 @@ def test_observation_settings_never_change_the_directory() -> None:
 
 
 def test_a_completed_run_is_not_retrained_for_observation_settings(tmp_path: Path) -> None:
-    from lit_bench.run.train import describe, run
+    from lit_bench.run.outcome import describe
+    from lit_bench.run.train import run
 
     common = (*TINY, f"out_dir={tmp_path}")
     first = run(compose_run(*common))

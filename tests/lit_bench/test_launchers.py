@@ -281,7 +281,15 @@ def test_slurm_time_limit_requeues_and_resumes_bit_identical(slurm: dict[str, st
 
 
 def test_scancel_marks_one_job_interrupted_and_the_rest_complete(slurm: dict[str, str], tmp_path: Path) -> None:
-    args = ("hydra/launcher=slurm", *TINY, "budget=3000", "seed=0,1", f"out_dir={tmp_path}", "sweep=c")
+    args = (
+        "hydra/launcher=slurm",
+        *TINY,
+        "budget=3000",
+        "seed=0,1",
+        "seeds_per_process=1",
+        f"out_dir={tmp_path}",
+        "sweep=c",
+    )
     with _started(slurm, *args) as sweep:
         run_dir = _wait_for(lambda: _checkpointed(tmp_path / "c", 0), 300, "seed 0's first checkpoint")
         job = json.loads((run_dir / "summary.json").read_text())["cluster"]["job_id"]
@@ -328,7 +336,15 @@ def test_ray_sweep_on_a_running_cluster(ray_head: RayHead, tmp_path: Path) -> No
 
 
 def test_killed_ray_worker_fails_its_job_and_a_rerun_resumes_it(ray_head: RayHead, tmp_path: Path) -> None:
-    args = ("hydra/launcher=ray", *TINY, "budget=4000", "seed=0,1", f"out_dir={tmp_path}", "sweep=k")
+    args = (
+        "hydra/launcher=ray",
+        *TINY,
+        "budget=4000",
+        "seed=0,1",
+        "seeds_per_process=1",
+        f"out_dir={tmp_path}",
+        "sweep=k",
+    )
     with _started(ray_head.env, *args) as sweep:
         run_dir = _wait_for(lambda: _checkpointed(tmp_path / "k", 0), 300, "seed 0's first checkpoint")
         worker = json.loads((run_dir / "summary.json").read_text())["cluster"]["pid"]

@@ -9,14 +9,16 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from PIL import Image
 
+from lit_bench.analysis import pool
+from lit_bench.analysis.markdown import markdown
+from lit_bench.analysis.pool import DPI
 from lit_bench.analysis.reference import reference_at_budget, reference_curve, reference_score
+from lit_bench.analysis.tables import tables
 from lit_bench.cli import report
-from lit_bench.cli.reporting import pool
-from lit_bench.cli.reporting.markdown import markdown
-from lit_bench.cli.reporting.pool import DPI
-from lit_bench.cli.reporting.tables import tables
+from lit_bench.config.identity import config_id as id_of
 from tests.lit_bench.helpers import make_sweep, write_run
 
 
@@ -217,6 +219,42 @@ def test_sweeps_and_configs_are_never_merged_by_seed(tmp_path):
     assert hp.loc["", "final_iqm"] == 2.0 and hp.loc["learning_rate=0.001", "final_iqm"] == 3.0
     assert "| ppo[learning_rate=0.001] / lit (hp) |" in md and "| ppo / sb3 (A) |" in md
     assert sorted(comparison.sweep) == ["A", "B"] and comparison.n.eq(2).all()
+
+
+def test_seeds_trained_in_batched_groups_are_seeds_of_their_config(tmp_path):
+    """lit seeds trained in a batched group (their own directory variant ``batched=true,...``) pair with SB3's by
+    seed and read as ordinary runs of their config: one row, the config's label, no ``batched`` variant or column;
+    one note says which configs' seeds trained batched. Seed 0 trained in its own process (an older run of the same
+    config) and a seed killed before its summary (read from its config.yaml) join the same row."""
+    root = tmp_path / "s"
+    config = {"algo": {"learning_rate": 0.0003}, "env": {"id": "CartPole-v1"}, "budget": 3000}
+    plain = {"config_id": id_of(config), "variant": "budget=3000"}
+    batched = {"config_id": "bad9e00002", "variant": "batched=true,budget=3000"}
+    ungrouped = {"unbatched_config_id": plain["config_id"], "unbatched_variant": plain["variant"]}
+    for seed in range(5):
+        returns = [100.0, 400.0 + 10 * seed]
+        write_run(
+            root, "ppo", "CartPole", seed, "sb3", [r - 5 for r in returns], subdir="budget=3000-5b35b35b35", **plain
+        )
+        if seed == 0:
+            write_run(root, "ppo", "CartPole", seed, "lit", returns, subdir="budget=3000-c0ffee0001", **plain)
+        else:
+            write_run(
+                root, "ppo", "CartPole", seed, "lit", returns, subdir="batched=true,budget=3000-bad9e00002",
+                **batched, **ungrouped,
+            )  # fmt: skip
+    killed = write_run(
+        root, "ppo", "CartPole", 5, "lit", [100.0], status=None, subdir="batched=true,budget=3000-bad9e00002"
+    )
+    (killed / "config.yaml").write_text(yaml.safe_dump({**config, "seed": 5, "batched": True}))
+    summary, comparison, md = _tables(root)
+    lit = summary[summary.backend == "lit"]
+    assert len(lit) == 1 and lit.variant.iloc[0] == "budget=3000" and lit.seeds.iloc[0] == 5
+    assert lit.batched_seeds.iloc[0] == 4 and lit.incomplete.iloc[0] == 1
+    (pair,) = comparison.itertuples()
+    assert pair.n == 5 and pair.iqm_difference == pytest.approx(5.0) and pair.verdict == "lit better"
+    assert md.count("batched") == 1 and "Seeds trained in batched seed groups" in md
+    assert "ppo[budget=3000] / lit on CartPole (4 of 5)" in md
 
 
 def test_summary_md_links_videos_where_runs_have_one(tmp_path):

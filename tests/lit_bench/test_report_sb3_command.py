@@ -1,12 +1,12 @@
 """The card's command has no SB3 runs: the report says so and gives the exact command that adds them to the sweep
-(lit_bench.cli.reporting.tables / markdown), instead of a report without a lit-vs-SB3 verdict and no word why."""
+(lit_bench.analysis.tables / markdown), instead of a report without a lit-vs-SB3 verdict and no word why."""
 
 from __future__ import annotations
 
 import yaml
 
-from lit_bench.cli.reporting.markdown import markdown
-from lit_bench.cli.reporting.tables import tables
+from lit_bench.analysis.markdown import markdown
+from lit_bench.analysis.tables import tables
 from tests.lit_bench.helpers import write_run
 
 

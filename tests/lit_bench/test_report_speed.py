@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from lit_bench.analysis import plot
-from lit_bench.cli.reporting.markdown import markdown
-from lit_bench.cli.reporting.tables import tables
+from lit_bench.analysis.markdown import markdown
+from lit_bench.analysis.tables import tables
 from tests.lit_bench.helpers import write_run
 
 

@@ -11,6 +11,8 @@ import math
 import os
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,11 +23,12 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 from lit_bench.config.checks import ConfigError
+from lit_bench.config.identity import resolved, run_path
 from lit_bench.control import seed_groups
 from lit_bench.control.run_plan import describe, make_plan
-from lit_bench.control.seed_groups import Group, Member, SeedReturn, expand, group_count, group_jobs
+from lit_bench.control.seed_groups import Group, Member, SeedReturn, counted, expand, group_count, group_jobs
 from lit_bench.control.sweep import RunFailed
-from tests.lit_bench.helpers import compose_run, find_run, patience, read_csv, run_py
+from tests.lit_bench.helpers import REPO, compose_run, find_run, patience, read_csv, run_py
 from tests.lit_bench.test_signals_stop import _interrupted, _start, _wait_for_checkpoint
 
 pytestmark = pytest.mark.harness
@@ -40,7 +43,7 @@ def _jobs(*configs: str, seeds: range = range(3)) -> list[list[str]]:
 
 
 def test_jobs_that_differ_only_in_seed_are_one_group_carrying_their_seeds_and_job_numbers() -> None:
-    groups = group_jobs(_jobs("ppo", "a2c"), 10, lambda overrides, seeds: 1)
+    groups = group_jobs(_jobs("ppo", "a2c"), 10, lambda members: counted(members, 1))
     assert [[m.num for m in g.members] for g in groups] == [[10, 11, 12], [13, 14, 15]]
     assert groups[1].overrides == ["algo=a2c", "seed=0", "out_dir=x", "seed_group={seeds:[0,1,2],jobs:[13,14,15]}"]
     assert groups[1].members[2] == Member(seed=2, num=15, overrides=("algo=a2c", "seed=2", "out_dir=x"))
@@ -48,18 +51,30 @@ def test_jobs_that_differ_only_in_seed_are_one_group_carrying_their_seeds_and_jo
 
 def test_a_configs_seeds_split_into_the_groups_asked_for_and_ungroupable_jobs_stay_alone() -> None:
     jobs = [*_jobs("ppo", seeds=range(5)), ["algo=ppo", "seed=abc"], ["algo=dqn"], ["algo=ppo", "seed=1", "out_dir=x"]]
-    groups = group_jobs(jobs, 0, lambda overrides, seeds: 2)
+    groups = group_jobs(jobs, 0, lambda members: counted(members, 2))
     assert [[m.num for m in g.members] for g in groups] == [[0, 1, 2], [3, 4], [5], [6], [7]]
     assert groups[2].overrides == ["algo=ppo", "seed=abc"]  # as it was: the job reports its bad seed itself
     assert groups[4].overrides == ["algo=ppo", "seed=1", "out_dir=x", "seed_group={seeds:[1],jobs:[7]}"]  # twice
 
 
 @pytest.mark.parametrize(
-    ("setting", "seeds", "groups"),
-    [(1, 10, 10), (3, 10, 4), (3, 2, 1), ("auto", 10, 10)],  # auto: no batched groups yet, one process per seed
+    ("setting", "seeds", "at_once", "batchable", "groups"),
+    [
+        (1, 10, 2, True, 10),
+        (3, 10, 2, True, 4),
+        (3, 2, 2, True, 1),
+        ("auto", 10, 2, True, 2),  # auto: as many groups as jobs run at once...
+        ("auto", 10, 16, True, 5),  # ... each of 2 seeds or more
+        ("auto", 3, 2, True, 1),
+        ("auto", 10, None, True, 1),  # (a launcher that does not say: one group)
+        ("auto", 1, 2, True, 1),
+        ("auto", 10, 2, False, 10),  # not batchable: one process per seed
+    ],
 )
-def test_how_many_groups_a_configs_seeds_make(setting: int | str, seeds: int, groups: int) -> None:
-    assert group_count(setting, seeds) == groups
+def test_how_many_groups_a_configs_seeds_make(
+    setting: int | str, seeds: int, at_once: int | None, batchable: bool, groups: int
+) -> None:
+    assert group_count(setting, seeds, at_once, batchable) == groups
 
 
 @pytest.mark.parametrize("value", [0, -1, "two", 1.5, True, None])
@@ -90,7 +105,7 @@ def _result(value: Any, status: JobStatus = JobStatus.COMPLETED, overrides: list
 
 def test_a_groups_result_comes_back_as_one_result_per_seed_in_the_jobs_order() -> None:
     jobs = [["seed=0", "algo=ppo"], ["seed=0", "algo=a2c"], ["seed=1", "algo=ppo"], ["seed=2", "algo=ppo"]]
-    groups = group_jobs(jobs, 0, lambda overrides, seeds: 1)
+    groups = group_jobs(jobs, 0, lambda members: counted(members, 1))
     assert [len(g.members) for g in groups] == [3, 1]
     failed = RunFailed("seed_2: boom")
     seed_returns = [SeedReturn(0, "runs/seed_0", "COMPLETED", 1.5), SeedReturn(3, "runs/seed_2", "FAILED", failed)]
@@ -150,6 +165,137 @@ def test_every_job_of_a_grouped_launch_keeps_its_own_job_number() -> None:
     assert [r.overrides for r in returns] == jobs
 
 
+# ------------------------------------------------------------------------------------------ auto (the default)
+
+
+def _auto_launch(jobs: list[list[str]], n_jobs: int = 2) -> list[list[str]]:
+    """The jobs ``seeds_per_process=auto`` launches for ``jobs`` under joblib with ``n_jobs`` (their overrides)."""
+    launched: list[list[str]] = []
+
+    def dispatch(batch: Any, idx: int) -> list[JobReturn]:
+        launched.extend(list(j) for j in batch)
+        return [_result(None, overrides=list(j)) for j in batch]
+
+    target = "hydra_plugins.lit_bench_launchers.joblib_launcher.JoblibLauncher"
+    launcher = SimpleNamespace(
+        config=OmegaConf.create(
+            {"seeds_per_process": "auto", "hydra": {"launcher": {"_target_": target, "n_jobs": n_jobs}}}
+        ),
+        hydra_context=SimpleNamespace(config_loader=SimpleNamespace(load_sweep_config=lambda c, o: compose_run(*o))),
+    )
+    seed_groups.launch(launcher, jobs, 0, dispatch)
+    return launched
+
+
+def _groups_of(launched: list[list[str]]) -> list[str]:
+    return [o[-1].removeprefix("seed_group=") if o[-1].startswith("seed_group=") else "-" for o in launched]
+
+
+def test_auto_groups_a_batchable_configs_seeds_over_the_jobs_run_at_once(tmp_path: Path) -> None:
+    """PPO's seeds (lit) in as many batched groups as joblib runs jobs at once, each of 2 seeds or more; SB3's and
+    TRPO's (refused from the config alone) one job per seed."""
+    out = f"out_dir={tmp_path}"
+    ppo = [[*TINY, f"seed={seed}", out] for seed in range(5)]
+    sb3 = [[*TINY, "backend=sb3", f"seed={seed}", out] for seed in range(2)]
+    trpo = [["algo=trpo", f"seed={seed}", out] for seed in range(2)]
+    assert _groups_of(_auto_launch([*ppo, *sb3, *trpo])) == [
+        "{seeds:[0,1,2],jobs:[0,1,2],batched:true}",
+        "{seeds:[3,4],jobs:[3,4],batched:true}",
+        "{seeds:[0],jobs:[5]}",
+        "{seeds:[1],jobs:[6]}",
+        "{seeds:[0],jobs:[7]}",
+        "{seeds:[1],jobs:[8]}",
+    ]
+    assert _groups_of(_auto_launch(ppo, n_jobs=1)) == ["{seeds:[0,1,2,3,4],jobs:[0,1,2,3,4],batched:true}"]
+    assert len(_auto_launch(ppo, n_jobs=16)) == 2  # 16 at once, but groups of 2 seeds at least
+    assert _groups_of(_auto_launch(sb3)) == ["-", "-"]  # nothing grouped: the jobs as they were
+    assert _groups_of(_auto_launch([[*TINY, f"seed={seed}", out, "parity=true"] for seed in range(2)])) == ["-", "-"]
+
+
+def test_the_jobs_each_launcher_runs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """joblib: n_jobs (-1: the cores); submitit's local executor: the cores; SLURM: array_parallelism; Ray: the
+    cluster's CPUs over each job's num_cpus (read from the cluster); the basic launcher: none (never grouped)."""
+    from hydra_plugins.lit_bench_launchers.ray_launcher import RayLauncher
+
+    def at_once(target: str, **params: Any) -> int | None:
+        return seed_groups.jobs_at_once(OmegaConf.create({"_target_": target, **params}))
+
+    import joblib
+
+    lit_joblib = "hydra_plugins.lit_bench_launchers.joblib_launcher.JoblibLauncher"
+    assert at_once(lit_joblib, n_jobs=3) == 3 and at_once(lit_joblib, n_jobs=-1) == joblib.cpu_count()
+    assert at_once("hydra_plugins.lit_bench_launchers.submitit_launcher.LocalLauncher") == os.cpu_count()
+    assert at_once("hydra_plugins.lit_bench_launchers.submitit_launcher.SlurmLauncher", array_parallelism=7) == 7
+    assert at_once("hydra._internal.core_plugins.basic_launcher.BasicLauncher") is None
+    util = SimpleNamespace(start_ray=lambda init: None)
+    ray = SimpleNamespace(cluster_resources=lambda: {"CPU": 8.0})
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_ray_launcher", SimpleNamespace(_launcher_util=util))
+    monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_ray_launcher._launcher_util", util)
+    launcher = RayLauncher(ray=OmegaConf.create({"init": {}, "remote": {"num_cpus": 2}}))
+    assert launcher.jobs_at_once() == 4
+
+
+def _existing(tmp_path: Path, seed: int, batched: bool, status: str = "completed") -> Path:
+    """A run directory of TINY's ``seed`` (ordinary or batched) holding a summary, as a run leaves it."""
+    cfg = compose_run(*TINY, f"seed={seed}", f"out_dir={tmp_path}", *(["batched=true"] if batched else []))
+    run_dir = run_path(resolved(cfg))
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text(json.dumps({"status": status}))
+    return run_dir
+
+
+def test_under_auto_a_seed_keeps_the_kind_of_the_run_it_has(tmp_path: Path) -> None:
+    """Seeds with an ordinary run (completed, failed, resumable) keep their own process, never retrained batched;
+    the others are grouped; a seed alone with a batched run trains batched (a group of one) to skip or resume it."""
+    _existing(tmp_path, 0, batched=False)
+    _existing(tmp_path, 1, batched=False, status="failed")
+    (_existing(tmp_path, 2, batched=False, status="running") / "checkpoints").mkdir()
+    _existing(tmp_path, 5, batched=True, status="running")
+    jobs = [[*TINY, f"seed={seed}", f"out_dir={tmp_path}"] for seed in range(6)]
+    assert _groups_of(_auto_launch(jobs)) == [
+        "{seeds:[0],jobs:[0]}",
+        "{seeds:[1],jobs:[1]}",
+        "{seeds:[2],jobs:[2]}",
+        "{seeds:[3,4,5],jobs:[3,4,5],batched:true}",
+    ]
+    assert _groups_of(_auto_launch([jobs[5]])) == ["{seeds:[5],jobs:[0],batched:true}"]
+    assert _groups_of(_auto_launch([jobs[4]])) == ["-"]  # a seed alone with no run: its own process
+    assert _groups_of(_auto_launch(jobs[1:4])) == ["-", "-", "-"]  # (3 alone, without the others: its own too)
+    assert _groups_of(_auto_launch(jobs[:2])) == ["-", "-"]  # every seed with an ordinary run
+
+
+def test_autos_decision_imports_no_torch_lightning_or_sb3() -> None:
+    """The launching process decides from the config alone: ``launch`` under auto (a batchable config and a
+    refused one) leaves torch, Lightning and SB3 unimported."""
+    code = f"""
+import sys
+from types import SimpleNamespace
+from omegaconf import OmegaConf
+from hydra.core.utils import JobReturn, JobStatus
+from tests.lit_bench.helpers import compose_run
+from lit_bench.control import seed_groups
+import hydra_plugins.lit_bench_launchers.joblib_launcher
+launched = []
+def dispatch(batch, idx):
+    launched.extend(batch)
+    return [JobReturn(overrides=list(j), status=JobStatus.COMPLETED, _return_value=[]) for j in batch]
+joblib = {{"_target_": "joblib", "n_jobs": 2}}
+launcher = SimpleNamespace(
+    config=OmegaConf.create({{"seeds_per_process": "auto", "hydra": {{"launcher": joblib}}}}),
+    hydra_context=SimpleNamespace(config_loader=SimpleNamespace(load_sweep_config=lambda c, o: compose_run(*o))),
+)
+jobs = [[*{list(TINY)!r}, f"seed={{s}}", "out_dir=/nonexistent"] for s in range(4)]
+jobs += [[*{list(TINY)!r}, "backend=sb3", f"seed={{s}}", "out_dir=/nonexistent"] for s in range(2)]
+seed_groups.launch(launcher, jobs, 0, dispatch)
+assert sum("batched:true" in j[-1] for j in launched) == 2, launched
+print(sorted(m for m in ("torch", "lightning", "stable_baselines3", "lit_sb3") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=patience(120))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 # ------------------------------------------------------------------------------------------ the plan
 
 
@@ -163,8 +309,10 @@ def test_the_plan_prints_the_grouped_estimate_beside_todays() -> None:
     assert cost.wall_s is not None and cost.wall_s >= plan.wall_s()  # 2 jobs of 3 runs
     text = describe(plan)
     assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job, or as one" in text
-    auto = describe(make_plan(args))  # the default
-    assert "seeds_per_process=auto: one job per run (auto is not turned on yet" in auto
+    auto = describe(make_plan(args))  # the default: each config's 3 seeds in one batched group (2 jobs at once)
+    assert "grouped (seeds_per_process=auto): 6 runs in 2 jobs, a config's seeds as one batched model" in auto
+    refused = describe(make_plan([*args, "backend=sb3"]))
+    assert "seeds_per_process=auto: one job per run (auto groups only the seeds of a config that train as" in refused
     assert "grouped" not in describe(make_plan([*args, "seeds_per_process=1"]))
 
 
@@ -264,12 +412,12 @@ def test_sigterm_stops_a_grouped_run_at_a_checkpoint_and_the_rerun_resumes_it_ex
 
 
 def test_an_optuna_trials_seeds_train_in_one_process(tmp_path: Path) -> None:
-    """hpo.seeds=2 and seeds_per_process=2: the trial's two runs are one job (one batched group); the study gets
-    both seeds' values."""
+    """hpo.seeds=2 under the default seeds_per_process=auto: the trial's two runs are one job (one batched group);
+    the study gets both seeds' values."""
     done = run_py(
         "-m", *TINY, f"out_dir={tmp_path}", "sweep=hpo", "hydra/launcher=lit_joblib", "hydra/sweeper=tpe",
         "algo.learning_rate=tag(log, interval(1e-4, 1e-2))", "hydra.sweeper.n_trials=1", "hydra.sweeper.n_jobs=1",
-        "hpo.seeds=2", "seeds_per_process=2", timeout=600,
+        "hpo.seeds=2", timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     (row,) = read_csv(tmp_path / "hpo" / "trials.csv")
@@ -310,7 +458,10 @@ def test_regress_dry_run_prints_the_grouped_estimate(capsys: pytest.CaptureFixtu
     found = re.search(r"total: \d+ multiruns, (\d+) runs", out)
     assert found is not None, out
     runs = int(found.group(1))
-    assert f"grouped (seeds_per_process=auto, the default): {runs} jobs for {runs} runs" in out
+    grouped = re.search(r"grouped \(seeds_per_process=auto, the default\): (\d+) jobs for (\d+) runs", out)
+    assert grouped is not None and int(grouped.group(2)) == runs
+    assert int(grouped.group(1)) < runs  # the batched configs' seeds in groups (ppo, a2c, dqn, sac, td3, ddpg)
+    assert "algo=trpo env=Acrobot,CartPole,MountainCar,Pendulum budget=100000: 20 runs" in out  # (not batched)
 
 
 @pytest.mark.slow

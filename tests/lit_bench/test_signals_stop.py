@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.run import fit, train
+from lit_bench.run import train
 from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, patience, read_csv, run_py
 
 pytestmark = pytest.mark.harness
@@ -62,7 +62,7 @@ def test_bad_input_fails_before_any_env(
     def no_envs(*args: object, **kwargs: object) -> None:
         raise AssertionError("envs were built for a config that should have been refused")
 
-    monkeypatch.setattr(fit, "make_envs", no_envs)
+    monkeypatch.setattr(train, "make_envs", no_envs)
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     override = override.replace("<file>", str(a_file)).replace("<not writable>", _not_writable_dir(tmp_path))

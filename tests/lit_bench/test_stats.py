@@ -135,7 +135,7 @@ def test_rliable_scores_from_load_evaluations(tmp_path):
 
 
 def test_console_line_says_reached_only_when_the_threshold_held():
-    from lit_bench.run.train import describe
+    from lit_bench.run.outcome import describe
 
     base = {
         "algo": "ppo",

@@ -146,7 +146,7 @@ def _sweep_with_a_dying_worker(tmp_path: Path, seeds: str, sweeps: str) -> str:
     command = [sys.executable, "run.py", "-m", "algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32"]
     command += ["budget=256", "eval.episodes=2", kill, f"seed={seeds}", f"out_dir={tmp_path}", f"sweep={sweeps}"]
     result = subprocess.run(
-        [*command, "hydra.launcher.n_jobs=2"],
+        [*command, "hydra.launcher.n_jobs=2", "seeds_per_process=1"],  # a worker per run: one run dies with it
         cwd=REPO,
         env={**CHILD_ENV, "LIT_BENCH_TEST_KILL_SEED": "10"},
         capture_output=True,

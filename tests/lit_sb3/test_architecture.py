@@ -1,11 +1,14 @@
 """lit_sb3's architecture rules (issue 38): no metaclass on the algorithms, no import loops between lit_sb3's modules
-(``TYPE_CHECKING`` imports count: a loop there is a loop a reader follows), and a base class without mixins.
+(``TYPE_CHECKING`` imports count: a loop there is a loop a reader follows), a base class without mixins and no class
+with two bases of lit_sb3's own.
 The rule that Lightning's private names stay behind ``lit_sb3/lightning_compat`` is in ``test_lightning_door.py``."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import inspect
+import pkgutil
 from pathlib import Path
 
 import lightning as L
@@ -108,3 +111,23 @@ def test_the_base_class_is_a_lightning_module_without_mixins():
         module = importlib.import_module(f"lit_sb3.algorithms.{package}")
         ours = [c for c in getattr(module, name).__mro__ if c.__module__.startswith("lit_sb3")]
         assert len(ours) <= 4, f"{name}: {[c.__name__ for c in ours]}"
+
+
+def _own_classes() -> list[type]:
+    """Every class defined in a lit_sb3 module (each module imported)."""
+    found = []
+    for info in pkgutil.walk_packages(lit_sb3.__path__, "lit_sb3."):
+        module = importlib.import_module(info.name)
+        found += [c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == module.__name__]
+    return found
+
+
+def test_no_class_of_lit_sb3_mixes_in_another_of_its_classes():
+    # a part of an algorithm is an object it holds, or the one class it extends: never a second base of ours (a mixin
+    # reads and sets the algorithm's private attributes from another file)
+    mixed = [
+        f"{c.__module__}.{c.__qualname__}{tuple(b.__name__ for b in c.__bases__)}"
+        for c in _own_classes()
+        if sum(b.__module__.split(".")[0] == "lit_sb3" for b in c.__bases__) > 1
+    ]
+    assert not mixed, "classes with more than one base of lit_sb3's:\n" + "\n".join(mixed)

@@ -1,4 +1,5 @@
-"""Lightning behind one door: outside lit_sb3/lightning_compat, no module imports or reads a private Lightning name."""
+"""Lightning behind one door: outside lit_sb3/lightning_compat, no module of lit_sb3, lit_bench or the Hydra plugins
+imports or reads a private Lightning name."""
 
 import ast
 import re
@@ -7,7 +8,8 @@ from pathlib import Path
 import lightning
 import torch
 
-ROOT = Path(__file__).resolve().parents[2] / "lit_sb3"
+REPO = Path(__file__).resolve().parents[2]
+ROOT = REPO / "lit_sb3"
 DOOR = ROOT / "lightning_compat"
 _DEFINED = re.compile(r"(?:def |class |self\.)(_[a-z]\w*)\b")
 
@@ -22,8 +24,12 @@ def _private_names(files: list[Path]) -> set[str]:
 
 
 LIGHTNING_PRIVATE = _private_names(list(Path(lightning.__file__).parent.rglob("*.py")))
-OUTSIDE = [p for p in ROOT.rglob("*.py") if DOOR not in p.parents]
-# lit_sb3's own private names and torch.nn.Module's (some share a name with one of Lightning's)
+OUTSIDE = [
+    *(p for p in ROOT.rglob("*.py") if DOOR not in p.parents),
+    *(REPO / "lit_bench").rglob("*.py"),
+    *(REPO / "hydra_plugins").rglob("*.py"),
+]
+# our own private names and torch.nn.Module's (some share a name with one of Lightning's)
 OURS = _private_names(OUTSIDE) | _private_names([Path(torch.__file__).parent / "nn" / "modules" / "module.py"])
 
 
@@ -38,7 +44,7 @@ def test_lightning_private_names_are_used_only_in_the_compat_package():
                     if a.name.startswith("_") or "._" in f".{node.module}"
                 ]
             elif isinstance(node, ast.Attribute) and node.attr in LIGHTNING_PRIVATE - OURS:
-                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}: .{node.attr}")
     assert not found, "private Lightning names outside lit_sb3/lightning_compat:\n" + "\n".join(found)
 
 

@@ -58,7 +58,9 @@ def dry_run(suite: dict[str, Any], launcher: str | None) -> int:
         if not entries:
             continue
         seeds = seeds_of(suite, kind)
-        result = suite_plan.plan(entries, len(seeds) * len(backends), launcher, suite_plan.costs())
+        result = suite_plan.plan(
+            entries, len(seeds) * len(backends), launcher, suite_plan.costs(), batchable=kind == "entries"
+        )
         print(f"{suite['name']} {kind} ({', '.join(backends)}; seeds {seeds}):")
         print(suite_plan.describe(result))
     return 0

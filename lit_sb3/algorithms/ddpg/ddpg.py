@@ -8,8 +8,9 @@ import torch
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.td3.policies import TD3Policy
 
-from lit_sb3.algorithms.td3.td3 import TD3, TD3Policy
+from lit_sb3.algorithms.td3.td3 import TD3
 from lit_sb3.common.learn import learn_method
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 

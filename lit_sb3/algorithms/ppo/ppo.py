@@ -11,17 +11,16 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.ppo.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
 from lit_sb3.common.learn import learn_method
-from lit_sb3.common.on_policy import OnPolicyAlgorithm
-from lit_sb3.common.ppo_update import ClippedSurrogateUpdate, ppo_loss
+from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
 
-__all__ = ["PPO", "ppo_loss"]
+__all__ = ["PPO"]
 
 # the policies are SB3's; the names the constructor's ``policy`` accepts
 POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
-class PPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
+class PPO(ClippedSurrogateUpdate):
     """Proximal Policy Optimization algorithm (PPO) (clip version).
 
     Paper: https://arxiv.org/abs/1707.06347. Arguments and defaults are SB3's.

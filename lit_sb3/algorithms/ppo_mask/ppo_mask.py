@@ -25,7 +25,6 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.episodes import StepCallback
-from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
 from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form, accepts_sb3_learn_form
@@ -41,7 +40,7 @@ _NO_MASKS = (
 POLICY_ALIASES = {"MlpPolicy": MlpPolicy, "CnnPolicy": CnnPolicy, "MultiInputPolicy": MultiInputPolicy}
 
 
-class MaskablePPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
+class MaskablePPO(ClippedSurrogateUpdate):
     """Proximal Policy Optimization algorithm (PPO) (clip version) with Invalid Action Masking.
 
     Background on invalid action masking: https://arxiv.org/abs/2006.14171. Arguments and defaults are

@@ -25,7 +25,6 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.learn import learn_method
-from lit_sb3.common.on_policy import OnPolicyAlgorithm
 from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
 from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.sb3_calls import accepts_sb3_constructor_form
@@ -38,7 +37,7 @@ POLICY_ALIASES = {
 }
 
 
-class RecurrentPPO(ClippedSurrogateUpdate, OnPolicyAlgorithm):
+class RecurrentPPO(ClippedSurrogateUpdate):
     """Proximal Policy Optimization algorithm (PPO) (clip version) with support for recurrent policies (LSTM).
 
     Arguments and defaults are sb3-contrib's. ``policy_kwargs`` choose the LSTM: ``lstm_hidden_size``,

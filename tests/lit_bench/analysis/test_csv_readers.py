@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from lit_bench.analysis import eval_csv, metrics_csv
-from lit_bench.store.rundir import EVAL_FIELDS, csv_text, unix_line_ends
+from lit_bench.store.format import EVAL_FIELDS
+from lit_bench.store.rundir import csv_text, unix_line_ends
 
 
 def _eval_rows(seed: int) -> list[dict[str, Any]]:

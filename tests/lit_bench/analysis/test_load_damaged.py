@@ -7,8 +7,8 @@ import json
 import pytest
 
 from lit_bench.analysis.load import load_runs
+from lit_bench.analysis.tables import tables
 from lit_bench.cli import report
-from lit_bench.cli.reporting.tables import tables
 from tests.lit_bench.helpers import write_run
 
 

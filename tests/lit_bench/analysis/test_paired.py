@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from lit_bench.analysis.markdown import markdown
 from lit_bench.analysis.paired import CompareError, ConfigName
+from lit_bench.analysis.tables import read_tables, tables
 from lit_bench.cli import report
-from lit_bench.cli.reporting.markdown import markdown
-from lit_bench.cli.reporting.tables import read_tables, tables
 
 from ..helpers import write_run
 

@@ -9,8 +9,8 @@ import pandas as pd
 import yaml
 
 from lit_bench.analysis import style, summarize, variants
+from lit_bench.analysis.figures import short_labels
 from lit_bench.analysis.load import load_tables
-from lit_bench.cli.reporting.figures import short_labels
 from lit_bench.store.rundir import RunDir
 
 from ..helpers import write_run

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from lit_sb3.algorithms.ars.ars import ars_update, perturbed_candidates
+from lit_sb3.algorithms.ars.update import ars_update, perturbed_candidates
 
 
 def test_candidates_are_plus_then_minus_scaled_directions():

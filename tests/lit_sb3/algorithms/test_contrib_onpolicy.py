@@ -14,16 +14,18 @@ from stable_baselines3.common.env_util import make_vec_env
 from lit_sb3 import PPO, TRPO, MaskablePPO, RecurrentPPO, RLEnvDataModule, RLTrainer
 from lit_sb3.algorithms.ppo_mask import MaskablePPO as MaskablePPOFromModule
 from lit_sb3.common.on_policy import OnPolicyAlgorithm
+from lit_sb3.common.ppo_update import ClippedSurrogateUpdate
 
 
 def masked_env(n_invalid: int = 5) -> InvalidActionEnvDiscrete:
     return InvalidActionEnvDiscrete(dim=10, n_invalid_actions=n_invalid)
 
 
-def test_classes_sit_one_level_below_the_on_policy_base():
+def test_classes_sit_beside_ppo_on_the_on_policy_base():
     assert MaskablePPOFromModule is MaskablePPO
-    for cls in (MaskablePPO, RecurrentPPO, TRPO):
-        assert OnPolicyAlgorithm in cls.__bases__ and PPO not in cls.__mro__
+    for cls in (MaskablePPO, RecurrentPPO):  # PPO's update, not PPO: a change to PPO's class reaches neither
+        assert cls.__bases__ == (ClippedSurrogateUpdate,) and PPO not in cls.__mro__
+    assert TRPO.__bases__ == (OnPolicyAlgorithm,)
 
 
 # ---------------------------------------------------------------------- MaskablePPO

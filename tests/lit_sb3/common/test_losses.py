@@ -13,8 +13,8 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from lit_sb3 import PPO
 from lit_sb3.algorithms.a2c.a2c import a2c_loss
-from lit_sb3.algorithms.ppo.ppo import ppo_loss
 from lit_sb3.common import losses
+from lit_sb3.common.ppo_update import ppo_loss
 
 t = torch.tensor
 

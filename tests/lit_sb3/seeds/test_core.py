@@ -14,6 +14,7 @@ from lit_sb3.seeds.actor_critic import StackedActorCritic
 from lit_sb3.seeds.optim import BatchedAdam, BatchedRMSprop, batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.stacked import load_slice
 from lit_sb3.seeds.streams import SeedStreams, gumbel_max
+from lit_sb3.seeds.transfer import to_device, to_host
 
 N = 4
 SHAPES = [(3, 5), (5,), (2,)]
@@ -156,3 +157,16 @@ def test_group_vec_env_steps_each_seed_as_its_own_vec_env() -> None:
     assert len(group.get_attr("spec", indices=[0, 4])) == 2
     with pytest.raises(ValueError, match="env: one VecEnv per seed"):
         seed_envs([alone], n_seeds=2, n_envs=1)
+
+
+def test_transfers_on_the_cpu_copy_nothing() -> None:
+    """On the CPU the group's arrays pass through ``to_device`` / ``to_host`` as views of the same memory (so the CPU
+    path computes what it computed without them)."""
+    obs, noise = np.zeros((2, 3), dtype=np.float32), torch.ones(2, 1)
+    on_device = to_device([obs, noise], torch.device("cpu"))
+    on_device[0][0, 0] = 5.0
+    assert obs[0, 0] == 5.0 and on_device[1] is noise
+    actions = torch.arange(4).reshape(2, 2)
+    (back,) = to_host([actions])
+    back[0, 0] = 7
+    assert actions[0, 0] == 7

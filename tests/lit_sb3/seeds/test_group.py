@@ -241,8 +241,9 @@ def test_refusals_are_one_line() -> None:
         SeedGroup(PPO, seeds=[1, 2, 1], env="CartPole-v1")
     with pytest.raises(ValueError, match=r"^seed: a seed group sets it per seed"):
         SeedGroup(PPO, seeds=[1], env="CartPole-v1", seed=3)
-    with pytest.raises(ValueError, match=r"^device: seed groups train on the CPU"):
-        SeedGroup(PPO, seeds=[1], env="CartPole-v1", device="cuda")
+    for device in ("mps", "gpu"):
+        with pytest.raises(ValueError, match=r"^device: seed groups train on 'cpu', 'cuda' or 'cuda:N'"):
+            SeedGroup(PPO, seeds=[1], env="CartPole-v1", device=device)
     with pytest.raises(ValueError, match=r"^policy: seed groups batch 'MlpPolicy'"):
         SeedGroup(PPO, seeds=[1], env="CartPole-v1", policy="CnnPolicy")
     group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
@@ -251,6 +252,14 @@ def test_refusals_are_one_line() -> None:
     with pytest.raises(ValueError, match=r"^states: one per seed of the group"):
         group.load_seed_states([])
     assert np.all(group.last_episode_starts)
+
+
+def test_device_auto_is_the_cpu_and_cuda_falls_back_to_it_without_cuda() -> None:
+    """``"auto"`` trains where lit_sb3's ``learn`` does (the CPU); ``"cuda"`` without CUDA is the CPU, as in SB3."""
+    assert SeedGroup(PPO, seeds=[1], env="CartPole-v1").device == torch.device("cpu")
+    group = SeedGroup(PPO, seeds=[1], env="CartPole-v1", device="cuda")
+    expected = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
+    assert group.device == group.model(0).device == expected
 
 
 def test_one_vec_env_per_seed_trains_as_the_env_id_does() -> None:

@@ -21,7 +21,6 @@ from lit_sb3 import DDPG, DQN, SAC, TD3, RLTrainer
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.seeds import SeedGroup
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
-from lit_sb3.seeds.replay import SeedSamples
 
 SMALL = {"policy_kwargs": {"net_arch": [32, 32]}, "learning_starts": 50, "batch_size": 16}
 CONFIGS: dict[str, tuple[type[OffPolicyAlgorithm], str, dict[str, Any]]] = {
@@ -122,8 +121,8 @@ def test_group_of_one_has_the_single_models_losses_and_gradients(name: str) -> N
 
     group_grads: dict[str, list[list[torch.Tensor]]] = {}
     _record_steps(group.optimizers, group_grads, batched=True)
-    one_seed = SeedSamples(*(t[None] for t in batch[:5]))
-    group.replay.sample = lambda batch_size, rngs: one_seed  # type: ignore[method-assign]
+    one_seed = [t[None].numpy() for t in batch[:5]]
+    group.replay.sample_arrays = lambda batch_size, rngs: one_seed  # type: ignore[method-assign]
     group.streams.torch[0].manual_seed(123)
     group_losses = group.gradient_steps(1, 16)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.cli.reporting.markdown import markdown
-from lit_bench.cli.reporting.tables import tables
-from lit_bench.run import backends, fit, train
+from lit_bench.analysis.markdown import markdown
+from lit_bench.analysis.tables import tables
+from lit_bench.run import backends, train
 from tests.lit_bench.helpers import TINY, compose_run, write_run
 
 pytestmark = pytest.mark.harness
@@ -35,7 +35,7 @@ NAN_REWARDS = "env.make={_target_:tests.lit_bench.crash_env.nan_reward_env,_part
 def test_a_trainer_option_that_changes_how_much_is_trained_is_refused(
     tmp_path: Path, option: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fit, "make_envs", lambda *a, **k: pytest.fail("refused before any env is built"))
+    monkeypatch.setattr(train, "make_envs", lambda *a, **k: pytest.fail("refused before any env is built"))
     summary = train.run(compose_run(*TINY, "budget=3000", option, f"out_dir={tmp_path}"))
     name = option.split("=")[0].lstrip("+")
     assert summary["status"] == "failed" and summary["error"].startswith(f"{name}="), summary["error"]

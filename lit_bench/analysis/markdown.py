@@ -3,6 +3,7 @@ Markdown tables a person can read, with their footnotes."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
             f"| {label(r, several)}{' ' + OVERSHOOT if over else ''}{' ' + MIXED if getattr(r, 'versions', '') else ''}"
             f" | {r.env} | {_runs(r)} | {_score(r)} | "
             f"{_ratio(r)} | {at_budget} | {bench} | {to_threshold} | {_fps(r)} |"
-            + (f" {_video_links(videos[r.Index], links_from)} |" if video_column else "")
+            + (f" {video_links(videos[r.Index], links_from)} |" if video_column else "")
         )
     lines.append("")
     lines += [f"[{i}] SB3 {name}: {how} ({source})" for i, (name, (how, source)) in enumerate(sources.items(), 1)]
@@ -98,6 +99,7 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
     )
     lines += overshoots
     lines += mixed
+    lines += batched_note(summary, several)
     lines.append(SPEED_NOTE)
     lines.append(
         f"Steps to threshold: the first evaluation from which {stats.THRESHOLD_WINDOW} evaluations in a row "
@@ -112,6 +114,22 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         lines += ["", comparison_markdown(comparison, several)]
     lines += sb3_section(summary)
     return "\n".join(lines) + "\n"
+
+
+def batched_note(summary: pd.DataFrame, several_sweeps: bool) -> list[str]:
+    """One line naming the configs with seeds trained in batched seed groups (none: no line)."""
+    rows = [
+        f"{label(r, several_sweeps)} on {r.env} ({r.batched_seeds} of {r.seeds})"
+        for r in summary.itertuples()
+        if getattr(r, "batched_seeds", 0)
+    ]
+    if not rows:
+        return []
+    return [
+        "Seeds trained in batched seed groups (seeds_per_process; one model for a config's seeds, each seed its own "
+        "random streams: numbers other than its own process's, independent of the seeds beside it; its CPU time the "
+        f"group's over its seeds): {'; '.join(rows)}."
+    ]
 
 
 def sb3_section(summary: pd.DataFrame) -> list[str]:
@@ -132,12 +150,10 @@ def sb3_section(summary: pd.DataFrame) -> list[str]:
     ]
 
 
-def _video_links(paths: str, links_from: Path | None) -> str:
-    from lit_bench.run.video import (
-        video_links,  # (lit_bench.run.video imports SB3 and torch: 0.4 GB and 3 s, only for videos)
-    )
-
-    return video_links(paths, links_from)
+def video_links(paths: str, links_from: Path | None) -> str:
+    """Markdown links ``[1](...) [2](...)`` to the space-separated video ``paths`` (relative to ``links_from``)."""
+    links = [os.path.relpath(p, links_from) if links_from is not None else p for p in paths.split()]
+    return " ".join(f"[{i + 1}]({link})" for i, link in enumerate(links)) or "-"
 
 
 def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) -> str:

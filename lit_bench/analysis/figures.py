@@ -15,12 +15,12 @@ from matplotlib.lines import Line2D
 
 from lit_bench import stats
 from lit_bench.analysis import plot, style, suite_page, training
+from lit_bench.analysis.markdown import FLAG, MIXED, Row
 from lit_bench.analysis.metrics_csv import metric_names, metrics_csvs
 from lit_bench.analysis.paired import ablation_figure
+from lit_bench.analysis.pool import Drawing, draw
 from lit_bench.analysis.reference import reference_curve, reference_score
 from lit_bench.analysis.summarize import Returns, curve_bands
-from lit_bench.cli.reporting.markdown import FLAG, MIXED, Row
-from lit_bench.cli.reporting.pool import Drawing, draw
 
 
 def figures(

@@ -11,13 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from lit_bench.analysis import style, suite, suite_page
+from lit_bench.analysis.figures import figures, suite_figure, training_figure
 from lit_bench.analysis.hpo import plot_sweep
+from lit_bench.analysis.markdown import ablations_section, markdown
 from lit_bench.analysis.normalize import normalization_table
+from lit_bench.analysis.pool import Drawing
 from lit_bench.analysis.summarize import Returns
-from lit_bench.cli.reporting.figures import figures, suite_figure, training_figure
-from lit_bench.cli.reporting.markdown import ablations_section, markdown
-from lit_bench.cli.reporting.pool import Drawing
-from lit_bench.cli.reporting.tables import read_tables
+from lit_bench.analysis.tables import read_tables
 from lit_bench.store.rundir import atomic_write_text
 
 FORMATS = ("png", "pdf")

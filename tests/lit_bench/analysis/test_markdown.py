@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from lit_bench.analysis.markdown import comparison_markdown
 from lit_bench.analysis.paired import ablation_markdown, per_seed_text
-from lit_bench.cli.reporting.markdown import comparison_markdown
 
 
 def test_per_seed_differences_are_capped_in_the_table_and_kept_in_the_csv():
