@@ -178,8 +178,8 @@ def record(
     seeds = seeds.assign(recorded=today)
     seeds_file = baseline_file.with_name(f"{baseline_file.stem}_seeds.csv")
     if keep_others:
-        table = kept_alongside(table, baseline_file)
-        seeds = kept_alongside(seeds, seeds_file)
+        table = kept_alongside(table, baseline_file, suite)
+        seeds = kept_alongside(seeds, seeds_file, suite)
     atomic_write_text(seeds_file, seeds.to_csv(index=False, float_format="%.3f"))
     atomic_write_text(baseline_file, table.to_csv(index=False, float_format="%.3f"))
     print(table.to_string(index=False))
@@ -203,13 +203,17 @@ def per_seed(runs: dict[str, list[Path]], suite: dict[str, Any]) -> pd.DataFrame
     return pd.concat(parts, ignore_index=True)[columns].sort_values(columns[:4])
 
 
-def kept_alongside(table: pd.DataFrame, recorded_file: Path) -> pd.DataFrame:
-    """``table`` with the rows of ``recorded_file`` whose entries it does not hold (``--only``)."""
+def kept_alongside(table: pd.DataFrame, recorded_file: Path, suite: dict[str, Any]) -> pd.DataFrame:
+    """``table`` with the rows of ``recorded_file`` whose entries it does not hold (``--only``), of the suite's
+    entries only (a row of an entry the suite no longer has goes)."""
     if not recorded_file.is_file():
         return table
     kept = pd.read_csv(recorded_file)
-    kept = kept[~(kept.algo + ":" + kept.env).isin(table.algo + ":" + table.env)]
-    return pd.concat([kept, table], ignore_index=True).sort_values(["algo", "env"])
+    names = kept.algo + ":" + kept.env
+    entries = {f"{e['algo']}:{e['env']}" for e in suite["entries"]}
+    kept = kept[names.isin(entries) & ~names.isin(table.algo + ":" + table.env)]
+    columns = [*table.columns, *(c for c in kept.columns if c not in table.columns)]  # a kept row's own columns last
+    return pd.concat([kept, table], ignore_index=True)[columns].sort_values(["algo", "env"])
 
 
 def check(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None) -> int:

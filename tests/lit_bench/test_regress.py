@@ -187,7 +187,7 @@ FIVE = [0, 1, 2, 3, 4]
 TEN = list(range(10))
 
 
-def test_record_with_only_rewrites_the_measured_thresholds_and_keeps_the_others(tmp_path, monkeypatch, capsys):
+def test_record_with_only_rewrites_the_measured_thresholds_and_keeps_the_suites_others(tmp_path, monkeypatch, capsys):
     runs = _recorded_sweep(tmp_path, {"ppo:CartPole": [480, 490, 500, 495, 485] * 2}, {"ppo:CartPole": [470] * 10})
     suite = {
         "name": "ci",
@@ -197,11 +197,15 @@ def test_record_with_only_rewrites_the_measured_thresholds_and_keeps_the_others(
         "entries": [{"algo": "ppo", "env": "CartPole"}, {"algo": "sac", "env": "Pendulum"}],
     }
     baselines = tmp_path / "ci.csv"
-    pd.DataFrame({"algo": ["ppo", "sac"], "env": ["CartPole", "Pendulum"], "threshold": [1.0, -200.0]}).to_csv(
-        baselines, index=False
-    )
+    recorded = {
+        "algo": ["ppo", "sac", "dqn"],
+        "env": ["CartPole", "Pendulum", "CartPole"],
+        "threshold": [1.0, -200.0, 9],
+    }
+    pd.DataFrame(recorded).to_csv(baselines, index=False)
     assert _record(tmp_path, monkeypatch, suite, runs, "--only", "ppo:CartPole") == 0
     table = pd.read_csv(baselines).set_index("algo")
+    assert sorted(table.index) == ["ppo", "sac"]  # dqn: no longer an entry of the suite, its threshold goes
     assert table.loc["ppo", "threshold"] == 470  # SB3's seeds are the lower ones
     assert table.loc["ppo", "seeds"] == 10 and table.loc["ppo", "random"] == pytest.approx(23.68)
     assert table.loc["ppo", "sb3_false_alarm"] == 0 and table.loc["ppo", "check_seeds"] == 5
