@@ -213,7 +213,9 @@ def kept_alongside(table: pd.DataFrame, recorded_file: Path, suite: dict[str, An
     entries = {f"{e['algo']}:{e['env']}" for e in suite["entries"]}
     kept = kept[names.isin(entries) & ~names.isin(table.algo + ":" + table.env)]
     columns = [*table.columns, *(c for c in kept.columns if c not in table.columns)]  # a kept row's own columns last
-    return pd.concat([kept, table], ignore_index=True)[columns].sort_values(["algo", "env"])
+    both = pd.concat([kept, table], ignore_index=True)[columns].sort_values(["algo", "env"])
+    counts = [c for c in table.columns if pd.api.types.is_integer_dtype(table[c])]  # (a kept row's blanks: no floats)
+    return both.astype({c: "Int64" for c in counts})
 
 
 def check(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None) -> int:
