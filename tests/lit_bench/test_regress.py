@@ -206,6 +206,7 @@ def test_record_with_only_rewrites_the_measured_thresholds_and_keeps_the_suites_
     assert _record(tmp_path, monkeypatch, suite, runs, "--only", "ppo:CartPole") == 0
     table = pd.read_csv(baselines).set_index("algo")
     assert sorted(table.index) == ["ppo", "sac"]  # dqn: no longer an entry of the suite, its threshold goes
+    assert "10.000" not in baselines.read_text()  # counts stay integers beside the kept row that has none
     assert table.loc["ppo", "threshold"] == 470  # SB3's seeds are the lower ones
     assert table.loc["ppo", "seeds"] == 10 and table.loc["ppo", "random"] == pytest.approx(23.68)
     assert table.loc["ppo", "sb3_false_alarm"] == 0 and table.loc["ppo", "check_seeds"] == 5
