@@ -122,11 +122,14 @@ class BatchedOnPolicy(BatchedAlgorithm):
         shape = (n_envs, self.noise_width)
         return streams.exponential(shape) if self.net.discrete else streams.normal(shape)
 
-    def _sample(self, action_param: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
-        """Actions from the draws of :meth:`_draws` (on the device)."""
+    def _sample(self, action_param: torch.Tensor, draws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions from the draws of :meth:`_draws` and their log-probabilities ``[N, n_envs]`` (on the device)."""
+        dist = self.net.distribution(action_param)
         if self.net.discrete:
-            return categorical_sample(self.net.distribution(action_param).probs, draws)
-        return gaussian(action_param, self.net.params["log_std"], draws)
+            actions = categorical_sample(dist.probs, draws)
+            return actions, dist.log_prob(actions)
+        actions = gaussian(action_param, self.net.params["log_std"], draws)
+        return actions, dist.log_prob(actions).sum(-1)
 
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
         space = self.hp.action_space
@@ -143,7 +146,7 @@ class BatchedOnPolicy(BatchedAlgorithm):
             else:
                 obs_on_device, draws = to_device([obs, self._draws(obs, streams)], self.device)
                 action_param, _ = self.net.heads(self._obs(obs_on_device))
-                actions = self._sample(action_param, draws)
+                actions, _ = self._sample(action_param, draws)
         return self._env_actions(to_host([actions])[0])
 
     # ------------------------------------------------------------------ the rollout
@@ -158,8 +161,7 @@ class BatchedOnPolicy(BatchedAlgorithm):
             obs_on_device, draws = to_device([obs, self._draws(obs, group.streams)], self.device)  # one copy in
             with torch.no_grad():
                 action_param, values = self.net.heads(self._obs(obs_on_device))
-                actions = self._sample(action_param, draws)
-                log_prob, _ = self.net.log_prob_entropy(action_param, actions)
+                actions, log_prob = self._sample(action_param, draws)
             flat_actions, values_out, log_prob_out = to_host(  # one copy out (two for integer actions)
                 [actions.reshape(self.n_seeds * self.per_seed, *hp.action_space.shape), values, log_prob]
             )
