@@ -34,11 +34,12 @@ drifting apart as training feeds the rounding back; a seed's numbers may depend 
 a batched product's kernel by the batch, so the summation order in a seed's slice can change: seed 3 alone vs in a group
 of 10 ended bit-identical for SAC [64, 64], 3e-8 apart for PPO CartPole, 1.3e-5 for SAC [400, 300]).
 
-For the harness: a seed trained in a group is the run its own process would train up to float32 rounding (it draws that
-run's random numbers, see below), not to the last bit, and on the CPU it is the same run in any group: its identity
-records "trained in a group" without the group's other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at once, CPU time of whole processes, imports
-included): PPO CartPole 2.9x less CPU than one process per seed (lit_sb3's or SB3's), A2C Acrobot 3.2x (lit_sb3) and
-2.6x (SB3) less; the README gives the command and the load.
+For the harness: a seed trained in a group is the run its own process would train up to float32 rounding (it draws
+that run's random numbers, see below), not to the last bit, and on the CPU it is the same run in any group: its
+identity records "trained in a group" without the group's other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2
+processes at once, CPU time of whole processes, imports included): PPO CartPole 2.9x less CPU than one process per
+seed (lit_sb3's or SB3's), A2C Acrobot 3.2x (lit_sb3) and 2.6x (SB3) less; the README gives the command and the
+load.
 
 What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
 
@@ -83,7 +84,8 @@ Writing a batched algorithm (DQN, SAC, TD3): subclass :class:`lit_sb3.seeds.grou
 ``group.models`` (the ordinary per-seed models, built with their seeds: their hyperparameters, spaces, initial
 networks), ``group.step_envs(actions)`` (one vector step of all seeds: counts env steps, calls the SB3 callback,
 gathers episodes; None when the callback stops), ``group.last_obs`` / ``group.last_episode_starts``,
-``group.streams`` (the seeds' random streams: draw from them as the ordinary model draws from the global ones), ``group.progress_remaining`` and ``group.record(i, key, value)``.
+``group.streams`` (the seeds' random streams: draw from them as the ordinary model draws from the global ones),
+``group.progress_remaining`` and ``group.record(i, key, value)``.
 
 The core, for the batched algorithms (and the off-policy ones built on it):
 
