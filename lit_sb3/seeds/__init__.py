@@ -64,7 +64,8 @@ What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
   episode statistics): ``predict``, ``save`` (an SB3-style zip SB3 loads too), ``load``, ``evaluate_policy``.
 - **resumable**: ``seed_state(i)`` (tensors and plain data; ``torch.load(weights_only=True)``) holds the seed's
   networks, optimizer state, random streams, episode statistics, pending metrics and its envs' action log; a group
-  that loads them replays the envs and continues bit for bit as if it had not stopped.
+  that loads them replays the envs and continues bit for bit as if it had not stopped. A seed state of an earlier
+  lit_sb3, whose groups drew from random streams of their own (no ``streams_format`` 2), is refused in one line.
 
 Contract changes (additions only): ``SeedGroup(..., policy="MlpPolicy")`` takes the policy as a keyword;
 ``learn(total_timesteps, callback=None, log_interval=-1, reset_num_timesteps=True, progress_bar=False)``
