@@ -16,9 +16,11 @@ The table (``results/reference/suite_cost.csv``) feeds ``lit-bench regress --dry
 
 measures the same for the seeds ``seeds_per_process=auto`` trains as one batched model (lit_sb3's ``SeedGroup``,
 ``lit_bench.run.group``): each run is a batched group of N seeds (seeds 0..N-1), and its row (``group_size`` N) holds
-the group's CPU seconds per env step of ONE seed, (CPU(B + D) - CPU(B)) / (N x D). Only the pairs whose first
-entry in the suite that batches (``lit_bench.run.batched.refusal``) are measured, on that entry's env (which may
-not be the one the pair's one-process-per-seed row was measured on: named in the row). Rows without a
+the group's CPU seconds per env step of ONE seed, (CPU(B + D) - CPU(B)) / (N x D), and beside it
+(``alone_cpu_s_per_step``) one process per seed's, measured first in the same command on the same env: the planner
+prices a group by their ratio (``lit_bench.control.suite_plan.group_ratio``), which a busy machine's slower CPU
+time, and an env other than the pair's one-process-per-seed row's, leave alone. Each pair is measured on its first
+entry in the suite whose seeds batch (``lit_bench.run.batched.refusal``; named in the row). Rows without a
 ``group_size`` are one process per seed.
 """
 
@@ -44,7 +46,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conf" / "suite"
 OUT = ROOT / "results" / "reference" / "suite_cost.csv"
 OFF_POLICY = {"sac", "td3", "ddpg", "dqn", "qrdqn", "tqc", "crossq"}
-FIELDS = ("algo", "family", "env", "group_size", "cpu_s_per_step", "steps_measured", "measured", "host", "command")
+FIELDS = (
+    "algo",
+    "family",
+    "env",
+    "group_size",
+    "cpu_s_per_step",
+    "alone_cpu_s_per_step",
+    "steps_measured",
+    "measured",
+    "host",
+    "command",
+)
 
 
 def families() -> dict[tuple[str, str], str]:
@@ -176,49 +189,72 @@ def measure(
     suite: str, wanted: set[str] | None, out: Path, algos: set[str] | None = None, group_sizes: list[int] | None = None
 ) -> None:
     """Measure and write the rows of ``suite``'s (algo, family) pairs: one process per seed, or with
-    ``group_sizes`` batched groups of each size (the sizes in turn, each over every pair)."""
+    ``group_sizes`` one process per seed on the env the groups train on (kept in their rows), then batched groups of
+    each size (the sizes in turn, each over every pair)."""
     chosen = representatives(suite, wanted, algos, batched=bool(group_sizes))
-    warm: set[tuple[str, str]] = set()
-    for size in group_sizes or [0]:
+    alone: dict[tuple[str, str], float] = {}
+    warm: set[tuple[str, str, bool]] = set()  # one process per seed, or batched: each pays its one-time costs once
+    for size in [0, *(group_sizes or [])]:
         for (algo, family), env in sorted(chosen.items()):
-            first, more = budgets(algo)
-            label = f"{algo:<8} {family:<9} {env:<24}" + (f" group of {size:<3}" if size else "")
-            with tempfile.TemporaryDirectory() as tmp:
-                try:
-                    shorter = shorter_rollouts(algo, env)
-                    if (algo, family) not in warm:  # one-time imports and compilation
-                        cpu_of_run(algo, env, first, Path(tmp) / "warm-up", shorter, size)
-                        warm.add((algo, family))
-                    short, short_steps = cpu_of_run(algo, env, first, Path(tmp) / "short", shorter, size)
-                    long, long_steps = cpu_of_run(algo, env, first + more, Path(tmp) / "long", shorter, size)
-                except (RuntimeError, ConfigError) as error:
-                    print(f"{label} not measured: {error}", flush=True)
-                    continue
-            more = long_steps - short_steps
-            if more <= 0 or long <= short:  # no span measured, or it cost less than the noise of one run's set-up
-                print(
-                    f"{label} not measured: {more} more env steps cost no more CPU ({long:.2f} s vs {short:.2f} s); "
-                    f"measure with larger budgets",
-                    flush=True,
-                )
+            if size and (algo, family) not in alone:
                 continue
-            per_step = (long - short) / (more * max(size, 1))
-            command = f"python benchmarks/suite_cost.py --suite {suite}" + (f" --group-sizes {size}" if size else "")
-            row: dict[str, Any] = {
-                "algo": algo,
-                "family": family,
-                "env": env,
-                "group_size": size or "",
-                "cpu_s_per_step": f"{per_step:.6f}",
-                "steps_measured": more,
-                "measured": time.strftime("%Y-%m-%d"),
-                "host": f"{platform.node()} ({os.cpu_count()} cores)",
-                "command": command + "".join(f" ({o})" for o in shorter),
-            }
-            print(f"{label} {per_step * 1e3:8.3f} ms CPU per env step (of one seed)", flush=True)
-            rows = {_key(r): r for r in _read(out)}  # re-read: several measuring processes may share it
-            rows[_key(row)] = row
-            _write(out, rows.values())
+            label = f"{algo:<8} {family:<9} {env:<24}" + (f" group of {size:<3}" if size else "")
+            row = _measured(suite, algo, family, env, size, label, warm_up=(algo, family, bool(size)) not in warm)
+            warm.add((algo, family, bool(size)))
+            if row is None:
+                continue
+            if not group_sizes:
+                _keep(out, row)
+            elif not size:
+                alone[(algo, family)] = float(row["cpu_s_per_step"])
+            else:
+                _keep(out, {**row, "alone_cpu_s_per_step": f"{alone[(algo, family)]:.6f}"})
+
+
+def _measured(
+    suite: str, algo: str, family: str, env: str, size: int, label: str, warm_up: bool
+) -> dict[str, Any] | None:
+    """The row of ``algo`` on ``env`` (``size``: a batched group of that many seeds, 0: one process per seed), or
+    None where it cannot be measured (printed). ``warm_up``: a run first, for one-time imports and compilation."""
+    first, more = budgets(algo)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            shorter = shorter_rollouts(algo, env)
+            if warm_up:
+                cpu_of_run(algo, env, first, Path(tmp) / "warm-up", shorter, size)
+            short, short_steps = cpu_of_run(algo, env, first, Path(tmp) / "short", shorter, size)
+            long, long_steps = cpu_of_run(algo, env, first + more, Path(tmp) / "long", shorter, size)
+        except (RuntimeError, ConfigError) as error:
+            print(f"{label} not measured: {error}", flush=True)
+            return None
+    more = long_steps - short_steps
+    if more <= 0 or long <= short:  # no span measured, or it cost less than the noise of one run's set-up
+        print(
+            f"{label} not measured: {more} more env steps cost no more CPU ({long:.2f} s vs {short:.2f} s); "
+            f"measure with larger budgets",
+            flush=True,
+        )
+        return None
+    per_step = (long - short) / (more * max(size, 1))
+    print(f"{label} {per_step * 1e3:8.3f} ms CPU per env step (of one seed)", flush=True)
+    command = f"python benchmarks/suite_cost.py --suite {suite}" + (f" --group-sizes {size}" if size else "")
+    return {
+        "algo": algo,
+        "family": family,
+        "env": env,
+        "group_size": size or "",
+        "cpu_s_per_step": f"{per_step:.6f}",
+        "steps_measured": more,
+        "measured": time.strftime("%Y-%m-%d"),
+        "host": f"{platform.node()} ({os.cpu_count()} cores)",
+        "command": command + "".join(f" ({o})" for o in shorter),
+    }
+
+
+def _keep(out: Path, row: dict[str, Any]) -> None:
+    rows = {_key(r): r for r in _read(out)}  # re-read: several measuring processes may share it
+    rows[_key(row)] = row
+    _write(out, rows.values())
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -258,7 +294,8 @@ def main() -> None:
     if any(size < 1 for size in args.group_sizes or []):
         parser.error(f"--group-sizes {args.group_sizes}: seeds per group, each 1 or more")
     families_wanted = set(args.families) if args.families else None
-    measure(args.suite, families_wanted, args.out, set(args.algos) if args.algos else None, args.group_sizes)
+    algos = set(args.algos) if args.algos else None
+    measure(args.suite, families_wanted, args.out, algos, args.group_sizes)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,13 @@ where it has completed runs of the same algorithm, env and backend under ``out_d
 their ``summary.json``, training only, as below), else the algorithm's on the env's family, measured once in
 ``results/reference/suite_cost.csv`` (one env per family: CartPole at Acrobot's speed, ~8x too slow for PPO). The
 wall time is that CPU time spread over the launcher's parallel jobs on this machine (joblib: ``n_jobs``, one per core
-by default; basic: one), bounded below by the longest run; a busy machine takes longer. A sweep always prints its
-plan; a single run only when it is estimated to take more than ``LONG_RUN_S``. Commands this cannot expand (an
-Optuna sweeper's search space, a glob) are planned only as an Optuna study of lit_bench's sweeper (``_study_plan``).
+by default; basic: one), bounded below by the longest run; a busy machine takes longer. Beside it, the sweep's
+``seeds_per_process`` groups: a config whose seeds train as batched groups at its speed one process per seed times
+the table's CPU ratio of a seed in a batched group over one process per seed (``suite_plan.group_ratio``; a batched
+run's ``cpu_fps`` is its group's, so this machine's batched runs are not speeds of their own), named and left out
+where the table has none. A sweep always prints its plan; a single run only when it is
+estimated to take more than ``LONG_RUN_S``. Commands this cannot expand (an Optuna sweeper's search space, a glob)
+are planned only as an Optuna study of lit_bench's sweeper (``_study_plan``).
 
 A budget that makes no gradient step (``lit_bench.config.budget``) refuses the command in one line per config,
 exit 2, before Hydra makes any directory (``--allow-no-learning`` runs it anyway, e.g. a test of the machinery); the
@@ -69,9 +73,9 @@ class Config:
     warnings: list[str] = field(default_factory=list)
     groups: int = 0  # the jobs its runs go into under seeds_per_process (runs: one per seed)
     batchable: bool = False  # its seeds may train as one batched model (seed_groups.config_refusal)
-    # CPU seconds per env step of one seed in a batched group, by group size (suite_plan.group_costs), and the env
-    # they were measured on; None: not measured
-    group_costs: dict[int, float] | None = None
+    # a seed's CPU per env step in a batched group over one process per seed's, by group size
+    # (suite_plan.group_ratios), and the env they were measured on; None: not measured
+    group_ratios: dict[int, float] | None = None
     group_measured_on: str | None = None
 
     @property
@@ -83,7 +87,8 @@ class Config:
         """Each batched group's CPU seconds (None where a group size is not measured)."""
         from lit_bench.control.suite_plan import group_cpu_s
 
-        return group_cpu_s(self.group_costs, group_sizes(self.runs, self.groups), self.budget)
+        per_step = None if self.cpu_s is None else self.cpu_s / self.budget
+        return group_cpu_s(self.group_ratios, group_sizes(self.runs, self.groups), self.budget, per_step)
 
 
 @dataclass
@@ -142,10 +147,10 @@ class GroupedCost:
 
 
 def grouped_cost(configs: list[Config], parallel: int | None) -> GroupedCost:
-    """The training CPU of batched groups at their measured cost per seed (``Config.group_cpu_s``), of groups that
-    train one seed after another as it is; the wall time with ``parallel`` jobs at once bounded below by the longest
-    group; start-up saved: one process's imports (``STARTUP_CPU_S``) per process fewer (a cluster starts one per
-    job; joblib one per worker it uses, reusing them for the following jobs)."""
+    """The training CPU of batched groups at their measured ratio to one process per seed (``Config.group_cpu_s``),
+    of groups that train one seed after another as it is; the wall time with ``parallel`` jobs at once bounded below
+    by the longest group; start-up saved: one process's imports (``STARTUP_CPU_S``) per process fewer (a cluster
+    starts one per job; joblib one per worker it uses, reusing them for the following jobs)."""
     from lit_bench.control.seed_groups import STARTUP_CPU_S
 
     cpu, longest, left_out, unmeasured = 0.0, 0.0, 0.0, []
@@ -315,6 +320,8 @@ def _config(
     family: dict[str, str],
     per_seed: dict[tuple[str, str], dict[int, dict[str, str]]],
 ) -> Config:
+    from lit_bench.control.suite_plan import ratios
+
     choices = cfg.hydra.runtime.choices
     algo, env = str(choices.algo), str(choices.env)
     view = OmegaConf.create(
@@ -347,7 +354,7 @@ def _config(
         warnings=budget_warnings(view, budget),
         groups=int(one_device),  # 0: never grouped (a multi-process run); set from seeds_per_process by make_plan
         batchable=batchable(cfg),
-        group_costs={size: float(r["cpu_s_per_step"]) for size, r in group_rows.items()} or None,
+        group_ratios=ratios(group_rows) or None,
         group_measured_on=next((r["env"] for r in group_rows.values()), None),
     )
 
@@ -467,8 +474,9 @@ def _grouped_line(plan: Plan) -> str:
     )
     return (
         f"grouped ({setting}): {plan.runs} runs in {plan.jobs} job{'s' if plan.jobs != 1 else ''}, {how}; "
-        f"estimated {_duration(cost.cpu_s)} CPU{left_out}{wall} (a batched group at the cost per seed of the largest "
-        f"measured group size up to its own, results/reference/suite_cost.csv: an upper bound), "
+        f"estimated {_duration(cost.cpu_s)} CPU{left_out}{wall} (a batched group at one process per seed's speed times "
+        f"the CPU ratio group / alone measured at the largest group size up to its own, "
+        f"results/reference/suite_cost.csv), "
         f"{_duration(cost.startup_saved_s)} CPU of start-up saved ({STARTUP_CPU_S} s per process fewer)"
     )
 

@@ -5,10 +5,14 @@
 ``seeds_per_process``'s groups beside them (``lit_bench.control.seed_groups``). Core-hours come from
 ``results/reference/suite_cost.csv`` (CPU seconds per env step of each algorithm and env family, measured by
 ``benchmarks/suite_cost.py``) times each entry's budget and seeds; entries of a family without a measurement are
-counted and named, never guessed. With a time limit per job (SLURM's ``timeout_min``), a run longer than it is
-requeued from its checkpoint: the plan says how often, and warns where that exceeds ``max_num_timeout``. With a
-memory request per job (SLURM's ``mem_gb``), each off-policy entry's run is sized (``memory_gb``: its replay
-buffer) and a multirun whose runs need more than ``mem_gb`` says how much its jobs will ask for.
+counted and named, never guessed. The grouped core-hours price an entry whose seeds train as batched groups at its
+cost one process per seed times the table's CPU ratio of a seed in a batched group over one process per seed (rows
+with a ``group_size``, both measured on the same env in one session: ``group_ratio``), the other entries one process
+per seed; a batched entry without such a row is named and left out of the grouped total. With a time limit per job
+(SLURM's ``timeout_min``), a run longer than it is requeued from its checkpoint: the plan says how often, and warns
+where that exceeds ``max_num_timeout``. With a memory request per job (SLURM's ``mem_gb``), each off-policy entry's
+run is sized (``memory_gb``: its replay buffer) and a multirun whose runs need more than ``mem_gb`` says how much
+its jobs will ask for.
 """
 
 from __future__ import annotations
@@ -104,44 +108,52 @@ def costs(path: Path = COSTS) -> dict[tuple[str, str], float]:
     return {key: float(row["cpu_s_per_step"]) for key, row in cost_rows(path).items()}
 
 
-GroupCosts = dict[tuple[str, str], dict[int, float]]
+GroupRatios = dict[tuple[str, str], dict[int, float]]
 
 
 def group_cost_rows(path: Path = COSTS) -> dict[tuple[str, str], dict[int, dict[str, str]]]:
     """(algo, family) -> {group size: its row} of the cost table's batched groups (``group_size`` N: the group's
-    CPU seconds per env step of one of its N seeds)."""
+    CPU seconds per env step of one of its N seeds, and ``alone_cpu_s_per_step``: one process per seed on the same
+    env, measured beside it)."""
     found: dict[tuple[str, str], dict[int, dict[str, str]]] = {}
     for row in _rows(path):
-        if row.get("group_size"):
+        if row.get("group_size") and row.get("alone_cpu_s_per_step"):
             found.setdefault((row["algo"], row["family"]), {})[int(row["group_size"])] = row
     return found
 
 
-def group_costs(path: Path = COSTS) -> GroupCosts:
-    """(algo, family) -> {group size: CPU seconds per env step of one seed in a batched group of that size}."""
-    return {
-        key: {size: float(row["cpu_s_per_step"]) for size, row in rows.items()}
-        for key, rows in group_cost_rows(path).items()
-    }
+def ratios(rows: dict[int, dict[str, str]]) -> dict[int, float]:
+    """{group size: a seed's CPU per env step in a batched group of that size over one process per seed's}."""
+    return {size: float(r["cpu_s_per_step"]) / float(r["alone_cpu_s_per_step"]) for size, r in rows.items()}
 
 
-def per_seed_in_group(measured: dict[int, float], size: int) -> float | None:
-    """CPU seconds per env step of one seed in a batched group of ``size`` seeds: the cost measured at the largest
-    group size up to ``size`` (None where none is that small). A seed's share of the group's per-step overhead falls
-    as the group grows, so a group larger than the size measured costs at most this per seed: an upper bound."""
+def group_ratios(path: Path = COSTS) -> GroupRatios:
+    """(algo, family) -> ``ratios`` of its batched groups' rows."""
+    return {key: ratios(rows) for key, rows in group_cost_rows(path).items()}
+
+
+def group_ratio(measured: dict[int, float], size: int) -> float | None:
+    """A seed's CPU per env step in a batched group of ``size`` seeds over one process per seed's: the ratio
+    measured at the largest group size up to ``size`` (None where none is that small). A group shares its per-step
+    Python work among its seeds, which a larger group should make cheaper per seed; the table's measurements
+    (docs/benchmarks.md) do not all show it (one measurement per size, on a busy machine), so the direction of the
+    error is not known."""
     sizes = [n for n in measured if n <= size]
     return measured[max(sizes)] if sizes else None
 
 
-def group_cpu_s(measured: dict[int, float] | None, sizes: list[int], budget: int) -> list[float] | None:
-    """CPU seconds of each batched group of ``sizes`` seeds training ``budget`` env steps each (one process,
-    one thread: its wall time too), from ``measured`` (``group_costs``' entry); None where a size is not measured."""
+def group_cpu_s(
+    measured: dict[int, float] | None, sizes: list[int], budget: int, per_step: float | None
+) -> list[float] | None:
+    """CPU seconds of each batched group of ``sizes`` seeds training ``budget`` env steps each (one process, one
+    thread: its wall time too), at ``per_step`` CPU seconds per env step one process per seed times the measured
+    ratio (``group_ratios``' entry); None where a size or ``per_step`` is not measured."""
     found = []
     for size in sizes:
-        per_step = per_seed_in_group(measured or {}, size)
-        if per_step is None:
+        ratio = group_ratio(measured or {}, size)
+        if ratio is None or per_step is None:
             return None
-        found.append(size * budget * per_step)
+        found.append(size * budget * per_step * ratio)
     return found
 
 
@@ -195,20 +207,20 @@ def plan(
     budget_of: dict[tuple[str, str], int] | None = None,
     memory: dict[tuple[str, str], int | None] | None = None,
     batchable: bool = True,
-    group_table: GroupCosts | None = None,
+    group_table: GroupRatios | None = None,
 ) -> dict[str, Any]:
     """Per multirun: command words, runs, core-hours (None where no cost is measured), the GB its jobs ask for
     (with a launcher that requests memory: the most any of its runs needs, at least ``mem_gb``; None where not
     sized), its jobs under the default ``seeds_per_process=auto`` (``batchable``: whether its lit_sb3 runs may
     train in batched groups; parity runs never do) and their core-hours (``grouped_core_hours``: a batched
-    multirun's groups at ``group_table``'s cost per seed, by default ``group_costs()``, None where a group size is
-    not measured; the others one process per seed); and the totals. ``memory``: (algo, env) -> GB, by default
-    ``memory_of(entries)``."""
+    multirun's groups at its cost one process per seed times ``group_table``'s ratio, by default
+    ``group_ratios()``, None where a group size is not measured; the others one process per seed); and the totals.
+    ``memory``: (algo, env) -> GB, by default ``memory_of(entries)``."""
     family = family_of()
     limits = resources(launcher)
     at_once = launcher_at_once(launcher)
     batched = batchable_multiruns(groups(entries)) if batchable else set()
-    group_table = group_costs() if group_table is None else group_table
+    group_table = group_ratios() if group_table is None else group_table
     least = limits.get("mem_gb")
     if least is not None and memory is None:
         memory = memory_of(entries)
@@ -235,7 +247,7 @@ def plan(
             if not is_batched:
                 continue
             measured = group_table.get((algo, family.get((algo, env), "classic")))
-            group_s = None if steps is None else group_cpu_s(measured, sizes, steps)
+            group_s = None if steps is None else group_cpu_s(measured, sizes, steps, per_step)
             if group_s is None:
                 grouped_known = False
                 grouped_unmeasured.append(f"{algo}:{env}")
@@ -340,7 +352,8 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
         f"batched config's seeds in up to {at_once or 'the cluster CPUs'} groups: the jobs run at once), "
         f"{grouped_hours:.1f} core-hours measured"
         + (f" against {core_hours - result['grouped_left_out_hours']:.1f} one process per seed" if left_out else "")
-        + " (a batched group at the cost per seed of the largest measured group size up to its own: an upper bound)"
+        + " (a batched group at one process per seed's cost times the CPU ratio group / alone measured at the largest"
+        " group size up to its own)"
         + _left_out(left_out, "grouped cost, left out")
         + f"; {saved:.1f} core-hours of start-up saved"
     )

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from lit_bench.config.budget import budget_warnings, no_learning, smallest_learning_budget
 from lit_bench.control.run_plan import Config, describe, grouped_cost, make_plan
-from lit_bench.control.suite_plan import costs, group_costs, per_seed_in_group
+from lit_bench.control.suite_plan import costs, group_ratio, group_ratios
 from tests.lit_bench.helpers import run_py
 
 pytestmark = pytest.mark.harness
@@ -97,31 +97,32 @@ def test_the_plan_prices_a_config_at_this_machines_speed_where_it_has_completed_
     assert "ppo on CartPole, budget=20000: 2 runs, 40 s CPU (at its speed in this machine's completed runs)" in text
 
 
-def _config(runs: int, groups: int, batchable: bool, group_costs: dict[int, float] | None) -> Config:
-    return Config("ppo", "CartPole", "lit", 1000, runs, 1000 * 0.001, "Acrobot", [], [], groups, batchable, group_costs)
+def _config(runs: int, groups: int, batchable: bool, ratios: dict[int, float] | None) -> Config:
+    return Config("ppo", "CartPole", "lit", 1000, runs, 1000 * 0.001, "Acrobot", [], [], groups, batchable, ratios)
 
 
-def test_the_grouped_cost_prices_batched_groups_at_their_measured_cost_per_seed():
-    """5 seeds in groups of 3 and 2 (both at the size-2 cost: the largest measured up to 3), 4 seeds one per process
-    (not batched), 3 batched seeds without a measured group cost (left out, named), 1 seed alone."""
-    batched = _config(5, 2, True, {2: 0.0005, 5: 0.0002})
+def test_the_grouped_cost_prices_batched_groups_at_their_measured_ratio_to_one_process_per_seed():
+    """5 seeds in groups of 3 and 2 (both at the size-2 ratio: the largest measured up to 3), 4 seeds one per
+    process (not batched), 3 batched seeds without a measured ratio (left out, named), 1 seed alone."""
+    batched = _config(5, 2, True, {2: 0.5, 5: 0.2})
     alone = _config(4, 4, False, None)
     unmeasured = _config(3, 1, True, None)
-    single = _config(1, 1, True, {2: 0.0005})
-    assert batched.group_cpu_s() == pytest.approx([1.5, 1.0])  # 3 and 2 seeds x 1000 steps x 0.5 ms
+    single = _config(1, 1, True, {2: 0.5})
+    assert batched.group_cpu_s() == pytest.approx([1.5, 1.0])  # 3 and 2 seeds x 1000 steps x 1 ms x 0.5
     cost = grouped_cost([batched, alone, unmeasured, single], parallel=2)
     assert cost.cpu_s == pytest.approx(2.5 + 4 * 1.0 + 1.0)
     assert cost.unmeasured == [unmeasured] and cost.left_out_cpu_s == pytest.approx(3.0)
     assert cost.wall_s == pytest.approx(7.5 / 2)
-    assert grouped_cost([_config(10, 2, True, {2: 0.0005, 5: 0.0002})], 2).cpu_s == pytest.approx(10 * 0.2)
+    assert grouped_cost([_config(10, 2, True, {2: 0.5, 5: 0.2})], 2).cpu_s == pytest.approx(10 * 0.2)
     assert grouped_cost([batched], 2).wall_s == pytest.approx(1.5)  # the group of 3 bounds it
 
 
 def test_the_sweeps_plan_prints_its_grouped_estimate_from_the_cost_table():
     plan = make_plan(["-m", "algo=ppo", "env=CartPole", "seed=0,1,2,3", "budget=20480", "hydra.launcher.n_jobs=2"])
     assert plan is not None and plan.jobs == 2
-    per_seed = per_seed_in_group(group_costs()[("ppo", "classic")], 2)
-    assert per_seed is not None
+    ratio = group_ratio(group_ratios()[("ppo", "classic")], 2)
+    assert ratio is not None
+    per_seed = costs()[("ppo", "classic")] * ratio
     assert plan.grouped().cpu_s == pytest.approx(4 * 20480 * per_seed)
     text = describe(plan)
     assert (
@@ -129,7 +130,7 @@ def test_the_sweeps_plan_prints_its_grouped_estimate_from_the_cost_table():
         in text
     )
     assert f"; grouped: 2 jobs of 2, 2 seeds, {4 * 20480 * per_seed:.0f} s CPU (at its speed on Acrobot)" in text
-    assert "seeds_per_process=auto): 4 runs in 2 jobs" in text and "an upper bound" in text
+    assert "seeds_per_process=auto): 4 runs in 2 jobs" in text and "the CPU ratio group / alone" in text
 
 
 def test_a_basic_launcher_runs_one_at_a_time_and_seeds_do_not_multiply_the_configs():
