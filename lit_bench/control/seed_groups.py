@@ -141,12 +141,16 @@ def _config_key(overrides: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
     return (*overrides[:at], f"{SEED}=*", *overrides[at + 1 :]), seed
 
 
+def group_sizes(seeds: int, groups: int) -> list[int]:
+    """The sizes of ``groups`` groups of ``seeds`` seeds, which differ by one at most (the larger first)."""
+    size, extra = divmod(seeds, groups)
+    return [size + (1 if k < extra else 0) for k in range(groups)]
+
+
 def _split(members: list[Member], groups: int) -> list[tuple[Member, ...]]:
     """``members`` in ``groups`` consecutive groups whose sizes differ by one at most."""
-    size, extra = divmod(len(members), groups)
     out, at = [], 0
-    for k in range(groups):
-        take = size + (1 if k < extra else 0)
+    for take in group_sizes(len(members), groups):
         out.append(tuple(members[at : at + take]))
         at += take
     return out
