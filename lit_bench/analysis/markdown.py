@@ -126,9 +126,9 @@ def batched_note(summary: pd.DataFrame, several_sweeps: bool) -> list[str]:
     if not rows:
         return []
     return [
-        "Seeds trained in batched seed groups (seeds_per_process; one model for a config's seeds, each seed its own "
-        "random streams: numbers other than its own process's, independent of the seeds beside it; its CPU time the "
-        f"group's over its seeds): {'; '.join(rows)}."
+        "Seeds trained in batched seed groups (seeds_per_process; one model for a config's seeds, each seed drawing "
+        "the random numbers of its own process, so its numbers are that run's to float32 rounding and independent of "
+        f"the seeds beside it; its CPU time the group's over its seeds): {'; '.join(rows)}."
     ]
 
 

@@ -21,8 +21,9 @@ A run's identity is what changes the numbers it produces:
 - ``eval.every``, ``eval.episodes``, ``eval.deterministic``: the evaluation protocol (what the scores are);
 - ``trainer.*`` but the two below (precision, accelerator, devices, strategy change the arithmetic);
 - ``checkpoint.replay_buffer``: what a resumed run continues from (without it a resume is no longer exact);
-- ``batched`` when true: the seed was trained in a batched seed group (its random streams are the group's, so its
-  numbers differ from its own process's run; they do not depend on the group's other seeds);
+- ``batched`` when true: the seed was trained in a batched seed group (it draws the random numbers of its own
+  process's run, but the batched kernels round differently, so its numbers are that run's to float32 rounding, not
+  to the last bit, and drift from them over long runs; they do not depend on the group's other seeds);
 - ``threads``: torch's intra-op threads change the order of its float sums (PPO on CartPole, 2,048 steps: parameters
   differ by up to 2e-5 between 1 and 2 threads), so runs with other thread counts are other runs.
 
@@ -76,7 +77,7 @@ OBSERVATION: dict[str, Any] = {
     "checkpoint.every": None,
 }
 OBSERVATION_KEYS = (*OBSERVATION, "console")
-BATCHED = "batched"  # true: the seed was trained in a batched seed group (lit_bench.run.batched), another run
+BATCHED = "batched"  # true: the seed was trained in a batched seed group (lit_bench.run.batched): other last bits
 _ABSENT = object()
 SLUG_MAX = 80  # characters of the readable part of a directory name; the config_id keeps longer ones distinct
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]+")

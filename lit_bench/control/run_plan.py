@@ -7,9 +7,13 @@ where it has completed runs of the same algorithm, env and backend under ``out_d
 their ``summary.json``, training only, as below), else the algorithm's on the env's family, measured once in
 ``results/reference/suite_cost.csv`` (one env per family: CartPole at Acrobot's speed, ~8x too slow for PPO). The
 wall time is that CPU time spread over the launcher's parallel jobs on this machine (joblib: ``n_jobs``, one per core
-by default; basic: one), bounded below by the longest run; a busy machine takes longer. A sweep always prints its
-plan; a single run only when it is estimated to take more than ``LONG_RUN_S``. Commands this cannot expand (an
-Optuna sweeper's search space, a glob) are planned only as an Optuna study of lit_bench's sweeper (``_study_plan``).
+by default; basic: one), bounded below by the longest run; a busy machine takes longer. Beside it, the sweep's
+``seeds_per_process`` groups: a config whose seeds train as batched groups at its speed one process per seed times
+the table's CPU ratio of a seed in a batched group over one process per seed (``suite_plan.group_ratio``; a batched
+run's ``cpu_fps`` is its group's, so this machine's batched runs are not speeds of their own), named and left out
+where the table has none. A sweep always prints its plan; a single run only when it is
+estimated to take more than ``LONG_RUN_S``. Commands this cannot expand (an Optuna sweeper's search space, a glob)
+are planned only as an Optuna study of lit_bench's sweeper (``_study_plan``).
 
 A budget that makes no gradient step (``lit_bench.config.budget``) refuses the command in one line per config,
 exit 2, before Hydra makes any directory (``--allow-no-learning`` runs it anyway, e.g. a test of the machinery); the
@@ -34,7 +38,14 @@ from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import CONF_DIR, algo_dir
-from lit_bench.control.seed_groups import as_job, config_refusal, group_count, jobs_at_once, seeds_per_process
+from lit_bench.control.seed_groups import (
+    as_job,
+    config_refusal,
+    group_count,
+    group_sizes,
+    jobs_at_once,
+    seeds_per_process,
+)
 from lit_bench.store.format import SUMMARY
 
 LONG_RUN_S = 300.0  # a single run estimated longer than this prints its plan
@@ -62,6 +73,22 @@ class Config:
     warnings: list[str] = field(default_factory=list)
     groups: int = 0  # the jobs its runs go into under seeds_per_process (runs: one per seed)
     batchable: bool = False  # its seeds may train as one batched model (seed_groups.config_refusal)
+    # a seed's CPU per env step in a batched group over one process per seed's, by group size
+    # (suite_plan.group_ratios), and the env they were measured on; None: not measured
+    group_ratios: dict[int, float] | None = None
+    group_measured_on: str | None = None
+
+    @property
+    def batched(self) -> bool:
+        """Whether seeds_per_process's groups train its seeds as one batched model (groups of 2 seeds or more)."""
+        return self.batchable and 0 < self.groups < self.runs
+
+    def group_cpu_s(self) -> list[float] | None:
+        """Each batched group's CPU seconds (None where a group size is not measured)."""
+        from lit_bench.control.suite_plan import group_cpu_s
+
+        per_step = None if self.cpu_s is None else self.cpu_s / self.budget
+        return group_cpu_s(self.group_ratios, group_sizes(self.runs, self.groups), self.budget, per_step)
 
 
 @dataclass
@@ -108,29 +135,40 @@ class Plan:
 
 @dataclass(frozen=True)
 class GroupedCost:
-    """A plan's training CPU and wall time with its seeds grouped, and the start-up CPU the groups save."""
+    """A plan's training CPU and wall time with its seeds grouped, and the start-up CPU the groups save; the
+    batched configs without a measured group cost are left out of both (``unmeasured``; ``left_out_cpu_s``: their
+    CPU one process per seed)."""
 
     cpu_s: float
     wall_s: float | None
     startup_saved_s: float
+    unmeasured: list[Config] = field(default_factory=list)
+    left_out_cpu_s: float = 0.0
 
 
 def grouped_cost(configs: list[Config], parallel: int | None) -> GroupedCost:
-    """The training CPU as it is (a group trains its seeds one after another); the wall time with ``parallel`` jobs
-    at once bounded below by the longest group; start-up saved: one process's imports (``STARTUP_CPU_S``) per
-    process fewer (a cluster starts one per job; joblib one per worker it uses, reusing them for the following
-    jobs)."""
+    """The training CPU of batched groups at their measured ratio to one process per seed (``Config.group_cpu_s``),
+    of groups that train one seed after another as it is; the wall time with ``parallel`` jobs at once bounded below
+    by the longest group; start-up saved: one process's imports (``STARTUP_CPU_S``) per process fewer (a cluster
+    starts one per job; joblib one per worker it uses, reusing them for the following jobs)."""
     from lit_bench.control.seed_groups import STARTUP_CPU_S
 
-    cpu, longest = 0.0, 0.0
+    cpu, longest, left_out, unmeasured = 0.0, 0.0, 0.0, []
     for c in configs:
-        if c.cpu_s is not None:
+        group_s = c.group_cpu_s() if c.batched else None
+        if c.batched and group_s is None:
+            unmeasured.append(c)
+            left_out += 0.0 if c.cpu_s is None else c.runs * c.cpu_s
+        elif group_s is not None:
+            cpu += sum(group_s)
+            longest = max(longest, *group_s)
+        elif c.cpu_s is not None:
             cpu += c.runs * c.cpu_s
             longest = max(longest, c.cpu_s * math.ceil(c.runs / (c.groups or c.runs)))
     runs, jobs = sum(c.runs for c in configs), sum(c.groups or c.runs for c in configs)
     before, after = (runs, jobs) if parallel is None else (min(parallel, runs), min(parallel, jobs))
     wall = None if parallel is None else max(cpu / min(parallel, max(jobs, 1)), longest)
-    return GroupedCost(cpu_s=cpu, wall_s=wall, startup_saved_s=(before - after) * STARTUP_CPU_S)
+    return GroupedCost(cpu, wall, (before - after) * STARTUP_CPU_S, unmeasured, left_out)
 
 
 def _duration(seconds: float) -> str:
@@ -186,7 +224,7 @@ def make_plan(args: list[str]) -> Plan | None:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from lit_bench.control.suite_plan import cost_rows
+    from lit_bench.control.suite_plan import cost_rows, group_cost_rows
 
     multirun = any(flag in args for flag in ("-m", "--multirun"))
     expanded = _jobs(args)
@@ -200,7 +238,7 @@ def make_plan(args: list[str]) -> Plan | None:
     for job in jobs:
         key = tuple(o for o in job if o.split("=", 1)[0].lstrip("+~") not in SEED_KEYS)
         distinct[key] = distinct.get(key, 0) + 1
-    per_step = cost_rows()
+    per_step, per_seed = cost_rows(), group_cost_rows()
     family = _family_of_env()
     configs: list[Config] = []
     launcher_cfg, sweeper = None, BASIC_SWEEPER
@@ -212,7 +250,7 @@ def make_plan(args: list[str]) -> Plan | None:
                 if launcher_cfg is None:
                     launcher_cfg, sweeper = cfg.hydra.launcher, str(cfg.hydra.sweeper.get("_target_"))
                     setting_value = cfg.get("seeds_per_process", 1)
-                configs.append(_config(cfg, runs, per_step, family))
+                configs.append(_config(cfg, runs, per_step, family, per_seed))
     except Exception as error:  # an unknown option, a broken config: Hydra reports it in its own words when it runs
         text = " ".join(str(error).split()).split(" Config search path:")[0]  # (the paths: not the user's concern)
         raise PlanUnavailable(text) from None
@@ -239,7 +277,7 @@ def _study_plan(args: list[str]) -> Plan | None:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from lit_bench.control.suite_plan import cost_rows
+    from lit_bench.control.suite_plan import cost_rows, group_cost_rows
 
     parser = OverridesParser.create()
     fixed, searched = [], set()
@@ -266,7 +304,7 @@ def _study_plan(args: list[str]) -> Plan | None:
         return None
     searched |= {str(key) for key in (sweeper.get("params") or {})}
     trials, seeds = int(sweeper.n_trials), int(cfg.hpo.seeds)
-    config = _config(cfg, trials * seeds, cost_rows(), _family_of_env())
+    config = _config(cfg, trials * seeds, cost_rows(), _family_of_env(), group_cost_rows())
     if searched & {"budget", "algo.learning_starts"}:
         config.problems = []  # (the sampled values decide)
     launcher, parallel = _parallel(cfg.hydra.launcher)
@@ -276,8 +314,14 @@ def _study_plan(args: list[str]) -> Plan | None:
 
 
 def _config(
-    cfg: DictConfig, runs: int, per_step: dict[tuple[str, str], dict[str, str]], family: dict[str, str]
+    cfg: DictConfig,
+    runs: int,
+    per_step: dict[tuple[str, str], dict[str, str]],
+    family: dict[str, str],
+    per_seed: dict[tuple[str, str], dict[int, dict[str, str]]],
 ) -> Config:
+    from lit_bench.control.suite_plan import ratios
+
     choices = cfg.hydra.runtime.choices
     algo, env = str(choices.algo), str(choices.env)
     view = OmegaConf.create(
@@ -291,7 +335,9 @@ def _config(
     )
     budget = int(cfg.budget)
     one_device = OmegaConf.select(cfg, "trainer.devices", default=1) in (1, None, "auto")
-    row = per_step.get((str(OmegaConf.select(cfg, "algo.base", default=None) or algo), family.get(env, "")))
+    key = (str(OmegaConf.select(cfg, "algo.base", default=None) or algo), family.get(env, ""))
+    row = per_step.get(key)
+    group_rows = per_seed.get(key) or {}
     here = measured_here(str(cfg.out_dir), algo_dir(algo, str(cfg.backend), bool(cfg.get("parity"))), env)
     if here is not None:
         row = {"cpu_s_per_step": str(here), "env": HERE}
@@ -308,6 +354,8 @@ def _config(
         warnings=budget_warnings(view, budget),
         groups=int(one_device),  # 0: never grouped (a multi-process run); set from seeds_per_process by make_plan
         batchable=batchable(cfg),
+        group_ratios=ratios(group_rows) or None,
+        group_measured_on=next((r["env"] for r in group_rows.values()), None),
     )
 
 
@@ -326,7 +374,8 @@ MEASURED_RUNS = 50  # the completed runs a speed is taken from, at most (a glob 
 
 def measured_here(out_dir: str, algo_directory: str, env: str) -> float | None:
     """CPU seconds per env step of training (the median over completed runs' ``cpu_fps``) of this machine's runs of
-    ``<out_dir>/<sweep>/<algo_directory>/<env>/``, any sweep and config; None when there are none."""
+    ``<out_dir>/<sweep>/<algo_directory>/<env>/``, any sweep and config, one process per seed (a batched seed's
+    ``cpu_fps`` is its group's over its seeds: ``cpu_time_note``); None when there are none."""
     per_step = []
     pattern = f"*/{algo_directory}/{env}/*/seed_*/{SUMMARY}"
     for path in itertools.islice(Path(out_dir).glob(pattern), 4 * MEASURED_RUNS):
@@ -335,7 +384,8 @@ def measured_here(out_dir: str, algo_directory: str, env: str) -> float | None:
         except (OSError, ValueError):
             continue
         fps = summary.get("cpu_fps") if isinstance(summary, dict) else None
-        if summary.get("status") == "completed" and isinstance(fps, (int, float)) and fps > 0:
+        batched = isinstance(summary, dict) and "cpu_time_note" in summary
+        if summary.get("status") == "completed" and not batched and isinstance(fps, (int, float)) and fps > 0:
             per_step.append(1.0 / fps)
         if len(per_step) == MEASURED_RUNS:
             break
@@ -353,7 +403,7 @@ def describe(plan: Plan) -> str:
             elif c.measured_on not in (None, c.env):
                 cost += f" (at its speed on {c.measured_on})"
             sb3 = "@sb3" if c.backend == "sb3" else ""
-            lines.append(f"  {c.algo}{sb3} on {c.env}, budget={c.budget}: {c.runs} runs, {cost}")
+            lines.append(f"  {c.algo}{sb3} on {c.env}, budget={c.budget}: {c.runs} runs, {cost}{_grouped_cost(c)}")
     wall = plan.wall_s()
     if wall is None:
         where = f"wall time: the {plan.launcher} cluster's"
@@ -380,6 +430,19 @@ def describe(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def _grouped_cost(c: Config) -> str:
+    """``; grouped: ...`` of a config whose seeds train in batched groups: its groups and their CPU time."""
+    if not c.batched:
+        return ""
+    sizes = group_sizes(c.runs, c.groups)
+    group_s = c.group_cpu_s()
+    jobs = f"{c.groups} job{'s' if c.groups != 1 else ''} of {', '.join(str(n) for n in sizes)} seeds"
+    if group_s is None:
+        return f"; grouped: {jobs}, group cost not measured"
+    where = "" if c.group_measured_on in (None, c.env) else f" (at its speed on {c.group_measured_on})"
+    return f"; grouped: {jobs}, {_duration(sum(group_s))} CPU{where}"
+
+
 def _grouped_line(plan: Plan) -> str:
     """What ``seeds_per_process`` makes of the sweep: its jobs, CPU and wall time grouped, beside the line above."""
     from lit_bench.control.seed_groups import STARTUP_CPU_S
@@ -396,6 +459,13 @@ def _grouped_line(plan: Plan) -> str:
         return f"{setting}: one job per run ({why})"
     cost = plan.grouped()
     wall = "" if cost.wall_s is None else f", ~{_duration(cost.wall_s)} wall"
+    unmeasured = sorted({f"{c.algo} on {c.env}" for c in cost.unmeasured})
+    left_out = (
+        f" (against {_duration(plan.cpu_s - cost.left_out_cpu_s)} one process per seed for the same configs; no "
+        f"measured group cost for {', '.join(unmeasured)}: left out)"
+        if unmeasured
+        else ""
+    )
     how = (
         "a config's seeds as one batched model where they batch (lit_bench.run.batched), split over the jobs run at "
         "once; the others one job per run"
@@ -404,8 +474,10 @@ def _grouped_line(plan: Plan) -> str:
     )
     return (
         f"grouped ({setting}): {plan.runs} runs in {plan.jobs} job{'s' if plan.jobs != 1 else ''}, {how}; "
-        f"estimated at most {_duration(cost.cpu_s)} CPU (a batched group trains for less: not estimated)"
-        f"{wall}, {_duration(cost.startup_saved_s)} CPU of start-up saved ({STARTUP_CPU_S} s per process fewer)"
+        f"estimated {_duration(cost.cpu_s)} CPU{left_out}{wall} (a batched group at one process per seed's speed times "
+        f"the CPU ratio group / alone measured at the largest group size up to its own, "
+        f"results/reference/suite_cost.csv), "
+        f"{_duration(cost.startup_saved_s)} CPU of start-up saved ({STARTUP_CPU_S} s per process fewer)"
     )
 
 

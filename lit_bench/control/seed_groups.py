@@ -16,8 +16,9 @@ group's process trains its seeds with ``lit_bench.run.group``.
 - ``N``: at most N seeds of a config per process (each config's seeds in as few processes as that allows). Where
   ``lit_bench.run.batched.refusal`` allows it (``backend=lit``, one CPU device, an algorithm lit_sb3's
   ``SeedGroup`` batches, ...) the group's seeds train as one batched model: each seed's config records
-  ``batched: true`` (its identity: a batched seed's numbers do not depend on its group but differ from the seed
-  trained alone, its random streams being the group's) and it resumes only in a group. Otherwise they train one
+  ``batched: true`` (its identity: a batched seed's numbers do not depend on its group; it draws the random numbers
+  of the seed trained alone, whose numbers it has to float32 rounding, not to the last bit: the batched kernels
+  round differently) and it resumes only in a group. Otherwise they train one
   after another (``lit_bench.run.group``), each seed's run and numbers exactly those of its own process: the group
   saves the imports of a process per seed (``STARTUP_CPU_S``), which pays where a launcher starts a process per job
   (submitit, Ray); joblib already reuses its workers for the following jobs;
@@ -140,12 +141,16 @@ def _config_key(overrides: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
     return (*overrides[:at], f"{SEED}=*", *overrides[at + 1 :]), seed
 
 
+def group_sizes(seeds: int, groups: int) -> list[int]:
+    """The sizes of ``groups`` groups of ``seeds`` seeds, which differ by one at most (the larger first)."""
+    size, extra = divmod(seeds, groups)
+    return [size + (1 if k < extra else 0) for k in range(groups)]
+
+
 def _split(members: list[Member], groups: int) -> list[tuple[Member, ...]]:
     """``members`` in ``groups`` consecutive groups whose sizes differ by one at most."""
-    size, extra = divmod(len(members), groups)
     out, at = [], 0
-    for k in range(groups):
-        take = size + (1 if k < extra else 0)
+    for take in group_sizes(len(members), groups):
         out.append(tuple(members[at : at + take]))
         at += take
     return out

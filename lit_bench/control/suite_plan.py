@@ -5,10 +5,14 @@
 ``seeds_per_process``'s groups beside them (``lit_bench.control.seed_groups``). Core-hours come from
 ``results/reference/suite_cost.csv`` (CPU seconds per env step of each algorithm and env family, measured by
 ``benchmarks/suite_cost.py``) times each entry's budget and seeds; entries of a family without a measurement are
-counted and named, never guessed. With a time limit per job (SLURM's ``timeout_min``), a run longer than it is
-requeued from its checkpoint: the plan says how often, and warns where that exceeds ``max_num_timeout``. With a
-memory request per job (SLURM's ``mem_gb``), each off-policy entry's run is sized (``memory_gb``: its replay
-buffer) and a multirun whose runs need more than ``mem_gb`` says how much its jobs will ask for.
+counted and named, never guessed. The grouped core-hours price an entry whose seeds train as batched groups at its
+cost one process per seed times the table's CPU ratio of a seed in a batched group over one process per seed (rows
+with a ``group_size``, both measured on the same env in one session: ``group_ratio``), the other entries one process
+per seed; a batched entry without such a row is named and left out of the grouped total. With a time limit per job
+(SLURM's ``timeout_min``), a run longer than it is requeued from its checkpoint: the plan says how often, and warns
+where that exceeds ``max_num_timeout``. With a memory request per job (SLURM's ``mem_gb``), each off-policy entry's
+run is sized (``memory_gb``: its replay buffer) and a multirun whose runs need more than ``mem_gb`` says how much
+its jobs will ask for.
 """
 
 from __future__ import annotations
@@ -25,7 +29,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.resources import conf_dir, reference_dir
-from lit_bench.control.seed_groups import STARTUP_CPU_S, as_job, config_refusal, group_count, jobs_at_once
+from lit_bench.control.seed_groups import (
+    STARTUP_CPU_S,
+    as_job,
+    config_refusal,
+    group_count,
+    group_sizes,
+    jobs_at_once,
+)
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -79,17 +90,71 @@ def family_of() -> dict[tuple[str, str], str]:
     return found
 
 
-def cost_rows(path: Path = COSTS) -> dict[tuple[str, str], dict[str, str]]:
-    """(algo, family) -> its row of the cost table (``cpu_s_per_step``, the ``env`` it was measured on, ...)."""
+def _rows(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
-        return {}
+        return []
     with path.open() as file:
-        return {(r["algo"], r["family"]): r for r in csv.DictReader(file)}
+        return list(csv.DictReader(file))
+
+
+def cost_rows(path: Path = COSTS) -> dict[tuple[str, str], dict[str, str]]:
+    """(algo, family) -> its row of the cost table for one process per seed (``cpu_s_per_step``, the ``env`` it
+    was measured on, ...)."""
+    return {(r["algo"], r["family"]): r for r in _rows(path) if not r.get("group_size")}
 
 
 def costs(path: Path = COSTS) -> dict[tuple[str, str], float]:
-    """(algo, family) -> measured CPU seconds per env step."""
+    """(algo, family) -> measured CPU seconds per env step, one process per seed."""
     return {key: float(row["cpu_s_per_step"]) for key, row in cost_rows(path).items()}
+
+
+GroupRatios = dict[tuple[str, str], dict[int, float]]
+
+
+def group_cost_rows(path: Path = COSTS) -> dict[tuple[str, str], dict[int, dict[str, str]]]:
+    """(algo, family) -> {group size: its row} of the cost table's batched groups (``group_size`` N: the group's
+    CPU seconds per env step of one of its N seeds, and ``alone_cpu_s_per_step``: one process per seed on the same
+    env, measured beside it)."""
+    found: dict[tuple[str, str], dict[int, dict[str, str]]] = {}
+    for row in _rows(path):
+        if row.get("group_size") and row.get("alone_cpu_s_per_step"):
+            found.setdefault((row["algo"], row["family"]), {})[int(row["group_size"])] = row
+    return found
+
+
+def ratios(rows: dict[int, dict[str, str]]) -> dict[int, float]:
+    """{group size: a seed's CPU per env step in a batched group of that size over one process per seed's}."""
+    return {size: float(r["cpu_s_per_step"]) / float(r["alone_cpu_s_per_step"]) for size, r in rows.items()}
+
+
+def group_ratios(path: Path = COSTS) -> GroupRatios:
+    """(algo, family) -> ``ratios`` of its batched groups' rows."""
+    return {key: ratios(rows) for key, rows in group_cost_rows(path).items()}
+
+
+def group_ratio(measured: dict[int, float], size: int) -> float | None:
+    """A seed's CPU per env step in a batched group of ``size`` seeds over one process per seed's: the ratio
+    measured at the largest group size up to ``size`` (None where none is that small). A group shares its per-step
+    Python work among its seeds, which a larger group should make cheaper per seed; the table's measurements
+    (docs/benchmarks.md) do not all show it (one measurement per size, on a busy machine), so the direction of the
+    error is not known."""
+    sizes = [n for n in measured if n <= size]
+    return measured[max(sizes)] if sizes else None
+
+
+def group_cpu_s(
+    measured: dict[int, float] | None, sizes: list[int], budget: int, per_step: float | None
+) -> list[float] | None:
+    """CPU seconds of each batched group of ``sizes`` seeds training ``budget`` env steps each (one process, one
+    thread: its wall time too), at ``per_step`` CPU seconds per env step one process per seed times the measured
+    ratio (``group_ratios``' entry); None where a size or ``per_step`` is not measured."""
+    found = []
+    for size in sizes:
+        ratio = group_ratio(measured or {}, size)
+        if ratio is None or per_step is None:
+            return None
+        found.append(size * budget * per_step * ratio)
+    return found
 
 
 def memory_of(entries: list[Entry]) -> dict[tuple[str, str], int | None]:
@@ -142,34 +207,56 @@ def plan(
     budget_of: dict[tuple[str, str], int] | None = None,
     memory: dict[tuple[str, str], int | None] | None = None,
     batchable: bool = True,
+    group_table: GroupRatios | None = None,
 ) -> dict[str, Any]:
     """Per multirun: command words, runs, core-hours (None where no cost is measured), the GB its jobs ask for
     (with a launcher that requests memory: the most any of its runs needs, at least ``mem_gb``; None where not
     sized), its jobs under the default ``seeds_per_process=auto`` (``batchable``: whether its lit_sb3 runs may
-    train in batched groups; parity runs never do); and the totals. ``memory``: (algo, env) -> GB, by default
-    ``memory_of(entries)``."""
+    train in batched groups; parity runs never do) and their core-hours (``grouped_core_hours``: a batched
+    multirun's groups at its cost one process per seed times ``group_table``'s ratio, by default
+    ``group_ratios()``, None where a group size is not measured; the others one process per seed); and the totals.
+    ``memory``: (algo, env) -> GB, by default ``memory_of(entries)``."""
     family = family_of()
     limits = resources(launcher)
     at_once = launcher_at_once(launcher)
     batched = batchable_multiruns(groups(entries)) if batchable else set()
+    group_table = group_ratios() if group_table is None else group_table
     least = limits.get("mem_gb")
     if least is not None and memory is None:
         memory = memory_of(entries)
-    lines, unmeasured, total, longest = [], [], 0.0, 0.0
+    lines, unmeasured, grouped_unmeasured = [], [], []
+    total, longest, grouped_total, longest_group, left_out = 0.0, 0.0, 0.0, 0.0, 0.0
     for (algo, budget, overrides), envs in groups(entries).items():
-        hours = 0.0
-        known = True
+        is_batched = (algo, budget, overrides) in batched  # (judged on the multirun's first env)
+        sizes = group_sizes(seeds, group_count("auto", seeds, at_once, is_batched))
+        hours, grouped_hours = 0.0, 0.0
+        known, grouped_known = True, True
         for env in envs:
             steps = budget if budget is not None else (budget_of or {}).get((algo, env))
             per_step = cost_table.get((algo, family.get((algo, env), "classic")))
             if per_step is None or steps is None:
                 known = False
                 unmeasured.append(f"{algo}:{env}")
+            else:
+                run_hours = steps * per_step / 3600
+                longest = max(longest, run_hours)
+                hours += run_hours * seeds
+                if not is_batched:  # one process per seed: as above
+                    grouped_hours += run_hours * seeds
+                    longest_group = max(longest_group, run_hours)
+            if not is_batched:
                 continue
-            run_hours = steps * per_step / 3600
-            longest = max(longest, run_hours)
-            hours += run_hours * seeds
+            measured = group_table.get((algo, family.get((algo, env), "classic")))
+            group_s = None if steps is None else group_cpu_s(measured, sizes, steps, per_step)
+            if group_s is None:
+                grouped_known = False
+                grouped_unmeasured.append(f"{algo}:{env}")
+                left_out += 0.0 if per_step is None or steps is None else steps * per_step * seeds / 3600
+                continue
+            grouped_hours += sum(group_s) / 3600
+            longest_group = max(longest_group, max(group_s) / 3600)
         total += hours
+        grouped_total += grouped_hours
         needs = {env: (memory or {}).get((algo, env), least) for env in envs}
         sized = [gb for gb in needs.values() if gb is not None]
         lines.append(
@@ -179,9 +266,11 @@ def plan(
                 "budget": budget,
                 "overrides": list(overrides),
                 "runs": len(envs) * seeds,
-                # the default seeds_per_process's groups (batchability judged on the multirun's first env)
-                "jobs": len(envs) * group_count("auto", seeds, at_once, (algo, budget, overrides) in batched),
+                "batched": is_batched,
+                # the default seeds_per_process's groups
+                "jobs": len(envs) * len(sizes),
                 "core_hours": hours if known else None,
+                "grouped_core_hours": grouped_hours if grouped_known and (known or is_batched) else None,
                 "mem_gb": None if least is None else max([least, *sized]),
                 "not_sized": [env for env, gb in needs.items() if least is not None and gb is None],
             }
@@ -193,6 +282,10 @@ def plan(
         "core_hours": total,
         "longest_run_hours": longest,
         "unmeasured": unmeasured,
+        "grouped_core_hours": grouped_total,  # entries without a measured grouped cost left out
+        "grouped_unmeasured": grouped_unmeasured,
+        "grouped_left_out_hours": left_out,  # those entries' core-hours one process per seed
+        "longest_group_hours": longest_group,
         "resources": {**limits, "at_once": at_once},
     }
 
@@ -224,8 +317,9 @@ def batchable_multiruns(
 
 
 def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores_per_node: int = 32) -> str:
-    """The plan as text: one line per multirun, then totals, requeues and the wall time on N nodes (one run per
-    core, perfect packing: the longest run bounds it from below)."""
+    """The plan as text: one line per multirun, then totals one process per seed and grouped (the default
+    ``seeds_per_process=auto``) side by side, requeues, and the wall time of both with the launcher's jobs at once
+    here and on N nodes (one job per core, perfect packing: the longest run, or group, bounds it from below)."""
     limits = result["resources"]
     out = [
         f"resources per run ({limits['launcher']}): {limits['cpus']} CPU"
@@ -233,7 +327,6 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
         + (f", time limit {limits['timeout_min']} min" if limits.get("timeout_min") else "")
     ]
     for line in result["multiruns"]:
-        cost = "cost not measured" if line["core_hours"] is None else f"{line['core_hours']:10.1f} core-h"
         budget = line["budget"] if line["budget"] is not None else "zoo"
         extra = f" {' '.join(line['overrides'])}" if line["overrides"] else ""
         memory = ""
@@ -241,28 +334,28 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
             memory = f", up to {line['mem_gb']} GB per job (replay buffer)"
         if line["not_sized"]:
             memory += f", memory of {','.join(line['not_sized'])} not sized (env not built here: extra missing?)"
+        grouped = f"; grouped in {line['jobs']} jobs: {_hours(line['grouped_core_hours'])}" if line["batched"] else ""
         out.append(
             f"  algo={line['algo']} env={','.join(line['envs'])} budget={budget}{extra}: {line['runs']} runs, "
-            f"{cost}{memory}"
+            f"{_hours(line['core_hours'])}{grouped}{memory}"
         )
-    core_hours = result["core_hours"]
+    core_hours, grouped_hours = result["core_hours"], result["grouped_core_hours"]
     out.append(
-        f"total: {len(result['multiruns'])} multiruns, {result['runs']} runs, {core_hours:.1f} core-hours "
-        f"measured"
-        + (
-            f" (+{len(result['unmeasured'])} entries without a measured cost: "
-            f"{', '.join(result['unmeasured'][:8])}{' ...' if len(result['unmeasured']) > 8 else ''})"
-            if result["unmeasured"]
-            else ""
-        )
+        f"total, one process per seed: {len(result['multiruns'])} multiruns, {result['runs']} runs, "
+        f"{core_hours:.1f} core-hours measured{_left_out(result['unmeasured'], 'cost')}"
     )
     saved = (result["runs"] - result["jobs"]) * STARTUP_CPU_S / 3600  # a cluster job is a process of its own
     at_once = limits.get("at_once")
+    left_out = result["grouped_unmeasured"]
     out.append(
-        f"grouped (seeds_per_process=auto, the default): {result['jobs']} jobs for {result['runs']} runs (a "
-        f"batched config's seeds in up to {at_once or 'the cluster CPUs'} groups: the jobs run at once), at most "
-        f"{core_hours:.1f} core-hours (batched groups train for less: not estimated), {saved:.1f} core-hours of "
-        f"start-up saved"
+        f"total, grouped (seeds_per_process=auto, the default): {result['jobs']} jobs for {result['runs']} runs (a "
+        f"batched config's seeds in up to {at_once or 'the cluster CPUs'} groups: the jobs run at once), "
+        f"{grouped_hours:.1f} core-hours measured"
+        + (f" against {core_hours - result['grouped_left_out_hours']:.1f} one process per seed" if left_out else "")
+        + " (a batched group at one process per seed's cost times the CPU ratio group / alone measured at the largest"
+        " group size up to its own)"
+        + _left_out(left_out, "grouped cost, left out")
+        + f"; {saved:.1f} core-hours of start-up saved"
     )
     timeout = limits.get("timeout_min")
     if timeout:
@@ -277,10 +370,30 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
                 else ""
             )
         )
-    for n in nodes:
-        wall = max(core_hours / (n * cores_per_node), result["longest_run_hours"])
-        out.append(f"  on {n} node(s) of {cores_per_node} cores: >= {wall:.1f} h wall")
+    out.append(
+        "wall time, one process per seed / grouped (the measured part"
+        + (", grouped without the entries left out" if left_out else "")
+        + "; more on a busy machine):"
+    )
+    places = [(f"{limits['launcher']}'s {at_once} jobs at once", at_once)] if at_once else []
+    places += [(f"{n} node(s) of {cores_per_node} cores", n * cores_per_node) for n in nodes]
+    for place, cores in places:
+        alone = max(core_hours / min(cores, max(result["runs"], 1)), result["longest_run_hours"])
+        together = max(grouped_hours / min(cores, max(result["jobs"], 1)), result["longest_group_hours"])
+        out.append(f"  on {place}: >= {alone:.1f} h / >= {together:.1f} h wall")
     return "\n".join(out)
+
+
+def _hours(hours: float | None) -> str:
+    return "cost not measured" if hours is None else f"{hours:6.2f} core-h"
+
+
+def _left_out(entries: list[str], what: str) -> str:
+    """`` (+N entries without a measured <what>: a, b, ...)``, or nothing."""
+    if not entries:
+        return ""
+    named = f"{', '.join(entries[:8])}{' ...' if len(entries) > 8 else ''}"
+    return f" (+{len(entries)} entries without a measured {what}: {named})"
 
 
 # ---- The memory one run needs, for a scheduler's request (``hydra/launcher=slurm``'s ``mem_gb``, ``regress

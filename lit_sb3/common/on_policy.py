@@ -51,6 +51,8 @@ class RolloutMinibatches:
         if not loop.collected or buffer is None:  # a collected rollout is in the buffer
             return
         for epoch in range(algo.n_epochs):
+            if loop.stop_updates:  # before buffer.get draws the next epoch's order: SB3 breaks out without it
+                return
             loop.epoch = epoch
             for batch in buffer.get(algo._minibatch_size()):
                 if loop.stop_updates:

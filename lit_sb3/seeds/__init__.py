@@ -34,21 +34,26 @@ drifting apart as training feeds the rounding back; a seed's numbers may depend 
 a batched product's kernel by the batch, so the summation order in a seed's slice can change: seed 3 alone vs in a group
 of 10 ended bit-identical for SAC [64, 64], 3e-8 apart for PPO CartPole, 1.3e-5 for SAC [400, 300]).
 
-For the harness: a seed trained in a group is not the run its single process would train (the random streams differ, see
-below), but on the CPU it is the same run in any group: its identity may record "trained in a group" without the group's
-other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2 processes at once, CPU time of whole processes, imports
-included): PPO CartPole 2.9x less CPU than one process per seed (lit_sb3's or SB3's), A2C Acrobot 3.2x (lit_sb3) and
-2.6x (SB3) less; the README gives the command and the load.
+For the harness: a seed trained in a group is the run its own process would train up to float32 rounding (it draws
+that run's random numbers, see below), not to the last bit, and on the CPU it is the same run in any group: its
+identity records "trained in a group" without the group's other seeds. Speed (``benchmarks/seeds.py``, 10 seeds, 2
+processes at once, CPU time of whole processes, imports included): PPO CartPole 2.9x less CPU than one process per
+seed (lit_sb3's or SB3's), A2C Acrobot 3.2x (lit_sb3) and 2.6x (SB3) less; the README gives the command and the
+load.
 
 What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
 
-- **its own model**: seed i starts from the weights ``PPO(..., seed=seeds[i])`` starts from (bit for bit), its
-  envs are seeded as that run seeds them (``VecEnv.seed(seed)`` before the first reset), and on the same minibatch
-  the group computes lit_sb3's losses, logged terms, gradients and clipped optimizer step (to 1e-6: lit_sb3's Adam
-  is fused, the group's is torch's single-tensor arithmetic). Whole runs differ from lit_sb3's single run because
-  the random streams differ: the group draws a seed's action noise from that seed's ``torch.Generator`` (Gumbel-max
-  / reparameterized Gaussian) and its minibatch order from its numpy ``Generator``, where the single run uses the
-  global generators.
+- **its own run**: seed i starts from the weights ``PPO(..., seed=seeds[i])`` starts from (bit for bit), its
+  envs are seeded as that run seeds them (``VecEnv.seed(seed)`` before the first reset), it draws that run's random
+  numbers (:mod:`lit_sb3.seeds.streams`: the states the process's global torch and numpy generators have once its
+  model is built, drawn from with the same calls, shapes and order: ``torch.multinomial``'s and ``Normal.rsample``'s
+  noise, SB3's minibatch permutations, replay indices, action noise and exploration test, its action space's
+  samples), and on the same minibatch the group computes lit_sb3's losses, logged terms, gradients and clipped
+  optimizer step (to 1e-6: lit_sb3's Adam is fused, the group's is torch's single-tensor arithmetic). So a seed takes
+  its ordinary run's actions (discrete ones equal; Box ones to float32 rounding) and ends a short run with its
+  parameters to float32 rounding, as ``sb3_parity``'s optimizer does (``tests/lit_sb3/seeds/test_own_run.py``);
+  long runs drift apart as training feeds the rounding back, as two runs with the fused and the single-tensor Adam
+  do.
 - **reproducible**: a group trained twice is identical, bit for bit.
 - **independent of its group**: seed 3 alone and seed 3 in a group of 5 or 10 end with bit-identical parameters,
   optimizer state and metrics (PPO and A2C, CartPole and Pendulum, with ``target_kl`` stopping seeds at different
@@ -59,7 +64,8 @@ What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
   episode statistics): ``predict``, ``save`` (an SB3-style zip SB3 loads too), ``load``, ``evaluate_policy``.
 - **resumable**: ``seed_state(i)`` (tensors and plain data; ``torch.load(weights_only=True)``) holds the seed's
   networks, optimizer state, random streams, episode statistics, pending metrics and its envs' action log; a group
-  that loads them replays the envs and continues bit for bit as if it had not stopped.
+  that loads them replays the envs and continues bit for bit as if it had not stopped. A seed state of an earlier
+  lit_sb3, whose groups drew from random streams of their own (no ``streams_format`` 2), is refused in one line.
 
 Contract changes (additions only): ``SeedGroup(..., policy="MlpPolicy")`` takes the policy as a keyword;
 ``learn(total_timesteps, callback=None, log_interval=-1, reset_num_timesteps=True, progress_bar=False)``
@@ -79,7 +85,8 @@ Writing a batched algorithm (DQN, SAC, TD3): subclass :class:`lit_sb3.seeds.grou
 ``group.models`` (the ordinary per-seed models, built with their seeds: their hyperparameters, spaces, initial
 networks), ``group.step_envs(actions)`` (one vector step of all seeds: counts env steps, calls the SB3 callback,
 gathers episodes; None when the callback stops), ``group.last_obs`` / ``group.last_episode_starts``,
-``group.streams`` (the seeds' random streams), ``group.progress_remaining`` and ``group.record(i, key, value)``.
+``group.streams`` (the seeds' random streams: draw from them as the ordinary model draws from the global ones),
+``group.progress_remaining`` and ``group.record(i, key, value)``.
 
 The core, for the batched algorithms (and the off-policy ones built on it):
 
@@ -93,9 +100,11 @@ The core, for the batched algorithms (and the off-policy ones built on it):
   masked seed's parameters, moments and step count do not move), ``clip_grad_norm_per_seed(params, max_norm)``,
   ``batched_optimizer(optimizer_class, kwargs, params, lr)`` (the counterpart of an SB3 policy's optimizer, or one
   line refusing it), ``seed_state`` / ``load_seed_state`` / ``torch_state`` (into an ordinary torch optimizer).
-- :mod:`lit_sb3.seeds.streams`: ``SeedStreams(seeds)`` (a ``torch.Generator`` and a numpy ``Generator`` per seed,
-  seeded from the seed; ``uniform`` / ``normal`` / ``permutations`` draw each seed's share from its own generator;
-  ``state(i)`` / ``load_state(i, ...)``), ``gumbel_max`` and ``gaussian`` (batched sampling from those draws).
+- :mod:`lit_sb3.seeds.streams`: ``SeedStreams(seeds)`` (a ``torch.Generator`` and a numpy ``RandomState`` per seed;
+  ``take_global(i)`` gives seed i the process's global generators' states, as the group does after building its
+  model; ``exponential`` / ``normal`` / ``permutations`` draw each seed's share from its own generators;
+  ``state(i)`` / ``load_state(i, ...)``), ``categorical_sample`` and ``gaussian`` (batched sampling from those
+  draws).
 - :mod:`lit_sb3.seeds.envs`: ``seed_envs(env, n_seeds, n_envs)`` (one monitored VecEnv per seed) and
   ``GroupVecEnv`` (them as one VecEnv of N x n_envs envs: seed i's env j is env ``i * n_envs + j``;
   ``per_seed(array)`` splits a batch back, ``seed_each(seeds)`` seeds each seed's VecEnv).

@@ -70,7 +70,7 @@ class StackedActorCritic:
         return batched_forward(self.template.value_net, self.params, "value_net.", latent_vf).squeeze(-1)
 
     def distribution(self, action_param: torch.Tensor) -> Any:
-        """A batched torch distribution over ``[N, batch]`` (log-prob and entropy summed over Box dimensions)."""
+        """A batched torch distribution over ``[N, batch]`` (per Box dimension: :meth:`log_prob_entropy` sums them)."""
         if self.discrete:
             return Categorical(logits=action_param, validate_args=False)
         std = self.params["log_std"].exp().unsqueeze(1).expand_as(action_param)

@@ -32,7 +32,7 @@ from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.lightning_compat import attached_trainer
 from lit_sb3.seeds.envs import GroupVecEnv, seed_envs
-from lit_sb3.seeds.streams import SeedStreams
+from lit_sb3.seeds.streams import STREAMS_FORMAT, SeedStreams
 
 #: the batched algorithms: lit_sb3 class name -> (its module, the batched implementation "module:Class")
 BATCHED: dict[str, tuple[str, str]] = {
@@ -63,6 +63,16 @@ def _check_seeds(seeds: Iterable[int]) -> list[int]:
     if len(set(values)) != len(values):
         raise ValueError(f"seeds: must be distinct (a repeated seed would train the same run twice), got {values}")
     return [int(s) for s in values]
+
+
+def seed_state_refusal(state: dict[str, Any]) -> str | None:
+    """Why a :meth:`SeedGroup.seed_state` cannot resume a seed of this lit_sb3's groups, in words (None: it can)."""
+    if state.get("streams_format") != STREAMS_FORMAT:
+        return (
+            "was written by an earlier lit_sb3, whose seed groups drew from random streams of their own (not the "
+            "seed's own run's), so it cannot resume exactly"
+        )
+    return None
 
 
 def _group_device(device: torch.device | str) -> torch.device:
@@ -176,12 +186,12 @@ class SeedGroup(L.LightningModule):
         self.algo_cls = algo_cls
         self.envs = seed_envs(env, len(self.seeds), n_envs)
         self.env = GroupVecEnv(self.envs)
-        self.models = [
-            algo_cls(policy, env=e, seed=s, device=str(self._train_device), **algo_kwargs)
-            for e, s in zip(self.envs, self.seeds)
-        ]
-        first = self.models[0]
         self.streams = SeedStreams(self.seeds)
+        self.models = []
+        for index, (seed_env, seed) in enumerate(zip(self.envs, self.seeds)):
+            self.models.append(algo_cls(policy, env=seed_env, seed=seed, device=str(self._train_device), **algo_kwargs))
+            self.streams.take_global(index)  # what the seed's own run draws from after building its model
+        first = self.models[0]
         self.eval_streams = SeedStreams([s + EVAL_SEED_OFFSET for s in self.seeds])
         self.num_timesteps = 0
         self.iteration = 0
@@ -323,6 +333,7 @@ class SeedGroup(L.LightningModule):
             "algorithm": self.algo_cls.__name__,
             "num_timesteps": self.num_timesteps,
             "iteration": self.iteration,
+            "streams_format": STREAMS_FORMAT,
             "streams": self.streams.state(index),
             "eval_streams": self.eval_streams.state(index),
             "episodes": resume.to_tree(list(self.ep_info_buffers[index])),
@@ -341,6 +352,13 @@ class SeedGroup(L.LightningModule):
         found = [s.get("seed") for s in states]
         if found != self.seeds:
             raise ValueError(f"states: one per seed of the group, in order {self.seeds}; got seeds {found}")
+        for state in states:
+            why = seed_state_refusal(state)
+            if why is not None:
+                raise ValueError(
+                    f"states: seed {state['seed']}'s state {why}; train the seed again from the start (lit_bench: "
+                    "force=true)"
+                )
         if {(s["num_timesteps"], s["iteration"], s["algorithm"]) for s in states} != {
             (states[0]["num_timesteps"], states[0]["iteration"], self.algo_cls.__name__)
         }:

@@ -1,5 +1,5 @@
 """TD3's (and SAC's, when given) exploration noise for a seed group: SB3's action noise per seed and env, drawn from
-each seed's own numpy generator (SB3's noise objects draw from numpy's global one)."""
+each seed's ``RandomState`` (its process's ``np.random``, which SB3's noise objects draw from) with SB3's calls."""
 
 from __future__ import annotations
 
@@ -42,13 +42,15 @@ class SeedActionNoise:
         self.initial = np.zeros_like(self.mean) if initial is None else np.asarray(initial)
         self.previous = np.broadcast_to(self.initial, (n_seeds, n_envs, *self.mean.shape)).copy()
 
-    def draw(self, rngs: list[np.random.Generator]) -> np.ndarray:
-        """One draw per seed and env (each seed's envs in order, as SB3's ``VectorizedActionNoise`` draws them)."""
+    def draw(self, rngs: list[np.random.RandomState]) -> np.ndarray:
+        """One draw per seed and env, seed i's from ``rngs[i]``: each env's in turn, as SB3's
+        ``VectorizedActionNoise`` calls its envs' noises (one ``np.random.normal`` call each)."""
         n_envs = self.previous.shape[1]
         if not self.ornstein_uhlenbeck:
-            shape = (n_envs, *self.mean.shape)
-            return np.stack([rng.normal(self.mean, self.sigma, size=shape) for rng in rngs]).astype(self.dtype)
-        shocks = np.stack([rng.normal(size=(n_envs, *self.mean.shape)) for rng in rngs])
+            return np.stack(
+                [[rng.normal(self.mean, self.sigma).astype(self.dtype) for _ in range(n_envs)] for rng in rngs]
+            )
+        shocks = np.stack([[rng.normal(size=self.mean.shape) for _ in range(n_envs)] for rng in rngs])
         self.previous = (
             self.previous + self.theta * (self.mean - self.previous) * self.dt + self.sigma * np.sqrt(self.dt) * shocks
         )

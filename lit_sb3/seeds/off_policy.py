@@ -21,20 +21,21 @@ Design (what is batched, and why each seed stays exact):
   is ``log_ent_coef`` ``[N, 1]`` with its own batched Adam, each seed's target entropy the single run's.
 - **Targets.** Polyak averaging is elementwise: :func:`lit_sb3.common.optim.soft_update` on the stacked tensors (SB3's
   scale-then-add order) is the single run's update per seed.
-- **Randomness.** Per seed (:class:`lit_sb3.seeds.streams.SeedStreams`): the torch generator gives SAC's
-  reparameterization noise and TD3's target smoothing noise; the numpy generator gives minibatch indices, DQN's
-  epsilon draw (one per vector step, as SB3 draws one per ``predict``) and the action noise
-  (:mod:`lit_sb3.seeds.noise`); warm-up and epsilon-random actions come from the seed's own action space, seeded as
-  the single run seeds it.
+- **Randomness.** Per seed, the generators its own run draws from (:class:`lit_sb3.seeds.streams.SeedStreams`),
+  with that run's calls: the torch generator gives SAC's reparameterization noise (the action's, then the next
+  action's, per gradient step) and TD3's target smoothing noise; the numpy ``RandomState`` gives the minibatch
+  indices (SB3's ``ReplayBuffer.sample``: slots, then envs), DQN's epsilon test (one ``np.random.rand()`` per vector
+  step, as the single run draws one per ``predict``) and the action noise (:mod:`lit_sb3.seeds.noise`); warm-up and
+  epsilon-random actions come from the seed's own action space, seeded as the single run seeds it.
 - **Actions.** Box actions go through SB3's scale / unscale round trip (and TD3's noise is added in the scaled space,
   clipped to [-1, 1]), as :func:`lit_sb3.common.replay.box_actions` does for a single run.
 - **Seeds as ordinary models.** :meth:`BatchedOffPolicy.export` copies seed i's parameters, optimizer states,
   temperature, counters, exploration rate and replay buffer (as an SB3 ``ReplayBuffer``) into its ordinary model.
 
-Exactness (``tests/lit_sb3/seeds/test_off_policy.py``): a group of one has the ordinary model's losses and
-gradients on the same minibatch and noise (1e-6); a group trained twice, and seed 3 alone vs seed 3 of five, are bit
-for bit the same (weights, optimizer moments, replay buffer). A grouped seed does not replay the single run of the same
-seed: SB3 draws minibatches, exploration and noise from the process-global generators, a group from each seed's own.
+Exactness (``tests/lit_sb3/seeds/test_off_policy.py``, ``test_own_run.py``): a group of one has the ordinary model's
+losses and gradients on the same minibatch and noise (1e-6); a group trained twice, and seed 3 alone vs seed 3 of
+five, are bit for bit the same (weights, optimizer moments, replay buffer); a seed of a group takes the actions of the
+single run of the same seed (to float32 rounding) and ends a short run with its weights to float32 rounding.
 
 Not batched (refused in one line): episode-based ``train_freq``, n-step returns, custom / Dict / HER replay buffers,
 ``VecNormalize``, gSDE, CNN policies, action noise other than SB3's Normal and Ornstein-Uhlenbeck.

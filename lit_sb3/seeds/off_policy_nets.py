@@ -3,8 +3,8 @@ targets as stacked parameters ``[N, ...]`` (named as the policy's ``named_parame
 
 Every forward takes ``[N, batch, ...]`` tensors and runs the policy's own template modules through
 :func:`lit_sb3.seeds.stacked.batched_forward`; the SAC actor's squashed Gaussian is SB3's own
-``SquashedDiagGaussianDistribution`` on the flattened ``[N * batch, A]`` parameters, with noise drawn from each
-seed's generator (SB3 draws it from torch's global one).
+``SquashedDiagGaussianDistribution`` on the flattened ``[N * batch, A]`` parameters, reparameterized with each seed's
+noise (drawn as ``Normal.rsample`` draws it in the seed's own run).
 """
 
 from __future__ import annotations

@@ -74,9 +74,9 @@ class BatchedDQN(BatchedOffPolicy):
     def explore(self, actions: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         if deterministic:
             return actions
-        # SB3 draws once per predict call: all of a seed's envs explore together
+        # one np.random.rand() per vector step, as the seed's own run draws it: all of a seed's envs explore together
         for seed_index, rng in enumerate(streams.numpy):
-            if rng.random() < self.exploration_rate:  # only an exploring seed draws from its action space
+            if rng.rand() < self.exploration_rate:  # only an exploring seed draws from its action space
                 space = self.action_spaces[seed_index]
                 actions[seed_index] = [space.sample() for _ in range(actions.shape[1])]
         return actions
@@ -220,12 +220,6 @@ class BatchedTD3(BatchedOffPolicy):
     def policy_actions(self, obs: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
         return self.net.td3_actions(obs)  # TD3 explores through its action noise only
 
-    def smoothing_noise(self, shape: tuple[int, ...]) -> torch.Tensor:
-        """Each seed's target smoothing noise ``[N, *shape]`` (host), drawn as the single run draws it
-        (``normal_``)."""
-        sigma = self.template.target_policy_noise
-        return torch.stack([torch.empty(shape).normal_(0.0, sigma, generator=g) for g in self.streams.torch])
-
     def gradient_steps(self, gradient_steps: int, batch_size: int) -> dict[str, torch.Tensor]:
         model = self.template
         means = _Means()
@@ -233,7 +227,9 @@ class BatchedTD3(BatchedOffPolicy):
         smoothing = model.target_policy_noise > 0 and model.target_noise_clip > 0
         for _ in range(gradient_steps):
             self.n_updates += 1
-            draws = [self.smoothing_noise((batch_size, self.replay.action_dim))] if smoothing else []
+            # the seed's own run draws the smoothing noise as torch.empty_like(actions).normal_(0, sigma)
+            shape = (batch_size, self.replay.action_dim)
+            draws = [self.streams.normal(shape, model.target_policy_noise)] if smoothing else []
             data, noise = self.sample(batch_size, *draws)
             with torch.no_grad():
                 next_actions = self.net.td3_actions(data.next_observations, "actor_target")

@@ -26,7 +26,7 @@ from lit_sb3.seeds.actor_critic import StackedActorCritic
 from lit_sb3.seeds.group import BatchedAlgorithm
 from lit_sb3.seeds.optim import batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.stacked import load_slice, module_slice, set_slice
-from lit_sb3.seeds.streams import SeedStreams, gaussian, gumbel_max
+from lit_sb3.seeds.streams import SeedStreams, categorical_sample, gaussian
 from lit_sb3.seeds.transfer import to_device, to_host
 
 if TYPE_CHECKING:
@@ -77,9 +77,6 @@ class SeedMeans:
 class BatchedOnPolicy(BatchedAlgorithm):
     """The rollout and update loop shared by PPO and A2C; subclasses give the loss and the early stop."""
 
-    #: minibatches in a random order per seed (PPO); False: the whole rollout in order (A2C)
-    shuffled: bool = True
-
     def __init__(self, group: SeedGroup) -> None:
         super().__init__(group)
         first = group.models[0]
@@ -93,7 +90,7 @@ class BatchedOnPolicy(BatchedAlgorithm):
         self.net = StackedActorCritic([m.policy for m in group.models])
         self.device = group.device
         space = first.action_space
-        # a draw per logit (Gumbel-max) or per action dimension (Gaussian)
+        # a draw per probability (torch.multinomial's) or per action dimension (Normal.rsample's)
         self.noise_width = int(space.n) if isinstance(space, spaces.Discrete) else get_action_dim(space)
         optimizer = first.policy.optimizer
         settings = {k: v for k, v in optimizer.defaults.items() if k != "lr"}
@@ -119,16 +116,20 @@ class BatchedOnPolicy(BatchedAlgorithm):
         return torch.as_tensor(obs, device=self.device).reshape(self.n_seeds, -1, *shape)
 
     def _draws(self, obs: np.ndarray, streams: SeedStreams) -> torch.Tensor:
-        """Each seed's noise for one action per env of ``obs``, ``[N, n_envs, A]``, from its own host generator."""
+        """Each seed's noise for one action per env of ``obs``, ``[N, n_envs, A]``, from its own host generator, as
+        the policy's distribution draws it in the seed's own run (``Categorical.sample``, ``Normal.rsample``)."""
         n_envs = obs.size // (self.n_seeds * int(np.prod(self.hp.observation_space.shape)))
         shape = (n_envs, self.noise_width)
-        return streams.uniform(shape) if self.net.discrete else streams.normal(shape)
+        return streams.exponential(shape) if self.net.discrete else streams.normal(shape)
 
-    def _sample(self, action_param: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
-        """Actions from the draws of :meth:`_draws` (on the device)."""
+    def _sample(self, action_param: torch.Tensor, draws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions from the draws of :meth:`_draws` and their log-probabilities ``[N, n_envs]`` (on the device)."""
+        dist = self.net.distribution(action_param)
         if self.net.discrete:
-            return gumbel_max(action_param, draws)
-        return gaussian(action_param, self.net.params["log_std"], draws)
+            actions = categorical_sample(dist.probs, draws)
+            return actions, dist.log_prob(actions)
+        actions = gaussian(action_param, self.net.params["log_std"], draws)
+        return actions, dist.log_prob(actions).sum(-1)
 
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
         space = self.hp.action_space
@@ -140,11 +141,12 @@ class BatchedOnPolicy(BatchedAlgorithm):
         with torch.no_grad():
             if deterministic:
                 action_param, _ = self.net.heads(self._obs(obs))
-                actions = action_param.argmax(-1) if self.net.discrete else action_param
+                # SB3's modes: the most probable action (argmax of the probabilities), the mean
+                actions = self.net.distribution(action_param).probs.argmax(-1) if self.net.discrete else action_param
             else:
                 obs_on_device, draws = to_device([obs, self._draws(obs, streams)], self.device)
                 action_param, _ = self.net.heads(self._obs(obs_on_device))
-                actions = self._sample(action_param, draws)
+                actions, _ = self._sample(action_param, draws)
         return self._env_actions(to_host([actions])[0])
 
     # ------------------------------------------------------------------ the rollout
@@ -159,8 +161,7 @@ class BatchedOnPolicy(BatchedAlgorithm):
             obs_on_device, draws = to_device([obs, self._draws(obs, group.streams)], self.device)  # one copy in
             with torch.no_grad():
                 action_param, values = self.net.heads(self._obs(obs_on_device))
-                actions = self._sample(action_param, draws)
-                log_prob, _ = self.net.log_prob_entropy(action_param, actions)
+                actions, log_prob = self._sample(action_param, draws)
             flat_actions, values_out, log_prob_out = to_host(  # one copy out (two for integer actions)
                 [actions.reshape(self.n_seeds * self.per_seed, *hp.action_space.shape), values, log_prob]
             )
@@ -247,10 +248,9 @@ class BatchedOnPolicy(BatchedAlgorithm):
         for _ in range(hp.n_epochs):
             epochs += active.long()
             means.start_over("approx_kl", active)  # SB3 logs the last epoch's mean KL (the other terms: all epochs')
-            if self.shuffled:
-                order = torch.as_tensor(self.group.streams.permutations(size), device=self.device)
-            else:
-                order = torch.arange(size, device=self.device).expand(self.n_seeds, size)
+            # SB3's RolloutBuffer.get: a new order per epoch (A2C: the whole rollout in it), drawn by the seeds that
+            # go on (a seed that stopped draws no further order, as its own run breaks out of its epochs)
+            order = torch.as_tensor(self.group.streams.permutations(size, active.tolist()), device=self.device)
             for start in range(0, size, batch_size):
                 index = order[:, start : start + batch_size]
                 batch = RolloutBufferSamples(*(field[seed_rows, index] for field in data))
@@ -356,9 +356,8 @@ class BatchedPPO(BatchedOnPolicy):
 
 
 class BatchedA2C(BatchedOnPolicy):
-    """A2C for a seed group: one step per rollout on the whole rollout, lit_sb3's ``a2c_loss`` per seed."""
-
-    shuffled = False
+    """A2C for a seed group: one step per rollout on the whole rollout (in SB3's shuffled order, whose sums round as
+    the seed's own run's do), lit_sb3's ``a2c_loss`` per seed."""
 
     def loss(self, batch: RolloutBufferSamples) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         hp = self.hp

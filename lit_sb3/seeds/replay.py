@@ -3,8 +3,9 @@
 Seed ``i``'s transitions are ``observations[:, i]`` etc., laid out as SB3's ``ReplayBuffer`` lays out its own
 (``[slots, n_envs, ...]``, ``buffer_size // n_envs`` slots), so a seed's buffer converts to an ordinary SB3 buffer
 and back without reordering. All seeds step together, so they share the write position and the "full" flag: one
-numpy assignment stores a vector step of every seed. Each seed samples its own slot and env indices from its own
-numpy generator (SB3 draws them from numpy's global one), so a seed's minibatches do not depend on its group.
+numpy assignment stores a vector step of every seed. Each seed samples its slot and env indices from its own
+``RandomState`` (its process's ``np.random``) with SB3's calls, so its minibatches are those of its own run and do not
+depend on its group.
 """
 
 from __future__ import annotations
@@ -117,23 +118,23 @@ class SeedReplayBuffer:
         if self.pos == self.buffer_size:
             self.full, self.pos = True, 0
 
-    def sample_indices(self, batch_size: int, rngs: list[np.random.Generator]) -> tuple[np.ndarray, np.ndarray]:
-        """Each seed's slot and env indices ``[N, batch_size]``, drawn from its own generator as SB3 draws them
-        (the memory-efficient layout never samples the slot about to be overwritten)."""
+    def sample_indices(self, batch_size: int, rngs: list[np.random.RandomState]) -> tuple[np.ndarray, np.ndarray]:
+        """Each seed's slot and env indices ``[N, batch_size]``, drawn from ``rngs[i]`` with the calls of SB3's
+        ``ReplayBuffer.sample`` (the memory-efficient layout never samples the slot about to be overwritten)."""
         slots, envs = np.empty((2, self.n_seeds, batch_size), dtype=np.int64)
         for seed_index, rng in enumerate(rngs):
             if self.optimize_memory_usage and self.full:
-                slots[seed_index] = (rng.integers(1, self.buffer_size, size=batch_size) + self.pos) % self.buffer_size
+                slots[seed_index] = (rng.randint(1, self.buffer_size, size=batch_size) + self.pos) % self.buffer_size
             else:
-                slots[seed_index] = rng.integers(0, self.size(), size=batch_size)
-            envs[seed_index] = rng.integers(0, self.n_envs, size=batch_size)
+                slots[seed_index] = rng.randint(0, self.size(), size=batch_size)
+            envs[seed_index] = rng.randint(0, high=self.n_envs, size=(batch_size,))
         return slots, envs
 
-    def sample(self, batch_size: int, rngs: list[np.random.Generator]) -> SeedSamples:
+    def sample(self, batch_size: int, rngs: list[np.random.RandomState]) -> SeedSamples:
         """A minibatch of ``batch_size`` transitions per seed, seed ``i``'s drawn with ``rngs[i]``, on ``device``."""
         return SeedSamples(*to_device(self.sample_arrays(batch_size, rngs), self.device))
 
-    def sample_arrays(self, batch_size: int, rngs: list[np.random.Generator]) -> list[np.ndarray]:
+    def sample_arrays(self, batch_size: int, rngs: list[np.random.RandomState]) -> list[np.ndarray]:
         """:meth:`sample`'s minibatch as host arrays, in :class:`SeedSamples`' order (to travel to the device with
         other arrays in one copy)."""
         if self.size() == 0:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from lit_bench.config.identity import config_id, resolved
 from lit_bench.control.seed_groups import BATCHED_ALGORITHMS, config_refusal
@@ -78,6 +79,21 @@ def test_a_checkpoint_of_the_other_kind_is_refused_in_one_line(tmp_path: Path) -
     (run.checkpoints / "last_seed_state.pt").write_bytes(b"")
     line = other_kind_of_checkpoint(run, batched=False)
     assert line is not None and "a seed trained in a batched group" in line and "\n" not in line
+
+
+def test_a_batched_checkpoint_of_the_earlier_streams_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A batched seed's checkpoint written before the groups drew each seed's own run's random streams (no
+    ``streams_format`` in its seed state) resumes nowhere; force=true trains the seed again."""
+    from lit_sb3.seeds.streams import STREAMS_FORMAT
+
+    run = RunDir(tmp_path / "seed_0")
+    run.checkpoints.mkdir(parents=True)
+    torch.save({"seed_state": {"seed": 0, "streams_format": STREAMS_FORMAT}}, run.checkpoints / "last_seed_state.pt")
+    assert other_kind_of_checkpoint(run, batched=True) is None
+    torch.save({"seed_state": {"seed": 0}}, run.checkpoints / "last_seed_state.pt")
+    line = other_kind_of_checkpoint(run, batched=True)
+    assert line is not None and "\n" not in line
+    assert "checkpoints/last_seed_state.pt was written by an earlier lit_sb3" in line and "force=true" in line
 
 
 def _numbers(run_dir: Path) -> list[tuple[str, ...]]:

@@ -11,8 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from lit_bench.config.budget import budget_warnings, no_learning, smallest_learning_budget
-from lit_bench.control.run_plan import describe, make_plan
-from lit_bench.control.suite_plan import costs
+from lit_bench.control.run_plan import Config, describe, grouped_cost, make_plan
+from lit_bench.control.suite_plan import costs, group_ratio, group_ratios
 from tests.lit_bench.helpers import run_py
 
 pytestmark = pytest.mark.harness
@@ -84,6 +84,8 @@ def test_the_plan_prices_a_config_at_this_machines_speed_where_it_has_completed_
         _completed_run(tmp_path, "ppo", "CartPole", seed, cpu_fps=fps)
     _completed_run(tmp_path, "ppo", "CartPole", 3, cpu_fps=1.0, **{"status": "failed"})  # not a measured speed
     _completed_run(tmp_path, "ppo@sb3", "CartPole", 0, cpu_fps=10.0)  # another backend's
+    for seed in (4, 5, 6):  # batched seeds: their group's CPU over its seeds, not one process's speed
+        _completed_run(tmp_path, "ppo", "CartPole", seed, cpu_fps=50_000.0, cpu_time_note="trained in a batched group")
     args = ["-m", "algo=ppo", "env=CartPole,Acrobot", "seed=0,1", "budget=20000", f"out_dir={tmp_path}"]
     plan = make_plan(args)
     assert plan is not None
@@ -93,6 +95,42 @@ def test_the_plan_prices_a_config_at_this_machines_speed_where_it_has_completed_
     assert acrobot.cpu_s == pytest.approx(20000 * costs()[("ppo", "classic")])
     text = describe(plan)
     assert "ppo on CartPole, budget=20000: 2 runs, 40 s CPU (at its speed in this machine's completed runs)" in text
+
+
+def _config(runs: int, groups: int, batchable: bool, ratios: dict[int, float] | None) -> Config:
+    return Config("ppo", "CartPole", "lit", 1000, runs, 1000 * 0.001, "Acrobot", [], [], groups, batchable, ratios)
+
+
+def test_the_grouped_cost_prices_batched_groups_at_their_measured_ratio_to_one_process_per_seed():
+    """5 seeds in groups of 3 and 2 (both at the size-2 ratio: the largest measured up to 3), 4 seeds one per
+    process (not batched), 3 batched seeds without a measured ratio (left out, named), 1 seed alone."""
+    batched = _config(5, 2, True, {2: 0.5, 5: 0.2})
+    alone = _config(4, 4, False, None)
+    unmeasured = _config(3, 1, True, None)
+    single = _config(1, 1, True, {2: 0.5})
+    assert batched.group_cpu_s() == pytest.approx([1.5, 1.0])  # 3 and 2 seeds x 1000 steps x 1 ms x 0.5
+    cost = grouped_cost([batched, alone, unmeasured, single], parallel=2)
+    assert cost.cpu_s == pytest.approx(2.5 + 4 * 1.0 + 1.0)
+    assert cost.unmeasured == [unmeasured] and cost.left_out_cpu_s == pytest.approx(3.0)
+    assert cost.wall_s == pytest.approx(7.5 / 2)
+    assert grouped_cost([_config(10, 2, True, {2: 0.5, 5: 0.2})], 2).cpu_s == pytest.approx(10 * 0.2)
+    assert grouped_cost([batched], 2).wall_s == pytest.approx(1.5)  # the group of 3 bounds it
+
+
+def test_the_sweeps_plan_prints_its_grouped_estimate_from_the_cost_table():
+    plan = make_plan(["-m", "algo=ppo", "env=CartPole", "seed=0,1,2,3", "budget=20480", "hydra.launcher.n_jobs=2"])
+    assert plan is not None and plan.jobs == 2
+    ratio = group_ratio(group_ratios()[("ppo", "classic")], 2)
+    assert ratio is not None
+    per_seed = costs()[("ppo", "classic")] * ratio
+    assert plan.grouped().cpu_s == pytest.approx(4 * 20480 * per_seed)
+    text = describe(plan)
+    assert (
+        f"4 runs, {4 * 20480 * costs()[('ppo', 'classic')]:.0f} s CPU (at its speed on Acrobot); grouped: 2 jobs"
+        in text
+    )
+    assert f"; grouped: 2 jobs of 2, 2 seeds, {4 * 20480 * per_seed:.0f} s CPU (at its speed on Acrobot)" in text
+    assert "seeds_per_process=auto): 4 runs in 2 jobs" in text and "the CPU ratio group / alone" in text
 
 
 def test_a_basic_launcher_runs_one_at_a_time_and_seeds_do_not_multiply_the_configs():

@@ -303,10 +303,12 @@ def test_the_plan_prints_the_grouped_estimate_beside_todays() -> None:
     args = ["-m", "algo=ppo,a2c", "env=CartPole", "seed=0,1,2", "hydra.launcher.n_jobs=2"]
     plan = make_plan([*args, "seeds_per_process=3"])
     assert plan is not None and plan.runs == 6 and plan.jobs == 2
-    cost = plan.grouped()
-    assert cost.cpu_s == pytest.approx(plan.cpu_s)  # one after another: the same training
+    one_after_another = make_plan([*args, "seeds_per_process=3", "backend=sb3"])  # (sb3's runs never batch)
+    assert one_after_another is not None and one_after_another.jobs == 2
+    cost = one_after_another.grouped()
+    assert cost.cpu_s == pytest.approx(one_after_another.cpu_s)  # the same training
     assert cost.startup_saved_s == 0.0  # joblib reuses its 2 workers either way
-    assert cost.wall_s is not None and cost.wall_s >= plan.wall_s()  # 2 jobs of 3 runs
+    assert cost.wall_s is not None and cost.wall_s >= one_after_another.wall_s()  # 2 jobs of 3 runs
     text = describe(plan)
     assert "grouped (seeds_per_process=3): 6 runs in 2 jobs, seeds one after another in each job, or as one" in text
     auto = describe(make_plan(args))  # the default: each config's 3 seeds in one batched group (2 jobs at once)

@@ -72,12 +72,21 @@ def test_ray_launcher_joins_a_cluster_by_address_without_an_object_store_size() 
     assert init.address == "10.0.0.1:6379" and "object_store_memory" in init and init.object_store_memory is None
 
 
-def _costs(path: Path, rows: list[tuple[str, str, float]]) -> Path:
+def _costs(
+    path: Path, rows: list[tuple[str, str, float]], groups: tuple[tuple[str, str, int, float, float], ...] = ()
+) -> Path:
+    """A cost table: one process per seed (``rows``) and batched groups (``groups``: algo, family, size, a seed's
+    cost in the group, one process per seed's beside it)."""
     with path.open("w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["algo", "family", "env", "cpu_s_per_step"])
-        writer.writerows([(a, f, "-", c) for a, f, c in rows])
+        writer.writerow(["algo", "family", "env", "group_size", "cpu_s_per_step", "alone_cpu_s_per_step"])
+        writer.writerows([(a, f, "-", "", c, "") for a, f, c in rows])
+        writer.writerows([(a, f, "-", n, c, alone) for a, f, n, c, alone in groups])
     return path
+
+
+# ppo's batched groups: a seed costs half its one process's in a group of 2 (or 3, 4), a fifth in a group of 5 or more
+PPO_GROUPS = (("ppo", "classic", 5, 0.0004, 0.002), ("ppo", "classic", 2, 0.001, 0.002))
 
 
 def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> None:
@@ -91,7 +100,7 @@ def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> 
         1.0,
     )
     costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("sac", "mujoco", 0.0144)]))
-    result = suite_plan.plan(entries, seeds=5, launcher="slurm", cost_table=costs, memory={})
+    result = suite_plan.plan(entries, seeds=5, launcher="slurm", cost_table=costs, memory={}, group_table={})
     assert result["runs"] == 20 and len(result["multiruns"]) == 3  # ppo's two envs share one multirun
     # ppo: 2 envs x 5 seeds x 360k steps x 1 ms = 1 core-hour; sac: 5 x 1M x 14.4 ms = 20 core-hours
     assert result["core_hours"] == pytest.approx(21.0)
@@ -99,7 +108,64 @@ def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> 
     text = suite_plan.describe(result)
     assert "1 CPU, 8 GB, time limit 240 min" in text and "+1 entries without a measured cost: tqc:Pong" in text
     assert "0 requeues at a 240-minute limit" in text
-    assert "on 1 node(s) of 32 cores: >= 4.0 h wall" in text  # the longest run bounds the wall time
+    assert "on 1 node(s) of 32 cores: >= 4.0 h / " in text  # the longest run bounds the wall time
+
+
+def test_a_groups_cost_is_one_process_per_seeds_times_the_ratio_at_the_largest_measured_size_up_to_its_own(
+    tmp_path: Path,
+) -> None:
+    table = _costs(tmp_path / "c.csv", [("ppo", "classic", 0.001)], PPO_GROUPS)
+    assert suite_plan.costs(table) == {("ppo", "classic"): 0.001}  # the batched rows are not one process per seed's
+    measured = suite_plan.group_ratios(table)[("ppo", "classic")]
+    assert measured == pytest.approx({2: 0.5, 5: 0.2})
+    found = {size: suite_plan.group_ratio(measured, size) for size in (1, 2, 3, 4, 5, 10)}
+    assert found == pytest.approx({1: None, 2: 0.5, 3: 0.5, 4: 0.5, 5: 0.2, 10: 0.2})
+    # groups of 3 and 2 seeds x 1000 steps x 1 ms x 0.5
+    assert suite_plan.group_cpu_s(measured, [3, 2], 1000, 0.001) == pytest.approx([1.5, 1.0])
+    assert suite_plan.group_cpu_s(None, [3, 2], 1000, 0.001) is None
+    assert suite_plan.group_cpu_s(measured, [3, 2], 1000, None) is None
+    no_alone = _costs(tmp_path / "d.csv", [], (("ppo", "classic", 2, 0.001, ""),))  # type: ignore[arg-type]
+    assert suite_plan.group_ratios(no_alone) == {}  # a group's cost without one process's beside it: no ratio
+
+
+def test_the_plan_prices_batched_groups_beside_one_process_per_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """5 seeds, 2 jobs at once: ppo's seeds in groups of 3 and 2 (both at the size-2 ratio), trpo's one per process
+    (not batched), sac's batched without a measured group cost: named and left out of the grouped total."""
+    monkeypatch.setattr(suite_plan, "launcher_at_once", lambda launcher: 2)
+    entries = suite_plan.scaled(
+        [
+            {"algo": "ppo", "env": "CartPole", "budget": 360_000},
+            {"algo": "trpo", "env": "Acrobot", "budget": 360_000},
+            {"algo": "sac", "env": "Pendulum", "budget": 36_000},
+        ],
+        1.0,
+    )
+    rows = [("ppo", "classic", 0.001), ("trpo", "classic", 0.002), ("sac", "classic", 0.01)]
+    table = _costs(tmp_path / "c.csv", rows, PPO_GROUPS)
+    result = suite_plan.plan(entries, 5, None, suite_plan.costs(table), group_table=suite_plan.group_ratios(table))
+    ppo, trpo, sac = result["multiruns"]
+    assert (ppo["batched"], trpo["batched"], sac["batched"]) == (True, False, True)
+    assert (ppo["jobs"], trpo["jobs"], sac["jobs"]) == (2, 5, 2)
+    # ppo: 5 seeds x 360k steps x 1 ms = 0.5 core-hours one process per seed, x 0.5 ms = 0.25 grouped
+    assert ppo["core_hours"] == pytest.approx(0.5) and ppo["grouped_core_hours"] == pytest.approx(0.25)
+    assert trpo["grouped_core_hours"] == trpo["core_hours"] == pytest.approx(1.0)
+    assert sac["core_hours"] == pytest.approx(0.5) and sac["grouped_core_hours"] is None
+    assert result["core_hours"] == pytest.approx(2.0) and result["grouped_core_hours"] == pytest.approx(1.25)
+    assert result["grouped_unmeasured"] == ["sac:Pendulum"] and result["grouped_left_out_hours"] == pytest.approx(0.5)
+    assert result["longest_group_hours"] == pytest.approx(0.2)  # trpo's run (0.2 h) and ppo's group of 3 (0.15 h)
+    text = suite_plan.describe(result, nodes=(1,))
+    assert "algo=ppo env=CartPole budget=360000: 5 runs,   0.50 core-h; grouped in 2 jobs:   0.25 core-h" in text
+    assert "algo=trpo env=Acrobot budget=360000: 5 runs,   1.00 core-h\n" in text  # (not batched: as it is)
+    assert "5 runs,   0.50 core-h; grouped in 2 jobs: cost not measured" in text
+    assert "total, one process per seed: 3 multiruns, 15 runs, 2.0 core-hours measured" in text
+    assert "9 jobs for 15 runs" in text and "1.2 core-hours measured against 1.5 one process per seed" in text
+    assert "(+1 entries without a measured grouped cost, left out: sac:Pendulum)" in text
+    assert "on joblib's 2 jobs at once: >= 1.0 h / >= 0.6 h wall" in text  # 2.0 / 2 and 1.25 / 2
+    # 10 seeds: groups of 5, at the size-5 ratio
+    ten = suite_plan.plan(entries[:1], 10, None, suite_plan.costs(table), group_table=suite_plan.group_ratios(table))
+    assert ten["grouped_core_hours"] == pytest.approx(10 * 360_000 * 0.0002 / 3600)
 
 
 def test_plan_warns_when_a_run_needs_more_requeues_than_allowed(tmp_path: Path) -> None:
@@ -248,10 +314,10 @@ def test_the_plan_says_what_jobs_ask_for_beyond_mem_gb(tmp_path: Path) -> None:
     assert [line["mem_gb"] for line in result["multiruns"]] == [108, 8, 8]  # at least the launcher's 8 GB
     text = suite_plan.describe(result)
     assert "algo=qrdqn env=Pong,Breakout budget=10000000: 10 runs, cost not measured, up to 108 GB per job" in text
-    assert (
-        "memory of AntBulletEnv not sized" in text
-        and "ppo env=CartPole budget=100000: 5 runs, cost not measured\n" in text
+    ppo = next(
+        line for line in text.splitlines() if "ppo env=CartPole budget=100000: 5 runs, cost not measured" in line
     )
+    assert "memory of AntBulletEnv not sized" in text and "GB" not in ppo
 
 
 def test_the_plan_sizes_a_suites_off_policy_runs() -> None:

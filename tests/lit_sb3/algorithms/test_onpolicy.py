@@ -24,7 +24,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import IdentityEnv, IdentityEnvBox, IdentityEnvMultiBinary, SimpleMultiObsEnv
 from stable_baselines3.common.utils import LinearSchedule
 
-from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer
+from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer, sb3_parity
 
 SMALL = dict(n_steps=64, batch_size=32, n_epochs=2)
 
@@ -352,6 +352,25 @@ def test_target_kl_stops_the_update_early():
     assert model._n_updates == 2
     state = model.policy.optimizer.state
     assert not state or all(int(s["step"]) <= 2 for s in state.values())
+
+
+def test_target_kl_stops_as_sb3_between_epochs(monkeypatch):
+    """SB3 breaks out of its epochs at the stop: the next epoch is neither counted (``n_updates``) nor given a
+    minibatch order (``np.random.permutation``). Here a rollout stops at its epoch's last minibatch, where lit_sb3
+    used to start the next epoch before it saw the stop (one update and one permutation ahead of SB3)."""
+    settings = {"n_steps": 32, "batch_size": 32, "n_epochs": 4, "target_kl": 5e-5, "seed": 3}
+    permutation = np.random.permutation
+    runs = []
+    for make in (
+        lambda env: PPO("MlpPolicy", env=env, policy_kwargs=sb3_parity(), **settings),
+        lambda env: sb3.PPO("MlpPolicy", env, **settings),
+    ):
+        draws = []
+        monkeypatch.setattr(np.random, "permutation", lambda n, draws=draws: draws.append(n) or permutation(n))
+        model = make(make_vec_env("CartPole-v1", n_envs=4)).learn(384)
+        runs.append((len(draws), model._n_updates, np.random.get_state(legacy=True)[2]))
+    assert runs[0][1] < 3 * 4  # target_kl stopped rollouts
+    assert runs[0] == runs[1]
 
 
 def test_gsde_ppo_logs_std_and_resamples_noise(tmp_path):

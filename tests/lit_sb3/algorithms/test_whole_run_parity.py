@@ -210,6 +210,14 @@ def test_whole_run_with_frequent_time_limits_is_bit_identical_to_sb3(algo, monke
     _check(algo, _truncated_every(5, CASES[algo]), monkeypatch)
 
 
+def test_whole_run_with_target_kl_is_bit_identical_to_sb3(monkeypatch):
+    """``target_kl`` stops the updates early, in this run once at least at an epoch's last minibatch: SB3 then starts
+    no further epoch (it neither draws that epoch's minibatch order nor counts it in ``n_updates``), and neither does
+    lit_sb3 (lit_sb3 0.1's loop did, and failed this test)."""
+    kwargs = dict(n_steps=32, batch_size=32, n_epochs=4, target_kl=5e-5)
+    _check("PPO", Case("CartPole-v1", 384, kwargs, n_envs=4), monkeypatch)
+
+
 @pytest.mark.parametrize("algo", sorted(SHARED_EXTRACTOR_CASES))
 def test_whole_run_with_a_shared_features_extractor_is_bit_identical_to_sb3(algo, monkeypatch):
     _check(algo, SHARED_EXTRACTOR_CASES[algo], monkeypatch)

@@ -1,7 +1,9 @@
 """The seed groups' core: batched optimizer steps exact per seed, per-seed clipping and masks, stacked forward,
-per-seed random streams."""
+per-seed random streams that draw what the seed's own process draws."""
 
 from __future__ import annotations
+
+import io
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from lit_sb3.seeds.actor_critic import StackedActorCritic
 from lit_sb3.seeds.optim import BatchedAdam, BatchedRMSprop, batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.stacked import load_slice
-from lit_sb3.seeds.streams import SeedStreams, gumbel_max
+from lit_sb3.seeds.streams import SeedStreams, categorical_sample, gaussian
 from lit_sb3.seeds.transfer import to_device, to_host
 
 N = 4
@@ -125,16 +127,77 @@ def test_stacked_forward_equals_each_policy(action_space: spaces.Space) -> None:
 def test_a_seeds_draws_do_not_depend_on_its_group() -> None:
     alone, grouped = SeedStreams([3]), SeedStreams([0, 1, 2, 3, 4])
     for _ in range(3):
-        assert torch.equal(alone.uniform((8, 2))[0], grouped.uniform((8, 2))[3])
+        assert torch.equal(alone.exponential((8, 2))[0], grouped.exponential((8, 2))[3])
         assert torch.equal(alone.normal((8, 2))[0], grouped.normal((8, 2))[3])
-        assert (alone.permutations(16)[0] == grouped.permutations(16)[3]).all()
+        drawing = [True, False, True, True, False]
+        assert (alone.permutations(16, [True])[0] == grouped.permutations(16, drawing)[3]).all()
+    assert (grouped.permutations(16, drawing)[1] == np.arange(16)).all()  # a seed not drawing gets no order...
+    assert grouped.state(1)["numpy"]["pos"] == SeedStreams([1]).state(0)["numpy"]["pos"]  # ...and draws nothing
 
 
-def test_gumbel_max_samples_the_categorical() -> None:
-    logits = torch.log(torch.tensor([0.2, 0.5, 0.3]))
-    draws = gumbel_max(logits.expand(20000, 3), torch.rand(20000, 3, generator=torch.Generator().manual_seed(0)))
-    frequencies = torch.bincount(draws, minlength=3).float() / 20000
+def test_take_global_gives_a_seed_its_processs_generators() -> None:
+    """After ``take_global``, a seed's streams draw what the process's global torch and numpy generators draw (with
+    the calls of an ordinary run: torch's distributions, SB3's buffers and noise), and their state round-trips."""
+    streams = SeedStreams([0, 1])
+    torch.manual_seed(11)
+    np.random.seed(11)
+    torch.randn(5)  # a model's initialisation moves the global generators
+    np.random.normal()  # (and leaves numpy's Gaussian cache full: the state keeps it)
+    probs = torch.softmax(torch.arange(18.0).reshape(6, 3) / 7, -1)
+    streams.take_global(1)
+    saved = streams.state(1)
+    assert saved["numpy"]["has_gauss"] == 1
+
+    def draw_both() -> None:
+        assert torch.equal(streams.normal((4, 2))[1], torch.distributions.Normal(torch.zeros(4, 2), 1.0).rsample())
+        expected = torch.distributions.Categorical(probs=probs).sample()
+        assert torch.equal(categorical_sample(probs, streams.exponential((6, 3))[1]), expected)
+        assert torch.equal(streams.normal((16, 1), 0.2)[1], torch.empty(16, 1).normal_(0.0, 0.2))  # TD3's smoothing
+        assert (streams.permutations(10, [False, True])[1] == np.random.permutation(10)).all()
+        assert streams.numpy[1].rand() == np.random.rand()
+        assert (streams.numpy[1].randint(0, 7, size=5) == np.random.randint(0, 7, size=5)).all()
+        assert streams.numpy[1].normal(0.0, 0.1) == np.random.normal(0.0, 0.1)
+
+    draw_both()
+    loaded = torch.load(_saved(saved), weights_only=True)  # (a seed state loads with weights_only)
+    streams.load_state(1, loaded)  # back to where take_global found the generators: the same draws again
+    torch.manual_seed(11)
+    np.random.seed(11)
+    torch.randn(5)
+    np.random.normal()
+    draw_both()
+
+
+def _saved(state: object) -> io.BytesIO:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+def test_categorical_sample_is_torch_multinomial() -> None:
+    """``argmax(probs / Exp(1))`` is ``torch.multinomial(probs, 1, True)`` from the same generator state, draw for
+    draw (the CPU kernel's one-sample path), and samples the categorical."""
+    for trial in range(200):
+        gen = torch.Generator().manual_seed(trial)
+        probs = torch.softmax(3 * torch.randn(1 + trial % 9, 2 + trial % 5, generator=gen), -1)
+        multinomial, ours = torch.Generator().manual_seed(trial), torch.Generator().manual_seed(trial)
+        expected = torch.multinomial(probs, 1, True, generator=multinomial).flatten()
+        draws = torch.empty(probs.shape).exponential_(1.0, generator=ours)
+        assert torch.equal(categorical_sample(probs, draws), expected)
+        assert torch.equal(ours.get_state(), multinomial.get_state())
+    probs = torch.tensor([0.2, 0.5, 0.3]).expand(20000, 3)
+    samples = categorical_sample(probs, torch.empty(20000, 3).exponential_(generator=torch.Generator().manual_seed(0)))
+    frequencies = torch.bincount(samples, minlength=3).float() / 20000
     torch.testing.assert_close(frequencies, torch.tensor([0.2, 0.5, 0.3]), atol=0.015, rtol=0)
+
+
+def test_gaussian_is_normal_rsample() -> None:
+    mean, log_std = torch.randn(2, 5, 3), torch.randn(2, 3)
+    noise = torch.randn(2, 5, 3)
+    for i in range(2):
+        normal = torch.distributions.Normal(mean[i], torch.ones_like(mean[i]) * log_std[i].exp())
+        assert torch.equal(gaussian(mean, log_std, noise)[i], normal.loc + noise[i] * normal.scale)
 
 
 def test_group_vec_env_steps_each_seed_as_its_own_vec_env() -> None:

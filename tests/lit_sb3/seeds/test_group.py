@@ -176,8 +176,22 @@ def test_resume_from_seed_states_equals_training_straight(algo: type, env: str, 
         rows = _train_rows(resumed, i)
         assert rows == straight_rows[i][-len(rows) :]
         a, b = straight.seed_state(i), resumed.seed_state(i)
-        assert torch.equal(a["last_obs"], b["last_obs"]) and a["streams"]["numpy"] == b["streams"]["numpy"]
-        assert torch.equal(a["streams"]["torch"], b["streams"]["torch"])
+        assert torch.equal(a["last_obs"], b["last_obs"]) and torch.equal(a["streams"]["torch"], b["streams"]["torch"])
+        assert torch.equal(a["streams"]["numpy"].pop("keys"), b["streams"]["numpy"].pop("keys"))
+        assert a["streams"]["numpy"] == b["streams"]["numpy"]
+
+
+def test_a_seed_state_of_the_earlier_streams_is_refused_in_one_line() -> None:
+    """A seed state written before the groups drew each seed's own run's streams (no ``streams_format``; its numpy
+    stream a PCG64 generator's state) cannot resume: refused, saying what to do."""
+    group = _group(PPO, "CartPole-v1", [0], **SMALL)
+    group.learn(128)
+    state = group.seed_state(0)
+    del state["streams_format"]
+    state["streams"]["numpy"] = np.random.default_rng(0).bit_generator.state
+    with pytest.raises(ValueError, match=r"^states: seed 0's state was written by an earlier lit_sb3") as refused:
+        _group(PPO, "CartPole-v1", [0], **SMALL).load_seed_states([state])
+    assert "force=true" in str(refused.value) and "\n" not in str(refused.value)
 
 
 @pytest.mark.filterwarnings("ignore:Be aware that when using `ckpt_path`")  # Lightning's note on callbacks
