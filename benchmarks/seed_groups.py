@@ -2,6 +2,7 @@
 in batched groups (``seeds_per_process=N``, lit_bench.run.batched), side by side.
 
     OMP_NUM_THREADS=1 python benchmarks/seed_groups.py --configs ppo_cartpole --seeds 10 --budget 20000 --repeats 1
+    OMP_NUM_THREADS=1 python benchmarks/seed_groups.py --configs sac_pendulum_64 td3_pendulum_64 --budget 2000
 
 Each mode is one ``python run.py -m ...`` command timed over its whole life (imports, plan, report included), into a
 fresh output directory: ``alone`` (``seeds_per_process=1``, joblib with ``--jobs`` workers) and ``grouped`` (the
@@ -24,10 +25,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The RL Zoo's settings (algo_env/), and SAC / TD3 on Pendulum with small [64, 64] and the Zoo's [400, 300] networks
+# (TD3's learning from step 100, not the Zoo's 10,000, so that a short budget measures the updates).
+_TD3 = ["algo=td3", "env=Pendulum", "algo.learning_starts=100"]
 CONFIGS = {
     "ppo_cartpole": ["algo=ppo", "env=CartPole"],
     "a2c_acrobot": ["algo=a2c", "env=Acrobot"],
     "dqn_cartpole": ["algo=dqn", "env=CartPole"],
+    "sac_pendulum_64": ["algo=sac", "env=Pendulum", "algo.policy_kwargs={net_arch:[64,64]}"],
+    "sac_pendulum_400_300": ["algo=sac", "env=Pendulum", "algo.policy_kwargs={net_arch:[400,300]}"],
+    "td3_pendulum_64": [*_TD3, "algo.policy_kwargs.net_arch=[64,64]"],
+    "td3_pendulum_400_300": _TD3,
 }
 
 

@@ -457,10 +457,10 @@ def test_regress_dry_run_prints_the_grouped_estimate(capsys: pytest.CaptureFixtu
 
     dry_run(load_suite("zoo_classic"), None)
     out = capsys.readouterr().out
-    found = re.search(r"total: \d+ multiruns, (\d+) runs", out)
+    found = re.search(r"total, one process per seed: \d+ multiruns, (\d+) runs", out)
     assert found is not None, out
     runs = int(found.group(1))
-    grouped = re.search(r"grouped \(seeds_per_process=auto, the default\): (\d+) jobs for (\d+) runs", out)
+    grouped = re.search(r"total, grouped \(seeds_per_process=auto, the default\): (\d+) jobs for (\d+) runs", out)
     assert grouped is not None and int(grouped.group(2)) == runs
     assert int(grouped.group(1)) < runs  # the batched configs' seeds in groups (ppo, a2c, dqn, sac, td3, ddpg)
     assert "algo=trpo env=Acrobot,CartPole,MountainCar,Pendulum budget=100000: 20 runs" in out  # (not batched)
