@@ -1,20 +1,26 @@
 """Regression benchmarks: run a named suite through the real harness, compare with committed thresholds.
 
     lit-bench regress --suite ci              # run lit_sb3, print measured vs threshold, exit 1 on regression
-    lit-bench regress --suite ci --record     # run lit_sb3 and SB3, (re)write results/baselines/ci.csv
+    lit-bench regress --suite ci --record     # run lit_sb3 and SB3 on 10 seeds, (re)write results/baselines/ci.csv
     lit-bench regress --suite nightly         # the longer suite (every algorithm at larger budgets)
     lit-bench regress --suite zoo_atari --launcher slurm   # a suite of SB3's reference table, on SLURM
 
 Entries with the same algo, budget and overrides run as one ``lit-bench -m`` multirun over their envs and the suite's
-seeds (joblib launcher: one process per core; ``--launcher`` picks another, e.g. slurm or ray_local). An entry
-without ``budget`` runs the budget its algo_env file sets (the RL Zoo's). A suite with ``reference: true`` and no
-recorded thresholds is compared with SB3's reference scores in its report instead. The
-score is the final evaluation return's IQM across seeds (``lit_bench.cli.report``). A threshold is the lowest of the two
-backends' 95% CI lower bounds minus ``margin`` times its magnitude, so it tracks what both implementations really
-reach at that budget, not a guess. ``--record`` writes each seed's score beside the thresholds
-(``results/baselines/<suite>_seeds.csv``) and refuses, writing nothing, a threshold measured from fewer than 5 seeds,
-reached by a random policy (``results/reference/random_scores.csv``), or less than half the way from a random policy's
-score to what the seeds reach: such a threshold cannot tell a regression from seed noise.
+seeds (joblib launcher: one process per core; ``--launcher`` picks another, e.g. slurm or ray_local); lit_sb3's
+runs of them take the suite's ``seeds_per_process`` (batched seed groups where lit_sb3 batches the algorithm). An
+entry without ``budget`` runs the budget its algo_env file sets (the RL Zoo's). A suite with ``reference: true`` and
+no recorded thresholds is compared with SB3's reference scores in its report instead. The score is the final
+evaluation return's IQM across seeds (``lit_bench.cli.report``).
+
+``--record`` trains both backends on the suite's ``record_seeds`` (at least 10; a check's ``seeds`` among them) and
+writes, per entry, the threshold a check of the suite's ``seeds`` must reach: the lower of the two backends'
+``false_alarm`` quantiles (1%) of that check's IQM, resampled from the recorded seeds (``verdicts.thresholds``), so
+a check with other seeds of either implementation fails it at most that often. Beside it go the evidence (both
+backends' IQM and 95% CI, the estimated false-alarm rates, the rate at which it fails an agent that learned half as
+much) and each seed's score (``results/baselines/<suite>_seeds.csv``). It refuses, writing nothing, a threshold from
+fewer than 10 recorded or 5 checked seeds, reached by a random policy (``results/reference/random_scores.csv``), or
+less than half the way from a random policy's score to what the seeds reach: such a threshold cannot tell a
+regression from seed noise.
 
 A suite's ``parity`` entries are exact-parity checks: lit_sb3 with ``parity=true`` (SB3's exact optimizer) and SB3
 train with the same seeds (the suite's ``parity_seeds`` where given, else its ``seeds``), and every seed's final
@@ -51,6 +57,8 @@ from lit_bench.cli.regression.suites import (
     sweep_dir_of,
 )
 from lit_bench.cli.regression.verdicts import (
+    FALSE_ALARM,
+    MIN_RECORD_SEEDS,
     MIN_SEEDS,
     compare,
     measured,
@@ -64,7 +72,7 @@ from lit_bench.cli.regression.verdicts import (
 from lit_bench.config.resources import baselines_dir, source_checkout
 from lit_bench.control import suite_plan
 from lit_bench.control.sweep import TAG_ENV, read_records
-from lit_bench.store.rundir import atomic_write_text
+from lit_bench.store.rundir import RunDir, atomic_write_text
 
 
 def run_suite(
@@ -72,11 +80,16 @@ def run_suite(
 ) -> list[Path]:
     """Run every entry of the suite's ``kind`` list ("entries" or "parity") for ``backend`` (entries sharing algo,
     budget and overrides as one multirun); returns the run directories these runs wrote (runs of other configs left
-    in the same sweep directory by earlier suite versions are neither touched nor measured). Parity entries run
-    lit_sb3 with ``parity=true``, in sweeps of their own, with the suite's ``parity_seeds`` where it gives them."""
+    in the same sweep directory by earlier suite versions are neither touched nor measured). lit_sb3's entries take
+    the suite's ``seeds_per_process``; parity entries run lit_sb3 with ``parity=true``, in sweeps of their own, each
+    seed in its own process (the ordinary path, exactly), with the suite's ``parity_seeds`` where it gives them."""
     sweep = sweep_dir_of(suite, backend, out_dir, kind).name
     seeds = ",".join(str(s) for s in seeds_of(suite, kind))
-    switch = ["parity=true"] if kind == "parity" and backend == "lit" else []
+    switch = []
+    if backend == "lit" and kind == "parity":  # SB3's exact optimizer, each seed in its own process
+        switch = ["parity=true", "seeds_per_process=1"]
+    elif backend == "lit" and "seeds_per_process" in suite:  # batched where lit_sb3 batches the algorithm
+        switch = [f"seeds_per_process={suite['seeds_per_process']}"]
     tag = f"regress-{uuid.uuid4().hex[:8]}"  # the multiruns' ids start with it: their job records name the runs
     groups: dict[tuple[str, Any, tuple[str, ...]], list[str]] = {}
     for entry in suite.get(kind, []):
@@ -113,9 +126,9 @@ def measure(
     suite: dict[str, Any], backend: str, out_dir: Path, launcher: str | None = None, *, report: bool = False
 ) -> pd.DataFrame:
     """Run the suite's entries on ``backend``; their summary table (and, with ``report``, the full report written to
-    ``<sweep>/report``: the CI artifact)."""
+    ``<sweep>/report``: the CI artifact; none for a suite, or an ``--only``, of parity entries alone)."""
     runs = run_suite(suite, backend, out_dir, launcher)
-    if report:
+    if report and runs:
         write_report(runs, report_dir(suite, backend, out_dir))
     return measured(runs, suite)
 
@@ -132,29 +145,41 @@ def check_parity(suite: dict[str, Any], out_dir: Path, launcher: str | None = No
 def record(
     suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None, *, keep_others: bool = False
 ) -> int:
-    """Measure both backends and (re)write the thresholds, with the per-seed scores they come from beside them
-    (``<suite>_seeds.csv``); ``keep_others``: entries not measured now keep theirs. Refused, writing nothing, when a
-    threshold would not separate a regression from seed noise (``verdicts.toothless``)."""
-    if len(suite["seeds"]) < MIN_SEEDS:
+    """Measure both backends on the suite's ``record_seeds`` and (re)write the thresholds a check of its ``seeds``
+    must reach, with their evidence beside them: each threshold's row holds both backends' IQM and 95% CI and the
+    estimated false-alarm rates (``verdicts.thresholds``), ``<suite>_seeds.csv`` every recorded seed's score.
+    ``keep_others``: entries not measured now keep theirs. Refused, writing nothing, when a threshold would not
+    separate a regression from seed noise (``verdicts.toothless``)."""
+    check_seeds, recorded = len(suite["seeds"]), [int(s) for s in suite.get("record_seeds", suite["seeds"])]
+    if check_seeds < MIN_SEEDS:
         raise SystemExit(
-            f"--record: suite {suite['name']!r} runs {len(suite['seeds'])} seeds; thresholds are recorded from at "
-            f"least {MIN_SEEDS} (its seeds: list)"
+            f"--record: suite {suite['name']!r} checks {check_seeds} seeds; a threshold judges the IQM of at least "
+            f"{MIN_SEEDS} (its seeds: list)"
         )
-    runs = {backend: run_suite(suite, backend, out_dir, launcher) for backend in BACKENDS}
-    table = thresholds({backend: measured(paths, suite) for backend, paths in runs.items()}, float(suite["margin"]))
+    if len(recorded) < MIN_RECORD_SEEDS:
+        raise SystemExit(
+            f"--record: suite {suite['name']!r} records {len(recorded)} seeds; thresholds are recorded from at "
+            f"least {MIN_RECORD_SEEDS} per backend (its record_seeds: list)"
+        )
+    runs = {backend: run_suite({**suite, "seeds": recorded}, backend, out_dir, launcher) for backend in BACKENDS}
+    seeds = per_seed(runs, suite)
+    scores = {backend: measured(paths, suite) for backend, paths in runs.items()}
+    table = thresholds(scores, seeds, check_seeds, float(suite.get("false_alarm", FALSE_ALARM)))
     refused = toothless(table, list(BACKENDS))
     if refused:
         print("\n".join(f"refused: {line}" for line in refused))
         print(f"nothing written to {baseline_file}")
         return 1
     today = datetime.date.today().isoformat()
+    budgets = {f"{e['algo']}:{e['env']}": e.get("budget") for e in suite["entries"]}
+    table.insert(2, "budget", (table.algo + ":" + table.env).map(budgets))
     table["recorded"] = today
     table["command"] = f"lit-bench regress --suite {suite['name']} --record"
-    seeds = per_seed(runs, suite).assign(recorded=today)
+    seeds = seeds.assign(recorded=today)
     seeds_file = baseline_file.with_name(f"{baseline_file.stem}_seeds.csv")
     if keep_others:
-        table = kept_alongside(table, baseline_file)
-        seeds = kept_alongside(seeds, seeds_file)
+        table = kept_alongside(table, baseline_file, suite)
+        seeds = kept_alongside(seeds, seeds_file, suite)
     atomic_write_text(seeds_file, seeds.to_csv(index=False, float_format="%.3f"))
     atomic_write_text(baseline_file, table.to_csv(index=False, float_format="%.3f"))
     print(table.to_string(index=False))
@@ -163,25 +188,34 @@ def record(
 
 
 def per_seed(runs: dict[str, list[Path]], suite: dict[str, Any]) -> pd.DataFrame:
-    """Every recorded run's final evaluation: the evidence a threshold comes from."""
+    """Every recorded run's final evaluation, and whether it trained in a batched seed group: the evidence a
+    threshold comes from."""
     parts = []
     for backend, paths in runs.items():
         table = selected(load_runs(paths), suite) if paths else pd.DataFrame()
         if len(table):
-            parts.append(table[["algo", "env", "seed", "status", "final_mean_return"]].assign(backend=backend))
-    columns = ["algo", "env", "backend", "seed", "status", "final_mean_return"]
+            batched = [bool((RunDir(path).read_config() or {}).get("batched")) for path in table.run_dir]
+            part = table[["algo", "env", "seed", "status", "final_mean_return", "budget"]]
+            parts.append(part.assign(backend=backend, batched=batched))
+    columns = ["algo", "env", "backend", "seed", "status", "final_mean_return", "budget", "batched"]
     if not parts:
         return pd.DataFrame(columns=columns)
     return pd.concat(parts, ignore_index=True)[columns].sort_values(columns[:4])
 
 
-def kept_alongside(table: pd.DataFrame, recorded_file: Path) -> pd.DataFrame:
-    """``table`` with the rows of ``recorded_file`` whose entries it does not hold (``--only``)."""
+def kept_alongside(table: pd.DataFrame, recorded_file: Path, suite: dict[str, Any]) -> pd.DataFrame:
+    """``table`` with the rows of ``recorded_file`` whose entries it does not hold (``--only``), of the suite's
+    entries only (a row of an entry the suite no longer has goes)."""
     if not recorded_file.is_file():
         return table
     kept = pd.read_csv(recorded_file)
-    kept = kept[~(kept.algo + ":" + kept.env).isin(table.algo + ":" + table.env)]
-    return pd.concat([kept, table], ignore_index=True).sort_values(["algo", "env"])
+    names = kept.algo + ":" + kept.env
+    entries = {f"{e['algo']}:{e['env']}" for e in suite["entries"]}
+    kept = kept[names.isin(entries) & ~names.isin(table.algo + ":" + table.env)]
+    columns = [*table.columns, *(c for c in kept.columns if c not in table.columns)]  # a kept row's own columns last
+    both = pd.concat([kept, table], ignore_index=True)[columns].sort_values(["algo", "env"])
+    counts = [c for c in table.columns if pd.api.types.is_integer_dtype(table[c])]  # (a kept row's blanks: no floats)
+    return both.astype({c: "Int64" for c in counts})
 
 
 def check(suite: dict[str, Any], baseline_file: Path, out_dir: Path, launcher: str | None = None) -> int:

@@ -1,12 +1,15 @@
-"""A regression suite's verdicts from its runs: the measured scores, thresholds from both backends' CIs,
-measured vs threshold per entry, the exact-parity comparison per seed, and the tables printed for them."""
+"""A regression suite's verdicts from its runs: the measured scores, thresholds from both backends' recorded seeds
+(with their estimated false-alarm rates), measured vs threshold per entry, the exact-parity comparison per seed,
+and the tables printed for them."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from lit_bench.analysis.load import load_evaluations, load_runs
@@ -14,18 +17,27 @@ from lit_bench.analysis.summarize import summary_table
 from lit_bench.cli.regression.suites import seeds_of
 from lit_bench.config.resources import reference_dir
 
-# A threshold is evidence only when it separates a regression from seed noise. With fewer seeds the IQM's bootstrap
-# CI is as wide as the seeds' spread (two seeds: the CI's low end is the worse seed), and a threshold under it
-# catches only an agent that learned nothing.
+# A check (CI) judges the IQM of a suite's ``seeds``: at least this many, since with fewer the IQM's bootstrap CI is as
+# wide as the seeds' spread (two seeds: the CI's low end is the worse seed).
 MIN_SEEDS = 5
-# ... and when it sits at least this share of the way from a random policy's score up to the lower backend's IQM:
-# a recorded threshold nearer to random than that says the seeds disagreed too much to judge anything.
+# A threshold is recorded from at least this many seeds per backend: it is a low quantile of the IQM of a check's
+# seeds drawn from the recorded ones, and a check's 5 seeds resampled from only 5 recorded ones mostly redraw the worst.
+MIN_RECORD_SEEDS = 10
+# ... and only when it sits at least this share of the way from a random policy's score up to the lower backend's
+# IQM: an agent that learned half as much then fails it (a threshold nearer to random says the seeds disagreed too
+# much to judge anything at this budget).
 MIN_TEETH = 0.5
+# A check of a suite's seeds fails on seed noise at most this often per entry (estimated; a suite's ``false_alarm``)
+FALSE_ALARM = 0.01
+RESAMPLES = 100_000  # resampled checks per backend: the false-alarm estimate's Monte Carlo error is under 0.001
+DECIMALS = 3  # the thresholds file's precision: a threshold is rounded down to it, so rounding never raises it
 
 
 def measured(runs: Path | Sequence[Path], suite: dict[str, Any] | None = None) -> pd.DataFrame:
     """The report's summary table of runs or sweeps (only the suite's active entries when ``suite`` is given)."""
     paths = [runs] if isinstance(runs, Path) else list(runs)
+    if not paths:  # no entry ran (a suite, or an --only, of parity entries alone)
+        return pd.DataFrame(columns=["algo", "env", "seeds", "failed", "final_iqm", "ci_low", "ci_high"])
     table = summary_table(load_runs(paths), load_evaluations(paths))
     return table if suite is None else selected(table, suite)
 
@@ -35,21 +47,53 @@ def selected(table: pd.DataFrame, suite: dict[str, Any]) -> pd.DataFrame:
     return table[(table.algo + ":" + table.env).isin(active)]
 
 
-def thresholds(scores: dict[str, pd.DataFrame], margin: float) -> pd.DataFrame:
-    """Per (algo, env): the lowest CI lower bound across backends, lowered by ``margin`` of its magnitude; with the
-    fewest seeds a backend measured and a random policy's score, the evidence ``toothless`` judges it by."""
+def check_iqms(scores: Sequence[float] | np.ndarray, check_seeds: int, seed: int = 0) -> np.ndarray:
+    """``RESAMPLES`` IQMs of ``check_seeds`` seeds drawn with replacement from ``scores`` (one per recorded seed):
+    what a check's score would be with other seeds of the same code, e.g. after a change that moves every seed's
+    numbers without changing what the algorithm does (a dependency's upgrade)."""
+    values = np.asarray(scores, dtype=float)
+    draws = np.sort(values[np.random.default_rng(seed).integers(0, values.size, (RESAMPLES, check_seeds))], axis=1)
+    cut = check_seeds // 4  # stats.iqm's cut: the mean of the middle half
+    return draws[:, cut : check_seeds - cut].mean(axis=1)
+
+
+def thresholds(
+    scores: dict[str, pd.DataFrame], seeds: pd.DataFrame, check_seeds: int, false_alarm: float
+) -> pd.DataFrame:
+    """Per (algo, env), from each backend's summary (``scores``: its IQM and 95% CI) and recorded seeds' final
+    scores (``seeds``: ``per_seed``'s table): the threshold a check of ``check_seeds`` seeds must reach, the lower of
+    the two backends' ``false_alarm`` quantiles of ``check_iqms`` (rounded down to ``DECIMALS``), so that a check
+    with other seeds of either implementation fails it at most that often; beside it, each backend's estimated
+    false-alarm rate at that threshold, the rate at which an agent whose every seed learned half as much (halfway
+    from a random policy's score to its own) fails it (``detection``, from lit_sb3's seeds), the fewest recorded
+    seeds of a backend and a random policy's score (what ``toothless`` judges it by)."""
     merged = None
     for backend, table in scores.items():
-        columns = {"final_iqm": f"{backend}_final_iqm", "ci_low": f"{backend}_ci_low", "seeds": f"{backend}_seeds"}
+        columns = {name: f"{backend}_{name}" for name in ("seeds", "final_iqm", "ci_low", "ci_high")}
         part = table[["algo", "env", *columns]].rename(columns=columns)
         merged = part if merged is None else merged.merge(part, on=["algo", "env"], how="outer")
     assert merged is not None
-    lows = merged[[f"{b}_ci_low" for b in scores]].min(axis=1)
-    merged["threshold"] = lows - margin * lows.abs()
-    merged["margin"] = margin
-    merged["seeds"] = merged[[f"{b}_seeds" for b in scores]].min(axis=1)
-    merged["random"] = merged.env.map(random_scores())
-    return merged.drop(columns=[f"{b}_seeds" for b in scores])
+    random = random_scores()
+    rows = []
+    for r in merged.itertuples():
+        own = seeds[(seeds.algo == r.algo) & (seeds.env == r.env)]
+        finals = {b: own[own.backend == b].final_mean_return.dropna().to_numpy(float) for b in scores}
+        resampled = {b: check_iqms(v, check_seeds) for b, v in finals.items() if v.size}
+        low = min(
+            (float(np.quantile(v, false_alarm, method="inverted_cdf")) for v in resampled.values()), default=np.nan
+        )
+        threshold = math.floor(low * 10**DECIMALS) / 10**DECIMALS if np.isfinite(low) else np.nan
+        row: dict[str, Any] = {"threshold": threshold, "check_seeds": check_seeds, "false_alarm": false_alarm}
+        for b in scores:
+            row[f"{b}_false_alarm"] = float((resampled[b] < threshold).mean()) if b in resampled else np.nan
+        base = random.get(r.env, np.nan)
+        lit = finals.get("lit", np.empty(0))
+        halfway = check_iqms(base + 0.5 * (lit - base), check_seeds) if lit.size and np.isfinite(base) else None
+        row["detection"] = float((halfway < threshold).mean()) if halfway is not None else np.nan
+        row["seeds"] = min(v.size for v in finals.values())
+        row["random"] = base
+        rows.append(row)
+    return pd.concat([merged.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
 def random_scores() -> dict[str, float]:
@@ -60,13 +104,17 @@ def random_scores() -> dict[str, float]:
 
 def toothless(table: pd.DataFrame, backends: Sequence[str]) -> list[str]:
     """One line per recorded threshold that cannot tell a regression from seed noise: from fewer than
-    ``MIN_SEEDS`` seeds, reached by a random policy, or far below what the recorded seeds reach (``MIN_TEETH``)."""
+    ``MIN_RECORD_SEEDS`` seeds, reached by a random policy, or far below what the recorded seeds reach
+    (``MIN_TEETH``)."""
     lines = []
     for r in table.itertuples():
         name, iqm = f"{r.algo}:{r.env}", min(getattr(r, f"{b}_final_iqm") for b in backends)
-        if pd.isna(r.seeds) or int(r.seeds) < MIN_SEEDS:
+        if pd.isna(r.seeds) or int(r.seeds) < MIN_RECORD_SEEDS:
             seeds = 0 if pd.isna(r.seeds) else int(r.seeds)
-            lines.append(f"{name}: recorded from {seeds} seeds; a threshold needs at least {MIN_SEEDS} per backend")
+            lines.append(
+                f"{name}: recorded from {seeds} completed seeds; a threshold needs at least {MIN_RECORD_SEEDS} per "
+                f"backend"
+            )
         elif pd.isna(r.random):
             continue  # no random-policy score for this env: the seed count is the check
         elif r.threshold <= r.random:
@@ -74,7 +122,8 @@ def toothless(table: pd.DataFrame, backends: Sequence[str]) -> list[str]:
         elif r.threshold < r.random + MIN_TEETH * (iqm - r.random):
             lines.append(
                 f"{name}: threshold {r.threshold:.1f} is less than {MIN_TEETH:.0%} of the way from a random policy "
-                f"({r.random:.1f}) to the recorded IQM ({iqm:.1f}): the seeds disagree too much; record more seeds"
+                f"({r.random:.1f}) to the recorded IQM ({iqm:.1f}): the seeds disagree too much at this budget; "
+                f"a larger budget, or no threshold where exact parity covers the algorithm"
             )
     return lines
 
