@@ -19,6 +19,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from lit_sb3.common.envs import EnvSource, to_vec_env
+from lit_sb3.seeds.classic_envs import classic_vec_envs, is_classic
 
 
 def seed_envs(env: EnvSource | Sequence[VecEnv], n_seeds: int, n_envs: int) -> list[VecEnv]:
@@ -29,6 +30,10 @@ def seed_envs(env: EnvSource | Sequence[VecEnv], n_seeds: int, n_envs: int) -> l
         if len({id(e) for e in env}) != len(env):
             raise ValueError("env: each seed needs a VecEnv of its own (the same VecEnv was given twice)")
         return [to_vec_env(e) for e in env]
+    if isinstance(env, str) and is_classic(env):
+        if n_envs < 1:
+            raise ValueError(f"n_envs: must be >= 1, got {n_envs}")
+        return list(classic_vec_envs(env, n_envs, n_seeds))  # make_vec_env's envs, every seed's in one bank
     if isinstance(env, str) or (callable(env) and not isinstance(env, VecEnv)):
         return [to_vec_env(env, n_envs) for _ in range(n_seeds)]
     raise ValueError(
