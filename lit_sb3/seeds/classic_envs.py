@@ -219,7 +219,7 @@ class ClassicVecEnv(VecEnv):
         self.metadata = bank.metadata
         self.seed(seed)
 
-    @property  # type: ignore[override]
+    @property
     def reset_infos(self) -> list[dict[str, Any]]:
         return self.bank.reset_infos[self.start : self.stop]
 
