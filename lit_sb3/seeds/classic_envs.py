@@ -159,7 +159,7 @@ class EnvBank:
 
     def step_pending(self) -> None:
         """Step every VecEnv that sent its actions, in one call; each one's result waits for its ``step_wait``."""
-        waiting = [(env, actions) for env, actions in self.pending.items()]
+        waiting = sorted(self.pending.items(), key=lambda item: item[0].start)
         self.pending.clear()
         ready = []
         for env, actions in waiting:
@@ -169,10 +169,19 @@ class EnvBank:
                 self.results[env] = error
         if not ready:
             return
-        ready.sort(key=lambda item: item[0].start)
+        actions = np.concatenate([a for _, a in ready]) if len(ready) > 1 else ready[0][1]
+        if not self.physics.valid(actions, self.action_space).all():  # find whose (rare), step the others
+            refused = [(env, a) for env, a in ready if not self.physics.valid(a, self.action_space).all()]
+            for env, seed_actions in refused:
+                self.results[env] = ValueError(
+                    f"actions: {self.env_id} takes the actions of {self.action_space}, got {seed_actions.tolist()}"
+                )
+            ready = [(env, a) for env, a in ready if env not in self.results]
+            if not ready:
+                return
+            actions = np.concatenate([a for _, a in ready])
         starts = [env.start for env, _ in ready]
         stops = [env.stop for env, _ in ready]
-        actions = np.concatenate([a for _, a in ready]) if len(ready) > 1 else ready[0][1]
         if all(stops[i] == starts[i + 1] for i in range(len(ready) - 1)):
             where: slice | np.ndarray = slice(starts[0], stops[-1])
         else:
@@ -240,20 +249,14 @@ class ClassicVecEnv(VecEnv):
         return obs
 
     def checked(self, actions: np.ndarray) -> np.ndarray:
-        """``actions`` as the bank steps them; ValueError (one line) for actions the envs refuse."""
+        """``actions`` as the bank steps them; ValueError (one line) for an array of the wrong shape or kind (the
+        bank checks the values, all VecEnvs' at once)."""
         actions = np.asarray(actions)
-        space = self.action_space
-        if isinstance(space, spaces.Discrete):
-            if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
-                raise ValueError(
-                    f"actions: {self.num_envs} integers (one per env) for {self.bank.env_id}, got an array of shape "
-                    f"{actions.shape} and dtype {actions.dtype}"
-                )
-            if ((actions < space.start) | (actions >= space.start + space.n)).any():
-                raise ValueError(
-                    f"actions: {self.bank.env_id} takes {space.start} .. {space.start + space.n - 1}, got "
-                    f"{actions.tolist()}"
-                )
+        if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions: {self.num_envs} integers (one per env) for {self.bank.env_id}, got an array of shape "
+                f"{actions.shape} and dtype {actions.dtype}"
+            )
         return actions
 
     def step_async(self, actions: np.ndarray) -> None:

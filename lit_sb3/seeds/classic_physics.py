@@ -19,6 +19,7 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+from gymnasium import spaces
 from gymnasium.envs.classic_control.utils import maybe_parse_reset_bounds
 
 
@@ -56,6 +57,11 @@ class Physics:
     state_size: ClassVar[int]
     #: 'discrete': actions ``[n]`` of ints; 'box': ``[n, 1]`` floats
     action_kind: ClassVar[str] = "discrete"
+
+    def valid(self, actions: np.ndarray, space: spaces.Space) -> np.ndarray:
+        """Which of ``actions`` the env takes (its Discrete space's values)."""
+        assert isinstance(space, spaces.Discrete)
+        return (actions >= space.start) & (actions < space.start + space.n)
 
     def reset(self, rng: np.random.Generator, options: dict[str, Any] | None) -> tuple[np.ndarray, np.ndarray]:
         """One env's initial state (float64 ``[state_size]``) and observation, drawing from ``rng`` as the env's

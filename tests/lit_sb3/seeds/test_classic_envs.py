@@ -150,7 +150,7 @@ def test_refusals() -> None:
     with pytest.raises(RuntimeError, match="reset"):
         env.step(np.array([0, 1]))
     env.reset()
-    with pytest.raises(ValueError, match=r"actions: CartPole-v1 takes 0 \.\. 1"):
+    with pytest.raises(ValueError, match=r"actions: CartPole-v1 takes the actions of Discrete\(2\)"):
         env.step(np.array([0, 2]))
     with pytest.raises(ValueError, match="actions: 2 integers"):
         env.step(np.array([0.0, 1.0]))
