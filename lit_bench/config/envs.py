@@ -142,15 +142,63 @@ def make_envs(
         monitor_dir=monitor_dir or None,
         monitor_kwargs={"override_existing": not append_monitor} if monitor_dir else None,
     )
-    train = wrap_vec_env(train_vec, env_cfg)
     if render_mode is not None:
         env_kwargs = {**env_kwargs, "render_mode": render_mode}
     evaluation_vec = make_vec_env(
         source, n_envs=1, seed=seed + EVAL_SEED_OFFSET, env_kwargs=env_kwargs, wrapper_class=wrap
     )
+    return _outer_wrappers(train_vec, evaluation_vec, env_cfg, gamma)
+
+
+def _outer_wrappers(
+    train_vec: VecEnv, evaluation_vec: VecEnv, env_cfg: DictConfig, gamma: float | None
+) -> tuple[VecEnv, VecEnv]:
+    """The training and evaluation VecEnvs with the config's VecEnv wrappers, then VecNormalize (``make_envs``)."""
+    train = wrap_vec_env(train_vec, env_cfg)
     evaluation = wrap_vec_env(evaluation_vec, env_cfg)
     norm = normalize_kwargs(env_cfg, gamma)
     if norm is not None:
         train = VecNormalize(train, **norm)
         evaluation = VecNormalize(evaluation, **{**norm, "training": False, "norm_reward": False})
     return train, evaluation
+
+
+def batched_classic_id(env_cfg: DictConfig) -> str | None:
+    """The env id when the config's env is a plain classic-control env that ``lit_sb3.seeds.classic_envs`` steps as
+    arrays, exactly as ``make_vec_env`` would (a registered id of its table, default kwargs, no gymnasium wrappers);
+    None otherwise."""
+    from lit_sb3.seeds.classic_envs import is_classic
+
+    env_id = env_cfg.get("id")
+    plain = env_cfg.get("make") is None and not env_cfg.get("kwargs") and not env_cfg.get("wrappers")
+    return str(env_id) if plain and env_id and is_classic(str(env_id)) else None
+
+
+def make_seed_envs(
+    env_cfg: DictConfig,
+    env_name: str,
+    seeds: list[int],
+    gamma: float | None,
+    monitor_dirs: list[str],
+    append_monitor: bool = False,
+    outer: Callable[[gym.Env], gym.Env] | None = None,
+) -> list[tuple[VecEnv, VecEnv]]:
+    """``make_envs`` for each of a seed group's seeds (``monitor_dirs[i]``: seed i's monitor files). A plain
+    classic-control env without ``outer`` (``batched_classic_id``) gives the same envs as arrays
+    (``lit_sb3.seeds.classic_envs``): every seed's training envs in one bank, every seed's evaluation env in another,
+    so that the group steps each bank in one call."""
+    env_id = batched_classic_id(env_cfg) if outer is None else None
+    if env_id is None:
+        return [
+            make_envs(env_cfg, env_name, seed, gamma, monitor_dir=d, append_monitor=append_monitor, outer=outer)
+            for seed, d in zip(seeds, monitor_dirs, strict=True)
+        ]
+    from lit_sb3.seeds.classic_envs import classic_vec_envs
+
+    require_package(env_cfg, env_name)
+    n_envs = int(env_cfg.n_envs)
+    trains = classic_vec_envs(
+        env_id, n_envs, len(seeds), seeds=seeds, monitor_dirs=monitor_dirs, override_existing=not append_monitor
+    )
+    evaluations = classic_vec_envs(env_id, 1, len(seeds), seeds=[seed + EVAL_SEED_OFFSET for seed in seeds])
+    return [_outer_wrappers(t, e, env_cfg, gamma) for t, e in zip(trains, evaluations)]

@@ -41,7 +41,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, sync_envs_no
 
 from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
-from lit_bench.config.envs import make_envs
+from lit_bench.config.envs import make_envs, make_seed_envs
 from lit_bench.control.seed_groups import config_refusal
 from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, resume_point, save_vecnormalize
@@ -362,18 +362,15 @@ def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> lis
     cfg, budget, resume = seats[0].cfg, seats[0].budget, seats[0].resume
     every = int(cfg.eval.every or default_every(cfg, budget))
     algo_cls = algorithm_class(str(cfg.algo._target_), "lit")
-    envs = [
-        make_envs(
-            s.cfg.env,
-            str(s.cfg.env_name),
-            int(s.cfg.seed),
-            s.cfg.algo.get("gamma"),
-            monitor_dir=str(s.run_dir.monitor),
-            append_monitor=resume,
-            outer=watchdog.wrap if watchdog is not None else None,
-        )
-        for s in seats
-    ]
+    envs = make_seed_envs(
+        cfg.env,
+        str(cfg.env_name),
+        [int(s.cfg.seed) for s in seats],
+        cfg.algo.get("gamma"),
+        monitor_dirs=[str(s.run_dir.monitor) for s in seats],
+        append_monitor=resume,
+        outer=watchdog.wrap if watchdog is not None else None,
+    )
     train_envs, eval_envs = [e[0] for e in envs], [e[1] for e in envs]
     progresses: list[ConsoleProgress] = []
     try:

@@ -1,11 +1,12 @@
 """The envs of a seed group: one VecEnv per seed, stepped together as one VecEnv of N x n_envs envs.
 
 Each seed's VecEnv is what a single run of that seed builds (``make_vec_env``, a ``Monitor`` per env, seeded
-``seed + j`` at the first reset), so a seed's episodes are the single run's for the same actions. gymnasium's
-batched ``CartPoleVectorEnv`` would step 10 x 8 CartPoles in 0.04 ms instead of 1.0 ms (measured, CPU time per
-vector step, OMP_NUM_THREADS=1), about a fifth of a grouped PPO CartPole sweep with the Zoo's 20 epochs; it is not
-used: its one random generator for all envs and its autoreset differ from SB3's per-env seeding and resets, so a
-seed's episodes would no longer be its single run's.
+``seed + j`` at the first reset), so a seed's episodes are the single run's for the same actions. For the
+classic-control ids of ``lit_sb3.seeds.classic_envs`` (CartPole-v1, Acrobot-v1, MountainCar-v0) every seed's envs
+are one bank of numpy arrays that returns ``make_vec_env``'s results bit for bit and steps all N x n_envs envs in
+one call (``step_async`` of every seed, then ``step_wait``). gymnasium's own ``CartPoleVectorEnv`` is not used: its
+one random generator for all envs and its autoreset differ from SB3's per-env seeding and resets, so a seed's
+episodes would no longer be its single run's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from lit_sb3.common.envs import EnvSource, to_vec_env
+from lit_sb3.seeds.classic_envs import classic_vec_envs, is_classic
 
 
 def seed_envs(env: EnvSource | Sequence[VecEnv], n_seeds: int, n_envs: int) -> list[VecEnv]:
@@ -29,6 +31,10 @@ def seed_envs(env: EnvSource | Sequence[VecEnv], n_seeds: int, n_envs: int) -> l
         if len({id(e) for e in env}) != len(env):
             raise ValueError("env: each seed needs a VecEnv of its own (the same VecEnv was given twice)")
         return [to_vec_env(e) for e in env]
+    if isinstance(env, str) and is_classic(env):
+        if n_envs < 1:
+            raise ValueError(f"n_envs: must be >= 1, got {n_envs}")
+        return list(classic_vec_envs(env, n_envs, n_seeds))  # make_vec_env's envs, every seed's in one bank
     if isinstance(env, str) or (callable(env) and not isinstance(env, VecEnv)):
         return [to_vec_env(env, n_envs) for _ in range(n_seeds)]
     raise ValueError(

@@ -298,10 +298,12 @@ class SeedGroup(L.LightningModule):
         obs = np.stack([e.reset() for e in eval_envs])  # type: ignore[misc]
         while (counts < targets).any():
             actions = self.algorithm.act(obs, deterministic, self.eval_streams)
-            for i, env in enumerate(eval_envs):
-                if not (counts[i] < targets).any():
-                    continue
-                new_obs, rewards, dones, infos = env.step(actions[i])
+            stepping = [i for i in range(self.n_seeds) if (counts[i] < targets).any()]
+            for i in stepping:  # every env its actions first: batched envs of one bank step in one call
+                eval_envs[i].step_async(actions[i])
+            for i in stepping:
+                env = eval_envs[i]
+                new_obs, rewards, dones, infos = env.step_wait()
                 current_rewards[i] += rewards
                 current_lengths[i] += 1
                 for j in range(n_envs):

@@ -294,3 +294,57 @@ def test_her_buffer_goes_into_weights_only_checkpoints(tmp_path: Path) -> None:
     assert restored.pos == 6 and np.array_equal(restored.actions, buffer.actions)
     assert np.array_equal(restored.observations["desired_goal"], buffer.observations["desired_goal"])
     assert restored.sample(4).rewards.shape == (4, 1)
+
+
+@pytest.mark.parametrize(("env_name", "normalize"), [("CartPole", False), ("Acrobot", True)])
+def test_seed_envs_of_a_plain_classic_env_are_make_envs_as_arrays(
+    tmp_path: Path, env_name: str, normalize: bool
+) -> None:
+    """A seed group's envs of a plain classic-control env (``make_seed_envs``) step as ``make_envs``' do, seed by seed,
+    VecNormalize on top included; each seed's monitor files in its own directory."""
+    from lit_bench.config.envs import batched_classic_id, make_seed_envs
+    from lit_sb3.seeds.classic_envs import ClassicVecEnv
+
+    cfg = compose_run("algo=ppo", f"env={env_name}", "env.n_envs=3", f"env.normalize={str(normalize).lower()}")
+    assert batched_classic_id(cfg.env) == cfg.env.id
+    seeds = [4, 9]
+    dirs = [str(tmp_path / "ours" / str(s)) for s in seeds]
+    ours = make_seed_envs(cfg.env, env_name, seeds, 0.99, monitor_dirs=dirs)
+    theirs = [make_envs(cfg.env, env_name, s, 0.99, monitor_dir=str(tmp_path / "theirs" / str(s))) for s in seeds]
+    assert all(isinstance(t.unwrapped, ClassicVecEnv) and isinstance(e.unwrapped, ClassicVecEnv) for t, e in ours)
+    rng = np.random.default_rng(0)
+    for kind in (0, 1):  # training envs, then evaluation envs
+        envs, refs = [pair[kind] for pair in ours], [pair[kind] for pair in theirs]
+        for env, ref in zip(envs, refs):
+            assert np.array_equal(env.reset(), ref.reset())
+        for _ in range(300):
+            actions = [rng.integers(0, ref.action_space.n, ref.num_envs) for ref in refs]  # type: ignore[attr-defined]
+            for env, a in zip(envs, actions):
+                env.step_async(a)
+            for env, ref, a in zip(envs, refs, actions):
+                mine, expected = env.step_wait(), ref.step(a)
+                for x, y in zip(mine[:3], expected[:3]):
+                    assert np.array_equal(x, y)
+                assert [i.get("episode", {}).get("l") for i in mine[3]] == [
+                    i.get("episode", {}).get("l") for i in expected[3]
+                ]
+    for (train, evaluation), (ref_train, ref_eval) in zip(ours, theirs):
+        for env in (train, evaluation, ref_train, ref_eval):
+            env.close()
+    for s in seeds:
+        assert len(list((tmp_path / "ours" / str(s)).glob("*.monitor.csv"))) == 3
+        mine = (tmp_path / "ours" / str(s) / "0.monitor.csv").read_text().splitlines()[2:]
+        ref = (tmp_path / "theirs" / str(s) / "0.monitor.csv").read_text().splitlines()[2:]
+        assert [row.split(",")[:2] for row in mine] == [row.split(",")[:2] for row in ref]
+
+
+def test_seed_envs_of_other_envs_are_make_envs(tmp_path: Path) -> None:
+    from lit_bench.config.envs import batched_classic_id, make_seed_envs
+
+    cfg = compose_run("algo=ppo", "env=CartPole", "+env.kwargs.sutton_barto_reward=true")
+    assert batched_classic_id(cfg.env) is None
+    pairs = make_seed_envs(cfg.env, "CartPole", [1], None, monitor_dirs=[str(tmp_path)])
+    assert type(pairs[0][0]).__name__ == "DummyVecEnv"
+    for train, evaluation in pairs:
+        train.close()
+        evaluation.close()
