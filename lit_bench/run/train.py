@@ -4,9 +4,9 @@
    locked (one writer at a time: ``RunDir.lock``), then skip (completed with this config), resume (a checkpoint) or
    fresh (``decide``); a directory that holds another config, or finished work that does not check out, is never
    touched;
-2. **prepare** (``prepare``): the checks before anything changes (algorithm, hyperparameters, budget, env package,
-   loggers, objective, console, processes); then the directory is made ready (``open_run_dir``) and the ``running``
-   summary written;
+2. **prepare**: the checks before anything changes, in one pass (``lit_bench.config.checks.check_before_training``:
+   algorithm, hyperparameters, budget, env package, loggers, video, objective, console, processes); then the
+   directory is made ready (``open_run_dir``) and the ``running`` summary written;
 3. **train and evaluate** (``train_and_score``): the envs, the evaluator, the backend (``lit_bench.run.backends``)
    trained to the budget, the final evaluation;
 4. **record** (``lit_bench.run.outcome``: ``recorded``, the trained run's ``results``): the summary of how the run
@@ -36,18 +36,13 @@ from lit_bench import stats
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings
 from lit_bench.config.checks import (
     ConfigError,
-    algorithm_class,
-    check_budget,
-    check_declared_action_space,
-    check_hyperparameter_values,
-    check_hyperparameters,
+    check_before_training,
     check_objective,
-    check_precision,
     check_run_options,
     check_spaces,
-    check_trainer_options,
+    requested_devices,
 )
-from lit_bench.config.envs import make_envs, require_package
+from lit_bench.config.envs import make_envs
 from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, observation, resolved, run_path
 from lit_bench.config.trust import code_names
@@ -59,7 +54,6 @@ from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import resume_point
 from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
-from lit_bench.run.loggers import check_loggers
 from lit_bench.run.outcome import (
     describe,
     failed,
@@ -71,16 +65,9 @@ from lit_bench.run.outcome import (
     timestamp,
 )
 from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
-from lit_bench.run.ranks import (
-    check_processes,
-    failing_ranks_end_the_run,
-    hand_plan,
-    process_rank,
-    requested_devices,
-    run_rank,
-)
+from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, process_rank, run_rank
 from lit_bench.run.trial import trial_hooks
-from lit_bench.run.video import check_eval_video, eval_video
+from lit_bench.run.video import eval_video
 from lit_bench.run.watchdog import StepWatchdog
 from lit_bench.store.format import format_problem
 from lit_bench.store.rundir import RunDir, atomic_write_text
@@ -93,7 +80,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     ``objective`` (the score a sweeper gets, see ``lit_bench.stats.objective``) is set for completed and skipped runs.
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
-        return run_rank(cfg, prepare)
+        return run_rank(cfg)
     if cfg.get(BATCHED):  # (a group's process trains its batched seeds with open_run and lit_bench.run.batched)
         return failed(
             {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed, "backend": str(cfg.backend)}
@@ -214,7 +201,7 @@ def _open_locked(
         return {**base, "status": "damaged", "error": left_damaged(run_dir, start.damage), "traceback": None}
     if start.action != "skip":
         try:
-            algo_cls, budget = prepare(cfg)
+            algo_cls, budget = check_before_training(cfg)
         except ConfigError as error:
             return record_config_error(run_dir, failed(base, str(error)), previous)
         other = other_kind_of_checkpoint(run_dir, batched)
@@ -228,7 +215,7 @@ def _open_locked(
         if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
             return {**base, **previous}
         try:
-            check_objective(cfg.objective)  # (prepare checks it for a run that trains; this one is scored too)
+            check_objective(cfg.objective)  # (checked before training too; a skipped run is scored as well)
         except ConfigError as error:
             return failed(base, str(error))  # the completed run is left as it is
         return {
@@ -328,26 +315,7 @@ def open_run_dir(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
     atomic_write_text(run_dir.overrides, yaml.safe_dump(task_overrides()))
 
 
-# ---- prepare: the checks before the directory changes and before any env is built
-
-
-def prepare(cfg: DictConfig) -> tuple[type, int]:
-    """Checks that need no env: run options, backend, algorithm class, hyperparameters, budget, action space,
-    env package, loggers, objective (the run options are checked before, in ``run``)."""
-    algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
-    check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
-    check_hyperparameter_values(algo_cls, cfg.algo)
-    budget = check_budget(cfg.budget)
-    check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
-    check_loggers(cfg)
-    require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
-    check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
-    check_objective(cfg.objective)
-    console_mode(cfg)
-    check_processes(cfg, algo_cls)
-    check_precision(cfg)
-    check_trainer_options(cfg)
-    return algo_cls, budget
+# ---- prepare: the directory made ready for the run (its checks: lit_bench.config.checks)
 
 
 def warn_budget(cfg: DictConfig, budget: int) -> None:
