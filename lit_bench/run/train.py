@@ -35,6 +35,7 @@ from stable_baselines3.common.vec_env import sync_envs_normalization
 from lit_bench import stats
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings
 from lit_bench.config.checks import (
+    VARIANT_BASE,
     ConfigError,
     check_before_training,
     check_objective,
@@ -44,33 +45,24 @@ from lit_bench.config.checks import (
 )
 from lit_bench.config.envs import make_envs
 from lit_bench.config.hydra_versions import whitelisted
-from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, observation, resolved, run_path
+from lit_bench.config.identity import BATCHED, RunIdentity, config_hash, config_id, identify, observation, resolved
 from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
+from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.backends import BACKENDS, Job
 from lit_bench.run.batched import other_kind_of_checkpoint
 from lit_bench.run.best import BestCheckpoint
 from lit_bench.run.checkpointing import resume_point
 from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
-from lit_bench.run.outcome import (
-    describe,
-    failed,
-    record_config_error,
-    recorded,
-    results,
-    run_fields,
-    stopped_at_once,
-    timestamp,
-)
+from lit_bench.run.outcome import describe, failed, recorded, results, stopped_at_once, timestamp
 from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
 from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, process_rank, run_rank
 from lit_bench.run.trial import trial_hooks
 from lit_bench.run.video import eval_video
 from lit_bench.run.watchdog import StepWatchdog
-from lit_bench.store.format import format_problem
-from lit_bench.store.rundir import RunDir, atomic_write_text
+from lit_bench.store.rundir import RunDir, Untouchable, atomic_write_text
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
@@ -141,8 +133,8 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
         )
     config = resolved(cfg)
     identity = identify(config)
-    run_dir = RunDir(run_path(config, identity))
-    base = run_fields(cfg, config, identity, run_dir)
+    run_dir = RunDir(identity.root)
+    base = run_fields(cfg, config, identity)
     hydra_dir = hydra_output_dir()
     if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
         return failed(
@@ -151,6 +143,8 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
             f"{run_dir.root}; place runs with out_dir= and sweep= instead",
         )
     signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
+    # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
+    held.enter_context(whitelisted([name for _, kind, name in code_names(config) if kind == "target"]))
     try:
         held.enter_context(run_dir.lock(poll=signals.stop_if_pending))
     except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
@@ -163,26 +157,52 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
             "timesteps": None,
             "error": f"stopped by {interrupt.name} while waiting for the run's lock; nothing was changed",
         }
-    # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
-    held.enter_context(whitelisted([name for _, kind, name in code_names(config) if kind == "target"]))
-    return _open_locked(cfg, config, run_dir, base)
+    started = time.perf_counter()
+    try:
+        previous, held_config = run_dir.held_run()
+    except Untouchable as refusal:  # never deleted or rewritten, neither skipped nor resumed
+        return failed(base, str(refusal))
+    return _open_locked(cfg, config, run_dir, base, previous, held_config, started)
+
+
+def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity) -> dict[str, Any]:
+    """What every summary of this run says about it: names, seed, budget, directory and identity (a seed trained in
+    a batched group: also its config's trained ungrouped, which the report shows it as a seed of)."""
+    return {
+        "algo": str(cfg.algo_name),
+        "base": cfg.algo.get(VARIANT_BASE),
+        "env": str(cfg.env_name),
+        "env_id": config["env"].get("id"),
+        "seed": int(cfg.seed),
+        "backend": str(cfg.backend),
+        "budget": cfg.budget,
+        "run_dir": str(identity.root),
+        "sweep": str(cfg.sweep),
+        "variant": identity.variant,
+        "config_id": identity.config_id,
+        "config_hash": identity.config_hash,
+        "overrides": identity.overrides,
+        "observation": observation(config),
+        "invocation": os.environ.get(INVOCATION_ENV),
+        **(
+            {"unbatched_config_id": identity.unbatched.config_id, "unbatched_variant": identity.unbatched.variant}
+            if identity.unbatched is not None
+            else {}
+        ),
+    }
 
 
 def _open_locked(
-    cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]
+    cfg: DictConfig,
+    config: dict[str, Any],
+    run_dir: RunDir,
+    base: dict[str, Any],
+    previous: dict[str, Any] | None,
+    held: dict[str, Any] | None,
+    started: float,
 ) -> dict[str, Any] | Opened:
-    started = time.perf_counter()
-    unproven = run_dir.unproven()
-    if unproven is not None:  # never deleted or rewritten: it may be a finished run, or not the harness's at all
-        return failed(
-            base,
-            f"{run_dir.root}: {unproven}, so it cannot be shown to be a run of this config; "
-            f"nothing was changed: move it, or use another sweep=",
-        )
-    previous, held = run_dir.read_summary(), run_dir.read_config()
-    problem = format_problem(previous) if previous is not None else None
-    if problem:  # written by a newer lit_bench: neither skipped, resumed nor replaced by this one
-        return failed(base, f"{run_dir.summary}: {problem}; nothing was changed")
+    """The locked run from what its directory holds (``previous``: its summary, ``held``: its config): skip, resume or
+    fresh, the checks, the directory made ready and the ``running`` summary."""
     if held is not None and config_hash(held) != base["config_hash"]:
         # Only possible when the composed defaults changed since that run (or for runs of an older layout).
         return failed(
@@ -231,6 +251,17 @@ def _open_locked(
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance(config["env"])}
     run_dir.write_summary(summary)
     return Opened(run_dir, summary, algo_cls, budget, start, started)
+
+
+def record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """A config mistake found before training: recorded in the run directory unless it holds a completed run."""
+    if not (previous and previous.get("status") == "completed"):
+        try:
+            run_dir.root.mkdir(parents=True, exist_ok=True)
+            run_dir.write_summary(summary)
+        except OSError:
+            pass  # out_dir itself is the mistake: the returned summary is the only record
+    return summary
 
 
 # ---- decide: skip, resume or fresh, from what the run's directory holds
