@@ -37,8 +37,7 @@ from lit_bench.config.envs import make_envs
 from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.sources import UserConfigError
 from lit_bench.config.trust import UntrustedConfig, check_run_config, code_names
-from lit_bench.run.best import checkpoint_files
-from lit_bench.run.checkpointing import zip_problem
+from lit_bench.run.checkpointing import checkpoint_files, zip_problem
 from lit_bench.run.evaluation import evaluate_episodes
 from lit_bench.run.video import recording
 from lit_bench.store.rundir import RunDir

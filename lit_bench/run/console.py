@@ -23,14 +23,13 @@ from typing import Any, TextIO
 from omegaconf import DictConfig
 
 from lit_bench.config.budget import next_boundary
-from lit_bench.config.checks import check_console
 
 BAR_REFRESH_S = 0.5
 
 
 def choose_mode(requested: str, *, terminal: bool, multirun: bool, lightning_bar: bool) -> str:
-    """The mode ``auto`` stands for here (other modes are what they say)."""
-    check_console(requested)
+    """The mode ``auto`` stands for here (other modes are what they say; ``requested`` was checked with the run's
+    config: ``lit_bench.config.checks.check_console``)."""
     if requested != "auto":
         return requested
     if terminal and lightning_bar and not multirun:
