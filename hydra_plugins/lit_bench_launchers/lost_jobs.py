@@ -81,13 +81,13 @@ def _jobs_of(job_config: DictConfig, overrides: list[str]) -> list[tuple[DictCon
 
 def _run_fields(job_config: DictConfig) -> dict[str, Any]:
     """The lost job's run directory, variant and config id (None when its config cannot be resolved here)."""
-    from lit_bench.config.identity import identify, resolved, run_path
+    from lit_bench.config.identity import identify, resolved
 
     try:
         config = resolved(job_config)
         identity = identify(config)
         return {
-            "run_dir": str(run_path(config, identity)),
+            "run_dir": str(identity.root),
             "variant": identity.variant,
             "config_id": identity.config_id,
         }

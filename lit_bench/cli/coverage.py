@@ -25,8 +25,7 @@ import gymnasium as gym
 import yaml
 from omegaconf import OmegaConf
 
-from lit_bench.config.checks import ConfigError
-from lit_bench.config.envs import require_package
+from lit_bench.config.checks import ConfigError, require_package
 from lit_bench.config.resources import conf_dir, reference_dir
 
 

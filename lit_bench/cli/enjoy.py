@@ -32,15 +32,14 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from lit_bench.config.checks import ConfigError, algorithm_class
+from lit_bench.config.checks import ConfigError, algorithm_class, check_renderable, check_video_deps
 from lit_bench.config.envs import make_envs
 from lit_bench.config.hydra_versions import whitelisted
 from lit_bench.config.sources import UserConfigError
 from lit_bench.config.trust import UntrustedConfig, check_run_config, code_names
-from lit_bench.run.best import checkpoint_files
-from lit_bench.run.checkpointing import zip_problem
+from lit_bench.run.checkpointing import checkpoint_files, zip_problem
 from lit_bench.run.evaluation import evaluate_episodes
-from lit_bench.run.video import check_renderable, check_video_deps, recording
+from lit_bench.run.video import recording
 from lit_bench.store.rundir import RunDir
 from lit_sb3.common.allow_list import Refused, is_trusted
 from lit_sb3.common.safe_load import CheckpointError, loads, weights_only_refusal, zip_tensor_refusal

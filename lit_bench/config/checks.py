@@ -1,20 +1,33 @@
-"""Input checks that run before any env or network exists, each failing with one line that names the mistake."""
+"""Input checks that run before any env or network exists, each failing with one line that names the mistake.
+
+A run's config is checked in two passes, both here: :func:`check_run_options` (seed, threads, intervals, flags,
+``out_dir``, ``sweep``: they shape the run's directory, so they are checked before it is named) and
+:func:`check_before_training` (the algorithm, its hyperparameters, the budget, the env's package, the loggers, the
+evaluation video, the objective, the console, the processes, the trainer: before the directory changes). Only
+:func:`check_spaces` waits for the env itself.
+"""
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import inspect
 import os
+import sys
 import tempfile
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.stats import OBJECTIVE_METRICS
+from lit_bench.store.format import FINAL_VIDEO
 
 if TYPE_CHECKING:
+    import gymnasium as gym
     from gymnasium import spaces
     from stable_baselines3.common.base_class import BaseAlgorithm as SB3Algorithm
 
@@ -28,6 +41,27 @@ VARIANT_BASE = "base"  # an algo config's reserved key: the algorithm a variant 
 
 class ConfigError(ValueError):
     """A user mistake in the run's configuration: reported as one line, without a traceback."""
+
+
+def check_before_training(cfg: DictConfig) -> tuple[type, int]:
+    """Every check that needs no env, in one pass, before the run's directory changes: the algorithm class, its
+    hyperparameters, the budget, the declared action space, the loggers' packages, the env's package, the evaluation
+    video, the objective, the console, the processes, the precision and the trainer's options. Returns the algorithm
+    class and the budget (the run options are checked before, by :func:`check_run_options`)."""
+    algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
+    check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
+    check_hyperparameter_values(algo_cls, cfg.algo)
+    budget = check_budget(cfg.budget)
+    check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
+    check_loggers(cfg)
+    require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
+    check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
+    check_objective(cfg.objective)
+    check_console(str((cfg.get("console") or {}).get("progress", "auto")))
+    check_processes(cfg, algo_cls)
+    check_precision(cfg)
+    check_trainer_options(cfg)
+    return algo_cls, budget
 
 
 def algorithm_class(target: str, backend: str) -> type:
@@ -292,4 +326,182 @@ def check_precision(cfg: DictConfig) -> None:
             f"trainer.precision: one of {', '.join(SUPPORTED_PRECISIONS)} (16-mixed runs as bf16-mixed "
             f"on CPU; the policies compute in float32, so 64-true and *-true halves do not apply), "
             f"got {precision!r}"
+        )
+
+
+# ---- the env: its package installed, its id registered, its frames renderable (gymnasium is imported only here: the
+# sweep's parent process imports this module for check_out_dir and never pays for it)
+
+
+def require_package(env_cfg: DictConfig, env_name: str) -> None:
+    """Import the env's ``package`` (one module, or a list: the first registers its ids, the others are what its
+    wrappers need); a missing one names the extra that installs it."""
+    package = env_cfg.get("package")
+    modules = [package] if isinstance(package, str) else list(package or [])
+    try:
+        for module in modules:
+            importlib.import_module(str(module))
+    except ImportError as error:
+        extra = env_cfg.get("extra") or "envs"
+        raise ConfigError(
+            f"env={env_name} needs the '{extra}' extra (missing module {error.name!r}): pip install 'lit-sb3[{extra}]'"
+        ) from None
+    if uses_mujoco(env_cfg):
+        refuse_broken_mujoco(env_name)
+
+
+# Releases whose results are known to be wrong: 4.0.0's constraint solver (fixed in 4.0.1) changes MuJoCo returns.
+BROKEN_MUJOCO = ("4.0.0",)
+
+
+def uses_mujoco(env_cfg: DictConfig) -> bool:
+    """Whether the env's registered entry point is a MuJoCo model (gymnasium's own, or a family's built on it)."""
+    import gymnasium as gym
+
+    env_id = env_cfg.get("id")
+    spec = gym.envs.registry.get(str(env_id)) if env_id else None
+    entry = spec.entry_point if spec is not None else None
+    name = entry if isinstance(entry, str) else getattr(entry, "__module__", "")
+    return "mujoco" in str(name).lower()
+
+
+def refuse_broken_mujoco(env_name: str) -> None:
+    try:
+        installed = version("mujoco")
+    except PackageNotFoundError:
+        return
+    if installed in BROKEN_MUJOCO:
+        raise ConfigError(
+            f"env={env_name}: mujoco=={installed} has a solver bug that changes MuJoCo results (fixed in 4.0.1); "
+            "install another release: pip install 'mujoco!=4.0.0'"
+        )
+
+
+def env_source(env_cfg: DictConfig, env_name: str) -> str | Callable[..., gym.Env]:
+    """The registered id, or the factory built from the ``make`` node (its package imported first)."""
+    import gymnasium as gym
+    from hydra.utils import instantiate
+
+    require_package(env_cfg, env_name)
+    if env_cfg.get("make") is not None:
+        return instantiate(env_cfg.make)
+    if not env_cfg.get("id"):
+        raise ConfigError(f"env={env_name}: give either env.id (a registered id) or env.make (a factory node)")
+    env_id = str(env_cfg.id)
+    if env_id not in gym.envs.registry:
+        raise ConfigError(f"env.id={env_id}: gymnasium has no such environment (env={env_name})")
+    return env_id
+
+
+def headless_rendering() -> None:
+    """Off-screen rendering when no display exists (call before MuJoCo or pygame is imported); a user's choice wins:
+    MuJoCo through EGL, and pygame (classic control, Box2D) on SDL's dummy video driver, which draws the same
+    frames and does not probe for a display server ("XDG_RUNTIME_DIR is invalid" on a headless machine)."""
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
+def check_renderable(env_cfg: Any, env_name: str) -> None:
+    """The configured env must offer ``rgb_array`` rendering (checked on one throwaway instance, before training)."""
+    import gymnasium as gym
+
+    headless_rendering()
+    source, kwargs = env_source(env_cfg, env_name), dict(env_cfg.get("kwargs") or {})
+    env = gym.make(source, **kwargs) if isinstance(source, str) else source(**kwargs)
+    try:
+        modes = env.metadata.get("render_modes") or []
+    finally:
+        env.close()
+    if "rgb_array" not in modes:
+        raise ConfigError(f"video: env={env_name} cannot render frames (its render modes: {list(modes) or 'none'})")
+
+
+# ---- what the run writes and shows besides its results: loggers, videos, the console, its processes
+
+LOGGERS_EXTRA = "pip install -e '.[loggers]'"
+_PACKAGE_OF = {"TensorBoardLogger": "tensorboard", "WandbLogger": "wandb"}  # Lightning logger -> what it imports
+
+
+def check_loggers(cfg: DictConfig) -> None:
+    """Every chosen logger's package is installed (one line naming the extra otherwise)."""
+    for name, node in (cfg.logger.get("extra") or {}).items():
+        package = _PACKAGE_OF.get(str(node.get("_target_", "")).rpartition(".")[2])
+        if package and importlib.util.find_spec(package) is None:
+            raise ConfigError(
+                f"logger={name}: needs the {package} package, which is not installed; install the "
+                f"loggers extra: {LOGGERS_EXTRA}"
+            )
+
+
+VIDEO_EXTRA = "video"
+VIDEO_SUFFIXES = (".mp4", ".gif")
+
+
+def check_video_deps(path: str | Path) -> None:
+    """One line naming the extra when a module the video needs is missing (checked before any training)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in VIDEO_SUFFIXES:
+        raise ConfigError(f"video: {path} must end in {' or '.join(VIDEO_SUFFIXES)}")
+    needed = ["imageio", "imageio_ffmpeg"] if suffix == ".mp4" else ["imageio", "PIL"]
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"video: {', '.join(missing)} not installed; install the extra: pip install -e '.[{VIDEO_EXTRA}]'"
+        )
+
+
+def check_eval_video(eval_cfg: Any, env_cfg: Any, env_name: str) -> None:
+    """Video settings valid, video deps installed, the env able to render frames."""
+    if not eval_cfg.get("video"):
+        return
+    every = eval_cfg.get("video_every")
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every <= 0):
+        raise ConfigError(f"eval.video_every={every}: must be a positive number of evaluations (or null)")
+    check_video_deps(FINAL_VIDEO)
+    check_renderable(env_cfg, env_name)
+
+
+CONSOLE_MODES = ("auto", "bar", "lines", "off")  # console.progress (lit_bench.run.console)
+
+
+def check_console(progress: str) -> None:
+    """``console.progress`` is one of ``CONSOLE_MODES``."""
+    if progress not in CONSOLE_MODES:
+        raise ConfigError(f"console.progress={progress}: choose one of {', '.join(CONSOLE_MODES)}")
+
+
+def requested_devices(cfg: DictConfig) -> int:
+    """The processes ``trainer.devices`` asks for (1 for ``auto``)."""
+    devices = cfg.trainer.get("devices", 1)
+    return int(devices) if str(devices).isdigit() else 1
+
+
+def check_processes(cfg: DictConfig, algo_cls: type) -> None:
+    """``trainer.devices > 1`` needs the lit backend, strategy ddp, one run (not a sweep) and an algorithm that
+    trains in several processes (``multi_process_update``: the on-policy ones)."""
+    devices = requested_devices(cfg)
+    if str(cfg.trainer.get("devices", 1)) not in [str(devices), "auto"] or devices < 1:
+        raise ConfigError(f"trainer.devices: a number of processes (1, 2, ...), got {cfg.trainer.get('devices')!r}")
+    if devices == 1:
+        return
+    if str(cfg.backend) != "lit":
+        raise ConfigError(f"trainer.devices={devices}: backend=sb3 trains in one process; use backend=lit")
+    if str(cfg.trainer.get("strategy", "auto")) != "ddp":
+        raise ConfigError(
+            f"trainer.strategy: multi-process runs (trainer.devices={devices}) need trainer.strategy=ddp "
+            f"(each process builds its own envs), got {cfg.trainer.get('strategy')!r}"
+        )
+    if not getattr(algo_cls, "multi_process_update", False):
+        raise ConfigError(
+            f"trainer.devices={devices}: {algo_cls.__name__} trains in one process (multi-process "
+            f"training: PPO, A2C, TRPO, MaskablePPO, RecurrentPPO); run seeds in parallel with -m"
+        )
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        raise ConfigError(
+            f"trainer.devices={devices}: multi-process training runs one run per command (Lightning "
+            f"starts the other processes by re-running it); drop -m, or use trainer.devices=1 in sweeps"
         )

@@ -1,10 +1,9 @@
-"""Env config -> the training and evaluation VecEnvs of a run (same for both backends)."""
+"""Env config -> the training and evaluation VecEnvs of a run (same for both backends); the env the config names
+(its package, its id or factory) is checked and found by ``lit_bench.config.checks.env_source``."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import gymnasium as gym
@@ -14,63 +13,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, VecTransposeImage
 
-from lit_bench.config.checks import ConfigError
+from lit_bench.config.checks import env_source
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
-
-
-def require_package(env_cfg: DictConfig, env_name: str) -> None:
-    """Import the env's ``package`` (one module, or a list: the first registers its ids, the others are what its
-    wrappers need); a missing one names the extra that installs it."""
-    package = env_cfg.get("package")
-    modules = [package] if isinstance(package, str) else list(package or [])
-    try:
-        for module in modules:
-            importlib.import_module(str(module))
-    except ImportError as error:
-        extra = env_cfg.get("extra") or "envs"
-        raise ConfigError(
-            f"env={env_name} needs the '{extra}' extra (missing module {error.name!r}): pip install 'lit-sb3[{extra}]'"
-        ) from None
-    if uses_mujoco(env_cfg):
-        refuse_broken_mujoco(env_name)
-
-
-# Releases whose results are known to be wrong: 4.0.0's constraint solver (fixed in 4.0.1) changes MuJoCo returns.
-BROKEN_MUJOCO = ("4.0.0",)
-
-
-def uses_mujoco(env_cfg: DictConfig) -> bool:
-    """Whether the env's registered entry point is a MuJoCo model (gymnasium's own, or a family's built on it)."""
-    env_id = env_cfg.get("id")
-    spec = gym.envs.registry.get(str(env_id)) if env_id else None
-    entry = spec.entry_point if spec is not None else None
-    name = entry if isinstance(entry, str) else getattr(entry, "__module__", "")
-    return "mujoco" in str(name).lower()
-
-
-def refuse_broken_mujoco(env_name: str) -> None:
-    try:
-        installed = version("mujoco")
-    except PackageNotFoundError:
-        return
-    if installed in BROKEN_MUJOCO:
-        raise ConfigError(
-            f"env={env_name}: mujoco=={installed} has a solver bug that changes MuJoCo results (fixed in 4.0.1); "
-            "install another release: pip install 'mujoco!=4.0.0'"
-        )
-
-
-def env_source(env_cfg: DictConfig, env_name: str) -> str | Callable[..., gym.Env]:
-    """The registered id, or the factory built from the ``make`` node."""
-    require_package(env_cfg, env_name)
-    if env_cfg.get("make") is not None:
-        return instantiate(env_cfg.make)
-    if not env_cfg.get("id"):
-        raise ConfigError(f"env={env_name}: give either env.id (a registered id) or env.make (a factory node)")
-    env_id = str(env_cfg.id)
-    if env_id not in gym.envs.registry:
-        raise ConfigError(f"env.id={env_id}: gymnasium has no such environment (env={env_name})")
-    return env_id
 
 
 def _wrapper_class(env_cfg: DictConfig) -> Callable[[gym.Env], gym.Env] | None:

@@ -87,10 +87,14 @@ _defaults_cache: dict[tuple[str, ...], dict[str, Any]] = {}
 @dataclass(frozen=True)
 class RunIdentity:
     subdir: Path  # relative to <out_dir>/<sweep>
+    root: Path  # the run's directory: <out_dir>/<sweep>/<subdir>
     config_id: str  # the config without its seed
     config_hash: str  # the config with its seed
     variant: str  # "" for the composed defaults
     overrides: list[str]  # key=value of every difference from the composed defaults
+    # a seed trained in a batched group: the identity of its config trained ungrouped (the report shows it as a seed
+    # of that config); None otherwise
+    unbatched: RunIdentity | None = None
 
 
 def resolved(cfg: DictConfig) -> dict[str, Any]:
@@ -221,12 +225,15 @@ def identify(cfg: DictConfig | dict[str, Any]) -> RunIdentity:
     subdir = Path(str(config["algo_dir"])) / str(config["env_name"])
     if variant:
         subdir /= f"{variant}-{cid}"
+    subdir /= f"seed_{config['seed']}"
     return RunIdentity(
-        subdir=subdir / f"seed_{config['seed']}",
+        subdir=subdir,
+        root=sweep_path(config) / subdir,
         config_id=cid,
         config_hash=config_hash(config),
         variant=variant,
         overrides=[key if key.startswith("~") else f"{key}={_text(value)}" for key, value in diffs],
+        unbatched=identify({**config, BATCHED: False}) if config.get(BATCHED) else None,
     )
 
 
@@ -241,9 +248,9 @@ def sweep_path(config: DictConfig | dict[str, Any]) -> Path:
     return Path(str(config["out_dir"])) / str(config["sweep"])
 
 
-def run_path(config: DictConfig | dict[str, Any], identity: RunIdentity | None = None) -> Path:
-    """The run's directory, ``<out_dir>/<sweep>/<identity.subdir>``."""
-    return sweep_path(config) / (identity or identify(config)).subdir
+def run_path(config: DictConfig | dict[str, Any]) -> Path:
+    """The run's directory, ``<out_dir>/<sweep>/<subdir>`` (``identify(config).root``)."""
+    return identify(config).root
 
 
 def run_subdir(_root_: DictConfig) -> str:

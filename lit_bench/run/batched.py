@@ -43,8 +43,13 @@ from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
 from lit_bench.config.envs import make_envs, make_seed_envs
 from lit_bench.control.seed_groups import config_refusal
-from lit_bench.run.best import BestCheckpoint
-from lit_bench.run.checkpointing import LitCheckpoint, install_checkpoint, resume_point, save_vecnormalize
+from lit_bench.run.checkpointing import (
+    BestCheckpoint,
+    LitCheckpoint,
+    install_checkpoint,
+    resume_point,
+    save_vecnormalize,
+)
 from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import Diverged, PeriodicEval, default_every
 from lit_bench.run.outcome import failed, results

@@ -23,16 +23,13 @@ from typing import Any, TextIO
 from omegaconf import DictConfig
 
 from lit_bench.config.budget import next_boundary
-from lit_bench.config.checks import ConfigError
 
-MODES = ("auto", "bar", "lines", "off")
 BAR_REFRESH_S = 0.5
 
 
 def choose_mode(requested: str, *, terminal: bool, multirun: bool, lightning_bar: bool) -> str:
-    """The mode ``auto`` stands for here (other modes are what they say)."""
-    if requested not in MODES:
-        raise ValueError(f"console.progress={requested}: choose one of {', '.join(MODES)}")
+    """The mode ``auto`` stands for here (other modes are what they say; ``requested`` was checked with the run's
+    config: ``lit_bench.config.checks.check_console``)."""
     if requested != "auto":
         return requested
     if terminal and lightning_bar and not multirun:
@@ -50,15 +47,12 @@ def console_mode(cfg: DictConfig) -> str:
     except ValueError:  # run(cfg) called from Python
         multirun = False
     console = cfg.get("console") or {}
-    try:
-        return choose_mode(
-            str(console.get("progress", "auto")),
-            terminal=sys.stderr.isatty(),
-            multirun=multirun,
-            lightning_bar=str(cfg.backend) == "lit" and bool(cfg.trainer.get("enable_progress_bar")),
-        )
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
+    return choose_mode(
+        str(console.get("progress", "auto")),
+        terminal=sys.stderr.isatty(),
+        multirun=multirun,
+        lightning_bar=str(cfg.backend) == "lit" and bool(cfg.trainer.get("enable_progress_bar")),
+    )
 
 
 def _duration(seconds: float) -> str:

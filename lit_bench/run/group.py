@@ -30,7 +30,7 @@ from typing import Any
 
 from omegaconf import DictConfig, read_write
 
-from lit_bench.config.identity import BATCHED, identify, resolved, run_path
+from lit_bench.config.identity import BATCHED, identify, resolved
 from lit_bench.control import signals
 from lit_bench.control.seed_groups import (
     SeedReturn,
@@ -153,7 +153,7 @@ def _as_seed_job(cfg: DictConfig, num: int) -> Iterator[None]:
     saved = (hydra.job.num, list(hydra.overrides.task), hydra.runtime.output_dir)
     try:
         config = resolved(cfg)
-        output_dir = os.path.abspath(run_path(config, identify(config)))
+        output_dir = os.path.abspath(identify(config).root)
     except Exception:  # a config that does not resolve: the run fails on it, in one line
         output_dir = ""  # (no output directory: the run's check of it is skipped)
     set_job(hydra, num, member_overrides(saved[1], int(cfg.seed)), output_dir)

@@ -3,12 +3,12 @@
 Each ``conf/logger/<name>.yaml`` adds one entry under ``logger.extra.<name>``, so ``logger=[tensorboard,wandb]``
 composes both. Both backends log to the same places: lit through Lightning's loggers, sb3 through SB3's output
 formats. W&B runs are named after the run, grouped by sweep, tagged with algo, env, backend and seed, and carry the
-resolved config. TensorBoard and W&B need the ``loggers`` extra (``pip install -e '.[loggers]'``).
+resolved config. TensorBoard and W&B need the ``loggers`` extra (``pip install -e '.[loggers]'``; checked before
+training: ``lit_bench.config.checks.check_loggers``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,11 +23,9 @@ from lit_bench.config.checks import ConfigError
 from lit_bench.config.identity import sweep_path
 from lit_bench.store.rundir import RunDir
 
-EXTRA = "pip install -e '.[loggers]'"
 # W&B's x-axis of every metric, in both backends: the env step (Lightning's WandbLogger logs it under this name with
 # every dump; the sb3 backend logs it too), so that lit and sb3 runs overlay in one workspace
 ENV_STEP_AXIS = "trainer/global_step"
-_PACKAGE_OF = {"TensorBoardLogger": "tensorboard", "WandbLogger": "wandb"}  # Lightning logger -> what it imports
 
 
 def logger_nodes(cfg: DictConfig) -> dict[str, DictConfig]:
@@ -38,17 +36,6 @@ def logger_nodes(cfg: DictConfig) -> dict[str, DictConfig]:
 
 def _kind(node: Mapping[str, Any]) -> str:
     return str(node.get("_target_", "")).rpartition(".")[2]
-
-
-def check_loggers(cfg: DictConfig) -> None:
-    """Before training: every chosen logger's package is installed (one line naming the extra otherwise)."""
-    for name, node in logger_nodes(cfg).items():
-        package = _PACKAGE_OF.get(_kind(node))
-        if package and importlib.util.find_spec(package) is None:
-            raise ConfigError(
-                f"logger={name}: needs the {package} package, which is not installed; install the "
-                f"loggers extra: {EXTRA}"
-            )
 
 
 def wandb_identity(cfg: DictConfig, run: RunDir) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -14,10 +13,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from lit_bench import stats
-from lit_bench.config.checks import VARIANT_BASE, ConfigError
-from lit_bench.config.identity import BATCHED, RunIdentity, identify, observation
+from lit_bench.config.checks import ConfigError
 from lit_bench.control.signals import Interrupted
-from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.evaluation import Diverged, PeriodicEval
 from lit_bench.run.loggers import finish_loggers
 from lit_bench.run.provenance import requeued_by_scheduler
@@ -26,47 +23,8 @@ from lit_bench.run.watchdog import EnvTimeout
 from lit_bench.store.rundir import RunDir
 
 
-def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity, run_dir: RunDir) -> dict[str, Any]:
-    """What every summary of this run says about it: names, seed, budget, directory and identity (a seed trained in
-    a batched group: also its config's trained ungrouped, which the report shows it as a seed of)."""
-    ungrouped = identify({**config, BATCHED: False}) if config.get(BATCHED) else None
-    return {
-        "algo": str(cfg.algo_name),
-        "base": cfg.algo.get(VARIANT_BASE),
-        "env": str(cfg.env_name),
-        "env_id": config["env"].get("id"),
-        "seed": int(cfg.seed),
-        "backend": str(cfg.backend),
-        "budget": cfg.budget,
-        "run_dir": str(run_dir.root),
-        "sweep": str(cfg.sweep),
-        "variant": identity.variant,
-        "config_id": identity.config_id,
-        "config_hash": identity.config_hash,
-        "overrides": identity.overrides,
-        "observation": observation(config),
-        "invocation": os.environ.get(INVOCATION_ENV),
-        **(
-            {"unbatched_config_id": ungrouped.config_id, "unbatched_variant": ungrouped.variant}
-            if ungrouped is not None
-            else {}
-        ),
-    }
-
-
 def failed(base: dict[str, Any], error: str, traceback: str | None = None) -> dict[str, Any]:
     return {**base, "status": "failed", "error": error, "traceback": traceback}
-
-
-def record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
-    """A config mistake found before training: recorded in the run directory unless it holds a completed run."""
-    if not (previous and previous.get("status") == "completed"):
-        try:
-            run_dir.root.mkdir(parents=True, exist_ok=True)
-            run_dir.write_summary(summary)
-        except OSError:
-            pass  # out_dir itself is the mistake: the returned summary is the only record
-    return summary
 
 
 def stopped_at_once(run_dir: RunDir, summary: dict[str, Any]) -> Callable[[str, str, str | None], None]:

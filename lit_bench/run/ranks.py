@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from lit_bench.config.checks import ConfigError
+from lit_bench.config.checks import ConfigError, check_before_training
 from lit_bench.config.envs import make_envs
 from lit_bench.control.signals import Interrupted
 from lit_bench.run.backends import Job, train_lit
@@ -36,41 +36,6 @@ PLAN_ENV = "LIT_BENCH_RANK_PLAN"  # set by rank 0 before fit; Lightning's launch
 def process_rank() -> int:
     """This process's rank in a multi-process run started by Lightning's launcher (0 in a single-process run)."""
     return int(os.environ.get("LOCAL_RANK") or 0)  # one machine: the launcher numbers the processes it starts
-
-
-def requested_devices(cfg: DictConfig) -> int:
-    devices = cfg.trainer.get("devices", 1)
-    return int(devices) if str(devices).isdigit() else 1
-
-
-def check_processes(cfg: DictConfig, algo_cls: type) -> None:
-    """``trainer.devices > 1`` needs the lit backend, strategy ddp, one run (not a sweep) and an algorithm that
-    trains in several processes (``multi_process_update``: the on-policy ones); checked before any training."""
-    devices = requested_devices(cfg)
-    if str(cfg.trainer.get("devices", 1)) not in [str(devices), "auto"] or devices < 1:
-        raise ConfigError(f"trainer.devices: a number of processes (1, 2, ...), got {cfg.trainer.get('devices')!r}")
-    if devices == 1:
-        return
-    if str(cfg.backend) != "lit":
-        raise ConfigError(f"trainer.devices={devices}: backend=sb3 trains in one process; use backend=lit")
-    if str(cfg.trainer.get("strategy", "auto")) != "ddp":
-        raise ConfigError(
-            f"trainer.strategy: multi-process runs (trainer.devices={devices}) need trainer.strategy=ddp "
-            f"(each process builds its own envs), got {cfg.trainer.get('strategy')!r}"
-        )
-    if not getattr(algo_cls, "multi_process_update", False):
-        raise ConfigError(
-            f"trainer.devices={devices}: {algo_cls.__name__} trains in one process (multi-process "
-            f"training: PPO, A2C, TRPO, MaskablePPO, RecurrentPPO); run seeds in parallel with -m"
-        )
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
-        raise ConfigError(
-            f"trainer.devices={devices}: multi-process training runs one run per command (Lightning "
-            f"starts the other processes by re-running it); drop -m, or use trainer.devices=1 in sweeps"
-        )
 
 
 def hand_plan(plan: dict[str, Any]) -> None:
@@ -88,11 +53,9 @@ def received_plan() -> dict[str, Any]:
     return json.loads(text)
 
 
-def run_rank(cfg: DictConfig, prepare: Callable[[DictConfig], tuple[type, int]]) -> dict[str, Any]:
-    """A further rank: train along with rank 0 and write nothing; the summary says how it ended (``rank`` set).
-
-    :param prepare: the checks rank 0 runs before any env exists (``lit_bench.run.train``'s): algorithm class, budget
-    """
+def run_rank(cfg: DictConfig) -> dict[str, Any]:
+    """A further rank: train along with rank 0 and write nothing (after rank 0's checks:
+    ``lit_bench.config.checks.check_before_training``); the summary says how it ended (``rank`` set)."""
     rank = process_rank()
     summary: dict[str, Any] = {
         "algo": str(cfg.algo_name),
@@ -105,7 +68,7 @@ def run_rank(cfg: DictConfig, prepare: Callable[[DictConfig], tuple[type, int]])
     train_env = eval_env = None
     try:
         plan = received_plan()
-        algo_cls, budget = prepare(cfg)
+        algo_cls, budget = check_before_training(cfg)
         torch.set_num_threads(int(cfg.threads))  # as rank 0
         train_env, eval_env = make_envs(cfg.env, str(cfg.env_name), int(cfg.seed), cfg.algo.get("gamma"))
         job = Job(

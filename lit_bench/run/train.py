@@ -4,9 +4,9 @@
    locked (one writer at a time: ``RunDir.lock``), then skip (completed with this config), resume (a checkpoint) or
    fresh (``decide``); a directory that holds another config, or finished work that does not check out, is never
    touched;
-2. **prepare** (``prepare``): the checks before anything changes (algorithm, hyperparameters, budget, env package,
-   loggers, objective, console, processes); then the directory is made ready (``open_run_dir``) and the ``running``
-   summary written;
+2. **prepare**: the checks before anything changes, in one pass (``lit_bench.config.checks.check_before_training``:
+   algorithm, hyperparameters, budget, env package, loggers, video, objective, console, processes); then the
+   directory is made ready (``open_run_dir``) and the ``running`` summary written;
 3. **train and evaluate** (``train_and_score``): the envs, the evaluator, the backend (``lit_bench.run.backends``)
    trained to the budget, the final evaluation;
 4. **record** (``lit_bench.run.outcome``: ``recorded``, the trained run's ``results``): the summary of how the run
@@ -35,55 +35,33 @@ from stable_baselines3.common.vec_env import sync_envs_normalization
 from lit_bench import stats
 from lit_bench.config.budget import PLANNED_ENV, budget_warnings
 from lit_bench.config.checks import (
+    VARIANT_BASE,
     ConfigError,
-    algorithm_class,
-    check_budget,
-    check_declared_action_space,
-    check_hyperparameter_values,
-    check_hyperparameters,
+    check_before_training,
     check_objective,
-    check_precision,
     check_run_options,
     check_spaces,
-    check_trainer_options,
+    requested_devices,
 )
-from lit_bench.config.envs import make_envs, require_package
+from lit_bench.config.envs import make_envs
 from lit_bench.config.hydra_versions import whitelisted
-from lit_bench.config.identity import BATCHED, config_hash, config_id, identify, observation, resolved, run_path
+from lit_bench.config.identity import BATCHED, RunIdentity, config_hash, config_id, identify, observation, resolved
 from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
+from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.backends import BACKENDS, Job
 from lit_bench.run.batched import other_kind_of_checkpoint
-from lit_bench.run.best import BestCheckpoint
-from lit_bench.run.checkpointing import resume_point
+from lit_bench.run.checkpointing import BestCheckpoint, resume_point
 from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
-from lit_bench.run.loggers import check_loggers
-from lit_bench.run.outcome import (
-    describe,
-    failed,
-    record_config_error,
-    recorded,
-    results,
-    run_fields,
-    stopped_at_once,
-    timestamp,
-)
+from lit_bench.run.outcome import describe, failed, recorded, results, stopped_at_once, timestamp
 from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
-from lit_bench.run.ranks import (
-    check_processes,
-    failing_ranks_end_the_run,
-    hand_plan,
-    process_rank,
-    requested_devices,
-    run_rank,
-)
+from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, process_rank, run_rank
 from lit_bench.run.trial import trial_hooks
-from lit_bench.run.video import check_eval_video, eval_video
+from lit_bench.run.video import eval_video
 from lit_bench.run.watchdog import StepWatchdog
-from lit_bench.store.format import format_problem
-from lit_bench.store.rundir import RunDir, atomic_write_text
+from lit_bench.store.rundir import RunDir, Untouchable, atomic_write_text
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
@@ -93,7 +71,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     ``objective`` (the score a sweeper gets, see ``lit_bench.stats.objective``) is set for completed and skipped runs.
     """
     if process_rank() > 0:  # a further process of a multi-process run (Lightning started it): trains, writes nothing
-        return run_rank(cfg, prepare)
+        return run_rank(cfg)
     if cfg.get(BATCHED):  # (a group's process trains its batched seeds with open_run and lit_bench.run.batched)
         return failed(
             {"algo": str(cfg.algo_name), "env": str(cfg.env_name), "seed": cfg.seed, "backend": str(cfg.backend)}
@@ -154,8 +132,8 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
         )
     config = resolved(cfg)
     identity = identify(config)
-    run_dir = RunDir(run_path(config, identity))
-    base = run_fields(cfg, config, identity, run_dir)
+    run_dir = RunDir(identity.root)
+    base = run_fields(cfg, config, identity)
     hydra_dir = hydra_output_dir()
     if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
         return failed(
@@ -164,6 +142,8 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
             f"{run_dir.root}; place runs with out_dir= and sweep= instead",
         )
     signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
+    # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
+    held.enter_context(whitelisted([name for _, kind, name in code_names(config) if kind == "target"]))
     try:
         held.enter_context(run_dir.lock(poll=signals.stop_if_pending))
     except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
@@ -176,26 +156,52 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
             "timesteps": None,
             "error": f"stopped by {interrupt.name} while waiting for the run's lock; nothing was changed",
         }
-    # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
-    held.enter_context(whitelisted([name for _, kind, name in code_names(config) if kind == "target"]))
-    return _open_locked(cfg, config, run_dir, base)
+    started = time.perf_counter()
+    try:
+        previous, held_config = run_dir.held_run()
+    except Untouchable as refusal:  # never deleted or rewritten, neither skipped nor resumed
+        return failed(base, str(refusal))
+    return _open_locked(cfg, config, run_dir, base, previous, held_config, started)
+
+
+def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity) -> dict[str, Any]:
+    """What every summary of this run says about it: names, seed, budget, directory and identity (a seed trained in
+    a batched group: also its config's trained ungrouped, which the report shows it as a seed of)."""
+    return {
+        "algo": str(cfg.algo_name),
+        "base": cfg.algo.get(VARIANT_BASE),
+        "env": str(cfg.env_name),
+        "env_id": config["env"].get("id"),
+        "seed": int(cfg.seed),
+        "backend": str(cfg.backend),
+        "budget": cfg.budget,
+        "run_dir": str(identity.root),
+        "sweep": str(cfg.sweep),
+        "variant": identity.variant,
+        "config_id": identity.config_id,
+        "config_hash": identity.config_hash,
+        "overrides": identity.overrides,
+        "observation": observation(config),
+        "invocation": os.environ.get(INVOCATION_ENV),
+        **(
+            {"unbatched_config_id": identity.unbatched.config_id, "unbatched_variant": identity.unbatched.variant}
+            if identity.unbatched is not None
+            else {}
+        ),
+    }
 
 
 def _open_locked(
-    cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any]
+    cfg: DictConfig,
+    config: dict[str, Any],
+    run_dir: RunDir,
+    base: dict[str, Any],
+    previous: dict[str, Any] | None,
+    held: dict[str, Any] | None,
+    started: float,
 ) -> dict[str, Any] | Opened:
-    started = time.perf_counter()
-    unproven = run_dir.unproven()
-    if unproven is not None:  # never deleted or rewritten: it may be a finished run, or not the harness's at all
-        return failed(
-            base,
-            f"{run_dir.root}: {unproven}, so it cannot be shown to be a run of this config; "
-            f"nothing was changed: move it, or use another sweep=",
-        )
-    previous, held = run_dir.read_summary(), run_dir.read_config()
-    problem = format_problem(previous) if previous is not None else None
-    if problem:  # written by a newer lit_bench: neither skipped, resumed nor replaced by this one
-        return failed(base, f"{run_dir.summary}: {problem}; nothing was changed")
+    """The locked run from what its directory holds (``previous``: its summary, ``held``: its config): skip, resume or
+    fresh, the checks, the directory made ready and the ``running`` summary."""
     if held is not None and config_hash(held) != base["config_hash"]:
         # Only possible when the composed defaults changed since that run (or for runs of an older layout).
         return failed(
@@ -214,7 +220,7 @@ def _open_locked(
         return {**base, "status": "damaged", "error": left_damaged(run_dir, start.damage), "traceback": None}
     if start.action != "skip":
         try:
-            algo_cls, budget = prepare(cfg)
+            algo_cls, budget = check_before_training(cfg)
         except ConfigError as error:
             return record_config_error(run_dir, failed(base, str(error)), previous)
         other = other_kind_of_checkpoint(run_dir, batched)
@@ -228,7 +234,7 @@ def _open_locked(
         if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
             return {**base, **previous}
         try:
-            check_objective(cfg.objective)  # (prepare checks it for a run that trains; this one is scored too)
+            check_objective(cfg.objective)  # (checked before training too; a skipped run is scored as well)
         except ConfigError as error:
             return failed(base, str(error))  # the completed run is left as it is
         return {
@@ -244,6 +250,17 @@ def _open_locked(
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance(config["env"])}
     run_dir.write_summary(summary)
     return Opened(run_dir, summary, algo_cls, budget, start, started)
+
+
+def record_config_error(run_dir: RunDir, summary: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """A config mistake found before training: recorded in the run directory unless it holds a completed run."""
+    if not (previous and previous.get("status") == "completed"):
+        try:
+            run_dir.root.mkdir(parents=True, exist_ok=True)
+            run_dir.write_summary(summary)
+        except OSError:
+            pass  # out_dir itself is the mistake: the returned summary is the only record
+    return summary
 
 
 # ---- decide: skip, resume or fresh, from what the run's directory holds
@@ -328,26 +345,7 @@ def open_run_dir(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
     atomic_write_text(run_dir.overrides, yaml.safe_dump(task_overrides()))
 
 
-# ---- prepare: the checks before the directory changes and before any env is built
-
-
-def prepare(cfg: DictConfig) -> tuple[type, int]:
-    """Checks that need no env: run options, backend, algorithm class, hyperparameters, budget, action space,
-    env package, loggers, objective (the run options are checked before, in ``run``)."""
-    algo_cls = algorithm_class(str(cfg.algo._target_), str(cfg.backend))
-    check_hyperparameters(algo_cls, cfg.algo, str(cfg.algo_name))
-    check_hyperparameter_values(algo_cls, cfg.algo)
-    budget = check_budget(cfg.budget)
-    check_declared_action_space(algo_cls, str(cfg.algo_name), str(cfg.env_name), str(cfg.env.action_space))
-    check_loggers(cfg)
-    require_package(cfg.env, str(cfg.env_name))  # a missing env family names its extra before any run dir changes
-    check_eval_video(cfg.eval, cfg.env, str(cfg.env_name))
-    check_objective(cfg.objective)
-    console_mode(cfg)
-    check_processes(cfg, algo_cls)
-    check_precision(cfg)
-    check_trainer_options(cfg)
-    return algo_cls, budget
+# ---- prepare: the directory made ready for the run (its checks: lit_bench.config.checks)
 
 
 def warn_budget(cfg: DictConfig, budget: int) -> None:

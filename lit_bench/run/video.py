@@ -1,66 +1,27 @@
 """Frames of evaluation episodes, written as mp4 (or GIF): ``enjoy --video`` and the harness's ``eval.video=true``.
 
 Frames come from the env's own ``render()`` (``render_mode="rgb_array"``); MuJoCo renders headless with
-``MUJOCO_GL=egl``, classic control needs pygame. Writing needs the ``video`` extra (imageio + imageio-ffmpeg).
+``MUJOCO_GL=egl``, classic control needs pygame. Writing needs the ``video`` extra (imageio + imageio-ffmpeg). What a
+video needs is checked before training, with the run's other checks (``lit_bench.config.checks.check_eval_video``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from lit_bench.config.checks import ConfigError
+from lit_bench.config.checks import ConfigError, check_video_deps
 from lit_bench.store.format import FINAL_VIDEO
 from lit_bench.store.rundir import fresh_tmp
 
-EXTRA = "video"
-VIDEO_SUFFIXES = (".mp4", ".gif")
 DEFAULT_FPS = 30
-
-
-def headless_rendering() -> None:
-    """Off-screen rendering when no display exists (call before MuJoCo or pygame is imported); a user's choice wins:
-    MuJoCo through EGL, and pygame (classic control, Box2D) on SDL's dummy video driver, which draws the same
-    frames and does not probe for a display server ("XDG_RUNTIME_DIR is invalid" on a headless machine)."""
-    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ.setdefault("MUJOCO_GL", "egl")
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-
-
-def check_video_deps(path: str | Path) -> None:
-    """One line naming the extra when a module the video needs is missing (checked before any training)."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in VIDEO_SUFFIXES:
-        raise ConfigError(f"video: {path} must end in {' or '.join(VIDEO_SUFFIXES)}")
-    needed = ["imageio", "imageio_ffmpeg"] if suffix == ".mp4" else ["imageio", "PIL"]
-    missing = [name for name in needed if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ConfigError(f"video: {', '.join(missing)} not installed; install the extra: pip install -e '.[{EXTRA}]'")
-
-
-def check_renderable(env_cfg: Any, env_name: str) -> None:
-    """The configured env must offer ``rgb_array`` rendering (checked on one throwaway instance, before training)."""
-    from lit_bench.config.envs import env_source
-
-    headless_rendering()
-    source, kwargs = env_source(env_cfg, env_name), dict(env_cfg.get("kwargs") or {})
-    env = gym.make(source, **kwargs) if isinstance(source, str) else source(**kwargs)
-    try:
-        modes = env.metadata.get("render_modes") or []
-    finally:
-        env.close()
-    if "rgb_array" not in modes:
-        raise ConfigError(f"video: env={env_name} cannot render frames (its render modes: {list(modes) or 'none'})")
 
 
 class FrameRecorder(VecEnvWrapper):
@@ -138,17 +99,6 @@ def eval_video(eval_cfg: Any, root: Path, budget: int, eval_every: int) -> EvalV
         return None
     every = eval_cfg.get("video_every")
     return EvalVideo(root, budget, eval_every, int(every) if every else None)
-
-
-def check_eval_video(eval_cfg: Any, env_cfg: Any, env_name: str) -> None:
-    """Before training: video settings valid, video deps installed, the env able to render frames."""
-    if not eval_cfg.get("video"):
-        return
-    every = eval_cfg.get("video_every")
-    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every <= 0):
-        raise ConfigError(f"eval.video_every={every}: must be a positive number of evaluations (or null)")
-    check_video_deps(FINAL_VIDEO)
-    check_renderable(env_cfg, env_name)
 
 
 class EvalVideo:

@@ -169,6 +169,10 @@ def stopped_holder(holder: str) -> str | None:
     )
 
 
+class Untouchable(Exception):
+    """A run directory that the harness must neither delete, rewrite, skip nor resume (its message: why, one line)."""
+
+
 class RunDir:
     """Paths and files of one run directory (``lit_bench.config.identity`` decides where it is)."""
 
@@ -210,6 +214,22 @@ class RunDir:
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             return None
         return config if isinstance(config, dict) else None
+
+    def held_run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The summary and the config of the run this directory holds (None, None: nothing yet), read once its lock is
+        held. :class:`Untouchable` when what it holds cannot be shown to be a run of the harness (``unproven``: it may
+        be a finished run, or not the harness's at all) or was written by a newer lit_bench (``format_problem``)."""
+        unproven = self.unproven()
+        if unproven is not None:
+            raise Untouchable(
+                f"{self.root}: {unproven}, so it cannot be shown to be a run of this config; "
+                f"nothing was changed: move it, or use another sweep="
+            )
+        summary = self.read_summary()
+        problem = fmt.format_problem(summary) if summary is not None else None
+        if problem:
+            raise Untouchable(f"{self.summary}: {problem}; nothing was changed")
+        return summary, self.read_config()
 
     def unproven(self) -> str | None:
         """Why this directory cannot be shown to be a run of the harness (None: it can, or it holds nothing).

@@ -15,12 +15,13 @@ from sb3_contrib.common.maskable.utils import is_masking_supported
 from lit_bench.config.checks import (
     ConfigError,
     algorithm_class,
+    check_before_training,
     check_hyperparameters,
     check_spaces,
+    require_package,
     supported_action_spaces,
 )
-from lit_bench.config.envs import make_envs, require_package
-from lit_bench.run.train import prepare
+from lit_bench.config.envs import make_envs
 from lit_bench.store.format import EVAL_FIELDS
 from lit_sb3.common.envs import check_env_id
 from tests.lit_bench.helpers import (
@@ -82,9 +83,9 @@ def test_every_pair_instantiates_or_fails_clearly(algo: str, env_name: str, buil
     cls = lit_class_or_skip(cfg)
     if not declared_compatible(cls, cfg):
         with pytest.raises(ConfigError, match=rf"^algo={algo} cannot act in env={env_name}: .* actions$"):
-            prepare(cfg)
+            check_before_training(cfg)
         return
-    prepare(cfg)
+    check_before_training(cfg)
     key = (env_name, int(cfg.env.n_envs), str(cfg.env.normalize))
     if key not in built_envs:
         built_envs[key] = make_envs(cfg.env, env_name, 0, cfg.algo.get("gamma"))

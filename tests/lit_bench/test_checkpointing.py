@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from lit_bench.config.checks import ConfigError
+from lit_bench.config.checks import ConfigError, check_before_training
 from lit_bench.config.envs import make_envs
-from lit_bench.run.train import prepare
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from tests.lit_bench.helpers import ALGOS, CORE_ENVS, compose_run, harness_kwargs, lit_class_or_skip
 
@@ -60,7 +59,7 @@ def test_every_off_policy_pair_checkpoints_its_replay_buffer(algo: str, tmp_path
         cfg = compose_run(f"algo={algo}", f"env={env_name}")
         cls = lit_class_or_skip(cfg)
         try:
-            prepare(cfg)
+            check_before_training(cfg)
         except ConfigError:
             continue  # an incompatible pair: its one-line error is tested in test_bench
         key = (env_name, int(cfg.env.n_envs), str(cfg.env.normalize))

@@ -10,12 +10,14 @@ import io
 import json
 import os
 import shutil
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from lit_bench.cli import enjoy, report
+from lit_bench.config.checks import headless_rendering
 from lit_bench.run import train
 from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import TINY, compose_run, run_py, write_run
@@ -273,3 +275,29 @@ def test_enjoy_on_a_config_whose_allowed_targets_get_wrong_values_is_one_line(
     code = enjoy.main([str(run.root), "--episodes", "1"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("enjoy: ") and "\n" not in err and "Traceback" not in err, err
+
+
+# ---- off-screen rendering (for the renderable check and videos) on a machine without a display
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the choice is made on Linux only")
+def test_without_a_display_pygame_and_mujoco_render_off_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER", "MUJOCO_GL"):
+        monkeypatch.delenv(name, raising=False)
+    headless_rendering()
+    assert os.environ["SDL_VIDEODRIVER"] == "dummy"  # no "XDG_RUNTIME_DIR is invalid" from SDL's probing
+    assert os.environ["MUJOCO_GL"] == "egl"
+
+
+def test_a_display_or_the_users_choice_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "x11")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    headless_rendering()
+    assert os.environ["SDL_VIDEODRIVER"] == "x11"
+    monkeypatch.delenv("SDL_VIDEODRIVER")
+    monkeypatch.delenv("MUJOCO_GL")
+    monkeypatch.setenv("DISPLAY", ":0")
+    headless_rendering()
+    assert "SDL_VIDEODRIVER" not in os.environ and "MUJOCO_GL" not in os.environ

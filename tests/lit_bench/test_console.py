@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lit_bench.config.checks import ConfigError, check_console
 from lit_bench.run.console import ConsoleProgress, choose_mode
 from tests.lit_bench.helpers import CHILD_ENV, REPO, TINY, compose_run
 
@@ -32,8 +33,8 @@ def test_auto_is_a_bar_for_one_run_on_a_terminal_and_lines_elsewhere():
     assert choose_mode("auto", terminal=False, multirun=False, lightning_bar=False) == "lines"  # logs
     assert choose_mode("auto", terminal=True, multirun=False, lightning_bar=True) == "off"  # Lightning's bar
     assert choose_mode("off", terminal=False, multirun=True, lightning_bar=False) == "off"
-    with pytest.raises(ValueError, match=r"console\.progress=loud: choose one of auto, bar, lines, off"):
-        choose_mode("loud", terminal=True, multirun=False, lightning_bar=False)
+    with pytest.raises(ConfigError, match=r"console\.progress=loud: choose one of auto, bar, lines, off"):
+        check_console("loud")  # (checked with the run's config, before training)
 
 
 def test_a_run_prints_one_status_line_per_evaluation(capsys, monkeypatch):

@@ -16,10 +16,10 @@ import yaml
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from lit_bench.cli import enjoy
-from lit_bench.config.checks import ConfigError
+from lit_bench.config.checks import ConfigError, check_eval_video, check_video_deps
 from lit_bench.config.envs import make_envs
-from lit_bench.run.best import BestCheckpoint, best_state
-from lit_bench.run.video import EvalVideo, check_eval_video, check_video_deps
+from lit_bench.run.checkpointing import BestCheckpoint, best_state
+from lit_bench.run.video import EvalVideo
 from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import compose_run
 

@@ -149,7 +149,7 @@ def test_missing_extra_is_one_line_before_training(
     assert summary["status"] == "failed" and summary["traceback"] is None
     assert not list(tmp_path.rglob("eval.csv")) and not list(tmp_path.rglob("config.yaml"))
     with pytest.raises(ConfigError, match="needs the 'atari' extra"):
-        from lit_bench.config.envs import require_package
+        from lit_bench.config.checks import require_package
 
         require_package(compose_run("env=Breakout").env, "Breakout")
 
@@ -157,20 +157,20 @@ def test_missing_extra_is_one_line_before_training(
 def test_the_broken_mujoco_release_is_refused_for_mujoco_envs_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lit_bench.config.envs as envs
+    import lit_bench.config.checks as checks
     from lit_bench.run.train import run
 
-    monkeypatch.setattr(envs, "version", lambda dist: "4.0.0" if dist == "mujoco" else "1.0")
+    monkeypatch.setattr(checks, "version", lambda dist: "4.0.0" if dist == "mujoco" else "1.0")
     summary = run(compose_run("algo=sac", "env=HalfCheetah", f"out_dir={tmp_path}"))
     assert summary["status"] == "failed" and summary["traceback"] is None
     assert summary["error"].startswith("env=HalfCheetah: mujoco==4.0.0 has a solver bug")
     assert "\n" not in summary["error"]
     assert not list(tmp_path.rglob("eval.csv")) and not list(tmp_path.rglob("config.yaml"))
-    envs.require_package(compose_run("env=CartPole").env, "CartPole")  # not a MuJoCo env: no refusal
-    monkeypatch.setattr(envs, "version", lambda dist: "3.3.7")
-    envs.require_package(compose_run("env=HalfCheetah").env, "HalfCheetah")
-    assert envs.uses_mujoco(compose_run("env=InvertedPendulum").env)
-    assert not envs.uses_mujoco(compose_run("env=Pendulum").env)
+    checks.require_package(compose_run("env=CartPole").env, "CartPole")  # not a MuJoCo env: no refusal
+    monkeypatch.setattr(checks, "version", lambda dist: "3.3.7")
+    checks.require_package(compose_run("env=HalfCheetah").env, "HalfCheetah")
+    assert checks.uses_mujoco(compose_run("env=InvertedPendulum").env)
+    assert not checks.uses_mujoco(compose_run("env=Pendulum").env)
 
 
 # ------------------------------------------------------------------------------------------- smoke runs (run.py)

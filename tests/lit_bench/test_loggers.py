@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from lit_bench.config.checks import ConfigError
+from lit_bench.config.checks import ConfigError, check_loggers
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.run import loggers
 from lit_bench.store.rundir import RunDir
@@ -47,7 +47,7 @@ def test_a_missing_logger_package_is_one_line_naming_the_extra(monkeypatch):
         lambda name, *a: None if name == "wandb" else present.get(name) or find_spec(name, *a),
     )
     with pytest.raises(ConfigError) as error:
-        loggers.check_loggers(cfg)
+        check_loggers(cfg)
     assert str(error.value) == (
         "logger=wandb: needs the wandb package, which is not installed; install the loggers "
         "extra: pip install -e '.[loggers]'"

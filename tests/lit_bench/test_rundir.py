@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.config.identity import identify, resolved, run_path
+from lit_bench.config.identity import identify, resolved
 from lit_bench.run import train
 from lit_bench.store.format import WRITTEN_DIRS
 from lit_bench.store.rundir import RunDir, atomic_write_text
@@ -129,7 +129,7 @@ def test_a_symlinked_lock_is_one_line_from_run_py(tmp_path: Path) -> None:
     cfg = compose_run(*overrides)
 
     config = resolved(cfg)
-    root = run_path(config, identify(config))
+    root = identify(config).root
     root.mkdir(parents=True)
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")

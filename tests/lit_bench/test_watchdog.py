@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lit_bench.config.identity import identify, resolved, run_path
+from lit_bench.config.identity import identify, resolved
 from tests.lit_bench.crash_env import HANG_AFTER_ENV, HANG_MARKER_ENV
 from tests.lit_bench.helpers import CHILD_ENV, REPO, compose_run, find_run
 
@@ -127,7 +127,7 @@ def test_sigterm_during_a_long_evaluation_stops_it(tmp_path: Path) -> None:
 def test_sigterm_while_waiting_for_another_process_run_lock(tmp_path: Path) -> None:
     args = [*PPO, "budget=512", f"out_dir={tmp_path}"]
     config = resolved(compose_run(*args))
-    root = run_path(config, identify(config))
+    root = identify(config).root
     root.mkdir(parents=True)
     log = tmp_path / "log"
     with (root / ".lock").open("a+") as held:
