@@ -13,7 +13,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, VecTransposeImage
 
-from lit_bench.config.checks import env_source
+from lit_bench.config.checks import env_source, require_package
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
