@@ -123,15 +123,69 @@ class BatchedOptimizer:
 
 
 class BatchedAdam(BatchedOptimizer):
-    """``torch.optim.Adam`` (no amsgrad, no weight decay) on stacked parameters, per-seed steps and bias corrections."""
+    """``torch.optim.Adam`` (no amsgrad, no weight decay) on stacked parameters, per-seed steps and bias corrections.
+
+    ``fused``: each seed's step is torch's fused Adam kernel (``torch._fused_adam_``, what lit_sb3's models run by
+    default) on that seed's slices, each with its own step count, so a seed's parameters and moments move exactly as
+    its own run's fused optimizer moves them on the same gradients; one call steps every seed (the kernel loops over
+    the slices in C++). Otherwise torch's single-tensor arithmetic on the stacked tensors (its default on the CPU).
+    """
 
     state_names = ("exp_avg", "exp_avg_sq")
 
     def __init__(
-        self, params: Sequence[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+        self,
+        params: Sequence[torch.Tensor],
+        lr: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        fused: bool = False,
     ) -> None:
         super().__init__(params, lr)
-        self.betas, self.eps = betas, eps
+        self.betas, self.eps, self.fused = betas, eps, fused
+
+    @torch.no_grad()
+    def step(self, active: torch.Tensor | None = None) -> None:
+        if not self.fused:
+            super().step(active)
+            return
+        seeds = list(range(self.n_seeds)) if active is None else active.cpu().nonzero().flatten().tolist()
+        if not seeds:
+            return
+        if active is None:
+            self.steps += 1
+        else:
+            self.steps[seeds] += 1
+        indices = [i for i, p in enumerate(self.params) if p.grad is not None]
+        # a seed's slices of every parameter, seed by seed (views: the kernel updates the stacked tensors in place)
+        slices = [
+            [t.unbind(0) for t in tensors]
+            for tensors in (
+                [self.params[i] for i in indices],
+                _gradients([self.params[i] for i in indices]),
+                [self.state["exp_avg"][i] for i in indices],
+                [self.state["exp_avg_sq"][i] for i in indices],
+            )
+        ]
+        params, grads, exp_avgs, exp_avg_sqs = ([per[k] for k in seeds for per in kind] for kind in slices)
+        # the kernel reads each tensor's step from a float32 scalar tensor, as torch's fused Adam keeps it
+        counts = self.steps.to(torch.float32).unbind(0)
+        beta1, beta2 = self.betas
+        torch._fused_adam_(
+            params,
+            grads,
+            exp_avgs,
+            exp_avg_sqs,
+            [],
+            [counts[k] for k in seeds for _ in indices],
+            lr=self.lr,
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=0.0,
+            eps=self.eps,
+            amsgrad=False,
+            maximize=False,
+        )
 
     def _update(self, indices: list[int]) -> None:
         beta1, beta2 = self.betas
@@ -183,7 +237,8 @@ def batched_optimizer(
     if optimizer_class is torch.optim.Adam:
         unsupported = {k: v for k, v in settings.items() if k not in ("betas", "eps") and v not in (0, False, None)}
         if not unsupported:
-            return BatchedAdam(params, lr, tuple(settings.get("betas", (0.9, 0.999))), settings.get("eps", 1e-8))
+            betas = tuple(settings.get("betas", (0.9, 0.999)))
+            return BatchedAdam(params, lr, betas, settings.get("eps", 1e-8), fused=bool(kwargs.get("fused")))
     elif optimizer_class is torch.optim.RMSprop:
         unsupported = {k: v for k, v in settings.items() if k not in ("alpha", "eps") and v not in (0, False, None)}
         if not unsupported:
