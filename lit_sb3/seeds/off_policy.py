@@ -52,6 +52,7 @@ compute-bound too (a third of the group's CPU is its Adam steps, which cost per 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -183,10 +184,18 @@ class BatchedOffPolicy(BatchedAlgorithm):
             actions = self.policy_actions(obs_tensor, on_device[1] if draws is not None else None)
         return self.explore(to_host([actions])[0], deterministic, streams)
 
-    def sample(self, batch_size: int, *draws: torch.Tensor) -> tuple[SeedSamples, list[torch.Tensor]]:
-        """Each seed's minibatch (its indices from its numpy generator) and the given host ``draws``, on the
-        device (one copy per dtype)."""
-        arrays = self.replay.sample_arrays(batch_size, self.streams.numpy)
+    def minibatch_indices(self, gradient_steps: int, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Each gradient step's slot and env indices of every seed (``[N, batch_size]`` each), the round's drawn at
+        once from each seed's numpy generator (:meth:`SeedReplayBuffer.round_indices`: its run's numbers)."""
+        slots, envs = self.replay.round_indices(gradient_steps, batch_size, self.streams.numpy)
+        return zip(slots, envs, strict=True)
+
+    def sample(
+        self, indices: tuple[np.ndarray, np.ndarray], *draws: torch.Tensor
+    ) -> tuple[SeedSamples, list[torch.Tensor]]:
+        """Each seed's minibatch at ``indices`` (a step of :meth:`minibatch_indices`) and the given host ``draws``,
+        on the device (one copy per dtype)."""
+        arrays = self.replay.sample_arrays(*indices)
         tensors = to_device([*arrays, *draws], self.device)
         return SeedSamples(*tensors[: len(arrays)]), tensors[len(arrays) :]
 
