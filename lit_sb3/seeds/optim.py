@@ -3,9 +3,11 @@
 Adam and RMSprop are elementwise, so one step on the stacked tensors is N independent steps; what is not
 elementwise is made per seed here: the gradient-norm clipping (each seed's norm over its own parameters) and the
 step itself, which takes a mask of the seeds that move (PPO's ``target_kl`` stops seeds one by one: a stopped seed's
-parameters, moments and step count stay as they are). Each step follows the arithmetic of torch's single-tensor
-implementation (the same operations in the same order), so one seed's slice matches ``torch.optim.Adam`` /
-``RMSprop`` on that seed alone to float32 rounding (tested to 1e-6).
+parameters, moments and step count stay as they are). Adam with ``fused`` (lit_sb3's default, what the policies'
+``optimizer_kwargs`` say) runs torch's fused kernel on each seed's slices, so a seed's step is its own run's to the
+last bit; otherwise, and for RMSprop, each step follows the arithmetic of torch's single-tensor implementation (the
+same operations in the same order), so one seed's slice matches ``torch.optim.Adam`` / ``RMSprop`` on that seed alone
+to float32 rounding (tested to 1e-6).
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ class BatchedAdam(BatchedOptimizer):
     ) -> None:
         super().__init__(params, lr)
         self.betas, self.eps, self.fused = betas, eps, fused
+        self._slices: tuple[list[tuple[torch.Tensor, ...]], ...] | None = None
 
     @torch.no_grad()
     def step(self, active: torch.Tensor | None = None) -> None:
@@ -157,17 +160,11 @@ class BatchedAdam(BatchedOptimizer):
         else:
             self.steps[seeds] += 1
         indices = [i for i, p in enumerate(self.params) if p.grad is not None]
-        # a seed's slices of every parameter, seed by seed (views: the kernel updates the stacked tensors in place)
-        slices = [
-            [t.unbind(0) for t in tensors]
-            for tensors in (
-                [self.params[i] for i in indices],
-                _gradients([self.params[i] for i in indices]),
-                [self.state["exp_avg"][i] for i in indices],
-                [self.state["exp_avg_sq"][i] for i in indices],
-            )
-        ]
-        params, grads, exp_avgs, exp_avg_sqs = ([per[k] for k in seeds for per in kind] for kind in slices)
+        # each seed's slices of every parameter, seed by seed: views, so the kernel updates the stacked tensors in
+        # place (the parameters' and moments' views are made once; the gradients are new tensors every step)
+        grads_per_param = [g.unbind(0) for g in _gradients([self.params[i] for i in indices])]
+        grads = [per_param[k] for k in seeds for per_param in grads_per_param]
+        params, exp_avgs, exp_avg_sqs = ([views[i][k] for k in seeds for i in indices] for views in self._views())
         # the kernel reads each tensor's step from a float32 scalar tensor, as torch's fused Adam keeps it
         counts = self.steps.to(torch.float32).unbind(0)
         beta1, beta2 = self.betas
@@ -186,6 +183,15 @@ class BatchedAdam(BatchedOptimizer):
             amsgrad=False,
             maximize=False,
         )
+
+    def _views(self) -> tuple[list[tuple[torch.Tensor, ...]], ...]:
+        """Per parameter, its seeds' slices of the parameter, ``exp_avg`` and ``exp_avg_sq`` (made on first use)."""
+        if self._slices is None:
+            self._slices = tuple(
+                [t.detach().unbind(0) for t in tensors]
+                for tensors in (self.params, self.state["exp_avg"], self.state["exp_avg_sq"])
+            )
+        return self._slices
 
     def _update(self, indices: list[int]) -> None:
         beta1, beta2 = self.betas
