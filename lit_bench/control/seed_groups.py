@@ -314,18 +314,21 @@ def existing_kinds(job_config: DictConfig, seeds: Sequence[int]) -> dict[int, st
     return found
 
 
-def unpaid_group(algo: str, env: str, size: int) -> str | None:
+def unpaid_group(
+    algo: str, env: str, size: int, measured: dict[tuple[str, str], dict[int, float]] | None = None
+) -> str | None:
     """Why ``auto`` trains ``algo``'s seeds on ``env`` one process each although they batch: a seed in a batched group
     of ``size`` costs more than ``AUTO_MAX_RATIO`` of its CPU alone (None: it pays, or nothing is known). The ratio
     is the cost table's for the algorithm on the env's family (``suite_plan.group_ratio``: the largest measured
     group size up to ``size``, else the smallest measured); unmeasured there, it is modelled as the median of the
-    algorithm's measured families (its networks and updates are the same code on each)."""
+    algorithm's measured families (its networks and updates are the same code on each). ``measured``: the table's
+    ratios (``suite_plan.group_ratios()`` by default)."""
     import statistics
 
     from lit_bench.control.suite_plan import family_of, group_ratio, group_ratios
 
     family = next((f for (_, e), f in family_of().items() if e == env), None)
-    measured = group_ratios()
+    measured = group_ratios() if measured is None else measured
 
     def at_size(by_size: dict[int, float]) -> float:
         return group_ratio(by_size, size) or by_size[min(by_size)]
@@ -346,11 +349,13 @@ def unpaid_group(algo: str, env: str, size: int) -> str | None:
     )
 
 
-def config_unpaid(cfg: DictConfig, size: int) -> str | None:
+def config_unpaid(
+    cfg: DictConfig, size: int, measured: dict[tuple[str, str], dict[int, float]] | None = None
+) -> str | None:
     """:func:`unpaid_group` of a composed job config (with its ``hydra`` node) for groups of ``size`` seeds."""
     choices = cfg.hydra.runtime.choices
     algo = str(OmegaConf.select(cfg, "algo.base", default=None) or choices.algo)
-    return unpaid_group(algo, str(choices.env), size)
+    return unpaid_group(algo, str(choices.env), size, measured)
 
 
 def auto_groups(members: list[Member], job_config: DictConfig, at_once: int | None) -> list[Group]:
