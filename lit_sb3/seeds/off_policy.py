@@ -12,13 +12,16 @@ Design (what is batched, and why each seed stays exact):
   their policies' parameters, targets included, are stacked ``[N, ...]`` (:mod:`lit_sb3.seeds.off_policy_nets`) and
   every forward is one batched matrix product per layer for all seeds.
 - **Replay.** One buffer with a seed axis ``[slots, N, n_envs, ...]`` (:mod:`lit_sb3.seeds.replay`); each seed
-  samples its slot and env indices from its own numpy generator.
-- **Losses.** lit_sb3's pure loss functions (:mod:`lit_sb3.common.losses`) under ``torch.vmap``: each seed's loss is
+  samples its slot and env indices from its own numpy generator, a round's gradient steps at once (one call per
+  seed with one env each: the same numbers as its run's call per step).
+- **Losses.** lit_sb3's pure loss functions (:mod:`lit_sb3.common.losses`) over the seed axis
+  (:mod:`lit_sb3.seeds.off_policy_losses`, bit-identical to them under ``torch.vmap``): each seed's loss is
   the single run's loss of its own minibatch; the group minimizes their sum, whose gradient in seed i's parameters is
   seed i's own gradient. The actor losses read the critics through detached copies (SB3 freezes them).
-- **Optimizers.** :class:`lit_sb3.seeds.optim.BatchedAdam` on the stacked tensors (Adam is elementwise), DQN's
-  gradient-norm clipping per seed (:func:`~lit_sb3.seeds.optim.clip_grad_norm_per_seed`); SAC's learned temperature
-  is ``log_ent_coef`` ``[N, 1]`` with its own batched Adam, each seed's target entropy the single run's.
+- **Optimizers.** :class:`lit_sb3.seeds.optim.BatchedAdam` on the stacked tensors (fused, as the policies' Adam:
+  torch's fused kernel on each seed's slices, in one call), DQN's gradient-norm clipping per seed
+  (:func:`~lit_sb3.seeds.optim.clip_grad_norm_per_seed`); SAC's learned temperature is ``log_ent_coef`` ``[N, 1]``
+  with its own batched Adam (single-tensor, as the single run's), each seed's target entropy the single run's.
 - **Targets.** Polyak averaging is elementwise: :func:`lit_sb3.common.optim.soft_update` on the stacked tensors (SB3's
   scale-then-add order) is the single run's update per seed.
 - **Randomness.** Per seed, the generators its own run draws from (:class:`lit_sb3.seeds.streams.SeedStreams`),
