@@ -22,7 +22,8 @@ extractor on them; :func:`check_batchable` refuses, in one line, a module it can
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -94,15 +95,42 @@ def batched_forward(
 ) -> torch.Tensor:
     """``template(x)`` for every seed at once: ``x`` is ``[N, batch, ...]``, the parameters are
     ``stacked[prefix + name]``."""
+    for layer in _layers(template, prefix):
+        if isinstance(layer, tuple):
+            weight, bias = layer
+            x = _linear(x, stacked[weight], stacked.get(bias))
+        elif layer is None:
+            x = x.flatten(start_dim=2)
+        else:
+            x = layer(x)  # a parameter-free, elementwise layer (check_batchable admitted it)
+    return x
+
+
+_Layer = tuple[str, str] | nn.Module | None  # a Linear's (weight, bias) names, a parameter-free layer, a flatten
+_LAYERS: weakref.WeakKeyDictionary[nn.Module, dict[str, list[_Layer]]] = weakref.WeakKeyDictionary()
+
+
+def _layers(template: nn.Module, prefix: str) -> list[_Layer]:
+    """``template``'s layers in order, flattened out of its Sequentials (made once per template and prefix: the
+    forward runs for every env step and gradient step, and walking the modules cost more than a small product)."""
+    if not isinstance(template, nn.Sequential):  # (a single layer: nothing to walk; not kept, so nothing holds it)
+        return list(_walk(template, prefix))
+    by_prefix = _LAYERS.setdefault(template, {})
+    if prefix not in by_prefix:
+        by_prefix[prefix] = list(_walk(template, prefix))
+    return by_prefix[prefix]
+
+
+def _walk(template: nn.Module, prefix: str) -> Iterator[_Layer]:
     if isinstance(template, nn.Linear):
-        return _linear(x, stacked[prefix + "weight"], stacked.get(prefix + "bias"))
-    if isinstance(template, (FlattenExtractor, nn.Flatten)):
-        return x.flatten(start_dim=2)
-    if isinstance(template, nn.Sequential):
+        yield prefix + "weight", prefix + "bias"
+    elif isinstance(template, (FlattenExtractor, nn.Flatten)):
+        yield None
+    elif isinstance(template, nn.Sequential):
         for index, child in enumerate(template):
-            x = batched_forward(child, stacked, f"{prefix}{index}.", x)
-        return x
-    return template(x)  # a parameter-free, elementwise layer (check_batchable admitted it)
+            yield from _walk(child, f"{prefix}{index}.")
+    else:
+        yield template
 
 
 def _product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
