@@ -45,6 +45,7 @@ from lit_bench.control.seed_groups import (
     group_sizes,
     jobs_at_once,
     seeds_per_process,
+    unpaid_group,
 )
 from lit_bench.store.format import SUMMARY
 
@@ -77,6 +78,8 @@ class Config:
     # (suite_plan.group_ratios), and the env they were measured on; None: not measured
     group_ratios: dict[int, float] | None = None
     group_measured_on: str | None = None
+    base: str = ""  # the algorithm its costs are looked up under (algo.base, else algo)
+    unpaid: str | None = None  # why auto trains its seeds one process each although they batch (seed_groups)
 
     @property
     def batched(self) -> bool:
@@ -265,7 +268,11 @@ def make_plan(args: list[str]) -> Plan | None:
     if multirun and launcher != "basic":  # (the basic launcher runs every job in this process: never grouped)
         at_once = jobs_at_once(launcher_cfg)
         for c in configs:
-            c.groups = group_count(setting, c.runs, at_once, c.batchable) if c.groups else c.runs
+            if setting == "auto" and c.batchable and c.groups and c.runs >= 2:
+                size = math.ceil(c.runs / group_count("auto", c.runs, at_once))
+                c.unpaid = unpaid_group(c.base or c.algo, c.env, size)
+            batchable = c.batchable and c.unpaid is None
+            c.groups = group_count(setting, c.runs, at_once, batchable) if c.groups else c.runs
     return Plan(configs, launcher, parallel, multirun, setting)
 
 
@@ -356,6 +363,7 @@ def _config(
         batchable=batchable(cfg),
         group_ratios=ratios(group_rows) or None,
         group_measured_on=next((r["env"] for r in group_rows.values()), None),
+        base=key[0],
     )
 
 
@@ -403,7 +411,10 @@ def describe(plan: Plan) -> str:
             elif c.measured_on not in (None, c.env):
                 cost += f" (at its speed on {c.measured_on})"
             sb3 = "@sb3" if c.backend == "sb3" else ""
-            lines.append(f"  {c.algo}{sb3} on {c.env}, budget={c.budget}: {c.runs} runs, {cost}{_grouped_cost(c)}")
+            alone = f"; one process per seed: {c.unpaid}" if c.unpaid else ""
+            lines.append(
+                f"  {c.algo}{sb3} on {c.env}, budget={c.budget}: {c.runs} runs, {cost}{_grouped_cost(c)}{alone}"
+            )
     wall = plan.wall_s()
     if wall is None:
         where = f"wall time: the {plan.launcher} cluster's"
@@ -445,14 +456,13 @@ def _grouped_cost(c: Config) -> str:
 
 def _grouped_line(plan: Plan) -> str:
     """What ``seeds_per_process`` makes of the sweep: its jobs, CPU and wall time grouped, beside the line above."""
-    from lit_bench.control.seed_groups import STARTUP_CPU_S
-
     setting = f"seeds_per_process={plan.seeds_per_process}"
     if plan.jobs == plan.runs:
         why = (
             "the basic launcher runs every job in this process"
             if plan.launcher == "basic"
-            else "auto groups only the seeds of a config that train as one batched model, 2 or more of them"
+            else "auto groups only the seeds of a config that train as one batched model, 2 or more of them, where "
+            "the group pays (the config lines say why not)"
             if plan.seeds_per_process == "auto"
             else "no config has more than one seed"
         )
@@ -476,9 +486,23 @@ def _grouped_line(plan: Plan) -> str:
         f"grouped ({setting}): {plan.runs} runs in {plan.jobs} job{'s' if plan.jobs != 1 else ''}, {how}; "
         f"estimated {_duration(cost.cpu_s)} CPU{left_out}{wall} (a batched group at one process per seed's speed times "
         f"the CPU ratio group / alone measured at the largest group size up to its own, "
-        f"results/reference/suite_cost.csv), "
-        f"{_duration(cost.startup_saved_s)} CPU of start-up saved ({STARTUP_CPU_S} s per process fewer)"
+        f"results/reference/suite_cost.csv), " + _startup_saved(plan, cost)
     )
+
+
+def _startup_saved(plan: Plan, cost: GroupedCost) -> str:
+    """The start-up the groups save: a process's imports per process fewer; joblib reuses its workers for the
+    following jobs (grouped or not, it starts as many processes as it runs jobs at once), so there fewer jobs save
+    none unless they are fewer than its workers."""
+    from lit_bench.control.seed_groups import STARTUP_CPU_S
+
+    saved = f"{_duration(cost.startup_saved_s)} CPU of start-up saved ({STARTUP_CPU_S} s per process fewer)"
+    if cost.startup_saved_s == 0 and plan.launcher == "joblib":
+        return (
+            f"no start-up saved: joblib starts its {plan.parallel} worker processes either way and reuses them for the "
+            f"following jobs (a launcher that starts a process per job saves {STARTUP_CPU_S} s per job fewer)"
+        )
+    return saved
 
 
 def announce(args: list[str], dry_run: bool, allow_no_learning: bool) -> None:

@@ -61,6 +61,11 @@ STARTUP_CPU_S = 3.7
 KEY = "seeds_per_process"
 GROUP_KEY = "seed_group"  # the config key a group's job carries (never part of a run's identity)
 SEED = "seed"
+# auto batches a config's seeds only where a seed in a batched group costs at most this share of its CPU alone
+# (results/reference/suite_cost.csv's ratio): off-policy groups of the Zoo's [400, 300] networks measured 0.84-1.25,
+# their products compute-bound (a group does each seed's arithmetic; it saves only the per-step Python work), on a
+# machine whose load moves single measurements by +-30%: below 0.9 the group pays even at the noise's edge
+AUTO_MAX_RATIO = 0.9
 # lit_sb3's classes that seed groups batch (lit_sb3.seeds.group.BATCHED's keys, which import torch; a test checks
 # that the two agree)
 BATCHED_ALGORITHMS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
@@ -309,12 +314,60 @@ def existing_kinds(job_config: DictConfig, seeds: Sequence[int]) -> dict[int, st
     return found
 
 
+def unpaid_group(
+    algo: str, env: str, size: int, measured: dict[tuple[str, str], dict[int, float]] | None = None
+) -> str | None:
+    """Why ``auto`` trains ``algo``'s seeds on ``env`` one process each although they batch: a seed in a batched group
+    of ``size`` costs more than ``AUTO_MAX_RATIO`` of its CPU alone (None: it pays, or nothing is known). The ratio
+    is the cost table's for the algorithm on the env's family (``suite_plan.group_ratio``: the largest measured
+    group size up to ``size``, else the smallest measured); unmeasured there, it is modelled as the median of the
+    algorithm's measured families (its networks and updates are the same code on each). ``measured``: the table's
+    ratios (``suite_plan.group_ratios()`` by default)."""
+    import statistics
+
+    from lit_bench.control.suite_plan import family_of, group_ratio, group_ratios
+
+    family = next((f for (_, e), f in family_of().items() if e == env), None)
+    measured = group_ratios() if measured is None else measured
+
+    def at_size(by_size: dict[int, float]) -> float:
+        return group_ratio(by_size, size) or by_size[min(by_size)]
+
+    own = measured.get((algo, family or ""))
+    if own:
+        ratio, where = at_size(own), f"measured on the {family} family"
+    else:
+        others = [at_size(by_size) for (name, _), by_size in measured.items() if name == algo and by_size]
+        if not others:
+            return None
+        ratio, where = statistics.median(others), f"modelled: the median over {algo}'s measured env families"
+    if ratio <= AUTO_MAX_RATIO:
+        return None
+    return (
+        f"a seed of {algo} in a batched group costs {ratio:.2f}x its CPU alone ({where}, "
+        f"results/reference/suite_cost.csv; auto batches at {AUTO_MAX_RATIO}x or less)"
+    )
+
+
+def config_unpaid(
+    cfg: DictConfig, size: int, measured: dict[tuple[str, str], dict[int, float]] | None = None
+) -> str | None:
+    """:func:`unpaid_group` of a composed job config (with its ``hydra`` node) for groups of ``size`` seeds."""
+    choices = cfg.hydra.runtime.choices
+    algo = str(OmegaConf.select(cfg, "algo.base", default=None) or choices.algo)
+    return unpaid_group(algo, str(choices.env), size, measured)
+
+
 def auto_groups(members: list[Member], job_config: DictConfig, at_once: int | None) -> list[Group]:
     """``auto``'s groups of one config's seeds (``job_config``: its first seed's job config; module docstring): one
-    job per seed where :func:`config_refusal` refuses the config and for each seed with an ordinary run; the others
-    batched, in ``group_count`` groups (a seed alone with a batched run: a batched group of one)."""
+    job per seed where :func:`config_refusal` refuses the config, where batching does not pay (:func:`config_unpaid`)
+    and for each seed with an ordinary run; the others batched, in ``group_count`` groups (a seed alone with a
+    batched run: a batched group of one)."""
     with as_job(job_config):
         refused = config_refusal(job_config) is not None
+    if not refused and len(members) >= 2:
+        size = math.ceil(len(members) / group_count("auto", len(members), at_once))
+        refused = config_unpaid(job_config, size) is not None
     if refused:
         return [Group((m,)) for m in members]
     kinds = existing_kinds(job_config, [m.seed for m in members])

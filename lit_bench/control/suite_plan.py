@@ -33,6 +33,7 @@ from lit_bench.control.seed_groups import (
     STARTUP_CPU_S,
     as_job,
     config_refusal,
+    config_unpaid,
     group_count,
     group_sizes,
     jobs_at_once,
@@ -219,8 +220,10 @@ def plan(
     family = family_of()
     limits = resources(launcher)
     at_once = launcher_at_once(launcher)
-    batched = batchable_multiruns(groups(entries)) if batchable else set()
     group_table = group_ratios() if group_table is None else group_table
+    size = max(group_sizes(seeds, group_count("auto", seeds, at_once)))  # auto's largest group of a multirun
+    unpaid: dict[tuple[str, int | None, tuple[str, ...]], str] = {}
+    batched = batchable_multiruns(groups(entries), size, unpaid, group_table) if batchable else set()
     least = limits.get("mem_gb")
     if least is not None and memory is None:
         memory = memory_of(entries)
@@ -267,6 +270,7 @@ def plan(
                 "overrides": list(overrides),
                 "runs": len(envs) * seeds,
                 "batched": is_batched,
+                "unpaid": unpaid.get((algo, budget, overrides)),  # why auto trains it one process per seed
                 # the default seeds_per_process's groups
                 "jobs": len(envs) * len(sizes),
                 "core_hours": hours if known else None,
@@ -298,9 +302,13 @@ def launcher_at_once(launcher: str | None) -> int | None:
 
 def batchable_multiruns(
     multiruns: dict[tuple[str, int | None, tuple[str, ...]], list[str]],
+    size: int = 2,
+    unpaid: dict[tuple[str, int | None, tuple[str, ...]], str] | None = None,
+    group_table: GroupRatios | None = None,
 ) -> set[tuple[str, int | None, tuple[str, ...]]]:
     """The multiruns (``groups``' keys) whose lit_sb3 runs ``seeds_per_process=auto`` trains in batched groups:
-    ``config_refusal`` on the config of each one's algorithm, first env and overrides."""
+    ``config_refusal`` on the config of each one's algorithm, first env and overrides, and groups of ``size`` seeds
+    that pay (``config_unpaid`` with ``group_table``'s ratios; why not, per multirun, into ``unpaid``)."""
     from hydra import compose, initialize_config_dir
 
     found = set()
@@ -309,8 +317,13 @@ def batchable_multiruns(
             try:
                 config = compose("config", [f"algo={algo}", f"env={envs[0]}", *overrides], return_hydra_config=True)
                 with as_job(config):
-                    if config_refusal(config) is None:
-                        found.add((algo, budget, overrides))
+                    if config_refusal(config) is not None:
+                        continue
+                why = config_unpaid(config, size, group_table)
+                if why is None:
+                    found.add((algo, budget, overrides))
+                elif unpaid is not None:
+                    unpaid[(algo, budget, overrides)] = why
             except Exception:  # a config that does not compose here: counted ungrouped
                 continue
     return found
@@ -335,6 +348,8 @@ def describe(result: dict[str, Any], nodes: tuple[int, ...] = (1, 10, 50), cores
         if line["not_sized"]:
             memory += f", memory of {','.join(line['not_sized'])} not sized (env not built here: extra missing?)"
         grouped = f"; grouped in {line['jobs']} jobs: {_hours(line['grouped_core_hours'])}" if line["batched"] else ""
+        if line.get("unpaid"):
+            grouped = f"; one process per seed: {line['unpaid']}"
         out.append(
             f"  algo={line['algo']} env={','.join(line['envs'])} budget={budget}{extra}: {line['runs']} runs, "
             f"{_hours(line['core_hours'])}{grouped}{memory}"

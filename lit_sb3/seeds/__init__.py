@@ -49,11 +49,11 @@ What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
   model is built, drawn from with the same calls, shapes and order: ``torch.multinomial``'s and ``Normal.rsample``'s
   noise, SB3's minibatch permutations, replay indices, action noise and exploration test, its action space's
   samples), and on the same minibatch the group computes lit_sb3's losses, logged terms, gradients and clipped
-  optimizer step (to 1e-6: lit_sb3's Adam is fused, the group's is torch's single-tensor arithmetic). So a seed takes
-  its ordinary run's actions (discrete ones equal; Box ones to float32 rounding) and ends a short run with its
-  parameters to float32 rounding, as ``sb3_parity``'s optimizer does (``tests/lit_sb3/seeds/test_own_run.py``);
-  long runs drift apart as training feeds the rounding back, as two runs with the fused and the single-tensor Adam
-  do.
+  optimizer step (to 1e-6: the batched products round differently; the Adam step itself is the run's fused kernel on
+  the seed's slices, bit for bit on the same gradients). So a seed takes its ordinary run's actions (discrete ones
+  equal; Box ones to float32 rounding) and ends a short run with its parameters to float32 rounding, as
+  ``sb3_parity``'s optimizer does (``tests/lit_sb3/seeds/test_own_run.py``); long runs drift apart as training feeds
+  the rounding back, as two runs with the fused and the single-tensor Adam do.
 - **reproducible**: a group trained twice is identical, bit for bit.
 - **independent of its group**: seed 3 alone and seed 3 in a group of 5 or 10 end with bit-identical parameters,
   optimizer state and metrics (PPO and A2C, CartPole and Pendulum, with ``target_kl`` stopping seeds at different
@@ -99,7 +99,8 @@ The core, for the batched algorithms (and the off-policy ones built on it):
 - :mod:`lit_sb3.seeds.optim`: ``BatchedAdam`` / ``BatchedRMSprop`` (``step(active)`` with a per-seed mask: a
   masked seed's parameters, moments and step count do not move), ``clip_grad_norm_per_seed(params, max_norm)``,
   ``batched_optimizer(optimizer_class, kwargs, params, lr)`` (the counterpart of an SB3 policy's optimizer, or one
-  line refusing it), ``seed_state`` / ``load_seed_state`` / ``torch_state`` (into an ordinary torch optimizer).
+  line refusing it; Adam fused as the policy's is: torch's fused kernel on each seed's slices), ``seed_state`` /
+  ``load_seed_state`` / ``torch_state`` (into an ordinary torch optimizer).
 - :mod:`lit_sb3.seeds.streams`: ``SeedStreams(seeds)`` (a ``torch.Generator`` and a numpy ``RandomState`` per seed;
   ``take_global(i)`` gives seed i the process's global generators' states, as the group does after building its
   model; ``exponential`` / ``normal`` / ``permutations`` draw each seed's share from its own generators;

@@ -12,13 +12,16 @@ Design (what is batched, and why each seed stays exact):
   their policies' parameters, targets included, are stacked ``[N, ...]`` (:mod:`lit_sb3.seeds.off_policy_nets`) and
   every forward is one batched matrix product per layer for all seeds.
 - **Replay.** One buffer with a seed axis ``[slots, N, n_envs, ...]`` (:mod:`lit_sb3.seeds.replay`); each seed
-  samples its slot and env indices from its own numpy generator.
-- **Losses.** lit_sb3's pure loss functions (:mod:`lit_sb3.common.losses`) under ``torch.vmap``: each seed's loss is
+  samples its slot and env indices from its own numpy generator, a round's gradient steps at once (one call per
+  seed with one env each: the same numbers as its run's call per step).
+- **Losses.** lit_sb3's pure loss functions (:mod:`lit_sb3.common.losses`) over the seed axis
+  (:mod:`lit_sb3.seeds.off_policy_losses`, bit-identical to them under ``torch.vmap``): each seed's loss is
   the single run's loss of its own minibatch; the group minimizes their sum, whose gradient in seed i's parameters is
   seed i's own gradient. The actor losses read the critics through detached copies (SB3 freezes them).
-- **Optimizers.** :class:`lit_sb3.seeds.optim.BatchedAdam` on the stacked tensors (Adam is elementwise), DQN's
-  gradient-norm clipping per seed (:func:`~lit_sb3.seeds.optim.clip_grad_norm_per_seed`); SAC's learned temperature
-  is ``log_ent_coef`` ``[N, 1]`` with its own batched Adam, each seed's target entropy the single run's.
+- **Optimizers.** :class:`lit_sb3.seeds.optim.BatchedAdam` on the stacked tensors (fused, as the policies' Adam:
+  torch's fused kernel on each seed's slices, in one call), DQN's gradient-norm clipping per seed
+  (:func:`~lit_sb3.seeds.optim.clip_grad_norm_per_seed`); SAC's learned temperature is ``log_ent_coef`` ``[N, 1]``
+  with its own batched Adam (single-tensor, as the single run's), each seed's target entropy the single run's.
 - **Targets.** Polyak averaging is elementwise: :func:`lit_sb3.common.optim.soft_update` on the stacked tensors (SB3's
   scale-then-add order) is the single run's update per seed.
 - **Randomness.** Per seed, the generators its own run draws from (:class:`lit_sb3.seeds.streams.SeedStreams`),
@@ -47,11 +50,15 @@ process per seed; TD3 Pendulum [64, 64]: 2.39x less CPU than SB3 (2.77x wall), 2
 Zoo's [400, 300] networks the products are compute-bound: the training alone (no imports),
 10 seeds grouped vs 10 x one SB3 run, 160 steps, CPU time: SAC 1.25x, TD3 1.20x. DQN CartPole with the Zoo's settings
 ([256, 256], 128 gradient steps per 256 env steps), 10,000 steps: 1.27x less CPU than SB3 (0.81x wall in that run):
-compute-bound too (a third of the group's CPU is its Adam steps, which cost per seed what SB3's do).
+compute-bound too. Since its Adam step became torch's fused kernel on each seed's slices (it was a third of the
+group's CPU in torch's single-tensor arithmetic), the harness's whole 10-seed sweep in 2 groups of 5 takes 1.72x less
+CPU than one process per seed (1.38x before; docs/guides/lit_sb3.md), and 70% of a gradient step of 5 seeds is the
+batched products, which cost per seed what a single run's do.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -183,10 +190,18 @@ class BatchedOffPolicy(BatchedAlgorithm):
             actions = self.policy_actions(obs_tensor, on_device[1] if draws is not None else None)
         return self.explore(to_host([actions])[0], deterministic, streams)
 
-    def sample(self, batch_size: int, *draws: torch.Tensor) -> tuple[SeedSamples, list[torch.Tensor]]:
-        """Each seed's minibatch (its indices from its numpy generator) and the given host ``draws``, on the
-        device (one copy per dtype)."""
-        arrays = self.replay.sample_arrays(batch_size, self.streams.numpy)
+    def minibatch_indices(self, gradient_steps: int, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Each gradient step's slot and env indices of every seed (``[N, batch_size]`` each), the round's drawn at
+        once from each seed's numpy generator (:meth:`SeedReplayBuffer.round_indices`: its run's numbers)."""
+        slots, envs = self.replay.round_indices(gradient_steps, batch_size, self.streams.numpy)
+        return zip(slots, envs, strict=True)
+
+    def sample(
+        self, indices: tuple[np.ndarray, np.ndarray], *draws: torch.Tensor
+    ) -> tuple[SeedSamples, list[torch.Tensor]]:
+        """Each seed's minibatch at ``indices`` (a step of :meth:`minibatch_indices`) and the given host ``draws``,
+        on the device (one copy per dtype)."""
+        arrays = self.replay.sample_arrays(*indices)
         tensors = to_device([*arrays, *draws], self.device)
         return SeedSamples(*tensors[: len(arrays)]), tensors[len(arrays) :]
 

@@ -2,8 +2,8 @@
 every seed's own minibatch at once.
 
 Each step is the single run's step (see :mod:`lit_sb3.algorithms.dqn`, ``sac``, ``td3``) with lit_sb3's pure loss
-functions mapped over the seed axis (``torch.vmap``); each seed's loss depends only on its own parameters, so the
-gradient of their sum is each seed's own gradient.
+functions over the seed axis (:mod:`lit_sb3.seeds.off_policy_losses`); each seed's loss depends only on its own
+parameters, so the gradient of their sum is each seed's own gradient.
 """
 
 from __future__ import annotations
@@ -12,26 +12,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.func import vmap
 
 from lit_sb3.algorithms.dqn import DQN
 from lit_sb3.algorithms.sac import SAC
 from lit_sb3.algorithms.td3 import TD3
 from lit_sb3.common import losses
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
+from lit_sb3.seeds import off_policy_losses as batched
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
 from lit_sb3.seeds.optim import BatchedAdam, BatchedOptimizer, batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.replay import SeedSamples
 from lit_sb3.seeds.streams import SeedStreams
-
-# the pure losses over the seed axis (gamma is shared)
-_dqn_target = vmap(losses.dqn_target, in_dims=(0, 0, None, 0))
-_q_huber_loss = vmap(losses.q_huber_loss)
-_double_q_target = vmap(losses.clipped_double_q_target, in_dims=(0, 0, None, 0))
-_soft_double_q_target = vmap(losses.clipped_double_q_target, in_dims=(0, 0, None, 0, 0, 0))
-_critics_mse_loss = vmap(losses.critics_mse_loss)
-_sac_actor_loss = vmap(losses.sac_actor_loss)
-_entropy_coef_loss = vmap(losses.entropy_coef_loss, in_dims=(0, 0, None))
 
 
 def _optimizer(model: OffPolicyAlgorithm, params: list[torch.Tensor]) -> BatchedOptimizer:
@@ -99,8 +90,8 @@ class BatchedDQN(BatchedOffPolicy):
         model = self.template
         (optimizer,) = self.optimizers.values()
         means = _Means()
-        for _ in range(gradient_steps):
-            data, _ = self.sample(batch_size)
+        for indices in self.minibatch_indices(gradient_steps, batch_size):
+            data, _ = self.sample(indices)
             loss = self.loss(data)
             optimizer.zero_grad()
             loss.sum().backward()
@@ -115,8 +106,8 @@ class BatchedDQN(BatchedOffPolicy):
         """Each seed's Huber loss on its minibatch, ``[N]``."""
         with torch.no_grad():
             next_q = self.net.q_values(data.next_observations, "q_net_target")
-            target_q = _dqn_target(data.rewards, data.dones, self.template.gamma, next_q)
-        return _q_huber_loss(self.net.q_values(data.observations), data.actions, target_q)
+            target_q = batched.dqn_target(data.rewards, data.dones, self.template.gamma, next_q)
+        return batched.q_huber_loss(self.net.q_values(data.observations), data.actions, target_q)
 
     def _export_parts(self, index: int, model: Any) -> None:
         model.exploration.exploration_rate = self.exploration_rate
@@ -165,14 +156,14 @@ class BatchedSAC(BatchedOffPolicy):
         means = _Means()
         actor_opt, critic_opt = self.optimizers["actor.optimizer"], self.optimizers["critic.optimizer"]
         dim = self.replay.action_dim
-        for step in range(gradient_steps):
+        for step, indices in enumerate(self.minibatch_indices(gradient_steps, batch_size)):
             # the seed's two Gaussian draws of the step (the policy's action, then the next action), in that order
             noise = self.streams.normal((batch_size, dim))
-            data, (noise, next_noise) = self.sample(batch_size, noise, self.streams.normal((batch_size, dim)))
+            data, (noise, next_noise) = self.sample(indices, noise, self.streams.normal((batch_size, dim)))
             actions_pi, log_prob = self.net.sac_actions(data.observations, noise)
             ent_coef = self.ent_coef()
             if self.log_ent_coef is not None:
-                ent_coef_loss = _entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
+                ent_coef_loss = batched.entropy_coef_loss(self.log_ent_coef, log_prob, self.target_entropy)
                 ent_opt = self.optimizers["ent_coef_optimizer"]
                 ent_opt.zero_grad()
                 ent_coef_loss.sum().backward()
@@ -182,14 +173,16 @@ class BatchedSAC(BatchedOffPolicy):
             with torch.no_grad():
                 next_actions, next_log_prob = self.net.sac_actions(data.next_observations, next_noise)
                 next_q = torch.cat(self.net.critics(data.next_observations, next_actions, "critic_target"), dim=-1)
-                target_q = _soft_double_q_target(data.rewards, data.dones, model.gamma, next_q, next_log_prob, ent_coef)
-            critic_loss = 0.5 * _critics_mse_loss(self.net.critics(data.observations, data.actions), target_q)
+                target_q = batched.clipped_double_q_target(
+                    data.rewards, data.dones, model.gamma, next_q, next_log_prob, ent_coef
+                )
+            critic_loss = 0.5 * batched.critics_mse_loss(self.net.critics(data.observations, data.actions), target_q)
             critic_opt.zero_grad()
             critic_loss.sum().backward()
             critic_opt.step()
 
             q_pi = torch.cat(self.net.critics(data.observations, actions_pi, params=self.net.detached("critic")), -1)
-            actor_loss = _sac_actor_loss(log_prob, q_pi, ent_coef)
+            actor_loss = batched.sac_actor_loss(log_prob, q_pi, ent_coef)
             actor_opt.zero_grad()
             actor_loss.sum().backward()
             actor_opt.step()
@@ -225,19 +218,19 @@ class BatchedTD3(BatchedOffPolicy):
         means = _Means()
         actor_opt, critic_opt = self.optimizers["actor.optimizer"], self.optimizers["critic.optimizer"]
         smoothing = model.target_policy_noise > 0 and model.target_noise_clip > 0
-        for _ in range(gradient_steps):
+        for indices in self.minibatch_indices(gradient_steps, batch_size):
             self.n_updates += 1
             # the seed's own run draws the smoothing noise as torch.empty_like(actions).normal_(0, sigma)
             shape = (batch_size, self.replay.action_dim)
             draws = [self.streams.normal(shape, model.target_policy_noise)] if smoothing else []
-            data, noise = self.sample(batch_size, *draws)
+            data, noise = self.sample(indices, *draws)
             with torch.no_grad():
                 next_actions = self.net.td3_actions(data.next_observations, "actor_target")
                 if smoothing:
                     next_actions = losses.smoothed_target_actions(next_actions, noise[0], model.target_noise_clip)
                 next_q = torch.cat(self.net.critics(data.next_observations, next_actions, "critic_target"), dim=-1)
-                target_q = _double_q_target(data.rewards, data.dones, model.gamma, next_q)
-            critic_loss = _critics_mse_loss(self.net.critics(data.observations, data.actions), target_q)
+                target_q = batched.clipped_double_q_target(data.rewards, data.dones, model.gamma, next_q)
+            critic_loss = batched.critics_mse_loss(self.net.critics(data.observations, data.actions), target_q)
             critic_opt.zero_grad()
             critic_loss.sum().backward()
             critic_opt.step()

@@ -3,9 +3,11 @@
 Adam and RMSprop are elementwise, so one step on the stacked tensors is N independent steps; what is not
 elementwise is made per seed here: the gradient-norm clipping (each seed's norm over its own parameters) and the
 step itself, which takes a mask of the seeds that move (PPO's ``target_kl`` stops seeds one by one: a stopped seed's
-parameters, moments and step count stay as they are). Each step follows the arithmetic of torch's single-tensor
-implementation (the same operations in the same order), so one seed's slice matches ``torch.optim.Adam`` /
-``RMSprop`` on that seed alone to float32 rounding (tested to 1e-6).
+parameters, moments and step count stay as they are). Adam with ``fused`` (lit_sb3's default, what the policies'
+``optimizer_kwargs`` say) runs torch's fused kernel on each seed's slices, so a seed's step is its own run's to the
+last bit; otherwise, and for RMSprop, each step follows the arithmetic of torch's single-tensor implementation (the
+same operations in the same order), so one seed's slice matches ``torch.optim.Adam`` / ``RMSprop`` on that seed alone
+to float32 rounding (tested to 1e-6).
 """
 
 from __future__ import annotations
@@ -123,15 +125,73 @@ class BatchedOptimizer:
 
 
 class BatchedAdam(BatchedOptimizer):
-    """``torch.optim.Adam`` (no amsgrad, no weight decay) on stacked parameters, per-seed steps and bias corrections."""
+    """``torch.optim.Adam`` (no amsgrad, no weight decay) on stacked parameters, per-seed steps and bias corrections.
+
+    ``fused``: each seed's step is torch's fused Adam kernel (``torch._fused_adam_``, what lit_sb3's models run by
+    default) on that seed's slices, each with its own step count, so a seed's parameters and moments move exactly as
+    its own run's fused optimizer moves them on the same gradients; one call steps every seed (the kernel loops over
+    the slices in C++). Otherwise torch's single-tensor arithmetic on the stacked tensors (its default on the CPU).
+    """
 
     state_names = ("exp_avg", "exp_avg_sq")
 
     def __init__(
-        self, params: Sequence[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+        self,
+        params: Sequence[torch.Tensor],
+        lr: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        fused: bool = False,
     ) -> None:
         super().__init__(params, lr)
-        self.betas, self.eps = betas, eps
+        self.betas, self.eps, self.fused = betas, eps, fused
+        self._slices: tuple[list[tuple[torch.Tensor, ...]], ...] | None = None
+
+    @torch.no_grad()
+    def step(self, active: torch.Tensor | None = None) -> None:
+        if not self.fused:
+            super().step(active)
+            return
+        seeds = list(range(self.n_seeds)) if active is None else active.cpu().nonzero().flatten().tolist()
+        if not seeds:
+            return
+        if active is None:
+            self.steps += 1
+        else:
+            self.steps[seeds] += 1
+        indices = [i for i, p in enumerate(self.params) if p.grad is not None]
+        # each seed's slices of every parameter, seed by seed: views, so the kernel updates the stacked tensors in
+        # place (the parameters' and moments' views are made once; the gradients are new tensors every step)
+        grads_per_param = [g.unbind(0) for g in _gradients([self.params[i] for i in indices])]
+        grads = [per_param[k] for k in seeds for per_param in grads_per_param]
+        params, exp_avgs, exp_avg_sqs = ([views[i][k] for k in seeds for i in indices] for views in self._views())
+        # the kernel reads each tensor's step from a float32 scalar tensor, as torch's fused Adam keeps it
+        counts = self.steps.to(torch.float32).unbind(0)
+        beta1, beta2 = self.betas
+        torch._fused_adam_(
+            params,
+            grads,
+            exp_avgs,
+            exp_avg_sqs,
+            [],
+            [counts[k] for k in seeds for _ in indices],
+            lr=self.lr,
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=0.0,
+            eps=self.eps,
+            amsgrad=False,
+            maximize=False,
+        )
+
+    def _views(self) -> tuple[list[tuple[torch.Tensor, ...]], ...]:
+        """Per parameter, its seeds' slices of the parameter, ``exp_avg`` and ``exp_avg_sq`` (made on first use)."""
+        if self._slices is None:
+            self._slices = tuple(
+                [t.detach().unbind(0) for t in tensors]
+                for tensors in (self.params, self.state["exp_avg"], self.state["exp_avg_sq"])
+            )
+        return self._slices
 
     def _update(self, indices: list[int]) -> None:
         beta1, beta2 = self.betas
@@ -183,7 +243,8 @@ def batched_optimizer(
     if optimizer_class is torch.optim.Adam:
         unsupported = {k: v for k, v in settings.items() if k not in ("betas", "eps") and v not in (0, False, None)}
         if not unsupported:
-            return BatchedAdam(params, lr, tuple(settings.get("betas", (0.9, 0.999))), settings.get("eps", 1e-8))
+            betas = tuple(settings.get("betas", (0.9, 0.999)))
+            return BatchedAdam(params, lr, betas, settings.get("eps", 1e-8), fused=bool(kwargs.get("fused")))
     elif optimizer_class is torch.optim.RMSprop:
         unsupported = {k: v for k, v in settings.items() if k not in ("alpha", "eps") and v not in (0, False, None)}
         if not unsupported:

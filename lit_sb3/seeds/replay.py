@@ -121,25 +121,45 @@ class SeedReplayBuffer:
     def sample_indices(self, batch_size: int, rngs: list[np.random.RandomState]) -> tuple[np.ndarray, np.ndarray]:
         """Each seed's slot and env indices ``[N, batch_size]``, drawn from ``rngs[i]`` with the calls of SB3's
         ``ReplayBuffer.sample`` (the memory-efficient layout never samples the slot about to be overwritten)."""
-        slots, envs = np.empty((2, self.n_seeds, batch_size), dtype=np.int64)
+        slots, envs = self.round_indices(1, batch_size, rngs)
+        return slots[0], envs[0]
+
+    def round_indices(
+        self, gradient_steps: int, batch_size: int, rngs: list[np.random.RandomState]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The slot and env indices of ``gradient_steps`` minibatches of every seed, ``[steps, N, batch_size]``:
+        seed i's are the numbers of its own run's ``sample`` calls, one per step, in their order (nothing is added
+        to the buffer between the gradient steps of a round).
+
+        With one env per seed a seed's whole round is one draw from its generator: SB3's env draw of a single env
+        (``randint(0, 1)``) takes no number from the generator, and numpy's bounded integers of one call are the
+        same numbers as those of consecutive calls (each element is drawn in turn, nothing is buffered between
+        elements of 32 bits or more), so the steps' slot draws are one call of ``steps * batch_size``. Otherwise
+        each step draws its slots, then its envs, as SB3 does."""
+        if self.size() == 0:
+            raise RuntimeError("SeedReplayBuffer: sampling an empty buffer (learning_starts must be reached first)")
+        slots, envs = np.empty((2, gradient_steps, self.n_seeds, batch_size), dtype=np.int64)
+        wraps = self.optimize_memory_usage and self.full  # (the slot about to be overwritten is never sampled)
+        low, high = (1, self.buffer_size) if wraps else (0, self.size())
         for seed_index, rng in enumerate(rngs):
-            if self.optimize_memory_usage and self.full:
-                slots[seed_index] = (rng.randint(1, self.buffer_size, size=batch_size) + self.pos) % self.buffer_size
-            else:
-                slots[seed_index] = rng.randint(0, self.size(), size=batch_size)
-            envs[seed_index] = rng.randint(0, high=self.n_envs, size=(batch_size,))
+            if self.n_envs == 1:
+                slots[:, seed_index] = rng.randint(low, high, size=(gradient_steps, batch_size))
+                envs[:, seed_index] = 0
+                continue
+            for step in range(gradient_steps):
+                slots[step, seed_index] = rng.randint(low, high, size=batch_size)
+                envs[step, seed_index] = rng.randint(0, high=self.n_envs, size=(batch_size,))
+        if wraps:
+            slots = (slots + self.pos) % self.buffer_size
         return slots, envs
 
     def sample(self, batch_size: int, rngs: list[np.random.RandomState]) -> SeedSamples:
         """A minibatch of ``batch_size`` transitions per seed, seed ``i``'s drawn with ``rngs[i]``, on ``device``."""
-        return SeedSamples(*to_device(self.sample_arrays(batch_size, rngs), self.device))
+        return SeedSamples(*to_device(self.sample_arrays(*self.sample_indices(batch_size, rngs)), self.device))
 
-    def sample_arrays(self, batch_size: int, rngs: list[np.random.RandomState]) -> list[np.ndarray]:
-        """:meth:`sample`'s minibatch as host arrays, in :class:`SeedSamples`' order (to travel to the device with
-        other arrays in one copy)."""
-        if self.size() == 0:
-            raise RuntimeError("SeedReplayBuffer: sampling an empty buffer (learning_starts must be reached first)")
-        slots, envs = self.sample_indices(batch_size, rngs)
+    def sample_arrays(self, slots: np.ndarray, envs: np.ndarray) -> list[np.ndarray]:
+        """The minibatch of every seed at ``slots`` / ``envs`` (``[N, batch]``, :meth:`round_indices`' steps) as host
+        arrays, in :class:`SeedSamples`' order (to travel to the device with other arrays in one copy)."""
         seed = np.arange(self.n_seeds)[:, None]
         if self.next_observations is None:
             next_obs = self.observations[(slots + 1) % self.buffer_size, seed, envs]

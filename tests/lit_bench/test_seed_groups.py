@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.identity import resolved, run_path
-from lit_bench.control import seed_groups
+from lit_bench.control import seed_groups, suite_plan
 from lit_bench.control.run_plan import describe, make_plan
 from lit_bench.control.seed_groups import Group, Member, SeedReturn, counted, expand, group_count, group_jobs
 from lit_bench.control.sweep import RunFailed
@@ -274,7 +274,7 @@ from types import SimpleNamespace
 from omegaconf import OmegaConf
 from hydra.core.utils import JobReturn, JobStatus
 from tests.lit_bench.helpers import compose_run
-from lit_bench.control import seed_groups
+from lit_bench.control import seed_groups, suite_plan
 import hydra_plugins.lit_bench_launchers.joblib_launcher
 launched = []
 def dispatch(batch, idx):
@@ -477,3 +477,33 @@ def test_a_grouped_submitit_sweep_lists_every_seed_under_its_own_job(tmp_path: P
     assert done.returncode == 0 and "3 completed (3 runs)" in done.stdout, done.stdout + done.stderr
     runs = [find_run(tmp_path / "s", seed) for seed in range(3)]
     _one_after_another(runs[:2])
+
+
+def test_auto_does_not_batch_a_config_whose_group_does_not_pay() -> None:
+    """td3's Zoo groups measured 1.25x their CPU alone (results/reference/suite_cost.csv): auto trains them one
+    process per seed and the plan says why; dqn's measured below AUTO_MAX_RATIO: batched."""
+    args = ["-m", "seed=0,1,2,3,4,5,6,7,8,9", "hydra.launcher.n_jobs=2"]
+    td3 = make_plan(["algo=td3", "env=MountainCarContinuous", *args])
+    assert td3 is not None and td3.jobs == td3.runs == 10 and not td3.configs[0].batched
+    text = describe(td3)
+    assert "one process per seed: a seed of td3 in a batched group costs 1.25x its CPU alone" in text
+    assert "auto batches at 0.9x or less" in text and "where the group pays" in text
+    dqn = make_plan(["algo=dqn", "env=CartPole", *args])
+    assert dqn is not None and dqn.jobs == 2 and dqn.configs[0].unpaid is None
+    forced = make_plan(["algo=td3", "env=MountainCarContinuous", *args, "seeds_per_process=5"])
+    assert forced is not None and forced.jobs == 2  # a number still groups: auto's rule only
+
+
+def test_an_unmeasured_family_is_modelled_from_the_algorithms_measured_ones() -> None:
+    ratios = suite_plan.group_ratios()
+    td3 = sorted(by_size[min(by_size)] for (algo, _), by_size in ratios.items() if algo == "td3")
+    assert td3 and all(r > seed_groups.AUTO_MAX_RATIO for r in td3)  # (the table this test reads)
+    reason = seed_groups.unpaid_group("td3", "no-such-env", 5)
+    assert reason is not None and "modelled: the median over td3's measured env families" in reason
+    assert seed_groups.unpaid_group("no-such-algo", "CartPole", 5) is None  # nothing known: auto batches
+
+
+def test_a_joblib_sweep_says_why_its_groups_save_no_start_up() -> None:
+    plan = make_plan(["-m", "algo=dqn", "env=CartPole", "seed=0,1,2,3,4,5,6,7,8,9", "hydra.launcher.n_jobs=2"])
+    assert plan is not None and plan.jobs == 2 and plan.grouped().startup_saved_s == 0.0
+    assert "no start-up saved: joblib starts its 2 worker processes either way and reuses them" in describe(plan)

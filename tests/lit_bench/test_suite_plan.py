@@ -325,3 +325,26 @@ def test_the_plan_sizes_a_suites_off_policy_runs() -> None:
         [{"algo": "dqn", "env": "CartPole", "budget": 1000, "overrides": ["algo.buffer_size=100000000"]}], 1.0
     )
     assert suite_plan.memory_of(entries) == {("dqn", "CartPole"): 12}
+
+
+def test_a_multirun_whose_group_does_not_pay_trains_one_process_per_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """auto's rule (seed_groups.AUTO_MAX_RATIO) in the suite's plan: td3's measured group ratio 1.25 keeps its seeds
+    one process each, and its line says why; ppo's 0.5 groups them."""
+    monkeypatch.setattr(suite_plan, "launcher_at_once", lambda launcher: 2)
+    entries = suite_plan.scaled(
+        [{"algo": "ppo", "env": "CartPole", "budget": 360_000}, {"algo": "td3", "env": "Pendulum", "budget": 36_000}],
+        1.0,
+    )
+    table = _costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("td3", "classic", 0.01)], PPO_GROUPS)
+    ratios = {**suite_plan.group_ratios(table), ("td3", "classic"): {2: 1.25}}
+    result = suite_plan.plan(entries, 5, None, suite_plan.costs(table), group_table=ratios)
+    ppo, td3 = result["multiruns"]
+    assert (ppo["batched"], td3["batched"]) == (True, False) and (ppo["jobs"], td3["jobs"]) == (2, 5)
+    assert td3["grouped_core_hours"] == td3["core_hours"] and ppo["unpaid"] is None
+    text = suite_plan.describe(result, nodes=(1,))
+    assert (
+        "td3 env=Pendulum budget=36000: 5 runs,   0.50 core-h; one process per seed: a seed of td3 in a batched" in text
+    )
+    assert "costs 1.25x its CPU alone (measured on the classic family" in text

@@ -14,7 +14,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 
 from lit_sb3.seeds.actor_critic import StackedActorCritic
 from lit_sb3.seeds.optim import BatchedAdam, BatchedRMSprop, batched_optimizer, clip_grad_norm_per_seed
-from lit_sb3.seeds.stacked import load_slice
+from lit_sb3.seeds.stacked import batched_forward, load_slice
 from lit_sb3.seeds.streams import SeedStreams, categorical_sample, gaussian
 from lit_sb3.seeds.transfer import to_device, to_host
 
@@ -70,6 +70,62 @@ def test_batched_step_matches_torch_on_each_seed(batched_cls: type, torch_cls: t
         for index, state in batched.torch_state(i).items():
             for name, value in state.items():
                 torch.testing.assert_close(value.float(), torch_state[index][name].float(), atol=1e-6, rtol=0)
+
+
+def test_fused_adam_is_each_seeds_fused_adam_bit_for_bit() -> None:
+    """With ``fused`` (lit_sb3's default Adam), seed i's parameters, moments and step count after masked steps are
+    those of ``torch.optim.Adam(fused=True)`` on seed i alone, to the last bit (the same kernel on its slices)."""
+    shapes = [(64, 4), (64,), (64, 64), (2, 64)]
+    gen = torch.Generator().manual_seed(0)
+    params = [torch.randn(N, *shape, generator=gen).requires_grad_(True) for shape in shapes]
+    singles = [[p[i].detach().clone().requires_grad_(True) for p in params] for i in range(N)]
+    batched = batched_optimizer(torch.optim.Adam, {"fused": True, "eps": 1e-5}, params, lr=3e-3)
+    assert isinstance(batched, BatchedAdam) and batched.fused
+    optimizers = [torch.optim.Adam(single, lr=3e-3, eps=1e-5, fused=True) for single in singles]
+    masks = [None, torch.tensor([True, False, True, True]), None, torch.tensor([False, False, True, False]), None]
+    for step, mask in enumerate(masks):
+        grads = [torch.randn(N, *shape, generator=gen) * 10.0 ** -(step % 4) for shape in shapes]
+        for p, g in zip(params, grads):
+            p.grad = g.clone()
+        batched.step(mask)
+        for i in range(N):
+            if mask is None or mask[i]:
+                for p, g in zip(singles[i], grads):
+                    p.grad = g[i].clone()
+                optimizers[i].step()
+    for i in range(N):
+        assert all(torch.equal(stacked[i], single) for stacked, single in zip(params, singles[i]))
+        torch_state = optimizers[i].state_dict()["state"]
+        for index, state in batched.torch_state(i).items():
+            assert all(torch.equal(value.float(), torch_state[index][name].float()) for name, value in state.items())
+
+
+@pytest.mark.parametrize("shape", [(5, 64, 4, 256), (5, 64, 256, 256), (5, 64, 256, 2), (1, 16, 3, 8)])
+def test_stacked_linear_gradients_are_each_seeds_linear_layers(shape: tuple[int, int, int, int]) -> None:
+    """The batched linear layer's output and its input's and bias's gradients are autograd's of the batched product
+    (bit for bit); its weights' gradient is what seed i's own ``nn.Linear`` computes (bit for bit on these shapes,
+    where autograd's gradient of the batched product differs in the last bit on the first, (5, 64, 4, 256))."""
+    n, batch, n_in, n_out = shape
+    gen = torch.Generator().manual_seed(1)
+    x, weight = torch.randn(n, batch, n_in, generator=gen), torch.randn(n, n_out, n_in, generator=gen)
+    bias, grad = torch.randn(n, n_out, generator=gen), torch.randn(n, batch, n_out, generator=gen)
+    leaves = [t.clone().requires_grad_(True) for t in (x, weight, bias)]
+    out = batched_forward(torch.nn.Linear(n_in, n_out), {"weight": leaves[1], "bias": leaves[2]}, "", leaves[0])
+    out.backward(grad)
+    reference = [t.clone().requires_grad_(True) for t in (x, weight, bias)]
+    expected = torch.baddbmm(reference[2].unsqueeze(1), reference[0], reference[1].transpose(1, 2))
+    expected.backward(grad)
+    assert torch.equal(out, expected)
+    assert leaves[1].grad is not None and leaves[1].grad.is_contiguous()
+    for mine, theirs in ((leaves[0], reference[0]), (leaves[2], reference[2])):
+        assert mine.grad is not None and theirs.grad is not None and torch.equal(mine.grad, theirs.grad)
+    for i in range(n):
+        layer = torch.nn.Linear(n_in, n_out)
+        with torch.no_grad():
+            layer.weight.copy_(weight[i])
+            layer.bias.copy_(bias[i])
+        layer(x[i]).backward(grad[i])
+        assert layer.weight.grad is not None and torch.equal(leaves[1].grad[i], layer.weight.grad)
 
 
 def test_a_fully_masked_step_changes_nothing() -> None:

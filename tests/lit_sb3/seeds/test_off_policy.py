@@ -122,7 +122,8 @@ def test_group_of_one_has_the_single_models_losses_and_gradients(name: str) -> N
     group_grads: dict[str, list[list[torch.Tensor]]] = {}
     _record_steps(group.optimizers, group_grads, batched=True)
     one_seed = [t[None].numpy() for t in batch[:5]]
-    group.replay.sample_arrays = lambda batch_size, rngs: one_seed  # type: ignore[method-assign]
+    group.replay.round_indices = lambda steps, batch_size, rngs: np.zeros((2, steps, 1, batch_size), dtype=np.int64)  # type: ignore[method-assign]
+    group.replay.sample_arrays = lambda slots, envs: one_seed  # type: ignore[method-assign]
     group.streams.torch[0].manual_seed(123)
     group_losses = group.gradient_steps(1, 16)
 
@@ -294,3 +295,93 @@ def test_a_lightning_checkpoint_of_an_off_policy_group_resumes_exactly(name: str
     assert resumed.num_timesteps == straight.num_timesteps == 2 * BUDGET
     for seed_index in range(2):
         _assert_same(_state(resumed, seed_index), _state(straight, seed_index))
+
+
+# ---------------------------------------------------------------------- batched losses and replay draws
+
+
+def test_batched_losses_are_the_vmapped_pure_losses_bit_for_bit() -> None:
+    """Each loss of lit_sb3.seeds.off_policy_losses equals lit_sb3's pure loss mapped over the seed axis (vmap), with
+    its gradients, to the last bit."""
+    from torch.func import vmap
+
+    from lit_sb3.common import losses
+    from lit_sb3.seeds import off_policy_losses as batched
+
+    gen = torch.Generator().manual_seed(0)
+    n, batch = 5, 100
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.randn(n, batch, *shape, generator=gen)
+
+    rewards, dones, actions = draw(1), (draw(1) > 1.0).float(), (draw(1) > 0).float()
+    q2, q_a, q_b, log_prob = draw(2).requires_grad_(True), draw(1), draw(1), draw(1).requires_grad_(True)
+    ent_coef, log_ent_coef = torch.rand(n, 1, generator=gen), torch.randn(n, 1, generator=gen).requires_grad_(True)
+    pairs = {
+        "dqn_target": (
+            vmap(losses.dqn_target, in_dims=(0, 0, None, 0))(rewards, dones, 0.99, q2),
+            batched.dqn_target(rewards, dones, 0.99, q2),
+        ),
+        "q_huber_loss": (vmap(losses.q_huber_loss)(q2, actions, q_a), batched.q_huber_loss(q2, actions, q_a)),
+        "double_q": (
+            vmap(losses.clipped_double_q_target, in_dims=(0, 0, None, 0))(rewards, dones, 0.99, q2),
+            batched.clipped_double_q_target(rewards, dones, 0.99, q2),
+        ),
+        "soft_double_q": (
+            vmap(losses.clipped_double_q_target, in_dims=(0, 0, None, 0, 0, 0))(
+                rewards, dones, 0.99, q2, log_prob, ent_coef
+            ),
+            batched.clipped_double_q_target(rewards, dones, 0.99, q2, log_prob, ent_coef),
+        ),
+        "critics_mse": (
+            vmap(losses.critics_mse_loss)((q_a, q_b), q2[..., :1]),
+            batched.critics_mse_loss((q_a, q_b), q2[..., :1]),
+        ),
+        "sac_actor": (
+            vmap(losses.sac_actor_loss)(log_prob, q2, ent_coef),
+            batched.sac_actor_loss(log_prob, q2, ent_coef),
+        ),
+        "entropy_coef": (
+            vmap(losses.entropy_coef_loss, in_dims=(0, 0, None))(log_ent_coef, log_prob, -1.0),
+            batched.entropy_coef_loss(log_ent_coef, log_prob, -1.0),
+        ),
+    }
+    for name, (mapped, mine) in pairs.items():
+        assert mapped.shape == mine.shape and torch.equal(mapped, mine), name
+        inputs = [t for t in (q2, log_prob, log_ent_coef) if t.requires_grad]
+        expected = torch.autograd.grad(mapped.sum(), inputs, allow_unused=True)
+        got = torch.autograd.grad(mine.sum(), inputs, allow_unused=True)
+        for a, b in zip(expected, got, strict=True):
+            assert (a is None and b is None) or (a is not None and b is not None and torch.equal(a, b)), name
+
+
+@pytest.mark.parametrize(("n_envs", "optimize_memory_usage"), [(1, False), (1, True), (3, False), (2, True)])
+def test_a_rounds_replay_indices_are_each_seeds_own_sample_calls(n_envs: int, optimize_memory_usage: bool) -> None:
+    """A round's indices drawn at once are, seed by seed, the transitions SB3's ``ReplayBuffer.sample`` returns when
+    called once per gradient step on that seed's generator, which ends where those calls leave it."""
+    from gymnasium import spaces
+
+    from lit_sb3.seeds.replay import SeedReplayBuffer
+
+    obs_space, action_space = spaces.Box(0.0, 1e3, (2,)), spaces.Discrete(2)
+    n_seeds, steps, batch, size = 3, 4, 8, 60
+    replay = SeedReplayBuffer(
+        n_seeds, size, obs_space, action_space, n_envs, optimize_memory_usage, handle_timeout_termination=False
+    )
+    env_index = np.broadcast_to(np.arange(n_envs, dtype=np.float32), (n_seeds, n_envs))
+    zeros = np.zeros((n_seeds, n_envs), dtype=np.float32)
+    for _ in range(replay.buffer_size + 2):  # past full (the memory-efficient layout skips the slot being written)
+        slot, after = replay.pos, (replay.pos + 1) % replay.buffer_size
+        obs = np.stack([np.full_like(env_index, slot), env_index], axis=-1)  # an observation names its slot and env
+        next_obs = np.stack([np.full_like(env_index, after), env_index], axis=-1)
+        replay.add(obs, next_obs, zeros[..., None], zeros, zeros, zeros)
+    rngs = [np.random.RandomState(seed) for seed in range(n_seeds)]
+    slots, envs = replay.round_indices(steps, batch, rngs)
+    for seed in range(n_seeds):
+        buffer = replay.seed_buffer(seed)  # the seed's transitions as SB3's own buffer
+        np.random.seed(seed)
+        for step in range(steps):
+            observations = buffer.sample(batch).observations.numpy()
+            assert np.array_equal(slots[step, seed], observations[:, 0]), (seed, step)
+            assert np.array_equal(envs[step, seed], observations[:, 1]), (seed, step)
+        assert np.random.randint(1 << 30) == rngs[seed].randint(1 << 30)  # the generator ends where SB3 left it

@@ -10,10 +10,12 @@ model's actions and end a short run with its parameters, up to the rounding of t
   up to 3e-6);
 - parameters: within ``max(10 x d, 1e-6)`` of the ordinary model's, where ``d`` is how far the ordinary model ends
   from the same run with ``sb3_parity`` (torch's single-tensor Adam instead of the fused one: a pure rounding
-  difference). Measured over these runs: the group 0 to 1.6e-6 from the ordinary model, ``sb3_parity`` 0 to 7e-7
-  (0 for A2C's RMSprop and DQN, whose implementations round alike); a seed that drew other streams than its run's
-  ends 1e-2 and more away. Longer runs drift apart as the rounding feeds back through training, as ``sb3_parity``'s
-  do (DDPG Pendulum, 1,000 steps: the group 7e-2, ``sb3_parity`` 8e-2 from the ordinary model).
+  difference). Measured over these runs (2026-12-05): the group 0 to 1.9e-6 from the ordinary model (DQN's seed ends
+  bit-identical: its Adam step is the run's fused kernel on the seed's slices, and its products round alike here),
+  ``sb3_parity`` 0 to 1.5e-6 (0 for A2C's RMSprop, whose implementations round alike); a seed that drew other
+  streams than its run's ends 1e-2 and more away. Longer runs drift apart as the rounding feeds back through
+  training, as ``sb3_parity``'s do (DDPG Pendulum, 1,000 steps: the group 7e-2, ``sb3_parity`` 8e-2 from the ordinary
+  model).
 """
 
 from __future__ import annotations
