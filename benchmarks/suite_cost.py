@@ -18,7 +18,7 @@ measures the same for the seeds ``seeds_per_process=auto`` trains as one batched
 ``lit_bench.run.group``): each run is a batched group of N seeds (seeds 0..N-1), and its row (``group_size`` N) holds
 the group's CPU seconds per env step of ONE seed, (CPU(B + D) - CPU(B)) / (N x D), and beside it
 (``alone_cpu_s_per_step``) one process per seed's, measured first in the same command on the same env: the planner
-prices a group by their ratio (``lit_bench.control.suite_plan.group_ratio``), which a busy machine's slower CPU
+prices a group by their ratio (``lit_bench.control.cost_table.group_ratio``), which a busy machine's slower CPU
 time, and an env other than the pair's one-process-per-seed row's, leave alone. Each pair is measured on its first
 entry in the suite whose seeds batch (``lit_bench.run.batched.refusal``; named in the row). Rows without a
 ``group_size`` are one process per seed.

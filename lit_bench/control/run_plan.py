@@ -9,7 +9,7 @@ their ``summary.json``, training only, as below), else the algorithm's on the en
 wall time is that CPU time spread over the launcher's parallel jobs on this machine (joblib: ``n_jobs``, one per core
 by default; basic: one), bounded below by the longest run; a busy machine takes longer. Beside it, the sweep's
 ``seeds_per_process`` groups: a config whose seeds train as batched groups at its speed one process per seed times
-the table's CPU ratio of a seed in a batched group over one process per seed (``suite_plan.group_ratio``; a batched
+the table's CPU ratio of a seed in a batched group over one process per seed (``cost_table.group_ratio``; a batched
 run's ``cpu_fps`` is its group's, so this machine's batched runs are not speeds of their own), named and left out
 where the table has none. A sweep always prints its plan; a single run only when it is
 estimated to take more than ``LONG_RUN_S``. Commands this cannot expand (an Optuna sweeper's search space, a glob)
@@ -75,7 +75,7 @@ class Config:
     groups: int = 0  # the jobs its runs go into under seeds_per_process (runs: one per seed)
     batchable: bool = False  # its seeds may train as one batched model (seed_groups.config_refusal)
     # a seed's CPU per env step in a batched group over one process per seed's, by group size
-    # (suite_plan.group_ratios), and the env they were measured on; None: not measured
+    # (cost_table.group_ratios), and the env they were measured on; None: not measured
     group_ratios: dict[int, float] | None = None
     group_measured_on: str | None = None
     base: str = ""  # the algorithm its costs are looked up under (algo.base, else algo)
@@ -216,7 +216,7 @@ def _parallel(launcher: Any) -> tuple[str, int | None]:
 
 
 def _family_of_env() -> dict[str, str]:
-    from lit_bench.control.suite_plan import family_of
+    from lit_bench.control.cost_table import family_of
 
     return {env: family for (_, env), family in family_of().items()}
 
@@ -227,7 +227,7 @@ def make_plan(args: list[str]) -> Plan | None:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from lit_bench.control.suite_plan import cost_rows, group_cost_rows
+    from lit_bench.control.cost_table import cost_rows, group_cost_rows
 
     multirun = any(flag in args for flag in ("-m", "--multirun"))
     expanded = _jobs(args)
@@ -284,7 +284,7 @@ def _study_plan(args: list[str]) -> Plan | None:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from lit_bench.control.suite_plan import cost_rows, group_cost_rows
+    from lit_bench.control.cost_table import cost_rows, group_cost_rows
 
     parser = OverridesParser.create()
     fixed, searched = [], set()
@@ -327,7 +327,7 @@ def _config(
     family: dict[str, str],
     per_seed: dict[tuple[str, str], dict[int, dict[str, str]]],
 ) -> Config:
-    from lit_bench.control.suite_plan import ratios
+    from lit_bench.control.cost_table import ratios
 
     choices = cfg.hydra.runtime.choices
     algo, env = str(choices.algo), str(choices.env)

@@ -319,13 +319,13 @@ def unpaid_group(
 ) -> str | None:
     """Why ``auto`` trains ``algo``'s seeds on ``env`` one process each although they batch: a seed in a batched group
     of ``size`` costs more than ``AUTO_MAX_RATIO`` of its CPU alone (None: it pays, or nothing is known). The ratio
-    is the cost table's for the algorithm on the env's family (``suite_plan.group_ratio``: the largest measured
+    is the cost table's for the algorithm on the env's family (``cost_table.group_ratio``: the largest measured
     group size up to ``size``, else the smallest measured); unmeasured there, it is modelled as the median of the
     algorithm's measured families (its networks and updates are the same code on each). ``measured``: the table's
-    ratios (``suite_plan.group_ratios()`` by default)."""
+    ratios (``cost_table.group_ratios()`` by default)."""
     import statistics
 
-    from lit_bench.control.suite_plan import family_of, group_ratio, group_ratios
+    from lit_bench.control.cost_table import family_of, group_ratio, group_ratios
 
     family = next((f for (_, e), f in family_of().items() if e == env), None)
     measured = group_ratios() if measured is None else measured

@@ -17,10 +17,8 @@ its jobs will ask for.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +26,8 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from lit_bench.config.hydra_versions import VERSION_BASE
-from lit_bench.config.resources import conf_dir, reference_dir
+from lit_bench.config.resources import conf_dir
+from lit_bench.control.cost_table import GroupRatios, family_of, group_ratio, group_ratios
 from lit_bench.control.seed_groups import (
     STARTUP_CPU_S,
     as_job,
@@ -42,7 +41,6 @@ from lit_bench.control.seed_groups import (
 if TYPE_CHECKING:
     from gymnasium import spaces
 
-COSTS = reference_dir() / "suite_cost.csv"
 LAUNCHERS = conf_dir() / "hydra" / "launcher"
 MIN_SCALED_BUDGET = 256  # a scaled-down entry still trains a few rollouts
 
@@ -78,69 +76,6 @@ def groups(entries: list[Entry]) -> dict[tuple[str, int | None, tuple[str, ...]]
     for entry in entries:
         found.setdefault((entry.algo, entry.budget, entry.overrides), []).append(entry.env)
     return found
-
-
-def family_of() -> dict[tuple[str, str], str]:
-    """(algo, env) -> env family, from the per-family suites ``conf/suite/zoo_<family>.yaml``."""
-    found = {}
-    for path in sorted((conf_dir() / "suite").glob("zoo_*.yaml")):
-        suite = yaml.safe_load(path.read_text())
-        if suite["name"] != "zoo_all":
-            for entry in suite["entries"]:
-                found[(entry["algo"], entry["env"])] = suite["name"].removeprefix("zoo_")
-    return found
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        return []
-    with path.open() as file:
-        return list(csv.DictReader(file))
-
-
-def cost_rows(path: Path = COSTS) -> dict[tuple[str, str], dict[str, str]]:
-    """(algo, family) -> its row of the cost table for one process per seed (``cpu_s_per_step``, the ``env`` it
-    was measured on, ...)."""
-    return {(r["algo"], r["family"]): r for r in _rows(path) if not r.get("group_size")}
-
-
-def costs(path: Path = COSTS) -> dict[tuple[str, str], float]:
-    """(algo, family) -> measured CPU seconds per env step, one process per seed."""
-    return {key: float(row["cpu_s_per_step"]) for key, row in cost_rows(path).items()}
-
-
-GroupRatios = dict[tuple[str, str], dict[int, float]]
-
-
-def group_cost_rows(path: Path = COSTS) -> dict[tuple[str, str], dict[int, dict[str, str]]]:
-    """(algo, family) -> {group size: its row} of the cost table's batched groups (``group_size`` N: the group's
-    CPU seconds per env step of one of its N seeds, and ``alone_cpu_s_per_step``: one process per seed on the same
-    env, measured beside it)."""
-    found: dict[tuple[str, str], dict[int, dict[str, str]]] = {}
-    for row in _rows(path):
-        if row.get("group_size") and row.get("alone_cpu_s_per_step"):
-            found.setdefault((row["algo"], row["family"]), {})[int(row["group_size"])] = row
-    return found
-
-
-def ratios(rows: dict[int, dict[str, str]]) -> dict[int, float]:
-    """{group size: a seed's CPU per env step in a batched group of that size over one process per seed's}."""
-    return {size: float(r["cpu_s_per_step"]) / float(r["alone_cpu_s_per_step"]) for size, r in rows.items()}
-
-
-def group_ratios(path: Path = COSTS) -> GroupRatios:
-    """(algo, family) -> ``ratios`` of its batched groups' rows."""
-    return {key: ratios(rows) for key, rows in group_cost_rows(path).items()}
-
-
-def group_ratio(measured: dict[int, float], size: int) -> float | None:
-    """A seed's CPU per env step in a batched group of ``size`` seeds over one process per seed's: the ratio
-    measured at the largest group size up to ``size`` (None where none is that small). A group shares its per-step
-    Python work among its seeds, which a larger group should make cheaper per seed; the table's measurements
-    (docs/benchmarks.md) do not all show it (one measurement per size, on a busy machine), so the direction of the
-    error is not known."""
-    sizes = [n for n in measured if n <= size]
-    return measured[max(sizes)] if sizes else None
 
 
 def group_cpu_s(

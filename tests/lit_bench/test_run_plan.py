@@ -11,8 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from lit_bench.config.budget import budget_warnings, no_learning, smallest_learning_budget
+from lit_bench.control.cost_table import costs, group_ratio, group_ratios
 from lit_bench.control.run_plan import Config, describe, grouped_cost, make_plan
-from lit_bench.control.suite_plan import costs, group_ratio, group_ratios
 from tests.lit_bench.helpers import run_py
 
 pytestmark = pytest.mark.harness

@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.identity import resolved, run_path
-from lit_bench.control import seed_groups, suite_plan
+from lit_bench.control import cost_table, seed_groups
 from lit_bench.control.run_plan import describe, make_plan
 from lit_bench.control.seed_groups import Group, Member, SeedReturn, counted, expand, group_count, group_jobs
 from lit_bench.control.sweep import RunFailed
@@ -274,7 +274,7 @@ from types import SimpleNamespace
 from omegaconf import OmegaConf
 from hydra.core.utils import JobReturn, JobStatus
 from tests.lit_bench.helpers import compose_run
-from lit_bench.control import seed_groups, suite_plan
+from lit_bench.control import cost_table, seed_groups, suite_plan
 import hydra_plugins.lit_bench_launchers.joblib_launcher
 launched = []
 def dispatch(batch, idx):
@@ -495,7 +495,7 @@ def test_auto_does_not_batch_a_config_whose_group_does_not_pay() -> None:
 
 
 def test_an_unmeasured_family_is_modelled_from_the_algorithms_measured_ones() -> None:
-    ratios = suite_plan.group_ratios()
+    ratios = cost_table.group_ratios()
     td3 = sorted(by_size[min(by_size)] for (algo, _), by_size in ratios.items() if algo == "td3")
     assert td3 and all(r > seed_groups.AUTO_MAX_RATIO for r in td3)  # (the table this test reads)
     reason = seed_groups.unpaid_group("td3", "no-such-env", 5)

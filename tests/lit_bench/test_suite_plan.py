@@ -13,7 +13,7 @@ import pytest
 from hydra_plugins.lit_bench_launchers import submitit_launcher
 from lit_bench.cli import regress
 from lit_bench.cli.regression import suites
-from lit_bench.control import suite_plan, sweep
+from lit_bench.control import cost_table, suite_plan, sweep
 from tests.lit_bench.helpers import compose_run
 
 pytestmark = pytest.mark.harness
@@ -99,7 +99,7 @@ def test_plan_counts_runs_and_core_hours_from_measured_costs(tmp_path: Path) -> 
         ],
         1.0,
     )
-    costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("sac", "mujoco", 0.0144)]))
+    costs = cost_table.costs(_costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("sac", "mujoco", 0.0144)]))
     result = suite_plan.plan(entries, seeds=5, launcher="slurm", cost_table=costs, memory={}, group_table={})
     assert result["runs"] == 20 and len(result["multiruns"]) == 3  # ppo's two envs share one multirun
     # ppo: 2 envs x 5 seeds x 360k steps x 1 ms = 1 core-hour; sac: 5 x 1M x 14.4 ms = 20 core-hours
@@ -115,17 +115,17 @@ def test_a_groups_cost_is_one_process_per_seeds_times_the_ratio_at_the_largest_m
     tmp_path: Path,
 ) -> None:
     table = _costs(tmp_path / "c.csv", [("ppo", "classic", 0.001)], PPO_GROUPS)
-    assert suite_plan.costs(table) == {("ppo", "classic"): 0.001}  # the batched rows are not one process per seed's
-    measured = suite_plan.group_ratios(table)[("ppo", "classic")]
+    assert cost_table.costs(table) == {("ppo", "classic"): 0.001}  # the batched rows are not one process per seed's
+    measured = cost_table.group_ratios(table)[("ppo", "classic")]
     assert measured == pytest.approx({2: 0.5, 5: 0.2})
-    found = {size: suite_plan.group_ratio(measured, size) for size in (1, 2, 3, 4, 5, 10)}
+    found = {size: cost_table.group_ratio(measured, size) for size in (1, 2, 3, 4, 5, 10)}
     assert found == pytest.approx({1: None, 2: 0.5, 3: 0.5, 4: 0.5, 5: 0.2, 10: 0.2})
     # groups of 3 and 2 seeds x 1000 steps x 1 ms x 0.5
     assert suite_plan.group_cpu_s(measured, [3, 2], 1000, 0.001) == pytest.approx([1.5, 1.0])
     assert suite_plan.group_cpu_s(None, [3, 2], 1000, 0.001) is None
     assert suite_plan.group_cpu_s(measured, [3, 2], 1000, None) is None
     no_alone = _costs(tmp_path / "d.csv", [], (("ppo", "classic", 2, 0.001, ""),))  # type: ignore[arg-type]
-    assert suite_plan.group_ratios(no_alone) == {}  # a group's cost without one process's beside it: no ratio
+    assert cost_table.group_ratios(no_alone) == {}  # a group's cost without one process's beside it: no ratio
 
 
 def test_the_plan_prices_batched_groups_beside_one_process_per_seed(
@@ -144,7 +144,7 @@ def test_the_plan_prices_batched_groups_beside_one_process_per_seed(
     )
     rows = [("ppo", "classic", 0.001), ("trpo", "classic", 0.002), ("sac", "classic", 0.01)]
     table = _costs(tmp_path / "c.csv", rows, PPO_GROUPS)
-    result = suite_plan.plan(entries, 5, None, suite_plan.costs(table), group_table=suite_plan.group_ratios(table))
+    result = suite_plan.plan(entries, 5, None, cost_table.costs(table), group_table=cost_table.group_ratios(table))
     ppo, trpo, sac = result["multiruns"]
     assert (ppo["batched"], trpo["batched"], sac["batched"]) == (True, False, True)
     assert (ppo["jobs"], trpo["jobs"], sac["jobs"]) == (2, 5, 2)
@@ -164,13 +164,13 @@ def test_the_plan_prices_batched_groups_beside_one_process_per_seed(
     assert "(+1 entries without a measured grouped cost, left out: sac:Pendulum)" in text
     assert "on joblib's 2 jobs at once: >= 1.0 h / >= 0.6 h wall" in text  # 2.0 / 2 and 1.25 / 2
     # 10 seeds: groups of 5, at the size-5 ratio
-    ten = suite_plan.plan(entries[:1], 10, None, suite_plan.costs(table), group_table=suite_plan.group_ratios(table))
+    ten = suite_plan.plan(entries[:1], 10, None, cost_table.costs(table), group_table=cost_table.group_ratios(table))
     assert ten["grouped_core_hours"] == pytest.approx(10 * 360_000 * 0.0002 / 3600)
 
 
 def test_plan_warns_when_a_run_needs_more_requeues_than_allowed(tmp_path: Path) -> None:
     entries = suite_plan.scaled([{"algo": "sac", "env": "Humanoid", "budget": 10_000_000}], 1.0)
-    costs = suite_plan.costs(_costs(tmp_path / "c.csv", [("sac", "mujoco", 0.0144)]))
+    costs = cost_table.costs(_costs(tmp_path / "c.csv", [("sac", "mujoco", 0.0144)]))
     text = suite_plan.describe(suite_plan.plan(entries, 1, "slurm", costs, memory={}))
     assert "40.0 h of CPU: 9 requeues at a 240-minute limit (max_num_timeout 3: raise it" in text
 
@@ -338,8 +338,8 @@ def test_a_multirun_whose_group_does_not_pay_trains_one_process_per_seed(
         1.0,
     )
     table = _costs(tmp_path / "c.csv", [("ppo", "classic", 0.001), ("td3", "classic", 0.01)], PPO_GROUPS)
-    ratios = {**suite_plan.group_ratios(table), ("td3", "classic"): {2: 1.25}}
-    result = suite_plan.plan(entries, 5, None, suite_plan.costs(table), group_table=ratios)
+    ratios = {**cost_table.group_ratios(table), ("td3", "classic"): {2: 1.25}}
+    result = suite_plan.plan(entries, 5, None, cost_table.costs(table), group_table=ratios)
     ppo, td3 = result["multiruns"]
     assert (ppo["batched"], td3["batched"]) == (True, False) and (ppo["jobs"], td3["jobs"]) == (2, 5)
     assert td3["grouped_core_hours"] == td3["core_hours"] and ppo["unpaid"] is None

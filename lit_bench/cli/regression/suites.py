@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from lit_bench.config.sources import find_config, group_options
-from lit_bench.control import suite_plan
+from lit_bench.control import cost_table, suite_plan
 
 BACKENDS = {"lit": "lit", "sb3": "sb3"}
 
@@ -59,7 +59,7 @@ def dry_run(suite: dict[str, Any], launcher: str | None) -> int:
             continue
         seeds = seeds_of(suite, kind)
         result = suite_plan.plan(
-            entries, len(seeds) * len(backends), launcher, suite_plan.costs(), batchable=kind == "entries"
+            entries, len(seeds) * len(backends), launcher, cost_table.costs(), batchable=kind == "entries"
         )
         print(f"{suite['name']} {kind} ({', '.join(backends)}; seeds {seeds}):")
         print(suite_plan.describe(result))
