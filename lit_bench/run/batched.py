@@ -15,7 +15,7 @@ own is recorded failed and the others train on without it (:func:`train_together
 A batched seed draws the random numbers of the seed in its own process, but its batched kernels round differently
 (``lit_sb3.seeds``): it is that run to float32 rounding, not to the last bit, so its config records ``batched: true``
 (part of its identity; absent from it when false, so every other run keeps its id), and it resumes only in a group
-(:func:`other_kind_of_checkpoint`). It is the same run in any group: a seed's
+(``lit_bench.run.checkpointing.other_kind_of_checkpoint``). It is the same run in any group: a seed's
 numbers do not depend on the group's other seeds, so the seeds of a group that resume at different steps train as
 one group per step, one after another, and a group whose other seeds completed trains the rest alone.
 
@@ -56,7 +56,7 @@ from lit_bench.run.outcome import failed, results
 from lit_bench.run.stopping import LitStopOnSignal
 from lit_bench.run.trial import trial_hooks
 from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
-from lit_bench.store.format import BATCHED_CHECKPOINT, LAST_FILES
+from lit_bench.store.format import BATCHED_CHECKPOINT
 from lit_bench.store.rundir import RunDir
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
@@ -119,39 +119,6 @@ class Seat:
     budget: int
     resume: bool
     started: float
-
-
-def other_kind_of_checkpoint(run_dir: RunDir, batched: bool) -> str | None:
-    """The line refusing a checkpoint of the other kind (None: none there): a batched seed's checkpoint never
-    resumes ungrouped, an ungrouped run's never resumes in a group (their files differ), and a batched seed's
-    checkpoint of an earlier lit_sb3 (``lit_sb3.seeds.group.seed_state_refusal``: its groups' other random streams)
-    resumes nowhere."""
-    theirs = [LAST_FILES["lit"], LAST_FILES["sb3"]] if batched else [BATCHED_CHECKPOINT]
-    found = [name for name in theirs if (run_dir.checkpoints / name).exists()]
-    if not found:
-        return _earlier_streams(run_dir) if batched else None
-    kind = "an ungrouped run" if batched else "a seed trained in a batched group"
-    way = "in its own process (seeds_per_process=1)" if batched else "in a batched group (seeds_per_process)"
-    return (
-        f"{run_dir.root}: holds the checkpoint of {kind} (checkpoints/{found[0]}), which resumes only {way}; "
-        f"nothing was changed: move it, or force=true to train it again"
-    )
-
-
-def _earlier_streams(run_dir: RunDir) -> str | None:
-    """The line refusing a batched seed's checkpoint an earlier lit_sb3 wrote (None: none, or this one's)."""
-    from lit_sb3.seeds.group import seed_state_refusal
-
-    path = run_dir.checkpoints / BATCHED_CHECKPOINT
-    if not path.exists():
-        return None
-    why = seed_state_refusal(torch.load(path, weights_only=True, mmap=True)["seed_state"])
-    if why is None:
-        return None
-    return (
-        f"{run_dir.root}: checkpoints/{BATCHED_CHECKPOINT} {why}; nothing was changed: move it, or force=true to "
-        "train it again"
-    )
 
 
 class SeedsFailed(Exception):

@@ -369,3 +369,36 @@ class BestCheckpoint:
         finally:
             if buffered is not None:
                 buffered.checkpoint_replay_buffer = True
+
+
+def other_kind_of_checkpoint(run_dir: RunDir, batched: bool) -> str | None:
+    """The line refusing a checkpoint of the other kind (None: none there): a batched seed's checkpoint never
+    resumes ungrouped, an ungrouped run's never resumes in a group (their files differ), and a batched seed's
+    checkpoint of an earlier lit_sb3 (``lit_sb3.seeds.group.seed_state_refusal``: its groups' other random streams)
+    resumes nowhere."""
+    theirs = [LAST_FILES["lit"], LAST_FILES["sb3"]] if batched else [BATCHED_CHECKPOINT]
+    found = [name for name in theirs if (run_dir.checkpoints / name).exists()]
+    if not found:
+        return _earlier_streams(run_dir) if batched else None
+    kind = "an ungrouped run" if batched else "a seed trained in a batched group"
+    way = "in its own process (seeds_per_process=1)" if batched else "in a batched group (seeds_per_process)"
+    return (
+        f"{run_dir.root}: holds the checkpoint of {kind} (checkpoints/{found[0]}), which resumes only {way}; "
+        f"nothing was changed: move it, or force=true to train it again"
+    )
+
+
+def _earlier_streams(run_dir: RunDir) -> str | None:
+    """The line refusing a batched seed's checkpoint an earlier lit_sb3 wrote (None: none, or this one's)."""
+    from lit_sb3.seeds.group import seed_state_refusal
+
+    path = run_dir.checkpoints / BATCHED_CHECKPOINT
+    if not path.exists():
+        return None
+    why = seed_state_refusal(torch.load(path, weights_only=True, mmap=True)["seed_state"])
+    if why is None:
+        return None
+    return (
+        f"{run_dir.root}: checkpoints/{BATCHED_CHECKPOINT} {why}; nothing was changed: move it, or force=true to "
+        "train it again"
+    )

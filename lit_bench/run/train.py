@@ -51,8 +51,7 @@ from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
 from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.backends import BACKENDS, Job
-from lit_bench.run.batched import other_kind_of_checkpoint
-from lit_bench.run.checkpointing import BestCheckpoint, resume_point
+from lit_bench.run.checkpointing import BestCheckpoint, other_kind_of_checkpoint, resume_point
 from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import PeriodicEval, default_every
 from lit_bench.run.outcome import describe, failed, recorded, results, stopped_at_once, timestamp

@@ -17,7 +17,8 @@ import torch
 
 from lit_bench.config.identity import config_id, resolved
 from lit_bench.control.seed_groups import BATCHED_ALGORITHMS, config_refusal
-from lit_bench.run.batched import other_kind_of_checkpoint, refusal
+from lit_bench.run.batched import refusal
+from lit_bench.run.checkpointing import other_kind_of_checkpoint
 from lit_bench.store.rundir import RunDir
 from tests.lit_bench.helpers import CHILD_ENV, compose_run, find_run, patience, read_csv, run_py
 from tests.lit_bench.test_signals_stop import _interrupted, _start, _wait_for_checkpoint
