@@ -43,8 +43,6 @@ from lit_sb3.seeds.classic_physics import PHYSICS, Physics
 
 #: the wrappers ``make_vec_env`` puts around each env (``env_is_wrapped`` answers for them)
 WRAPPERS: tuple[type, ...] = (Monitor, TimeLimit, OrderEnforcing, PassiveEnvChecker)
-ATTRIBUTES = ("spec", "metadata", "render_mode", "observation_space", "action_space", "np_random", "np_random_seed")
-METHODS = ("get_episode_rewards", "get_episode_lengths", "get_episode_times", "get_total_steps")
 
 StepResult = tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
 
@@ -302,7 +300,7 @@ class ClassicVecEnv(VecEnv):
         }
         if name not in values:
             raise AttributeError(
-                f"attr_name: the batched {self.bank.env_id} envs have {', '.join(ATTRIBUTES)}, not {name!r} "
+                f"attr_name: the batched {self.bank.env_id} envs have {', '.join(values)}, not {name!r} "
                 "(build the env with make_vec_env for others)"
             )
         return values[name]()
@@ -317,19 +315,19 @@ class ClassicVecEnv(VecEnv):
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
         """Monitor's ``get_episode_rewards``, ``get_episode_lengths``, ``get_episode_times``, ``get_total_steps``."""
-        if method_name not in METHODS or method_args or method_kwargs:
-            raise AttributeError(
-                f"method_name: the batched {self.bank.env_id} envs have {', '.join(METHODS)} (no arguments), not "
-                f"{method_name!r}"
-            )
         bank = self.bank
-        values = {
+        methods = {
             "get_episode_rewards": lambda k: bank.returns[k],
             "get_episode_lengths": lambda k: bank.episode_lengths[k],
             "get_episode_times": lambda k: bank.times[k],
             "get_total_steps": lambda k: int(bank.total_steps[k]),
-        }[method_name]
-        return [values(self.start + j) for j in self._get_indices(indices)]
+        }
+        if method_name not in methods or method_args or method_kwargs:
+            raise AttributeError(
+                f"method_name: the batched {self.bank.env_id} envs have {', '.join(methods)} (no arguments), not "
+                f"{method_name!r}"
+            )
+        return [methods[method_name](self.start + j) for j in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         wrapped = any(issubclass(wrapper, wrapper_class) for wrapper in WRAPPERS)
