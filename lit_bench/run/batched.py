@@ -59,6 +59,7 @@ from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
 from lit_bench.store.format import BATCHED_CHECKPOINT
 from lit_bench.store.rundir import RunDir
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
+from lit_sb3.seeds.classic_envs import ClassicVecEnv
 
 CPU_NOTE = "trained in a batched seed group of {n}: cpu_time_s and cpu_fps count the group's CPU time over its seeds"
 
@@ -189,7 +190,9 @@ class GroupEval(BaseCallback):
     def __init__(self, evaluators: Sequence[PeriodicEval], eval_envs: Sequence[VecEnv], train_envs: Sequence[VecEnv]):
         super().__init__(verbose=0)
         self.evaluators = list(evaluators)
-        self.eval_envs = [Successes(env) for env in eval_envs]
+        # classic array envs report no is_success (their infos hold fixed keys); left unwrapped, the group plays
+        # their evaluation episodes side by side (SeedGroup.evaluate)
+        self.eval_envs = [env if isinstance(env.unwrapped, ClassicVecEnv) else Successes(env) for env in eval_envs]
         self.train_envs = list(train_envs)
         first = self.evaluators[0]
         self.every, self.episodes, self.deterministic = first.every, first.episodes, first.deterministic
@@ -221,8 +224,9 @@ class GroupEval(BaseCallback):
         timesteps = int(group.num_timesteps)
         clocks = [evaluator.begin_evaluation(timesteps) for evaluator in self.evaluators]
         for evaluator, train_env, eval_env in zip(self.evaluators, self.train_envs, self.eval_envs):
-            sync_envs_normalization(train_env, eval_env.venv)
-            eval_env.successes = []
+            if isinstance(eval_env, Successes):
+                eval_env.successes = []
+            sync_envs_normalization(train_env, eval_env.venv if isinstance(eval_env, Successes) else eval_env)
             if evaluator.seed is not None:
                 eval_env.seed(evaluator.seed)  # each evaluation sees the same episodes (as PeriodicEval's)
         results = group.evaluate(self.eval_envs, self.episodes, self.deterministic)
@@ -231,7 +235,8 @@ class GroupEval(BaseCallback):
             evaluator.end_evaluation(begin, cpu_begin)
         for i, (evaluator, eval_env, (returns, lengths)) in enumerate(zip(self.evaluators, self.eval_envs, results)):
             try:
-                rows.append(evaluator.write_row(None, timesteps, returns, lengths, eval_env.successes))
+                successes = eval_env.successes if isinstance(eval_env, Successes) else []
+                rows.append(evaluator.write_row(None, timesteps, returns, lengths, successes))
             except Diverged as error:
                 diverged[i] = str(error)
         if diverged:

@@ -62,6 +62,12 @@ class StackedActorCritic:
         values = batched_forward(self.template.value_net, p, "value_net.", latent_vf).squeeze(-1)
         return action_param, values
 
+    def action_param(self, obs: torch.Tensor) -> torch.Tensor:
+        """:meth:`heads`' first half alone (the policy's path: what acting deterministically needs)."""
+        extractor = self.template.mlp_extractor
+        latent_pi = batched_forward(extractor.policy_net, self.params, "mlp_extractor.policy_net.", self._features(obs))
+        return batched_forward(self.template.action_net, self.params, "action_net.", latent_pi)
+
     def values(self, obs: torch.Tensor) -> torch.Tensor:
         features = self._features(obs)
         latent_vf = batched_forward(

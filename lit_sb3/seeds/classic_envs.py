@@ -16,6 +16,10 @@ VecEnv is a slice of the bank's arrays, steppable alone, and the VecEnvs that ha
 (``VecNormalize``, a seed group's ``SeedEnv``) sit on top of each. A seed group steps every seed's ``step_async``
 before any ``step_wait``, so its N x n_envs envs take one call per step.
 
+These envs draw random numbers only when they reset, so an evaluation's episodes, which SB3 plays one after another
+on one env, can be played side by side (:func:`play_episodes_side_by_side`): every episode's start drawn first, in
+order, from the env's own generator, then all episodes stepped together, one policy call per step for all of them.
+
 Not supported (ask for ``make_vec_env`` instead): rendering (``render_mode`` is None), env kwargs other than the
 defaults, gymnasium wrappers inside, attributes other than those :meth:`ClassicVecEnv.get_attr` lists. Invalid
 Discrete actions raise ``ValueError`` (gymnasium's CartPole and MountainCar assert; its Acrobot takes any index).
@@ -27,7 +31,7 @@ import copy
 import functools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -92,6 +96,8 @@ class EnvBank:
         self.t_start = np.full(num_envs, time.time())
         self.writers: list[ResultsWriter | None] = [None] * num_envs
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+        obs_shape = tuple(self.observation_space.shape or ())
+        self.first_obs = np.zeros((num_envs, *obs_shape), dtype=np.float32)  # each env's last reset's observation
         self.pending: dict[ClassicVecEnv, np.ndarray] = {}
         self.results: dict[ClassicVecEnv, StepResult | Exception] = {}
 
@@ -102,6 +108,7 @@ class EnvBank:
         rng = self.rng(k)
         state, obs = self.physics.reset(rng, options or None)
         self.state[:, k] = state
+        self.first_obs[k] = obs
         self.lengths[k] = 0
         self.ready[k] = True
         self.reset_infos[k] = {}
@@ -115,8 +122,9 @@ class EnvBank:
             self.rngs[k] = rng
         return rng
 
-    def step(self, where: slice | np.ndarray, actions: np.ndarray) -> StepResult:
-        """One step of the envs ``where`` (a slice, or indices in increasing order), with autoreset."""
+    def step(self, where: slice | np.ndarray, actions: np.ndarray, autoreset: bool = True) -> StepResult:
+        """One step of the envs ``where`` (a slice, or indices in increasing order), with autoreset (else an env whose
+        episode ended waits for its ``reset_env``)."""
         rows = np.arange(self.num_envs)[where]
         if not self.ready[rows].all():
             raise RuntimeError("step: an env was stepped before its first reset; call reset() first")
@@ -137,19 +145,24 @@ class EnvBank:
                 "TimeLimit.truncated": infos[j]["TimeLimit.truncated"],
                 "terminal_observation": obs[j].copy(),
             }
-            obs[j] = self.reset_env(k, None, None)
+            if autoreset:
+                obs[j] = self.reset_env(k, None, None)
         return obs, rewards.astype(np.float32), dones, infos
 
     def _episode_end(self, k: int) -> dict[str, Any]:
-        """Monitor's record of env k's episode (and its row in the monitor file)."""
-        length = int(self.lengths[k])
-        total = sum(self.episode_rewards[k, :length].tolist())  # Monitor sums a list of Python floats
+        """Monitor's record of env k's episode that just ended."""
+        self.ready[k] = False
+        return self.record_episode(k, self.episode_rewards[k, : int(self.lengths[k])])
+
+    def record_episode(self, k: int, rewards: np.ndarray) -> dict[str, Any]:
+        """Monitor's record of an episode of env k with these rewards (and its row in the monitor file)."""
+        length = len(rewards)
+        total = sum(rewards.tolist())  # Monitor sums a list of Python floats
         now = time.time()
         episode = {"r": round(total, 6), "l": length, "t": round(now - self.t_start[k], 6)}
         self.returns[k].append(total)
         self.episode_lengths[k].append(length)
         self.times[k].append(now - self.t_start[k])
-        self.ready[k] = False
         writer = self.writers[k]
         if writer is not None:
             writer.write_row(episode)
@@ -366,3 +379,56 @@ def classic_vec_envs(
         )
         for i in range(count)
     ]
+
+
+def play_episodes_side_by_side(
+    envs: Sequence[ClassicVecEnv], episodes: int, policy: Callable[[np.ndarray], np.ndarray]
+) -> list[list[dict[str, Any]]]:
+    """The next ``episodes`` episodes of each one-env VecEnv (just reset), played side by side: each VecEnv's
+    Monitor records (``r``, ``l``, ``t``), in order, as playing them one after another gives them for a policy of the
+    observation alone, with one ``policy`` call per step for all of them.
+
+    The classic envs draw randomness only when they reset, so every episode's start is drawn first, in order, from
+    the env's own ``np_random`` (the current episode's, one per later episode, then the start that follows the last
+    episode, where the env is left): each env ends as the one-by-one play leaves it (its generator, Monitor's
+    records and file rows, step count). ``policy`` maps observations ``[len(envs), episodes, *obs_shape]`` to
+    actions ``[len(envs), episodes]``; a lane whose episode has ended shows its terminal observation until all end.
+    """
+    if episodes < 1:
+        raise ValueError(f"episodes: must be >= 1, got {episodes}")
+    if len({env.bank.env_id for env in envs}) != 1:
+        raise ValueError("envs: the envs played side by side need one env id")
+    for env in envs:
+        if env.num_envs != 1:
+            raise ValueError(f"envs: VecEnvs of one env each, got one of {env.num_envs}")
+        if env.bank.lengths[env.start] != 0 or not env.bank.ready[env.start] or env in env.bank.pending:
+            raise RuntimeError("envs: reset() each VecEnv first (its episode must not have started)")
+    n = len(envs)
+    lanes = EnvBank(envs[0].bank.env_id, n * episodes)  # lane i * episodes + e: env i's episode e
+    for i, env in enumerate(envs):
+        bank, k, first = env.bank, env.start, i * episodes
+        lanes.state[:, first], lanes.first_obs[first] = bank.state[:, k], bank.first_obs[k]
+        rng = bank.rng(k)
+        for lane in range(first + 1, first + episodes):
+            lanes.state[:, lane], lanes.first_obs[lane] = lanes.physics.reset(rng, None)
+        bank.reset_env(k, None, None)  # the start after the last episode: where the one-by-one play leaves it
+    lanes.ready[:] = True
+    obs = lanes.first_obs.copy()
+    playing = np.ones(n * episodes, dtype=bool)
+    while playing.any():
+        actions = np.asarray(policy(obs.reshape(n, episodes, *obs.shape[1:]))).reshape(n * episodes)
+        rows = np.flatnonzero(playing)
+        if not lanes.physics.valid(actions[rows], lanes.action_space).all():
+            raise ValueError(f"policy: {lanes.env_id} takes the actions of {lanes.action_space}")
+        obs[rows], _, dones, _ = lanes.step(rows, actions[rows], autoreset=False)
+        playing[rows[dones]] = False
+    played = []
+    for i, env in enumerate(envs):
+        bank, k, first = env.bank, env.start, i * episodes
+        records = []
+        for lane in range(first, first + episodes):
+            length = int(lanes.lengths[lane])
+            records.append(bank.record_episode(k, lanes.episode_rewards[lane, :length]))
+            bank.total_steps[k] += length
+        played.append(records)
+    return played

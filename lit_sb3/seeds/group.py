@@ -23,7 +23,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.utils import get_device
-from stable_baselines3.common.vec_env import VecEnv, VecMonitor, is_vecenv_wrapped
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize, is_vecenv_wrapped
 
 from lit_sb3.common import resume
 from lit_sb3.common.envs import EnvSource
@@ -31,6 +31,7 @@ from lit_sb3.common.sb3_bridge import as_callback, record_rollout_stats
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 from lit_sb3.datamodule import RLEnvDataModule
 from lit_sb3.lightning_compat import attached_trainer
+from lit_sb3.seeds.classic_envs import ClassicVecEnv, play_episodes_side_by_side
 from lit_sb3.seeds.envs import GroupVecEnv, seed_envs
 from lit_sb3.seeds.streams import STREAMS_FORMAT, SeedStreams
 
@@ -52,6 +53,47 @@ def _batched_class(algo_cls: type) -> type[BatchedAlgorithm] | None:
     module, name = entry[1].split(":")
     batched: type[BatchedAlgorithm] = getattr(importlib.import_module(module), name)
     return batched
+
+
+#: two scores of an argmax closer than this (relative to the best, at least 1) are compared again with the forward
+#: of one observation per seed: a product of several observations' rows runs another kernel than one row's, whose
+#: results differ in the last bits (measured: up to ~3e-5 on [400, 300] layers of Gaussian inputs, ~1e-7 relative)
+TIE_MARGIN = 1e-4
+
+
+def greedy_actions(algorithm: BatchedAlgorithm, obs: np.ndarray) -> np.ndarray:
+    """Each seed's deterministic discrete actions ``[N, n]`` for observations ``[N, n, ...]``, each the action the
+    seed's forward of that observation alone (``[N, 1, ...]``, as one-env evaluation computes it) gives: where the
+    best two scores of a row are within :data:`TIE_MARGIN`, that row's column is computed again alone."""
+    scores = algorithm.greedy_scores(obs)
+    if scores is None:
+        raise ValueError("algorithm: its deterministic actions are not an argmax (Box actions)")
+    actions = scores.argmax(-1)
+    if scores.shape[-1] > 1 and obs.shape[1] > 1:
+        best, second = scores.topk(2, dim=-1).values.unbind(-1)
+        close = (best - second) <= TIE_MARGIN * best.abs().clamp(min=1.0)
+        for column in torch.nonzero(close.any(0)).flatten().tolist():
+            alone = algorithm.greedy_scores(obs[:, column : column + 1])
+            assert alone is not None
+            actions[:, column] = alone.argmax(-1)[:, 0]
+    return actions.cpu().numpy()
+
+
+def _classic_beneath(env: VecEnv) -> tuple[ClassicVecEnv, list[VecNormalize]] | None:
+    """The one-env classic array env under ``env`` and the evaluation ``VecNormalize`` wrappers above it (outermost
+    first), or None when another wrapper (or env) is there: what :meth:`SeedGroup.evaluate` plays side by side."""
+    normalizers = []
+    while isinstance(env, VecNormalize) and not env.training:
+        normalizers.append(env)
+        env = env.venv
+    return (env, normalizers) if isinstance(env, ClassicVecEnv) and env.num_envs == 1 else None
+
+
+def _normalized(obs: np.ndarray, normalizers: Sequence[VecNormalize]) -> np.ndarray:
+    """``obs`` as the wrappers (outermost first) hand it on; their normalization is elementwise."""
+    for normalizer in reversed(normalizers):
+        obs = normalizer.normalize_obs(obs)  # type: ignore[assignment]
+    return obs
 
 
 def _check_seeds(seeds: Iterable[int]) -> list[int]:
@@ -114,6 +156,12 @@ class BatchedAlgorithm:
     def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         """Env actions ``[N, n_envs, ...]`` for observations ``[N, n_envs, ...]`` (noise from ``streams``)."""
         raise NotImplementedError
+
+    def greedy_scores(self, obs: np.ndarray) -> torch.Tensor | None:
+        """For observations ``[N, n_envs, ...]``: the scores ``[N, n_envs, A]`` whose argmax is each seed's
+        deterministic action (SB3's: the action probabilities, Q-values), computed as :meth:`act` computes them;
+        None where the deterministic action is not an argmax (Box actions)."""
+        return None
 
     def seed_state(self, index: int) -> dict[str, Any]:
         """Seed ``index``'s networks, optimizer states and counters (tensors and plain data)."""
@@ -283,12 +331,21 @@ class SeedGroup(L.LightningModule):
     ) -> list[tuple[list[float], list[int]]]:
         """Each seed's (episode returns, lengths) on ``eval_envs[i]``, counted as SB3's ``evaluate_policy`` counts
         them (each env's share of ``n_eval_episodes``; Monitor's episode records where the env has a Monitor), with
-        one policy forward per step for all seeds' eval envs."""
+        one policy forward per step for all seeds' eval envs.
+
+        Deterministic evaluation on one-env classic array envs (``lit_sb3.seeds.classic_envs``, under evaluation
+        ``VecNormalize`` wrappers or none) plays each seed's episodes side by side instead of one after another:
+        the same episode starts, drawn in order from the env's generator, the same actions (each an argmax of the
+        seed's forward, recomputed one observation per seed where two scores are within :data:`TIE_MARGIN`), so
+        the same results and the envs left as one-by-one play leaves them, at ~1/n_eval_episodes of the steps."""
         if len(eval_envs) != self.n_seeds or len({e.num_envs for e in eval_envs}) != 1:
             raise ValueError(f"eval_envs: one VecEnv per seed ({self.n_seeds}), all with the same number of envs")
         if n_eval_episodes < 1:
             raise ValueError(f"n_eval_episodes: must be >= 1, got {n_eval_episodes}")
         n_envs = eval_envs[0].num_envs
+        classic = [_classic_beneath(env) for env in eval_envs] if deterministic and n_envs == 1 else []
+        if classic and all(c is not None for c in classic):
+            return self._evaluate_side_by_side(eval_envs, classic, n_eval_episodes)  # type: ignore[arg-type]
         targets = np.array([(n_eval_episodes + j) // n_envs for j in range(n_envs)])
         counts = np.zeros((self.n_seeds, n_envs), dtype=int)
         current_rewards = np.zeros((self.n_seeds, n_envs))
@@ -323,6 +380,24 @@ class SeedGroup(L.LightningModule):
                     current_rewards[i, j], current_lengths[i, j] = 0.0, 0
                 obs[i] = new_obs
         return results
+
+    def _evaluate_side_by_side(
+        self,
+        eval_envs: Sequence[VecEnv],
+        classic: Sequence[tuple[ClassicVecEnv, list[VecNormalize]]],
+        n_eval_episodes: int,
+    ) -> list[tuple[list[float], list[int]]]:
+        """:meth:`evaluate` of one-env classic array envs: each seed's episodes played side by side
+        (:func:`play_episodes_side_by_side`), the same episodes and results as one after another."""
+        for env in eval_envs:
+            env.reset()  # through the wrappers, with the seed and options set for this reset
+
+        def policy(raw: np.ndarray) -> np.ndarray:
+            obs = np.stack([_normalized(raw[i], normalizers) for i, (_, normalizers) in enumerate(classic)])
+            return greedy_actions(self.algorithm, obs)
+
+        played = play_episodes_side_by_side([env for env, _ in classic], n_eval_episodes, policy)
+        return [([float(e["r"]) for e in episodes], [int(e["l"]) for e in episodes]) for episodes in played]
 
     def seed_state(self, index: int) -> dict[str, Any]:
         """Everything seed ``index`` needs to resume exactly (loads with ``torch.load(weights_only=True)``)."""

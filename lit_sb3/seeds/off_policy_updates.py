@@ -23,6 +23,7 @@ from lit_sb3.seeds.off_policy import BatchedOffPolicy
 from lit_sb3.seeds.optim import BatchedAdam, BatchedOptimizer, batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.replay import SeedSamples
 from lit_sb3.seeds.streams import SeedStreams
+from lit_sb3.seeds.transfer import to_device
 
 
 def _optimizer(model: OffPolicyAlgorithm, params: list[torch.Tensor]) -> BatchedOptimizer:
@@ -61,6 +62,11 @@ class BatchedDQN(BatchedOffPolicy):
 
     def policy_actions(self, obs: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
         return self.net.q_values(obs).argmax(dim=-1)
+
+    def greedy_scores(self, obs: np.ndarray) -> torch.Tensor | None:
+        tensor = to_device([obs], self.device)[0].reshape(self.n_seeds, -1, *self.obs_shape)
+        with torch.no_grad():
+            return self.net.q_values(tensor)
 
     def explore(self, actions: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         if deterministic:

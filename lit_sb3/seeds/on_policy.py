@@ -137,12 +137,18 @@ class BatchedOnPolicy(BatchedAlgorithm):
             return actions
         return np.clip(actions, space.low, space.high)
 
+    def greedy_scores(self, obs: np.ndarray) -> torch.Tensor | None:
+        if not self.net.discrete:
+            return None
+        with torch.no_grad():
+            logits = self.net.action_param(self._obs(obs))
+            return torch.softmax(logits - logits.logsumexp(-1, keepdim=True), -1)  # Categorical(logits).probs
+
     def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         with torch.no_grad():
-            if deterministic:
-                action_param, _ = self.net.heads(self._obs(obs))
-                # SB3's modes: the most probable action (argmax of the probabilities), the mean
-                actions = self.net.distribution(action_param).probs.argmax(-1) if self.net.discrete else action_param
+            if deterministic:  # SB3's modes: the most probable action (argmax of the probabilities), the mean
+                scores = self.greedy_scores(obs)
+                actions = self.net.action_param(self._obs(obs)) if scores is None else scores.argmax(-1)
             else:
                 obs_on_device, draws = to_device([obs, self._draws(obs, streams)], self.device)
                 action_param, _ = self.net.heads(self._obs(obs_on_device))

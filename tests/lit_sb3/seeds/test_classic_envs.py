@@ -14,7 +14,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
-from lit_sb3.seeds.classic_envs import ClassicVecEnv, classic_vec_envs, is_classic
+from lit_sb3.seeds.classic_envs import ClassicVecEnv, classic_vec_envs, is_classic, play_episodes_side_by_side
 from lit_sb3.seeds.classic_physics import PHYSICS
 
 IDS = sorted(PHYSICS)
@@ -175,3 +175,68 @@ def test_monitor_files(tmp_path: Path) -> None:
         assert _rows(mine) == _rows(ref)
         rows += len(_rows(ref)[1])
     assert rows > 3
+
+
+def _greedy(env_id: str, obs: np.ndarray) -> np.ndarray:
+    """A policy of the observation alone that ends episodes both ways (CartPole: often by its time limit)."""
+    if env_id == "CartPole-v1":
+        return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(np.int64)
+    return np.where(obs[..., 5 if env_id == "Acrobot-v1" else 1] > 0, 2, 0)
+
+
+def _one_after_another(env: VecEnv, episodes: int, env_id: str) -> list[tuple[float, int]]:
+    """SB3's ``evaluate_policy`` loop on a one-env VecEnv: reset, then step until ``episodes`` episodes ended."""
+    obs, found = env.reset(), []
+    while len(found) < episodes:
+        obs, _, dones, infos = env.step(_greedy(env_id, obs))
+        if dones[0]:
+            found.append((infos[0]["episode"]["r"], infos[0]["episode"]["l"]))
+    return found
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_episodes_side_by_side_are_the_episodes_one_after_another(env_id: str, tmp_path: Path) -> None:
+    """Three one-env VecEnvs' next 6 episodes played side by side: the records, Monitor's lists and rows, step
+    counts and generators (the next episode's start) of playing them one after another, evaluation after evaluation
+    (re-seeded before the second, not before the third)."""
+    ours = classic_vec_envs(env_id, 1, 3, seeds=[5, 6, 7], monitor_dirs=[str(tmp_path / f"ours{i}") for i in range(3)])
+    theirs = [make_vec_env(env_id, 1, seed=5 + i, monitor_dir=str(tmp_path / f"theirs{i}")) for i in range(3)]
+    for evaluation in range(3):
+        if evaluation == 1:
+            for i, (mine, ref) in enumerate(zip(ours, theirs)):
+                mine.seed(40 + i)
+                ref.seed(40 + i)
+        for env in ours:
+            env.reset()
+        played = play_episodes_side_by_side(ours, 6, lambda obs: _greedy(env_id, obs))
+        for mine, ref, records in zip(ours, theirs, played):
+            expected = _one_after_another(ref, 6, env_id)
+            assert [(r["r"], r["l"]) for r in records] == expected, f"evaluation {evaluation}"
+            assert mine.env_method("get_episode_rewards") == ref.env_method("get_episode_rewards")
+            assert mine.env_method("get_total_steps") == ref.env_method("get_total_steps")
+            assert mine.bank.rng(mine.start).bit_generator.state == ref.get_attr("np_random")[0].bit_generator.state
+    assert sum(r["l"] for records in played for r in records) > 6 * 3 * 20  # episodes of some length were played
+    for i in range(3):
+        for mine, ref in zip(ours, theirs):  # the envs go on as one-by-one play leaves them
+            actions = _greedy(env_id, np.zeros((1, *ours[0].observation_space.shape)))
+            _same_step(mine.step(actions), ref.step(actions), f"step after the evaluations {i}")
+    for env in [*ours, *theirs]:
+        env.close()
+    for i in range(3):
+        mine_rows = (tmp_path / f"ours{i}" / "0.monitor.csv").read_text().splitlines()[2:]
+        their_rows = (tmp_path / f"theirs{i}" / "0.monitor.csv").read_text().splitlines()[2:]
+        assert [row.split(",")[:2] for row in mine_rows] == [row.split(",")[:2] for row in their_rows]
+
+
+def test_episodes_side_by_side_refusals() -> None:
+    env = classic_vec_envs("CartPole-v1", 2)[0]
+    with pytest.raises(ValueError, match=r"^envs: VecEnvs of one env each, got one of 2"):
+        play_episodes_side_by_side([env], 3, lambda obs: np.zeros(obs.shape[:2], dtype=np.int64))
+    one = classic_vec_envs("CartPole-v1", 1)[0]
+    with pytest.raises(RuntimeError, match=r"^envs: reset\(\) each VecEnv first"):
+        play_episodes_side_by_side([one], 3, lambda obs: np.zeros(obs.shape[:2], dtype=np.int64))
+    one.reset()
+    with pytest.raises(ValueError, match=r"^episodes: must be >= 1"):
+        play_episodes_side_by_side([one], 0, lambda obs: np.zeros(obs.shape[:2], dtype=np.int64))
+    with pytest.raises(ValueError, match=r"^policy: CartPole-v1 takes the actions of Discrete\(2\)"):
+        play_episodes_side_by_side([one], 3, lambda obs: np.full(obs.shape[:2], 5))

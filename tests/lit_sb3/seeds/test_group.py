@@ -16,10 +16,13 @@ from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
-from lit_sb3 import A2C, PPO, TRPO, RLTrainer
+from lit_sb3 import A2C, DQN, PPO, TRPO, RLTrainer
 from lit_sb3.common.envs import to_vec_env
 from lit_sb3.seeds import SeedGroup
+from lit_sb3.seeds.classic_envs import classic_vec_envs, play_episodes_side_by_side
+from lit_sb3.seeds.group import TIE_MARGIN, greedy_actions
 
 SMALL = {"n_steps": 32, "batch_size": 64, "n_epochs": 3}
 CONFIGS = [
@@ -240,6 +243,85 @@ def test_evaluate_counts_as_sb3_evaluate_policy() -> None:
             group.model(i), eval_env(seed), 5, deterministic=True, return_episode_rewards=True
         )
         assert results[i] == (list(map(float, returns)), list(lengths))
+
+
+class _OneAfterAnother(VecEnvWrapper):
+    """Changes nothing, but hides the classic env beneath: the group evaluates it one episode after another."""
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        return self.venv.step_wait()
+
+
+@pytest.mark.parametrize(
+    ("algo", "env_id", "kwargs", "normalize"),
+    [
+        pytest.param(PPO, "CartPole-v1", SMALL, False, id="ppo-cartpole"),
+        pytest.param(A2C, "Acrobot-v1", {}, True, id="a2c-acrobot-vecnormalize"),
+        pytest.param(DQN, "MountainCar-v0", {"learning_starts": 0, "buffer_size": 2000}, False, id="dqn-mountaincar"),
+    ],
+)
+def test_evaluation_side_by_side_equals_one_after_another(
+    algo: type, env_id: str, kwargs: dict[str, Any], normalize: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One-env classic array eval envs (VecNormalize allowed) are played side by side; the results, and the envs
+    afterwards, are those of playing each seed's episodes one after another, evaluation after evaluation."""
+    played: list[int] = []
+
+    def counted(envs: Any, episodes: int, policy: Any) -> Any:
+        played.append(len(envs))
+        return play_episodes_side_by_side(envs, episodes, policy)
+
+    monkeypatch.setattr("lit_sb3.seeds.group.play_episodes_side_by_side", counted)
+    group = _group(algo, env_id, [0, 1, 2], **kwargs)
+    group.learn(256)
+
+    def eval_envs(hidden: bool) -> list[VecEnv]:
+        envs: list[VecEnv] = list(classic_vec_envs(env_id, 1, 3, seeds=[10, 11, 12]))
+        if normalize:
+            for env in envs:
+                env.reset()
+            envs = [VecNormalize(env, training=False, norm_reward=False) for env in envs]
+            for i, env in enumerate(envs):  # statistics far from the defaults, so that normalizing matters
+                assert isinstance(env, VecNormalize)
+                env.obs_rms.mean[:] = 0.1 * (i + 1)
+                env.obs_rms.var[:] = 0.5 + i
+        return [_OneAfterAnother(env) for env in envs] if hidden else envs
+
+    side_by_side, one_after_another = eval_envs(False), eval_envs(True)
+    steps = 0
+    for evaluation in range(3):
+        if evaluation == 1:
+            for i, (a, b) in enumerate(zip(side_by_side, one_after_another)):
+                a.seed(50 + i)
+                b.seed(50 + i)
+        found = group.evaluate(side_by_side, n_eval_episodes=4)
+        expected = group.evaluate(one_after_another, n_eval_episodes=4)
+        assert found == expected, f"evaluation {evaluation}"
+        steps += sum(sum(lengths) for _, lengths in found)
+    for a, b in zip(side_by_side, one_after_another):
+        assert a.env_method("get_total_steps") == b.env_method("get_total_steps")
+        assert np.array_equal(a.reset(), b.reset())  # the generators stand where one-by-one play leaves them
+    assert steps > 3 * 3 * 4 * 10 and played == [3, 3, 3]  # side by side, then one after another, three times
+
+
+class _KernelDifference:
+    """Scores whose argmax differs between a product of several rows and of one row, within the tie margin."""
+
+    def greedy_scores(self, obs: np.ndarray) -> torch.Tensor:
+        n, rows = obs.shape[:2]
+        scores = torch.zeros(n, rows, 2)
+        scores[..., 0] = torch.as_tensor(obs[..., 0], dtype=torch.float32)
+        scores[..., 1] = scores[..., 0] + (TIE_MARGIN / 4 if rows > 1 else -TIE_MARGIN / 4)
+        return scores
+
+
+def test_greedy_actions_recompute_near_ties_one_row_at_a_time() -> None:
+    obs = np.array([[[0.3], [0.7]], [[0.2], [0.9]]], dtype=np.float32)
+    assert _KernelDifference().greedy_scores(obs).argmax(-1).tolist() == [[1, 1], [1, 1]]  # the several rows' kernel
+    assert greedy_actions(_KernelDifference(), obs).tolist() == [[0, 0], [0, 0]]  # type: ignore[arg-type]
 
 
 def test_refusals_are_one_line() -> None:
