@@ -3,13 +3,13 @@ the seeds side by side, and one batched update per minibatch (each seed its own 
 normalization, gradient-norm clipping and ``target_kl`` early stop).
 
 The losses are lit_sb3's own (:func:`lit_sb3.common.ppo_update.ppo_loss`, :func:`lit_sb3.algorithms.a2c.a2c.a2c_loss`),
-mapped over the seed axis with ``torch.vmap``; the hyperparameters and schedules are read from seed 0's ordinary
-model, so they are validated and defaulted as the single run's.
+written over the seed axis (:mod:`lit_sb3.seeds.on_policy_losses`, the vmapped losses bit for bit); the
+hyperparameters and schedules are read from seed 0's ordinary model, so they are validated and defaulted as the
+single run's.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,8 +20,7 @@ from stable_baselines3.common.preprocessing import get_action_dim
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.utils import explained_variance
 
-from lit_sb3.algorithms.a2c.a2c import a2c_loss
-from lit_sb3.common.ppo_update import ppo_loss
+from lit_sb3.seeds import on_policy_losses
 from lit_sb3.seeds.actor_critic import StackedActorCritic
 from lit_sb3.seeds.group import BatchedAlgorithm
 from lit_sb3.seeds.optim import batched_optimizer, clip_grad_norm_per_seed
@@ -335,16 +334,17 @@ class BatchedPPO(BatchedOnPolicy):
         hp = self.hp
         action_param, values = self.net.heads(batch.observations)
         log_prob, entropy = self.net.log_prob_entropy(action_param, batch.actions)
-        per_seed = functools.partial(
-            ppo_loss,
+        return on_policy_losses.ppo_loss(
+            values,
+            log_prob,
+            entropy,
+            batch,
             clip_range=self.clip_range,
             clip_range_vf=self.clip_range_vf,
             normalize_advantage=hp.normalize_advantage,
             ent_coef=hp.ent_coef,
             vf_coef=hp.vf_coef,
         )
-        loss, terms = torch.vmap(per_seed)(values, log_prob, entropy, batch)
-        return loss, terms
 
     def _stops(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
         target_kl = self.hp.target_kl
@@ -369,8 +369,12 @@ class BatchedA2C(BatchedOnPolicy):
         hp = self.hp
         action_param, values = self.net.heads(batch.observations)
         log_prob, entropy = self.net.log_prob_entropy(action_param, batch.actions)
-        per_seed = functools.partial(
-            a2c_loss, normalize_advantage=hp.normalize_advantage, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef
+        return on_policy_losses.a2c_loss(
+            values,
+            log_prob,
+            entropy,
+            batch,
+            normalize_advantage=hp.normalize_advantage,
+            ent_coef=hp.ent_coef,
+            vf_coef=hp.vf_coef,
         )
-        loss, terms = torch.vmap(per_seed)(values, log_prob, entropy, batch)
-        return loss, terms

@@ -375,3 +375,53 @@ def test_a_callback_returning_false_stops_the_group() -> None:
     group = _group(PPO, "CartPole-v1", [0, 1], **SMALL)
     group.learn(1024, callback=StopAt())
     assert group.num_timesteps == 100
+
+
+@pytest.mark.parametrize(("n", "batch"), [(5, 64), (3, 256), (10, 1), (2, 7)])
+def test_on_policy_losses_are_the_vmapped_pure_losses_bit_for_bit(n: int, batch: int) -> None:
+    """lit_sb3.seeds.on_policy_losses against lit_sb3's PPO and A2C losses mapped over the seed axis (vmap): the
+    losses, every term and the gradients, to the last bit, with and without advantage normalization, value clipping
+    and a closed-form entropy."""
+    import functools
+
+    from torch.func import vmap
+
+    from lit_sb3.algorithms.a2c.a2c import a2c_loss
+    from lit_sb3.common.ppo_update import ppo_loss
+    from lit_sb3.seeds import on_policy_losses as batched
+
+    gen = torch.Generator().manual_seed(n * 1000 + batch)
+
+    def draw() -> torch.Tensor:
+        return torch.randn(n, batch, generator=gen)
+
+    fields = RolloutBufferSamples(draw(), draw(), draw(), draw(), draw(), draw())
+    for normalize in (True, False):
+        for clip_range_vf in (None, 0.2):
+            for closed_form in (True, False):
+                values, log_prob = draw().requires_grad_(True), draw().requires_grad_(True)
+                entropy = draw().requires_grad_(True) if closed_form else None
+                dims = (0, 0, 0 if closed_form else None, 0)
+                ppo: dict[str, Any] = {"clip_range": 0.2, "clip_range_vf": clip_range_vf, "ent_coef": 0.01}
+                ppo.update(normalize_advantage=normalize, vf_coef=0.5)
+                pairs = [
+                    (
+                        vmap(functools.partial(ppo_loss, **ppo), in_dims=dims)(values, log_prob, entropy, fields),
+                        batched.ppo_loss(values, log_prob, entropy, fields, **ppo),
+                    )
+                ]
+                if clip_range_vf is None:
+                    a2c: dict[str, Any] = {"normalize_advantage": normalize, "ent_coef": 0.01, "vf_coef": 0.5}
+                    pairs.append(
+                        (
+                            vmap(functools.partial(a2c_loss, **a2c), in_dims=dims)(values, log_prob, entropy, fields),
+                            batched.a2c_loss(values, log_prob, entropy, fields, **a2c),
+                        )
+                    )
+                inputs = [t for t in (values, log_prob, entropy) if t is not None]
+                for (mapped, mapped_terms), (mine, my_terms) in pairs:
+                    assert torch.equal(mapped, mine) and mapped_terms.keys() == my_terms.keys()
+                    assert all(torch.equal(mapped_terms[k], my_terms[k]) for k in my_terms)
+                    expected = torch.autograd.grad(mapped.sum(), inputs)
+                    got = torch.autograd.grad(mine.sum(), inputs)
+                    assert all(torch.equal(a, b) for a, b in zip(expected, got, strict=True))
