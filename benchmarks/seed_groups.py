@@ -80,10 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         (wall_a, cpu_a), (wall_g, cpu_g) = (
             tuple(statistics.median(x) for x in zip(*times[m], strict=True)) for m in ("alone", "grouped")
         )
+        # each repeat's pair (alone, grouped run one after the other) gives a ratio: their range is the spread
+        wall_ratios = [a[0] / g[0] for a, g in zip(times["alone"], times["grouped"], strict=True)]
+        cpu_ratios = [a[1] / g[1] for a, g in zip(times["alone"], times["grouped"], strict=True)]
         print(
             f"{name}: {args.seeds} seeds x {args.budget} steps, {args.jobs} jobs, median of {args.repeats}: "
             f"alone {wall_a:.1f} s wall / {cpu_a:.1f} s CPU; grouped {wall_g:.1f} s wall / {cpu_g:.1f} s CPU; "
-            f"alone/grouped: wall {wall_a / wall_g:.2f}x, CPU {cpu_a / cpu_g:.2f}x",
+            f"alone/grouped: wall {wall_a / wall_g:.2f}x, CPU {cpu_a / cpu_g:.2f}x; each repeat's ratios: wall "
+            f"{min(wall_ratios):.2f}-{max(wall_ratios):.2f}x, CPU {min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}x",
             flush=True,
         )
     print(f"load average after: {os.getloadavg()}", flush=True)
