@@ -49,6 +49,7 @@ from lit_bench.config.identity import BATCHED, RunIdentity, config_hash, config_
 from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
+from lit_bench.control.study import trial_hooks
 from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.backends import BACKENDS, Job
 from lit_bench.run.checkpointing import BestCheckpoint, other_kind_of_checkpoint, resume_point
@@ -57,7 +58,6 @@ from lit_bench.run.evaluation import PeriodicEval, default_every
 from lit_bench.run.outcome import describe, failed, recorded, results, stopped_at_once, timestamp
 from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
 from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, process_rank, run_rank
-from lit_bench.run.trial import trial_hooks
 from lit_bench.run.video import eval_video
 from lit_bench.run.watchdog import StepWatchdog
 from lit_bench.store.rundir import HeldRun, RunDir, Untouchable
