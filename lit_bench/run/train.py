@@ -131,18 +131,18 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
         )
     config = resolved(cfg)
     identity = identify(config)
-    run_dir = RunDir(identity.root)
     base = run_fields(cfg, config, identity)
     hydra_dir = hydra_output_dir()
-    if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
+    if hydra_dir is not None and hydra_dir != identity.root.resolve():
         return failed(
             base,
             f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's "
-            f"{run_dir.root}; place runs with out_dir= and sweep= instead",
+            f"{identity.root}; place runs with out_dir= and sweep= instead",
         )
     signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
     # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
     held.enter_context(whitelisted([name for _, kind, name in code_names(config) if kind == "target"]))
+    run_dir = RunDir(identity.root)
     try:
         held.enter_context(run_dir.lock(poll=signals.stop_if_pending))
     except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
