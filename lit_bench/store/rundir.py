@@ -379,6 +379,12 @@ class RunDir:
     def eval_rows(self) -> list[dict[str, str]]:
         return read_csv(self.eval_csv)
 
+    def record_evaluation(self, row: dict[str, Any], history: dict[str, list[Any]]) -> None:
+        """One evaluation on disk: its ``row`` appended to eval.csv, then ``history`` (every evaluation's episodes so
+        far, as SB3's ``EvalCallback`` keeps them) written as evaluations.npz."""
+        self.append_eval(row)
+        self.write_evaluations(history)
+
     def append_eval(self, row: dict[str, Any]) -> None:
         # Rewritten whole (a few hundred rows at most) so that the file on disk is always complete.
         atomic_write_text(self.eval_csv, csv_text(EVAL_FIELDS, [*self.eval_rows(), row]))
