@@ -3,7 +3,8 @@ study how they ended.
 
 Imported by Hydra in every process it starts (plugin discovery), so Optuna and lit_bench's study code are imported
 only when a sweep runs. A trial is one job per seed (``hpo.seeds``); each job reports its evaluations to the study
-itself (``lit_bench.run.trial``), so a pruner stops trials while they run, whichever launcher runs them.
+itself (``lit_bench.control.study.TrialReporter``), so a pruner stops trials while they run, whichever launcher runs
+them.
 """
 
 import fcntl

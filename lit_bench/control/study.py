@@ -1,21 +1,32 @@
-"""An Optuna study of a sweep: its search space, sampler, pruner and storage, read from the sweeper's config.
+"""An Optuna study of a sweep: its search space, sampler, pruner and storage, read from the sweeper's config, and a
+trial's job's side of it.
 
-Used by the project's Hydra sweeper (``hydra_plugins.lit_optuna_sweeper``) and by each trial's job
-(``lit_bench.run.trial``). Samplers and pruners are named (``tpe``, ``random``, ``cmaes``, ``gp``, ``qmc``; ``none``,
-``median``, ``percentile``, ``halving``, ``hyperband``, ``threshold``) and mapped to Optuna's classes here, so a
-config names data, never code. Pruners count steps in env steps: a trial reports each evaluation at its env step.
+Used by the project's Hydra sweeper (``hydra_plugins.lit_optuna_sweeper``) and by each trial's job. Samplers and
+pruners are named (``tpe``, ``random``, ``cmaes``, ``gp``, ``qmc``; ``none``, ``median``, ``percentile``, ``halving``,
+``hyperband``, ``threshold``) and mapped to Optuna's classes here, so a config names data, never code. Pruners count
+steps in env steps: a trial reports each evaluation at its env step.
+
+A trial's job: the sweeper gives each of its jobs ``hpo.study``, ``hpo.storage`` and ``hpo.trial``. After each
+evaluation :class:`TrialReporter` sets the trial's intermediate value at the env step (the aggregate over the trial's
+seeds that have reached that step) and asks the study's pruner; a prune is acted on at the next checkpoint boundary
+(``lit_bench.run.stopping``), like a signal: the checkpoint is written there and :class:`Pruned` raised, which the run
+records as status ``pruned``. Optuna is imported only by the sweeper and by trial jobs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from lit_bench.config.checks import ConfigError
 from lit_bench.stats import SEED_AGGREGATES
+from lit_bench.store.rundir import RunDir
 
 if TYPE_CHECKING:
     import optuna
@@ -273,3 +284,87 @@ def check_aggregate(name: str) -> str:
     if name not in SEED_AGGREGATES:
         raise ConfigError(f"hpo.aggregate={name}: choose one of {', '.join(SEED_AGGREGATES)}")
     return name
+
+
+# ---- a trial's job: its evaluations reported to the study, stopped when the pruner says so
+
+_prune_requested_at: int | None = None  # env step of the evaluation after which the pruner stopped this run
+
+
+class Pruned(BaseException):
+    """Raised at a checkpoint boundary after the pruner said stop (not an Exception, as ``Interrupted``)."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        super().__init__(f"pruned after the evaluation at {step} env steps")
+
+
+def prune_requested() -> int | None:
+    return _prune_requested_at
+
+
+def stop_if_prune_requested() -> None:
+    if _prune_requested_at is not None:
+        raise Pruned(_prune_requested_at)
+
+
+def _forget_prune_request() -> None:
+    global _prune_requested_at
+    _prune_requested_at = None
+
+
+def trial_hooks(cfg: DictConfig, run_dir: RunDir) -> list[TrialReporter]:
+    """The evaluation hooks of a trial's job (none outside an Optuna sweep)."""
+    hpo = cfg.get("hpo")
+    if hpo is None or hpo.get("trial") is None:
+        return []
+    _forget_prune_request()
+    return [TrialReporter(cfg, run_dir)]
+
+
+def _mean_return_at(run_dir: RunDir, step: int) -> float | None:
+    for row in run_dir.eval_rows():
+        if int(row["timesteps"]) == step:
+            return float(row["mean_return"])
+    return None
+
+
+class TrialReporter:
+    """``PeriodicEval`` hook: the trial's intermediate value at each evaluation, and the pruner's decision."""
+
+    def __init__(self, cfg: DictConfig, run_dir: RunDir) -> None:
+        import optuna
+        from hydra.core.hydra_config import HydraConfig
+
+        from lit_bench.config.identity import resolved, run_path
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.run_dir = run_dir
+        self.storage = open_storage(str(cfg.hpo.storage))
+        pruner_spec: Any = None
+        with contextlib.suppress(ValueError):  # no Hydra (run() called from Python): no pruner known here
+            pruner_spec = OmegaConf.to_container(HydraConfig.get().sweeper.get("pruner") or {})
+        self.pruner = make_pruner(pruner_spec)
+        self.study = optuna.load_study(study_name=str(cfg.hpo.study), storage=self.storage, pruner=self.pruner)
+        self.trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study._study_id, int(cfg.hpo.trial))
+        self.how = check_aggregate(str(cfg.hpo.aggregate))
+        seeds = checked_trial(self.storage.get_trial(self.trial_id), None, [int(cfg.seed)])
+        config = resolved(cfg)
+        self.seeds = [RunDir(run_path({**config, "seed": s})) for s in seeds if s != int(cfg.seed)]
+
+    def __call__(self, model: Any, row: dict[str, Any]) -> None:
+        from optuna.trial import TrialState
+
+        from lit_bench.stats import seeds_value
+
+        global _prune_requested_at
+        step = int(row["timesteps"])
+        trial = self.storage.get_trial(self.trial_id)
+        if trial.state != TrialState.RUNNING:
+            return  # told already (e.g. another seed's job failed): nothing to report to
+        values = [float(row["mean_return"])]
+        values += [v for v in (_mean_return_at(r, step) for r in self.seeds) if v is not None]
+        self.storage.set_trial_intermediate_value(self.trial_id, step, seeds_value(values, self.how))
+        sibling_pruned = any((r.read_summary() or {}).get("status") == "pruned" for r in self.seeds)
+        if sibling_pruned or self.pruner.prune(self.study, self.storage.get_trial(self.trial_id)):
+            _prune_requested_at = step

@@ -43,6 +43,7 @@ from lit_bench.config.budget import next_boundary
 from lit_bench.config.checks import ConfigError, algorithm_class, check_spaces
 from lit_bench.config.envs import make_envs, make_seed_envs
 from lit_bench.control.seed_groups import config_refusal
+from lit_bench.control.study import trial_hooks
 from lit_bench.run.checkpointing import (
     BestCheckpoint,
     LitCheckpoint,
@@ -54,7 +55,6 @@ from lit_bench.run.console import ConsoleProgress, console_mode
 from lit_bench.run.evaluation import Diverged, PeriodicEval, default_every
 from lit_bench.run.outcome import failed, results
 from lit_bench.run.stopping import LitStopOnSignal
-from lit_bench.run.trial import trial_hooks
 from lit_bench.run.watchdog import EnvTimeout, StepWatchdog
 from lit_bench.store.format import BATCHED_CHECKPOINT
 from lit_bench.store.rundir import RunDir

@@ -227,8 +227,8 @@ class PeriodicEval(BaseCallback):
             "success_rate": float(np.mean(successes)) if successes else "",
             "fps": round(self.fps(timesteps), 1),
         }
-        self.run.append_eval(row)
-        self._append_history(timesteps, list(returns), list(lengths), list(successes))
+        self._add_to_history(timesteps, list(returns), list(lengths), list(successes))
+        self.run.record_evaluation(row, self.history)
         self._log(row, list(successes))
         self.last_row = row
         if self.progress is not None:
@@ -237,13 +237,12 @@ class PeriodicEval(BaseCallback):
             hook(model, row)
         return row
 
-    def _append_history(self, timesteps: int, returns: list[float], lengths: list[int], successes: list[float]) -> None:
+    def _add_to_history(self, timesteps: int, returns: list[float], lengths: list[int], successes: list[float]) -> None:
         entry = {"timesteps": timesteps, "results": list(returns), "ep_lengths": list(lengths)}
         if successes:
             entry["successes"] = successes
         for key, value in entry.items():
             self.history.setdefault(key, []).append(value)
-        self.run.write_evaluations(self.history)
 
     def _log(self, row: dict[str, Any], successes: list[float]) -> None:
         """Send the evaluation to the run's loggers at its env step, under SB3's ``EvalCallback`` names.

@@ -15,10 +15,10 @@ from omegaconf import DictConfig
 from lit_bench import stats
 from lit_bench.config.checks import ConfigError
 from lit_bench.control.signals import Interrupted
+from lit_bench.control.study import Pruned
 from lit_bench.run.evaluation import Diverged, PeriodicEval
 from lit_bench.run.loggers import finish_loggers
 from lit_bench.run.provenance import requeued_by_scheduler
-from lit_bench.run.trial import Pruned
 from lit_bench.run.watchdog import EnvTimeout
 from lit_bench.store.rundir import RunDir
 

@@ -1,5 +1,5 @@
 """The run's side of lit_bench.control.signals: callbacks that stop a training at a checkpoint boundary after a
-signal, or after an Optuna pruner said stop (lit_bench.run.trial).
+signal, or after an Optuna pruner said stop (lit_bench.control.study).
 
 Apart from lit_bench.control.signals, so that the processes that only start or report a sweep (a joblib parent) import
 neither Lightning nor SB3.
@@ -14,7 +14,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
-from lit_bench.run import trial
+from lit_bench.control.study import Pruned, prune_requested, stop_if_prune_requested
 
 
 class LitStopOnSignal(L.Callback):
@@ -26,7 +26,7 @@ class LitStopOnSignal(L.Callback):
     def on_train_start(self, trainer: L.Trainer, pl_module: Any) -> None:
         signals.reinstall()
         signals.stop_if_pending()
-        trial.stop_if_requested()
+        stop_if_prune_requested()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: Any) -> None:
         self._stop(trainer, pl_module)
@@ -38,7 +38,7 @@ class LitStopOnSignal(L.Callback):
             self._stop(trainer, pl_module)
 
     def _stop(self, trainer: L.Trainer, pl_module: Any) -> None:
-        signum, pruned = signals.pending(), trial.requested()
+        signum, pruned = signals.pending(), prune_requested()
         if trainer.world_size > 1:  # a signal to any rank stops all at this boundary (the checkpoint is collective)
             import torch
 
@@ -60,13 +60,13 @@ class SB3StopOnSignal(BaseCallback):
 
     def _on_training_start(self) -> None:
         signals.stop_if_pending()
-        trial.stop_if_requested()
+        stop_if_prune_requested()
 
     def _on_step(self) -> bool:
         return True
 
     def _on_rollout_start(self) -> None:
-        signum, pruned = signals.pending(), trial.requested()
+        signum, pruned = signals.pending(), prune_requested()
         if signum is not None or pruned is not None:
             self.checkpoint.save()
             _raise_stop(signum, pruned)
@@ -77,4 +77,4 @@ def _raise_stop(signum: int | None, pruned: int | None) -> None:
     if signum is not None:
         raise Interrupted(signum)
     if pruned is not None:
-        raise trial.Pruned(pruned)
+        raise Pruned(pruned)

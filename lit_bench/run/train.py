@@ -1,12 +1,13 @@
 """``run(cfg)``: one configured run's life, start to finish, into its run directory, read top-down here.
 
 1. **decide** (``open_run``): the run options checked, the config's own directory (``lit_bench.config.identity``)
-   locked (one writer at a time: ``RunDir.lock``), then skip (completed with this config), resume (a checkpoint) or
-   fresh (``decide``); a directory that holds another config, or finished work that does not check out, is never
+   locked (one writer at a time: ``RunDir.lock``) and what it holds read once (``RunDir.held_run``: the run found
+   there, the damage to its files), then skip (completed with this config), resume (a checkpoint) or fresh
+   (``decide``); a directory that holds another config, or finished work that does not check out, is never
    touched;
 2. **prepare**: the checks before anything changes, in one pass (``lit_bench.config.checks.check_before_training``:
    algorithm, hyperparameters, budget, env package, loggers, video, objective, console, processes); then the
-   directory is made ready (``open_run_dir``) and the ``running`` summary written;
+   directory is made ready and the ``running`` summary written (``RunDir.make_ready``);
 3. **train and evaluate** (``train_and_score``): the envs, the evaluator, the backend (``lit_bench.run.backends``)
    trained to the budget, the final evaluation;
 4. **record** (``lit_bench.run.outcome``: ``recorded``, the trained run's ``results``): the summary of how the run
@@ -28,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
-import yaml
 from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
@@ -49,6 +49,7 @@ from lit_bench.config.identity import BATCHED, RunIdentity, config_hash, config_
 from lit_bench.config.trust import code_names
 from lit_bench.control import signals
 from lit_bench.control.signals import Interrupted
+from lit_bench.control.study import trial_hooks
 from lit_bench.control.sweep import INVOCATION_ENV
 from lit_bench.run.backends import BACKENDS, Job
 from lit_bench.run.checkpointing import BestCheckpoint, other_kind_of_checkpoint, resume_point
@@ -57,10 +58,9 @@ from lit_bench.run.evaluation import PeriodicEval, default_every
 from lit_bench.run.outcome import describe, failed, recorded, results, stopped_at_once, timestamp
 from lit_bench.run.provenance import hydra_output_dir, provenance, task_overrides
 from lit_bench.run.ranks import failing_ranks_end_the_run, hand_plan, process_rank, run_rank
-from lit_bench.run.trial import trial_hooks
 from lit_bench.run.video import eval_video
 from lit_bench.run.watchdog import StepWatchdog
-from lit_bench.store.rundir import RunDir, Untouchable, atomic_write_text
+from lit_bench.store.rundir import HeldRun, RunDir, Untouchable
 from lit_sb3.common.seeding import EVAL_SEED_OFFSET
 
 
@@ -131,18 +131,18 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
         )
     config = resolved(cfg)
     identity = identify(config)
-    run_dir = RunDir(identity.root)
     base = run_fields(cfg, config, identity)
     hydra_dir = hydra_output_dir()
-    if hydra_dir is not None and hydra_dir != run_dir.root.resolve():
+    if hydra_dir is not None and hydra_dir != identity.root.resolve():
         return failed(
             base,
             f"hydra.run.dir / hydra.sweep.dir: Hydra's job directory {hydra_dir} is not the run's "
-            f"{run_dir.root}; place runs with out_dir= and sweep= instead",
+            f"{identity.root}; place runs with out_dir= and sweep= instead",
         )
     signals.set_stop_timeout(float(cfg.get("stop_timeout_s") or signals.STOP_TIMEOUT_S))
     # the config is the caller's word (a command line, or run(cfg) from Python): Hydra 1.4 may resolve its targets
     held.enter_context(whitelisted([name for _, kind, name in code_names(config) if kind == "target"]))
+    run_dir = RunDir(identity.root)
     try:
         held.enter_context(run_dir.lock(poll=signals.stop_if_pending))
     except OSError as error:  # e.g. a symlink where the lock goes, or a directory that cannot be made
@@ -157,10 +157,10 @@ def open_run(cfg: DictConfig, held: contextlib.ExitStack) -> dict[str, Any] | Op
         }
     started = time.perf_counter()
     try:
-        previous, held_config = run_dir.held_run()
+        found = run_dir.held_run()
     except Untouchable as refusal:  # never deleted or rewritten, neither skipped nor resumed
         return failed(base, str(refusal))
-    return _open_locked(cfg, config, run_dir, base, previous, held_config, started)
+    return _open_locked(cfg, config, run_dir, base, found, started)
 
 
 def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity) -> dict[str, Any]:
@@ -191,16 +191,11 @@ def run_fields(cfg: DictConfig, config: dict[str, Any], identity: RunIdentity) -
 
 
 def _open_locked(
-    cfg: DictConfig,
-    config: dict[str, Any],
-    run_dir: RunDir,
-    base: dict[str, Any],
-    previous: dict[str, Any] | None,
-    held: dict[str, Any] | None,
-    started: float,
+    cfg: DictConfig, config: dict[str, Any], run_dir: RunDir, base: dict[str, Any], found: HeldRun, started: float
 ) -> dict[str, Any] | Opened:
-    """The locked run from what its directory holds (``previous``: its summary, ``held``: its config): skip, resume or
-    fresh, the checks, the directory made ready and the ``running`` summary."""
+    """The locked run from what its directory holds (``found``): skip, resume or fresh, the checks, the directory
+    made ready and the ``running`` summary."""
+    previous, held = found.summary, found.config
     if held is not None and config_hash(held) != base["config_hash"]:
         # Only possible when the composed defaults changed since that run (or for runs of an older layout).
         return failed(
@@ -211,9 +206,7 @@ def _open_locked(
         )
     # a completed run is skipped before the checks: a logger it would need only to train again is not required
     batched = bool(cfg.get(BATCHED))
-    start = decide(
-        run_dir, previous, held, backend=str(cfg.backend), budget=None, force=bool(cfg.force), batched=batched
-    )
+    start = decide(run_dir, found, backend=str(cfg.backend), budget=None, force=bool(cfg.force), batched=batched)
     if start.action == "damaged":  # finished work that does not check out: the user's to look at, never retrained
         assert start.damage is not None
         return {**base, "status": "damaged", "error": left_damaged(run_dir, start.damage), "traceback": None}
@@ -225,9 +218,7 @@ def _open_locked(
         other = other_kind_of_checkpoint(run_dir, batched)
         if other is not None and not cfg.force:  # never resumed, never wiped unasked
             return failed(base, other)
-        start = decide(
-            run_dir, previous, held, backend=str(cfg.backend), budget=budget, force=bool(cfg.force), batched=batched
-        )
+        start = decide(run_dir, found, backend=str(cfg.backend), budget=budget, force=bool(cfg.force), batched=batched)
     if start.action == "skip":
         assert previous is not None
         if previous["status"] == "pruned":  # the same config asked again: pruned again, without training
@@ -240,14 +231,16 @@ def _open_locked(
             **base,
             **previous,
             "status": "skipped",
-            "objective": stats.objective(run_dir.eval_rows(), str(cfg.objective.metric), cfg.objective.get("last")),
+            "objective": stats.objective(found.eval_rows, str(cfg.objective.metric), cfg.objective.get("last")),
             "note": not_retrained(held or {}, config, run_dir),
         }
     torch.set_num_threads(int(cfg.threads))
-    open_run_dir(run_dir, config, start)
+    if start.damage:
+        print(f"{run_dir.root}: {start.damage}; force=true: running it again", file=sys.stderr, flush=True)
     warn_budget(cfg, budget)
     summary = {**base, "status": "running", "resumed_from": start.step, **provenance(config["env"])}
-    run_dir.write_summary(summary)
+    resume_at = start.step if start.action == "resume" else None
+    run_dir.make_ready(resume_at, int(config["env"]["n_envs"]), config, task_overrides(), summary)
     return Opened(run_dir, summary, algo_cls, budget, start, started)
 
 
@@ -277,21 +270,14 @@ class Start:
 
 
 def decide(
-    run_dir: RunDir,
-    previous: dict[str, Any] | None,
-    held: dict[str, Any] | None,
-    *,
-    backend: str,
-    budget: int | None,
-    force: bool,
-    batched: bool = False,
+    run_dir: RunDir, found: HeldRun, *, backend: str, budget: int | None, force: bool, batched: bool = False
 ) -> Start:
-    """Skip, resume or start afresh, from what the directory holds (``previous``: its summary, ``held``: its config,
-    already known to be this run's; ``budget`` None: only whether to skip is known, never ``resume``; ``batched``: a
-    seed of a batched group, resumed from its own checkpoint file)."""
-    damage = run_dir.damage(previous) if held is not None else None  # no config: a new run anyway
-    if damage:  # finished work is never trained over unasked: force=true does
-        return Start("fresh" if force else "damaged", damage=damage)
+    """Skip, resume or start afresh, from what the directory holds (``found``: its run's summary, config, already
+    known to be this run's, and damage; ``budget`` None: only whether to skip is known, never ``resume``;
+    ``batched``: a seed of a batched group, resumed from its own checkpoint file)."""
+    previous, held = found.summary, found.config
+    if found.damage:  # finished work is never trained over unasked: force=true does
+        return Start("fresh" if force else "damaged", damage=found.damage)
     pruned = previous is not None and previous["status"] == "pruned"
     if held is None or (force and not pruned):
         return Start("fresh")
@@ -329,22 +315,7 @@ def not_retrained(held: dict[str, Any], config: dict[str, Any], run_dir: RunDir)
     )
 
 
-def open_run_dir(run_dir: RunDir, config: dict[str, Any], start: Start) -> None:
-    """Make the directory ready for ``start``: cleared, or cut back to the checkpoint; then this run's config."""
-    if start.damage:
-        print(f"{run_dir.root}: {start.damage}; force=true: running it again", file=sys.stderr, flush=True)
-    if start.action == "resume":
-        assert start.step is not None
-        run_dir.truncate_eval(start.step)
-        run_dir.stash_metrics(start.step)
-        run_dir.truncate_monitor(start.step, int(config["env"]["n_envs"]))
-    else:
-        run_dir.wipe()
-    atomic_write_text(run_dir.config, yaml.safe_dump(config, sort_keys=False))
-    atomic_write_text(run_dir.overrides, yaml.safe_dump(task_overrides()))
-
-
-# ---- prepare: the directory made ready for the run (its checks: lit_bench.config.checks)
+# ---- prepare: the budget's warnings (the checks: lit_bench.config.checks; the directory: RunDir.make_ready)
 
 
 def warn_budget(cfg: DictConfig, budget: int) -> None:

@@ -20,6 +20,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from lit_bench.store import format as fmt
 from lit_bench.store.format import EVAL_FIELDS, FINAL_VIDEO
 
 __all__ = [
+    "HeldRun",
     "RunDir",
     "atomic_write",
     "atomic_write_json",
@@ -215,10 +217,10 @@ class RunDir:
             return None
         return config if isinstance(config, dict) else None
 
-    def held_run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """The summary and the config of the run this directory holds (None, None: nothing yet), read once its lock is
-        held. :class:`Untouchable` when what it holds cannot be shown to be a run of the harness (``unproven``: it may
-        be a finished run, or not the harness's at all) or was written by a newer lit_bench (``format_problem``)."""
+    def held_run(self) -> HeldRun:
+        """What this directory holds, read once its lock is held (nothing yet: a :class:`HeldRun` of Nones).
+        :class:`Untouchable` when what it holds cannot be shown to be a run of the harness (``unproven``: it may be a
+        finished run, or not the harness's at all) or was written by a newer lit_bench (``format_problem``)."""
         unproven = self.unproven()
         if unproven is not None:
             raise Untouchable(
@@ -229,7 +231,11 @@ class RunDir:
         problem = fmt.format_problem(summary) if summary is not None else None
         if problem:
             raise Untouchable(f"{self.summary}: {problem}; nothing was changed")
-        return summary, self.read_config()
+        config = self.read_config()
+        if config is None:  # no run of the harness here yet: nothing of it to check
+            return HeldRun(summary)
+        damage, rows = self._checked_evaluations(summary)
+        return HeldRun(summary, config, damage, rows)
 
     def unproven(self) -> str | None:
         """Why this directory cannot be shown to be a run of the harness (None: it can, or it holds nothing).
@@ -272,6 +278,22 @@ class RunDir:
                 shutil.rmtree(child)
             else:
                 child.unlink()
+
+    def make_ready(
+        self, resume_at: int | None, n_envs: int, config: dict[str, Any], overrides: list[str], summary: dict[str, Any]
+    ) -> None:
+        """Ready the directory for a run that resumes at ``resume_at`` env steps (its files cut back to that
+        checkpoint: evaluations, training metrics, the ``n_envs`` training envs' episodes) or starts afresh (None:
+        cleared); then the run's config, its command-line overrides and its ``running`` summary, in that order."""
+        if resume_at is None:
+            self.wipe()
+        else:
+            self.truncate_eval(resume_at)
+            self.stash_metrics(resume_at)
+            self.truncate_monitor(resume_at, n_envs)
+        atomic_write_text(self.config, yaml.safe_dump(config, sort_keys=False))
+        atomic_write_text(self.overrides, yaml.safe_dump(overrides))
+        self.write_summary(summary)
 
     @contextlib.contextmanager
     def lock(self, poll: Callable[[], None] = lambda: None) -> Iterator[None]:
@@ -357,6 +379,12 @@ class RunDir:
     def eval_rows(self) -> list[dict[str, str]]:
         return read_csv(self.eval_csv)
 
+    def record_evaluation(self, row: dict[str, Any], history: dict[str, list[Any]]) -> None:
+        """One evaluation on disk: its ``row`` appended to eval.csv, then ``history`` (every evaluation's episodes so
+        far, as SB3's ``EvalCallback`` keeps them) written as evaluations.npz."""
+        self.append_eval(row)
+        self.write_evaluations(history)
+
     def append_eval(self, row: dict[str, Any]) -> None:
         # Rewritten whole (a few hundred rows at most) so that the file on disk is always complete.
         atomic_write_text(self.eval_csv, csv_text(EVAL_FIELDS, [*self.eval_rows(), row]))
@@ -425,45 +453,63 @@ class RunDir:
         data = self.eval_csv.read_bytes()
         return {"evaluations": len(read_csv(self.eval_csv)), "eval_csv_sha256": hashlib.sha256(data).hexdigest()}
 
-    def damage(self, summary: dict[str, Any] | None) -> str | None:
-        """What is wrong with the files of a run before it is skipped as completed (None: nothing, or not completed).
+    def _checked_evaluations(self, summary: dict[str, Any] | None) -> tuple[str | None, list[dict[str, str]]]:
+        """What is wrong with the files of a run before it is skipped as completed (None: nothing, or not completed),
+        and its evaluations (a completed run's eval.csv rows, read here once; empty for any other run).
 
         A completed run's eval.csv has a number in every row, ends with the final evaluation that its summary.json
         reports and (format 3 on) is the file the run wrote: as many evaluations, the same checksum.
         """
         if summary is None:
-            return "summary.json is unreadable" if self.summary.exists() else None
+            return ("summary.json is unreadable" if self.summary.exists() else None), []
         if summary.get("status") != "completed":
-            return None
+            return None, []
         try:
             data = self.eval_csv.read_bytes()
             text = data.decode()
         except FileNotFoundError:
-            return "eval.csv is missing"
+            return "eval.csv is missing", []
         except (OSError, ValueError) as error:
-            return f"eval.csv is unreadable ({error})"
+            return f"eval.csv is unreadable ({error})", []
         rows = list(csv.DictReader(io.StringIO(text)))
-        if not rows:
-            return "eval.csv is empty"
-        last = rows[-1]
-        if not text.endswith("\n") or None in last or None in last.values():
-            return "eval.csv is truncated (its last row is incomplete)"
-        for n, row in enumerate(rows, start=1):
-            if not all(math.isfinite(_number(row.get(key))) for key in ("timesteps", "mean_return")):
-                return f"eval.csv is damaged (row {n} has no number for timesteps or mean_return)"
-        final_step, final_return = int(float(last["timesteps"])), float(last["mean_return"])
-        if final_step != summary.get("timesteps") or final_return != summary.get("final_mean_return"):
-            return (
-                f"eval.csv does not end with the final evaluation in summary.json "
-                f"({final_step} vs {summary.get('timesteps')} env steps)"
-            )
-        recorded = summary.get("evaluations")
-        if recorded is not None and recorded != len(rows):
-            return f"eval.csv holds {len(rows)} evaluations, summary.json recorded {recorded}"
-        digest = summary.get("eval_csv_sha256")
-        if digest is not None and digest != hashlib.sha256(data).hexdigest():
-            return "eval.csv is not the file the run wrote (its checksum differs from summary.json's)"
-        return None
+        return _damage(summary, text, data, rows), rows
+
+
+@dataclass(frozen=True)
+class HeldRun:
+    """What a locked run directory holds (``RunDir.held_run``), read once for the run's decision: the summary and the
+    config of the run that wrote it (None: none there, or unreadable), what is wrong with a completed run's files
+    (``damage``; None: nothing, or no config there) and that completed run's evaluations (``eval_rows``)."""
+
+    summary: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    damage: str | None = None
+    eval_rows: list[dict[str, str]] = field(default_factory=list)
+
+
+def _damage(summary: dict[str, Any], text: str, data: bytes, rows: list[dict[str, str]]) -> str | None:
+    """What is wrong with a completed run's eval.csv (``text``, its bytes ``data``, its ``rows``) for its summary."""
+    if not rows:
+        return "eval.csv is empty"
+    last = rows[-1]
+    if not text.endswith("\n") or None in last or None in last.values():
+        return "eval.csv is truncated (its last row is incomplete)"
+    for n, row in enumerate(rows, start=1):
+        if not all(math.isfinite(_number(row.get(key))) for key in ("timesteps", "mean_return")):
+            return f"eval.csv is damaged (row {n} has no number for timesteps or mean_return)"
+    final_step, final_return = int(float(last["timesteps"])), float(last["mean_return"])
+    if final_step != summary.get("timesteps") or final_return != summary.get("final_mean_return"):
+        return (
+            f"eval.csv does not end with the final evaluation in summary.json "
+            f"({final_step} vs {summary.get('timesteps')} env steps)"
+        )
+    recorded = summary.get("evaluations")
+    if recorded is not None and recorded != len(rows):
+        return f"eval.csv holds {len(rows)} evaluations, summary.json recorded {recorded}"
+    digest = summary.get("eval_csv_sha256")
+    if digest is not None and digest != hashlib.sha256(data).hexdigest():
+        return "eval.csv is not the file the run wrote (its checksum differs from summary.json's)"
+    return None
 
 
 def _number(value: Any) -> float:

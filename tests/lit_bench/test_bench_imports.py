@@ -27,7 +27,7 @@ def algorithms():
     return sorted({m.split(".")[2] for m in sys.modules if m.startswith("lit_sb3.algorithms.") and m.count(".") >= 2})
 HEAVY = ["torch", "lightning", "stable_baselines3", "sb3_contrib", "gymnasium", "pandas", "matplotlib", "optuna",
          "lit_sb3", "lit_bench.run.train"]
-UNUSED = ["optuna", "lit_bench.control.study", "lit_bench.control.hpo_results", "lit_bench.cli.report",
+UNUSED = ["optuna", "lit_bench.control.hpo_results", "lit_bench.cli.report",
           "lit_bench.analysis.plot", "pandas", "lit_bench.cli.regress", "imageio", "moviepy", "wandb", "mujoco",
           "ale_py"]
 import run, lit_bench.control.sweep  # the sweep's parent: run.py's module level and conf/config.yaml's Hydra callbacks

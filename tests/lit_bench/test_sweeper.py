@@ -24,7 +24,7 @@ from lit_bench.control.sweep import RunPruned, job_result
 from lit_bench.run import train as run_train
 from lit_bench.run.train import Start, decide
 from lit_bench.stats import seeds_value
-from lit_bench.store.rundir import RunDir
+from lit_bench.store.rundir import HeldRun, RunDir
 from tests.lit_bench.helpers import CHILD_ENV, CONF, REPO, TINY, compose_run, read_csv, run_py
 
 optuna = pytest.importorskip("optuna", minversion="4.0", reason="needs `pip install -e .[hpo]` (current Optuna)")
@@ -147,12 +147,12 @@ def test_a_pruned_job_is_a_pruned_trial_and_its_run_is_kept(tmp_path: Path, monk
     assert back.step == 512 and str(back) == "x: pruned after the evaluation at 512 env steps"
     run = RunDir(tmp_path)
     run.checkpoints.mkdir(parents=True)
-    pruned = {"status": "pruned"}
-    assert decide(run, pruned, {}, backend="lit", budget=1024, force=False).action == "skip"
+    pruned = HeldRun({"status": "pruned"}, {})
+    assert decide(run, pruned, backend="lit", budget=1024, force=False).action == "skip"
     # force=true continues a pruned run from its checkpoint (a completed one it would start again)
     monkeypatch.setattr(run_train, "resume_point", lambda run_dir, backend, batched=False: 512)
-    assert decide(run, pruned, {}, backend="lit", budget=1024, force=True) == Start("resume", 512)
-    assert decide(run, {"status": "completed"}, {}, backend="lit", budget=1024, force=True).action == "fresh"
+    assert decide(run, pruned, backend="lit", budget=1024, force=True) == Start("resume", 512)
+    assert decide(run, HeldRun({"status": "completed"}, {}), backend="lit", budget=1024, force=True).action == "fresh"
 
 
 def test_the_study_files_list_every_state(tmp_path: Path) -> None:
