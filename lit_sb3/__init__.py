@@ -1,16 +1,14 @@
 """Stable-Baselines3 algorithms as PyTorch Lightning modules.
 
 The classes load on first use (PEP 562 ``__getattr__``): ``from lit_sb3 import PPO`` imports PPO's module only,
-so a run of one algorithm does not import the other thirteen.
+so a run of one algorithm does not import the other thirteen, and ``import lit_sb3`` alone imports neither torch
+nor SB3 (a sweep's parent process reads the allow-list without them).
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-import torch as _torch
-from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from lit_sb3.algorithms.a2c import A2C
@@ -34,8 +32,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
 
 __version__ = "0.1.0"
 
-# SB3's schedules are plain data: let checkpoints holding them load with torch.load(weights_only=True).
-_torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
 
 _ALGORITHMS = {
     "A2C": "a2c",

@@ -23,7 +23,13 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
-from stable_baselines3.common.utils import FloatSchedule, check_for_correct_spaces, get_device
+from stable_baselines3.common.utils import (
+    ConstantSchedule,
+    FloatSchedule,
+    LinearSchedule,
+    check_for_correct_spaces,
+    get_device,
+)
 from stable_baselines3.common.utils import set_random_seed as _seed_everything
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
@@ -57,6 +63,11 @@ from lit_sb3.trainer import RLTrainer
 
 # Policies whose Adam defaults to eps=1e-5 (instead of torch's 1e-8) when they receive no optimizer_kwargs.
 _ADAM_EPS_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
+
+# SB3's schedules are plain data: checkpoints holding them load with torch.load(weights_only=True). Registered here,
+# with the class every lit_sb3 model (and so every load of its checkpoints) imports, not by ``import lit_sb3``,
+# which stays free of torch for processes that only read configs (a sweep's parent process).
+torch.serialization.add_safe_globals([ConstantSchedule, FloatSchedule, LinearSchedule])
 
 SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 

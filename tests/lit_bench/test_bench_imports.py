@@ -32,10 +32,13 @@ UNUSED = ["optuna", "lit_bench.control.hpo_results", "lit_bench.cli.report",
           "ale_py"]
 import run, lit_bench.control.sweep  # the sweep's parent: run.py's module level and conf/config.yaml's Hydra callbacks
 parent = loaded(HEAVY)
+from lit_bench.config.trust import live_run_targets
+live_run_targets(["algo=ppo", "env=CartPole"])  # the parent's trust check reads lit_sb3's allow-list, not its ML stack
+trusting = loaded([name for name in HEAVY if name != "lit_sb3"])
 import lit_bench.run.train
 train = {"unused": loaded(UNUSED), "algorithms": algorithms()}
 from lit_sb3 import PPO
-print(json.dumps({"parent": parent, "train": train, "ppo": algorithms()}))
+print(json.dumps({"parent": parent, "trusting": trusting, "train": train, "ppo": algorithms()}))
 """
 
 
@@ -45,6 +48,7 @@ def test_sweep_parent_and_run_import_only_what_they_use() -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["parent"] == [], f"a sweep's parent process imports {found['parent']}"
+    assert found["trusting"] == [], f"a sweep's parent process's trust check imports {found['trusting']}"
     assert found["train"] == {"unused": [], "algorithms": []}
     assert found["ppo"] == ["ppo"]
 
