@@ -192,7 +192,9 @@ class GroupEval(BaseCallback):
         self.evaluators = list(evaluators)
         # classic array envs report no is_success (their infos hold fixed keys); left unwrapped, the group plays
         # their evaluation episodes side by side (SeedGroup.evaluate)
-        self.eval_envs = [env if isinstance(env.unwrapped, ClassicVecEnv) else Successes(env) for env in eval_envs]
+        self.recorders = [None if isinstance(env.unwrapped, ClassicVecEnv) else Successes(env) for env in eval_envs]
+        self.eval_envs = [env if recorder is None else recorder for env, recorder in zip(eval_envs, self.recorders)]
+        self.inner_envs = list(eval_envs)
         self.train_envs = list(train_envs)
         first = self.evaluators[0]
         self.every, self.episodes, self.deterministic = first.every, first.episodes, first.deterministic
@@ -223,19 +225,21 @@ class GroupEval(BaseCallback):
         signals.stop_if_pending()  # a signal stops before a long evaluation (the checkpoint stays)
         timesteps = int(group.num_timesteps)
         clocks = [evaluator.begin_evaluation(timesteps) for evaluator in self.evaluators]
-        for evaluator, train_env, eval_env in zip(self.evaluators, self.train_envs, self.eval_envs):
-            if isinstance(eval_env, Successes):
-                eval_env.successes = []
-            sync_envs_normalization(train_env, eval_env.venv if isinstance(eval_env, Successes) else eval_env)
+        for evaluator, train_env, env, recorder in zip(
+            self.evaluators, self.train_envs, self.inner_envs, self.recorders
+        ):
+            if recorder is not None:
+                recorder.successes = []
+            sync_envs_normalization(train_env, env)
             if evaluator.seed is not None:
-                eval_env.seed(evaluator.seed)  # each evaluation sees the same episodes (as PeriodicEval's)
+                env.seed(evaluator.seed)  # each evaluation sees the same episodes (as PeriodicEval's)
         results = group.evaluate(self.eval_envs, self.episodes, self.deterministic)
         rows, diverged = [], {}
         for evaluator, (begin, cpu_begin) in zip(self.evaluators, clocks):
             evaluator.end_evaluation(begin, cpu_begin)
-        for i, (evaluator, eval_env, (returns, lengths)) in enumerate(zip(self.evaluators, self.eval_envs, results)):
+        for i, (evaluator, recorder, (returns, lengths)) in enumerate(zip(self.evaluators, self.recorders, results)):
             try:
-                successes = eval_env.successes if isinstance(eval_env, Successes) else []
+                successes = [] if recorder is None else recorder.successes
                 rows.append(evaluator.write_row(None, timesteps, returns, lengths, successes))
             except Diverged as error:
                 diverged[i] = str(error)

@@ -382,7 +382,7 @@ def classic_vec_envs(
 
 
 def play_episodes_side_by_side(
-    envs: Sequence[ClassicVecEnv], episodes: int, policy: Callable[[np.ndarray], np.ndarray]
+    envs: Sequence[ClassicVecEnv], episodes: int, policy: Callable[[np.ndarray, np.ndarray], np.ndarray]
 ) -> list[list[dict[str, Any]]]:
     """The next ``episodes`` episodes of each one-env VecEnv (just reset), played side by side: each VecEnv's
     Monitor records (``r``, ``l``, ``t``), in order, as playing them one after another gives them for a policy of the
@@ -391,8 +391,9 @@ def play_episodes_side_by_side(
     The classic envs draw randomness only when they reset, so every episode's start is drawn first, in order, from
     the env's own ``np_random`` (the current episode's, one per later episode, then the start that follows the last
     episode, where the env is left): each env ends as the one-by-one play leaves it (its generator, Monitor's
-    records and file rows, step count). ``policy`` maps observations ``[len(envs), episodes, *obs_shape]`` to
-    actions ``[len(envs), episodes]``; a lane whose episode has ended shows its terminal observation until all end.
+    records and file rows, step count). ``policy(obs, playing)`` maps observations ``[len(envs), episodes,
+    *obs_shape]`` to actions ``[len(envs), episodes]``; ``playing`` says which episodes go on (an ended one shows
+    its terminal observation until all end, and its action is not used).
     """
     if episodes < 1:
         raise ValueError(f"episodes: must be >= 1, got {episodes}")
@@ -416,7 +417,8 @@ def play_episodes_side_by_side(
     obs = lanes.first_obs.copy()
     playing = np.ones(n * episodes, dtype=bool)
     while playing.any():
-        actions = np.asarray(policy(obs.reshape(n, episodes, *obs.shape[1:]))).reshape(n * episodes)
+        shaped = obs.reshape(n, episodes, *obs.shape[1:])
+        actions = np.asarray(policy(shaped, playing.reshape(n, episodes))).reshape(n * episodes)
         rows = np.flatnonzero(playing)
         if not lanes.physics.valid(actions[rows], lanes.action_space).all():
             raise ValueError(f"policy: {lanes.env_id} takes the actions of {lanes.action_space}")

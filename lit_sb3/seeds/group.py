@@ -61,10 +61,11 @@ def _batched_class(algo_cls: type) -> type[BatchedAlgorithm] | None:
 TIE_MARGIN = 1e-4
 
 
-def greedy_actions(algorithm: BatchedAlgorithm, obs: np.ndarray) -> np.ndarray:
+def greedy_actions(algorithm: BatchedAlgorithm, obs: np.ndarray, wanted: np.ndarray | None = None) -> np.ndarray:
     """Each seed's deterministic discrete actions ``[N, n]`` for observations ``[N, n, ...]``, each the action the
     seed's forward of that observation alone (``[N, 1, ...]``, as one-env evaluation computes it) gives: where the
-    best two scores of a row are within :data:`TIE_MARGIN`, that row's column is computed again alone."""
+    best two scores of a row are within :data:`TIE_MARGIN`, that row's column is computed again alone (only the
+    rows ``wanted`` says are used, ``[N, n]`` booleans; None: all)."""
     scores = algorithm.greedy_scores(obs)
     if scores is None:
         raise ValueError("algorithm: its deterministic actions are not an argmax (Box actions)")
@@ -72,6 +73,8 @@ def greedy_actions(algorithm: BatchedAlgorithm, obs: np.ndarray) -> np.ndarray:
     if scores.shape[-1] > 1 and obs.shape[1] > 1:
         best, second = scores.topk(2, dim=-1).values.unbind(-1)
         close = (best - second) <= TIE_MARGIN * best.abs().clamp(min=1.0)
+        if wanted is not None:
+            close &= torch.as_tensor(wanted, device=close.device)
         for column in torch.nonzero(close.any(0)).flatten().tolist():
             alone = algorithm.greedy_scores(obs[:, column : column + 1])
             assert alone is not None
@@ -392,9 +395,9 @@ class SeedGroup(L.LightningModule):
         for env in eval_envs:
             env.reset()  # through the wrappers, with the seed and options set for this reset
 
-        def policy(raw: np.ndarray) -> np.ndarray:
+        def policy(raw: np.ndarray, playing: np.ndarray) -> np.ndarray:
             obs = np.stack([_normalized(raw[i], normalizers) for i, (_, normalizers) in enumerate(classic)])
-            return greedy_actions(self.algorithm, obs)
+            return greedy_actions(self.algorithm, obs, playing)
 
         played = play_episodes_side_by_side([env for env, _ in classic], n_eval_episodes, policy)
         return [([float(e["r"]) for e in episodes], [int(e["l"]) for e in episodes]) for episodes in played]

@@ -208,7 +208,7 @@ def test_episodes_side_by_side_are_the_episodes_one_after_another(env_id: str, t
                 ref.seed(40 + i)
         for env in ours:
             env.reset()
-        played = play_episodes_side_by_side(ours, 6, lambda obs: _greedy(env_id, obs))
+        played = play_episodes_side_by_side(ours, 6, lambda obs, _: _greedy(env_id, obs))
         for mine, ref, records in zip(ours, theirs, played):
             expected = _one_after_another(ref, 6, env_id)
             assert [(r["r"], r["l"]) for r in records] == expected, f"evaluation {evaluation}"
@@ -231,12 +231,12 @@ def test_episodes_side_by_side_are_the_episodes_one_after_another(env_id: str, t
 def test_episodes_side_by_side_refusals() -> None:
     env = classic_vec_envs("CartPole-v1", 2)[0]
     with pytest.raises(ValueError, match=r"^envs: VecEnvs of one env each, got one of 2"):
-        play_episodes_side_by_side([env], 3, lambda obs: np.zeros(obs.shape[:2], dtype=np.int64))
+        play_episodes_side_by_side([env], 3, lambda obs, _: np.zeros(obs.shape[:2], dtype=np.int64))
     one = classic_vec_envs("CartPole-v1", 1)[0]
     with pytest.raises(RuntimeError, match=r"^envs: reset\(\) each VecEnv first"):
-        play_episodes_side_by_side([one], 3, lambda obs: np.zeros(obs.shape[:2], dtype=np.int64))
+        play_episodes_side_by_side([one], 3, lambda obs, _: np.zeros(obs.shape[:2], dtype=np.int64))
     one.reset()
     with pytest.raises(ValueError, match=r"^episodes: must be >= 1"):
-        play_episodes_side_by_side([one], 0, lambda obs: np.zeros(obs.shape[:2], dtype=np.int64))
+        play_episodes_side_by_side([one], 0, lambda obs, _: np.zeros(obs.shape[:2], dtype=np.int64))
     with pytest.raises(ValueError, match=r"^policy: CartPole-v1 takes the actions of Discrete\(2\)"):
-        play_episodes_side_by_side([one], 3, lambda obs: np.full(obs.shape[:2], 5))
+        play_episodes_side_by_side([one], 3, lambda obs, _: np.full(obs.shape[:2], 5))
