@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -29,14 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from descendants import adopt_descendants, cpu_of_descendants, reap_descendants
+
 
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):7.1f} [{min(values):.1f}-{max(values):.1f}]"
-
-
-def cpu_of_children() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # terminated, waited-for descendants (loky workers too)
-    return usage.ru_utime + usage.ru_stime
 
 
 def cpu_of(pid: int) -> float | None:
@@ -53,7 +50,7 @@ def launch(root: Path, overrides: list[str]) -> tuple[float, float, float]:
     the first process alone (sampled until it exits: a sweep's parent, apart from its workers)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
     with tempfile.TemporaryFile("w+") as stderr:
-        start, cpu = time.perf_counter(), cpu_of_children()
+        start, cpu = time.perf_counter(), cpu_of_descendants()
         process = subprocess.Popen(
             [sys.executable, str(root / "run.py"), *overrides],
             cwd=root,
@@ -66,10 +63,11 @@ def launch(root: Path, overrides: list[str]) -> tuple[float, float, float]:
             own = cpu_of(process.pid) or own
             time.sleep(0.05)
         wall = time.perf_counter() - start
+        reap_descendants()  # (a joblib sweep's forked workers: their forkserver ends after the command)
         if process.returncode != 0:
             stderr.seek(0)
             raise RuntimeError(f"run.py {' '.join(overrides)} exited {process.returncode}: {stderr.read()[-2000:]}")
-    return wall, cpu_of_children() - cpu, own
+    return wall, cpu_of_descendants() - cpu, own
 
 
 def multirun(root: Path, launcher: str, jobs: int, budget: int, workers: int, out: Path) -> tuple[float, float, float]:
@@ -126,6 +124,7 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=0, help="single runs to time the fixed cost of one process")
     parser.add_argument("--root", type=Path, nargs="+", default=[Path(__file__).resolve().parents[1]])
     args = parser.parse_args()
+    adopt_descendants()
     roots = [root.resolve() for root in args.root]
     walls: dict[tuple[Path, str, int], list[float]] = {}
     cpus: dict[tuple[Path, str, int], list[float]] = {}

@@ -7,7 +7,8 @@ in batched groups (``seeds_per_process=N``, lit_bench.run.batched), side by side
 Each mode is one ``python run.py -m ...`` command timed over its whole life (imports, plan, report included), into a
 fresh output directory: ``alone`` (``seeds_per_process=1``, joblib with ``--jobs`` workers) and ``grouped`` (the
 seeds split into ``--jobs`` batched groups, one joblib job each). It prints each mode's wall time and the CPU time
-of its processes (``RUSAGE_CHILDREN``), the ratio alone / grouped of both, and the load average before and after.
+of all its processes (``descendants``: joblib's forked workers too, once they have ended), the ratio alone /
+grouped of both, and the load average before and after.
 Modes alternate, the order rotating by repeat. To add a configuration, add a row to ``CONFIGS``.
 """
 
@@ -16,13 +17,15 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from descendants import adopt_descendants, cpu_of_descendants, reap_descendants
 
 REPO = Path(__file__).resolve().parent.parent
 # The RL Zoo's settings (algo_env/), and SAC / TD3 on Pendulum with small [64, 64] and the Zoo's [400, 300] networks
@@ -39,11 +42,6 @@ CONFIGS = {
 }
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def sweep(config: list[str], seeds: int, budget: int, jobs: int, grouped: bool, out: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one whole sweep."""
     per_process = math.ceil(seeds / jobs) if grouped else 1
@@ -51,12 +49,13 @@ def sweep(config: list[str], seeds: int, budget: int, jobs: int, grouped: bool, 
     command += [f"budget={budget}", f"seeds_per_process={per_process}", f"hydra.launcher.n_jobs={jobs}"]
     command += [f"out_dir={out}", "sweep=bench"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "LIT_BENCH_CONSOLE": "off"}
-    cpu, start = _children_cpu(), time.perf_counter()
+    cpu, start = cpu_of_descendants(), time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - start  # the command's: its workers' forkserver ends after it, on its own
+    reap_descendants()
     if done.returncode != 0 or f"{seeds} completed" not in done.stdout:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return wall, _children_cpu() - cpu
+    return wall, cpu_of_descendants() - cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args(argv)
+    adopt_descendants()
     print(f"load average before: {os.getloadavg()}", flush=True)
     for name in args.configs:
         times: dict[str, list[tuple[float, float]]] = {"alone": [], "grouped": []}

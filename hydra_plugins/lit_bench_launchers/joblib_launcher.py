@@ -8,17 +8,34 @@ the others run. Jobs that were running when the pool broke resume from their che
 every job, and the multirun exits 1. The table and the run directories agree: a job whose worker died is ``failed``
 in both (its directory named in the table; a run it left ``running`` is recorded failed there, resumable), and a run
 left ``running`` by a pool broken while the sweep was being stopped is listed too.
+
+The workers are forked from one process that has imported what a job needs (``WORKER_MODULES``: Lightning, SB3,
+torch: ~4.7 CPU s) while the launching process was still composing the jobs' configs: a job starts without imports of
+its own, every worker shares the one import, and a worker leaves without the ~1 s a process that imported torch and
+Lightning spends exiting (a fork ends at once; the sweep waits for its workers). That process is Python's
+``forkserver``, started at the launcher's setup, after the multirun's environment is set (``on_multirun_start``):
+workers inherit its environment, not the launching process's later one, so the thread limits joblib gives its
+workers are set for it (``_worker_thread_limits``). Linux only (a forked worker tells that the sweep has ended from
+the forkserver's parent, in ``/proc``: ``lit_bench.control.signals.watch_sweep``), and not where the jobs run in the
+launching process (``n_jobs=1``).
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import multiprocessing.forkserver
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.core.utils import JobReturn, JobStatus
+from hydra.types import HydraContext, TaskFunction
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher as HydraJoblibLauncher
+from joblib import cpu_count
+from joblib._parallel_backends import LokyBackend
+from joblib.externals.loky.backend import context as loky_context
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from omegaconf import DictConfig, open_dict
 
@@ -26,8 +43,18 @@ from hydra_plugins.lit_bench_launchers.lost_jobs import lost_job, lost_run
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import seed_groups, signals, sweep
 
+# What a job imports before its first step (lit_bench.cli.bench's task, a run, a group of seeds): the workers' parent
+# imports them once; a module that fails to import there is imported (and fails) in the job, as without it
+WORKER_MODULES = ["lit_bench.cli.bench", "lit_bench.run.train", "lit_bench.run.group", "lit_bench.run.batched"]
+
 
 class JoblibLauncher(HydraJoblibLauncher):
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+        n_jobs = seed_groups.jobs_at_once(config.hydra.launcher)
+        if n_jobs is not None and n_jobs > 1 and sys.platform.startswith("linux"):
+            start_preloaded_workers(n_jobs)
+
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         return seed_groups.launch(self, job_overrides, initial_job_idx, self._launch_jobs)
 
@@ -89,6 +116,23 @@ class JoblibLauncher(HydraJoblibLauncher):
         if lost_run(job_config) is None:
             return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=None)
         return self._lost(overrides, idx, _died(overrides, error))
+
+
+def start_preloaded_workers(n_jobs: int) -> None:
+    """Fork joblib's workers from a process that imports ``WORKER_MODULES`` now, beside this one (module docstring)."""
+    for name, value in _worker_thread_limits(n_jobs).items():
+        os.environ.setdefault(name, value)
+    os.environ[signals.FORKSERVER_OF_ENV] = str(os.getpid())  # (a worker watches the forkserver, its parent)
+    multiprocessing.set_forkserver_preload(WORKER_MODULES)
+    multiprocessing.forkserver.ensure_running()  # (returns at once: the imports run in the new process)
+    loky_context.set_start_method("forkserver", force=True)
+
+
+def _worker_thread_limits(n_jobs: int) -> dict[str, str]:
+    """The thread limits joblib gives the workers it spawns (each library's threads: the cores over the jobs, where
+    the variable is not set, and TBB's schedulers told to share the cores), which a forked worker would not get."""
+    limits = {name: str(max(cpu_count() // n_jobs, 1)) for name in LokyBackend.MAX_NUM_THREADS_VARS}
+    return {**limits, LokyBackend.TBB_ENABLE_IPC_VAR: "1"}
 
 
 def _fresh_pool() -> None:

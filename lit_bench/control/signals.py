@@ -33,6 +33,8 @@ from typing import Any, NoReturn
 
 STOP_FILE_ENV = "LIT_BENCH_STOP_FILE"  # created when a sweep is interrupted: its workers start no further job
 SWEEP_PID_ENV = "LIT_BENCH_SWEEP_PID"  # the process that runs the sweep (joblib workers are other processes)
+# the sweep whose joblib workers are forked by its forkserver (hydra_plugins.lit_bench_launchers.joblib_launcher)
+FORKSERVER_OF_ENV = "LIT_BENCH_FORKSERVER_OF"
 
 STOP_TIMEOUT_S = 30.0  # the longest a run takes to stop after the first signal (config: stop_timeout_s)
 
@@ -163,6 +165,15 @@ def _catches(pid: int, signum: int) -> bool:
     return bool(int(caught.split()[1], 16) >> (signum - 1) & 1)
 
 
+def _parent_of(pid: int) -> int | None:
+    """A process's parent pid (Linux's /proc; None once it has gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _kill(pid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # a worker that has just exited
         os.kill(pid, signum)
@@ -251,17 +262,25 @@ def watch_sweep() -> None:
     stopping its workers) the worker is reparented; it then stops as on SIGHUP: a run in progress checkpoints and is
     recorded ``interrupted`` (resumable, within ``stop_timeout_s``), and the worker exits. A thread that polls the
     parent pid, not prctl(PR_SET_PDEATHSIG): that signal follows the thread that started the worker (a thread of
-    loky's executor), not the sweep's process, and Linux only."""
+    loky's executor), not the sweep's process, and Linux only. A worker forked by the sweep's forkserver (Linux)
+    watches the forkserver's parent: the forkserver outlives the sweep while any worker does (each holds the pipe
+    whose end tells it to exit), but it is handed to another parent when the sweep's process ends."""
     global _watching
     sweep_pid = os.environ.get(SWEEP_PID_ENV)
-    # only a child of the sweep's process (a loky worker): a Ray worker inherits the variable from a raylet
-    if _watching or sweep_pid is None or not in_joblib_worker() or str(os.getppid()) != sweep_pid:
+    parent = os.getppid()
+    forked = str(parent) != sweep_pid and os.environ.get(FORKSERVER_OF_ENV) == sweep_pid
+    # only a child of the sweep's process or of its forkserver (a loky worker): a Ray worker inherits the variable
+    # from a raylet
+    if _watching or sweep_pid is None or not in_joblib_worker() or (str(parent) != sweep_pid and not forked):
         return
     _watching = True
 
+    def sweep_alive() -> bool:
+        return os.getppid() == parent and (not forked or _parent_of(parent) == int(str(sweep_pid)))
+
     def watch() -> None:
         global _orphaned
-        while os.getppid() == int(sweep_pid):
+        while sweep_alive():
             time.sleep(PARENT_POLL_S)
         _orphaned = True
         _handler(signal.SIGHUP, None)  # (called, not sent: under nohup SIGHUP is ignored)

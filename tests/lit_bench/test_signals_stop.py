@@ -241,8 +241,8 @@ def joblib_sweep(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
             "budget=20000",
             f"out_dir={tmp_path}",
             "sweep=sig",
-            "hydra/launcher=joblib",
             "hydra.launcher.n_jobs=2",
+            "seeds_per_process=1",  # (a process per run: two running, one waiting)
         ]
     )
     parent = tmp_path / "sig" / "ppo" / "CartPole"
