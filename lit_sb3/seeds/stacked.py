@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from stable_baselines3.common.torch_layers import FlattenExtractor
 from torch import nn
@@ -101,9 +102,35 @@ def batched_forward(
             x = _linear(x, stacked[weight], stacked.get(bias))
         elif layer is None:
             x = x.flatten(start_dim=2)
+        elif isinstance(layer, nn.Tanh) and x.device.type == "cpu" and x.dtype == torch.float32:
+            x = _NumpyTanh.apply(x) if x.requires_grad else _numpy_tanh(x)
         else:
             x = layer(x)  # a parameter-free, elementwise layer (check_batchable admitted it)
     return x
+
+
+def _numpy_tanh(x: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(np.tanh(x.detach().numpy()))
+
+
+class _NumpyTanh(torch.autograd.Function):
+    """``tanh`` of a float32 tensor on the CPU through numpy's. torch's is correctly rounded there (0.51 ulp at most,
+    measured over 2M values) and scalar: 2.7 ns an element, more than half of a PPO group's forward ([5, 256, 64]:
+    208 us). numpy's is vectorized, within 1.4 ulp, and 6x faster (34 us); like torch's it gives an element the same
+    bits wherever it lies in the tensor (``tests/lit_sb3/seeds/test_core.py``), so a seed's numbers still do not
+    depend on its group. Only the group's forward uses it: an ordinary model keeps SB3's ``nn.Tanh``. The backward
+    is the one torch's ``tanh`` has (``tanh_backward`` of the output)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = _numpy_tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
 
 
 _Layer = tuple[str, str] | nn.Module | None  # a Linear's (weight, bias) names, a parameter-free layer, a flatten

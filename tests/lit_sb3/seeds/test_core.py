@@ -158,6 +158,26 @@ def test_unbatched_optimizer_refused() -> None:
         batched_optimizer(torch.optim.Adam, {"amsgrad": True}, _stacked(), lr=1e-3)
 
 
+def test_a_groups_tanh_is_within_float32_rounding_and_independent_of_where_an_element_lies() -> None:
+    """The group's forward computes ``nn.Tanh`` with numpy's tanh on the CPU: within 2 ulp of the exact value (torch's
+    is within 1), an element's bits the same in any slice, batch or group of the tensor (so a seed's numbers do not
+    depend on its group), and the backward torch's ``tanh`` has for that output."""
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(7, 129, 65, generator=gen) * 3
+    tanh = torch.nn.Sequential(torch.nn.Tanh())
+    y = batched_forward(tanh, {}, "", x)
+    exact = torch.tanh(x.double())
+    ulp = torch.from_numpy(np.spacing(exact.abs().float().numpy())).double()
+    assert float(((y.double() - exact).abs() / ulp).max()) <= 2.0
+    for seeds, rows in ((slice(3, 4), slice(None)), (slice(1, 6), slice(5, 6)), (slice(None), slice(17, 50))):
+        assert torch.equal(batched_forward(tanh, {}, "", x[seeds, rows].contiguous()), y[seeds, rows])
+    leaf, grad = x.clone().requires_grad_(True), torch.randn(x.shape, generator=gen)
+    out = batched_forward(tanh, {}, "", leaf)
+    out.backward(grad)
+    assert torch.equal(out, y) and leaf.grad is not None
+    assert torch.equal(leaf.grad, torch.ops.aten.tanh_backward(grad, y))
+
+
 @pytest.mark.parametrize("action_space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, (2,))])
 def test_stacked_forward_equals_each_policy(action_space: spaces.Space) -> None:
     """The batched forward gives each seed what its own SB3 policy gives (logits/mean, values, log-prob, entropy)."""
