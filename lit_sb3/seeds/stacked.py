@@ -194,9 +194,13 @@ def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) ->
 
     torch computes a batched product of one matrix pair with another kernel than a batch of several (measured: up
     to 3e-5 apart on some shapes, bit-identical slices for any N >= 2), so a group of one seed pads its batch with a
-    zero pair: a seed then gets the same bits alone as in any group. The padding carries no gradient back.
+    zero pair: a seed then gets the same bits alone as in any group. The padding carries no gradient back. The input
+    is made contiguous first, as the padding makes it.
     """
     n = weight.shape[0]
+    # in the layout the padding's cat makes: a product of a strided input (a group's observations can be a transpose)
+    # runs another kernel than a contiguous one's, whose rounding differs on AVX-512 CPUs
+    x = x.contiguous()
     if n == 1:
         x = torch.cat([x, torch.zeros_like(x)])
         weight = torch.cat([weight, torch.zeros_like(weight)])
