@@ -32,6 +32,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from lit_sb3.common import replay, resume
 from lit_sb3.common.base import BaseAlgorithm
 from lit_sb3.common.off_policy_args import as_train_freq, check_off_policy_args
+from lit_sb3.common.optimizers import flush_subnormal_moments
 from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.utils import CheckFailed, outside_autocast
 
@@ -295,7 +296,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     def configure_optimizers(self) -> OptimizerLRScheduler:
         """The optimizers of :meth:`_named_optimizers`, in that order."""
-        return list(self._named_optimizers().values())
+        optimizers = list(self._named_optimizers().values())
+        for optimizer in optimizers:
+            flush_subnormal_moments(optimizer)
+        return optimizers
 
     def _named_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Under SB3's save names: the actor's and the critic's (actor-critics) or the policy's (Q-learning), then

@@ -20,6 +20,7 @@ from stable_baselines3.common.utils import explained_variance, obs_as_tensor, up
 from stable_baselines3.common.vec_env import VecEnv
 
 from lit_sb3.common.base import BaseAlgorithm
+from lit_sb3.common.optimizers import flush_subnormal_moments
 from lit_sb3.common.rollout_loop import RolloutLoop
 from lit_sb3.common.saved_state import CHECKPOINT, StateFormat
 from lit_sb3.common.utils import CheckFailed, check_finite, env_actions, unchecked_distributions
@@ -192,6 +193,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     def configure_optimizers(self) -> Any:
         """The policy's own optimizer (its class and kwargs come from ``policy_kwargs``, as in SB3)."""
+        flush_subnormal_moments(self.policy.optimizer)
         return self.policy.optimizer
 
     def train_dataloader(self) -> RolloutMinibatches:

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from lit_sb3.common.optimizers import SUBNORMAL_FLUSH_EVERY, flush_subnormals
+
 _CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s
 
 
@@ -129,8 +131,9 @@ class BatchedAdam(BatchedOptimizer):
 
     ``fused``: each seed's step is torch's fused Adam kernel (``torch._fused_adam_``, what lit_sb3's models run by
     default) on that seed's slices, each with its own step count, so a seed's parameters and moments move exactly as
-    its own run's fused optimizer moves them on the same gradients; one call steps every seed (the kernel loops over
-    the slices in C++). Otherwise torch's single-tensor arithmetic on the stacked tensors (its default on the CPU).
+    its own run's fused optimizer moves them on the same gradients (on the CPU zeroing the subnormal moments when that
+    run's optimizer does); one call steps every seed (the kernel loops over the slices in C++). Otherwise torch's
+    single-tensor arithmetic on the stacked tensors (its default on the CPU).
     """
 
     state_names = ("exp_avg", "exp_avg_sq")
@@ -183,6 +186,11 @@ class BatchedAdam(BatchedOptimizer):
             amsgrad=False,
             maximize=False,
         )
+        # what the seed's own fused Adam does after its step (lit_sb3.common.optimizers.flush_subnormal_moments)
+        if params[0].device.type == "cpu":
+            steps = self.steps.tolist()
+            due = [j for j, k in enumerate(k for k in seeds for _ in indices) if steps[k] % SUBNORMAL_FLUSH_EVERY == 0]
+            flush_subnormals([exp_avgs[j] for j in due] + [exp_avg_sqs[j] for j in due])
 
     def _views(self) -> tuple[list[tuple[torch.Tensor, ...]], ...]:
         """Per parameter, its seeds' slices of the parameter, ``exp_avg`` and ``exp_avg_sq`` (made on first use)."""

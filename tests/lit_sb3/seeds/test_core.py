@@ -12,6 +12,7 @@ from gymnasium import spaces
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
 
+from lit_sb3.common.optimizers import SUBNORMAL_FLUSH_EVERY, flush_subnormal_moments
 from lit_sb3.seeds.actor_critic import StackedActorCritic
 from lit_sb3.seeds.optim import BatchedAdam, BatchedRMSprop, batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.stacked import batched_forward, load_slice
@@ -81,23 +82,78 @@ def test_fused_adam_is_each_seeds_fused_adam_bit_for_bit() -> None:
     singles = [[p[i].detach().clone().requires_grad_(True) for p in params] for i in range(N)]
     batched = batched_optimizer(torch.optim.Adam, {"fused": True, "eps": 1e-5}, params, lr=3e-3)
     assert isinstance(batched, BatchedAdam) and batched.fused
-    optimizers = [torch.optim.Adam(single, lr=3e-3, eps=1e-5, fused=True) for single in singles]
+    optimizers: list[torch.optim.Optimizer] = [
+        torch.optim.Adam(single, lr=3e-3, eps=1e-5, fused=True) for single in singles
+    ]
     masks = [None, torch.tensor([True, False, True, True]), None, torch.tensor([False, False, True, False]), None]
     for step, mask in enumerate(masks):
         grads = [torch.randn(N, *shape, generator=gen) * 10.0 ** -(step % 4) for shape in shapes]
-        for p, g in zip(params, grads):
-            p.grad = g.clone()
-        batched.step(mask)
-        for i in range(N):
-            if mask is None or mask[i]:
-                for p, g in zip(singles[i], grads):
-                    p.grad = g[i].clone()
-                optimizers[i].step()
+        _step_each(batched, params, optimizers, singles, grads, mask)
+    _assert_each_seed_is_its_own(batched, params, optimizers, singles)
+
+
+def _step_each(
+    batched: BatchedAdam,
+    params: list[torch.Tensor],
+    optimizers: list[torch.optim.Optimizer],
+    singles: list[list[torch.Tensor]],
+    grads: list[torch.Tensor],
+    mask: torch.Tensor | None,
+) -> None:
+    """One batched step, and seed i's own optimizer's step on its slices where ``mask`` lets it move."""
+    for p, g in zip(params, grads):
+        p.grad = g.clone()
+    batched.step(mask)
+    for i in range(N):
+        if mask is None or mask[i]:
+            for p, g in zip(singles[i], grads):
+                p.grad = g[i].clone()
+            optimizers[i].step()
+
+
+def _assert_each_seed_is_its_own(
+    batched: BatchedAdam,
+    params: list[torch.Tensor],
+    optimizers: list[torch.optim.Optimizer],
+    singles: list[list[torch.Tensor]],
+) -> None:
+    """Seed i's parameters, moments and step count are its own optimizer's, bit for bit."""
     for i in range(N):
         assert all(torch.equal(stacked[i], single) for stacked, single in zip(params, singles[i]))
         torch_state = optimizers[i].state_dict()["state"]
         for index, state in batched.torch_state(i).items():
             assert all(torch.equal(value.float(), torch_state[index][name].float()) for name, value in state.items())
+
+
+def test_fused_adam_zeroes_subnormal_moments_when_each_seeds_own_optimizer_does() -> None:
+    """Gradients that stop for half the entries leave first moments among the subnormals; each seed's slices are
+    zeroed on the steps its own lit_sb3 fused Adam zeroes them (its count a multiple of SUBNORMAL_FLUSH_EVERY, seeds
+    masked out of some steps counting fewer), so parameters and moments stay those of the seed's own optimizer."""
+    shapes = [(16, 4), (16,)]
+    gen = torch.Generator().manual_seed(3)
+    params = [torch.randn(N, *shape, generator=gen).requires_grad_(True) for shape in shapes]
+    singles = [[p[i].detach().clone().requires_grad_(True) for p in params] for i in range(N)]
+    # beta1 0.5: a stopped gradient's moment reaches the subnormals in ~110 steps, before the second flush
+    batched = batched_optimizer(torch.optim.Adam, {"fused": True, "betas": (0.5, 0.999)}, params, lr=1e-3)
+    assert isinstance(batched, BatchedAdam)
+    optimizers: list[torch.optim.Optimizer] = [
+        torch.optim.Adam(single, lr=1e-3, betas=(0.5, 0.999), fused=True) for single in singles
+    ]
+    for optimizer in optimizers:
+        flush_subnormal_moments(optimizer)
+    seen_subnormal = False
+    skips = torch.tensor([True, False, True, True])
+    for step in range(2 * SUBNORMAL_FLUSH_EVERY + 40):
+        grads = [torch.randn(N, *shape, generator=gen) * 1e-3 for shape in shapes]
+        for g in grads:
+            if step >= 10:
+                g.view(N, -1)[:, ::2] = 0.0
+        _step_each(batched, params, optimizers, singles, grads, skips if step % 7 == 3 else None)
+        tiny = torch.finfo(torch.float32).tiny
+        subnormal = any(bool(((m != 0) & (m.abs() < tiny)).any()) for m in batched.state["exp_avg"])
+        seen_subnormal = seen_subnormal or subnormal
+        _assert_each_seed_is_its_own(batched, params, optimizers, singles)
+    assert seen_subnormal and not subnormal  # moments went subnormal, then every seed's were zeroed
 
 
 @pytest.mark.parametrize("shape", [(5, 64, 4, 256), (5, 64, 256, 256), (5, 64, 256, 2), (1, 16, 3, 8)])
