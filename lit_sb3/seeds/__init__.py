@@ -58,9 +58,11 @@ What a seed's run is, in a group (tests in ``tests/lit_sb3/seeds/``):
 - **reproducible**: a group trained twice is identical, bit for bit.
 - **independent of its group**: seed 3 alone and seed 3 in a group of 5 or 10 end with bit-identical parameters,
   optimizer state and metrics (PPO and A2C, CartPole and Pendulum, with ``target_kl`` stopping seeds at different
-  minibatches; measured on CPU, OMP_NUM_THREADS=1). The one kernel that differed: torch's batched matrix product
+  minibatches; measured on CPU, OMP_NUM_THREADS=1). The kernels that differed: torch's batched matrix product
   of a single pair (a group of one) rounds differently from the same pair in a batch of two or more (up to 3e-5
-  on some shapes), so a group of one pads its products with a zero pair (:func:`lit_sb3.seeds.stacked._linear`).
+  on some shapes), so a group of one pads its products with a zero pair (:func:`lit_sb3.seeds.stacked._linear`);
+  on an AVX-512 Xeon a product of a strided input (a transposed observation array) rounds differently from a
+  contiguous one's, so the input is made contiguous first.
 - **an ordinary model**: ``group.model(i)`` is seed i's ``PPO`` / ``A2C`` (parameters, optimizer state, counters,
   episode statistics): ``predict``, ``save`` (an SB3-style zip SB3 loads too), ``load``, ``evaluate_policy``.
 - **resumable**: ``seed_state(i)`` (tensors and plain data; ``torch.load(weights_only=True)``) holds the seed's
