@@ -127,10 +127,19 @@ class MetricsCSV(KVWriter):
         self.rows: list[dict[str, Any]] = []
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        if self.add(key_values, key_excluded, step):
+            self.flush()
+
+    def add(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> bool:
+        """Keep a row for the next :meth:`flush` (False: nothing of it goes to the CSV)."""
         row = {k: v for k, v in key_values.items() if "csv" not in key_excluded.get(k, ()) and scalar(v)}
         if not row:  # e.g. the evaluations, which eval.csv records
-            return
+            return False
         self.rows.append({**row, "step": step})
+        return True
+
+    def flush(self) -> None:
+        """Write every row kept so far (the whole file, atomically: a reader never sees half a row)."""
         fields = sorted({key for r in self.rows for key in r})
         atomic_write_text(self.path, csv_text(fields, self.rows))
 

@@ -402,13 +402,16 @@ def _train_together(seats: Sequence[Seat], watchdog: StepWatchdog | None) -> lis
         def write_metrics() -> None:
             diverged: dict[int, str] = {}
             for i, csv in enumerate(csvs):
+                kept = False
                 for step, row in group.metrics(i):
-                    csv.write(row, {}, step)
+                    kept = csv.add(row, {}, step) or kept
                     bad = not_finite(row)
                     if bad and i not in diverged:
                         diverged[i] = (
                             f"training diverged at env step {step}: {bad}; try a lower learning_rate or max_grad_norm"
                         )
+                if kept:  # the rows of the boundary in one write (a write per row was quadratic in the file's rows)
+                    csv.flush()
             if diverged:  # (before any checkpoint of this boundary is written)
                 raise SeedsFailed(diverged)
 
