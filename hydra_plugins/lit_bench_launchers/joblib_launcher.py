@@ -123,7 +123,11 @@ def start_preloaded_workers(n_jobs: int) -> None:
     for name, value in _worker_thread_limits(n_jobs).items():
         os.environ.setdefault(name, value)
     os.environ[signals.FORKSERVER_OF_ENV] = str(os.getpid())  # (a worker watches the forkserver, its parent)
-    multiprocessing.set_forkserver_preload(WORKER_MODULES)
+    # A worker runs the sweep's main module again as ``__mp_main__`` (multiprocessing's preparation of a child);
+    # one run with ``python -m`` (``lit_bench.cli.bench``) is left to that: preloaded, runpy warns that it is
+    # already imported. Its own imports are preloaded all the same.
+    main = getattr(sys.modules["__main__"].__spec__, "name", None)
+    multiprocessing.set_forkserver_preload([name for name in WORKER_MODULES if name != main])
     multiprocessing.forkserver.ensure_running()  # (returns at once: the imports run in the new process)
     loky_context.set_start_method("forkserver", force=True)
 

@@ -224,3 +224,16 @@ def test_joblib_workers_are_forked_from_a_process_that_imported_what_a_job_needs
         assert threads == str(max(cores // 2, 1))  # joblib's limit either way
         assert preloaded is (n_jobs == 2)
         assert (parent != launcher_pid) is (n_jobs == 2)
+
+
+def test_a_sweep_run_as_a_module_forks_its_workers_without_warnings(tmp_path: Path) -> None:
+    """``python -m lit_bench.cli.bench -m ...`` (as ``regress`` runs it): each forked worker runs the main module
+    again as ``__mp_main__``, so the forkserver must not have imported it (runpy's RuntimeWarning, once a worker)."""
+    command = [sys.executable, "-m", "lit_bench.cli.bench", "-m", "algo=ppo", "env=CartPole", "seed=0,1"]
+    command += ["budget=256", "algo.n_steps=128", "algo.batch_size=64", "env.n_envs=1", "eval.episodes=1"]
+    command += ["seeds_per_process=1", "hydra.launcher.n_jobs=2", f"out_dir={tmp_path}", "sweep=t"]
+    command += ["--allow-no-learning"]
+    done = subprocess.run(command, cwd=REPO, env=CHILD_ENV, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 completed (2 runs)" in done.stdout
+    assert "Warning" not in done.stdout + done.stderr
