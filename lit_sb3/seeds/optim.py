@@ -189,8 +189,9 @@ class BatchedAdam(BatchedOptimizer):
         # what the seed's own fused Adam does after its step (lit_sb3.common.optimizers.flush_subnormal_moments)
         if params[0].device.type == "cpu":
             steps = self.steps.tolist()
-            due = [j for j, k in enumerate(k for k in seeds for _ in indices) if steps[k] % SUBNORMAL_FLUSH_EVERY == 0]
-            flush_subnormals([exp_avgs[j] for j in due] + [exp_avg_sqs[j] for j in due])
+            due = [k for k in seeds if steps[k] % SUBNORMAL_FLUSH_EVERY == 0]
+            _, exp_avg_views, exp_avg_sq_views = self._views()
+            flush_subnormals(views[i][k] for views in (exp_avg_views, exp_avg_sq_views) for k in due for i in indices)
 
     def _views(self) -> tuple[list[tuple[torch.Tensor, ...]], ...]:
         """Per parameter, its seeds' slices of the parameter, ``exp_avg`` and ``exp_avg_sq`` (made on first use)."""
