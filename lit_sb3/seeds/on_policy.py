@@ -21,7 +21,7 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.utils import explained_variance
 
 from lit_sb3.seeds import on_policy_losses
-from lit_sb3.seeds.actor_critic import StackedActorCritic
+from lit_sb3.seeds.actor_critic import StackedActorCritic, categorical_log_prob, log_probabilities
 from lit_sb3.seeds.group import BatchedAlgorithm
 from lit_sb3.seeds.optim import batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.stacked import load_slice, module_slice, set_slice
@@ -123,12 +123,12 @@ class BatchedOnPolicy(BatchedAlgorithm):
 
     def _sample(self, action_param: torch.Tensor, draws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Actions from the draws of :meth:`_draws` and their log-probabilities ``[N, n_envs]`` (on the device)."""
-        dist = self.net.distribution(action_param)
         if self.net.discrete:
-            actions = categorical_sample(dist.probs, draws)
-            return actions, dist.log_prob(actions)
+            log_p = log_probabilities(action_param)
+            actions = categorical_sample(log_p.softmax(-1), draws)
+            return actions, categorical_log_prob(log_p, actions)
         actions = gaussian(action_param, self.net.params["log_std"], draws)
-        return actions, dist.log_prob(actions).sum(-1)
+        return actions, self.net.normal(action_param).log_prob(actions).sum(-1)
 
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
         space = self.hp.action_space
@@ -141,7 +141,7 @@ class BatchedOnPolicy(BatchedAlgorithm):
             return None
         with torch.no_grad():
             logits = self.net.action_param(self._obs(obs))
-            return torch.softmax(logits - logits.logsumexp(-1, keepdim=True), -1)  # Categorical(logits).probs
+            return log_probabilities(logits).softmax(-1)  # Categorical(logits).probs
 
     def act(self, obs: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         with torch.no_grad():

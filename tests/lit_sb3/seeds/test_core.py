@@ -13,7 +13,12 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from lit_sb3.common.optimizers import SUBNORMAL_FLUSH_EVERY, flush_subnormal_moments
-from lit_sb3.seeds.actor_critic import StackedActorCritic
+from lit_sb3.seeds.actor_critic import (
+    StackedActorCritic,
+    categorical_entropy,
+    categorical_log_prob,
+    log_probabilities,
+)
 from lit_sb3.seeds.optim import BatchedAdam, BatchedRMSprop, batched_optimizer, clip_grad_norm_per_seed
 from lit_sb3.seeds.stacked import batched_forward, load_slice
 from lit_sb3.seeds.streams import SeedStreams, categorical_sample, gaussian
@@ -272,6 +277,27 @@ def test_stacked_forward_equals_each_policy(action_space: spaces.Space) -> None:
         copy = ActorCriticPolicy(obs_space, action_space, lambda _: 3e-4)
         load_slice(stacked.params, i, copy)
         assert all(torch.equal(a, b) for a, b in zip(copy.state_dict().values(), policy.state_dict().values()))
+
+
+def test_categorical_quantities_are_torchs_categoricals_bit_for_bit() -> None:
+    """The group's log-probabilities and entropies (with their gradients, as a loss uses them) and its probabilities
+    (as sampling uses them) are those of ``torch.distributions.Categorical(logits=...)`` exactly, extreme logits
+    included (a probability underflows)."""
+    torch.manual_seed(0)
+    logits = torch.randn(3, 7, 4) * 5
+    logits[0, 0] = torch.tensor([300.0, -300.0, 0.0, 1.0])
+    actions = torch.randint(0, 4, (3, 7))
+    grads = torch.randn(3, 7), torch.randn(3, 7)
+    leaves = [logits.clone().requires_grad_(), logits.clone().requires_grad_()]
+    dist = torch.distributions.Categorical(logits=leaves[0], validate_args=False)
+    theirs = dist.log_prob(actions), dist.entropy()
+    log_p = log_probabilities(leaves[1])
+    ours = categorical_log_prob(log_p, actions), categorical_entropy(log_p)
+    assert all(torch.equal(mine, torchs) for mine, torchs in zip(ours, theirs))
+    torch.autograd.backward(theirs, grads)
+    torch.autograd.backward(ours, grads)
+    assert leaves[0].grad is not None and torch.equal(leaves[0].grad, leaves[1].grad)
+    assert torch.equal(log_probabilities(logits).softmax(-1), torch.distributions.Categorical(logits=logits).probs)
 
 
 def test_a_seeds_draws_do_not_depend_on_its_group() -> None:
