@@ -34,6 +34,7 @@ from lit_sb3.lightning_compat import attached_trainer
 from lit_sb3.seeds.classic_envs import ClassicVecEnv, play_episodes_side_by_side
 from lit_sb3.seeds.envs import GroupVecEnv, seed_envs
 from lit_sb3.seeds.streams import STREAMS_FORMAT, SeedStreams
+from lit_sb3.seeds.transfer import to_host
 
 #: the batched algorithms: lit_sb3 class name -> (its module, the batched implementation "module:Class")
 BATCHED: dict[str, tuple[str, str]] = {
@@ -69,17 +70,19 @@ def greedy_actions(algorithm: BatchedAlgorithm, obs: np.ndarray, wanted: np.ndar
     scores = algorithm.greedy_scores(obs)
     if scores is None:
         raise ValueError("algorithm: its deterministic actions are not an argmax (Box actions)")
-    actions = scores.argmax(-1)
-    if scores.shape[-1] > 1 and obs.shape[1] > 1:
-        best, second = scores.topk(2, dim=-1).values.unbind(-1)
-        close = (best - second) <= TIE_MARGIN * best.abs().clamp(min=1.0)
+    # on the host, in numpy: an evaluation step's few small operations cost less there than as torch calls
+    host = to_host([scores])[0]
+    actions = host.argmax(-1)
+    if host.shape[-1] > 1 and obs.shape[1] > 1:
+        second, best = np.moveaxis(np.partition(host, -2, axis=-1)[..., -2:], -1, 0)
+        close = (best - second) <= TIE_MARGIN * np.maximum(np.abs(best), 1.0)
         if wanted is not None:
-            close &= torch.as_tensor(wanted, device=close.device)
-        for column in torch.nonzero(close.any(0)).flatten().tolist():
+            close &= wanted
+        for column in np.flatnonzero(close.any(0)).tolist():
             alone = algorithm.greedy_scores(obs[:, column : column + 1])
             assert alone is not None
-            actions[:, column] = alone.argmax(-1)[:, 0]
-    return actions.cpu().numpy()
+            actions[:, column] = to_host([alone])[0].argmax(-1)[:, 0]
+    return actions
 
 
 def _classic_beneath(env: VecEnv) -> tuple[ClassicVecEnv, list[VecNormalize]] | None:
