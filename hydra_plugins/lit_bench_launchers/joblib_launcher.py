@@ -9,15 +9,15 @@ every job, and the multirun exits 1. The table and the run directories agree: a 
 in both (its directory named in the table; a run it left ``running`` is recorded failed there, resumable), and a run
 left ``running`` by a pool broken while the sweep was being stopped is listed too.
 
-The workers are forked from one process that has imported what a job needs (``WORKER_MODULES``: Lightning, SB3,
-torch: ~4.7 CPU s) while the launching process was still composing the jobs' configs: a job starts without imports of
-its own, every worker shares the one import, and a worker leaves without the ~1 s a process that imported torch and
-Lightning spends exiting (a fork ends at once; the sweep waits for its workers). That process is Python's
-``forkserver``, started at the launcher's setup, after the multirun's environment is set (``on_multirun_start``):
-workers inherit its environment, not the launching process's later one, so the thread limits joblib gives its
-workers are set for it (``_worker_thread_limits``). Linux only (a forked worker tells that the sweep has ended from
-the forkserver's parent, in ``/proc``: ``lit_bench.control.signals.watch_sweep``), and not where the jobs run in the
-launching process (``n_jobs=1``).
+The workers are forked from one process that has imported what a job needs (``lit_bench.control.worker_preload``:
+Lightning, SB3, torch: ~4 CPU s) while the launching process was still composing the jobs' configs: a job starts
+without imports of its own, every worker shares the one import, and a worker leaves without the ~1 s a process that
+imported torch and Lightning spends exiting (a fork ends at once; the sweep waits for its workers). That process is
+Python's ``forkserver``, started at the launcher's setup, after the multirun's environment is set
+(``on_multirun_start``): workers inherit its environment, not the launching process's later one, so the thread limits
+joblib gives its workers are set for it (``_worker_thread_limits``). Linux only (a forked worker tells that the sweep
+has ended from the forkserver's parent, in ``/proc``: ``lit_bench.control.signals.watch_sweep``), and not where the
+jobs run in the launching process (``n_jobs=1``).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from hydra_plugins.lit_bench_launchers.lost_jobs import lost_job, lost_run
 from lit_bench.config.identity import sweep_path
 from lit_bench.control import seed_groups, signals, sweep
 
-# What a job imports before its first step (lit_bench.cli.bench's task, a run, a group of seeds): the workers' parent
-# imports them once; a module that fails to import there is imported (and fails) in the job, as without it
-WORKER_MODULES = ["lit_bench.cli.bench", "lit_bench.run.train", "lit_bench.run.group", "lit_bench.run.batched"]
+# What the workers' parent imports (by name: importing it imports a job's modules); a module that fails to import
+# there is imported (and fails) in the job, as without it
+WORKER_PRELOAD = "lit_bench.control.worker_preload"
 
 
 class JoblibLauncher(HydraJoblibLauncher):
@@ -119,15 +119,13 @@ class JoblibLauncher(HydraJoblibLauncher):
 
 
 def start_preloaded_workers(n_jobs: int) -> None:
-    """Fork joblib's workers from a process that imports ``WORKER_MODULES`` now, beside this one (module docstring)."""
+    """Fork joblib's workers from a process that imports a job's modules now, beside this one (module docstring)."""
     for name, value in _worker_thread_limits(n_jobs).items():
         os.environ.setdefault(name, value)
     os.environ[signals.FORKSERVER_OF_ENV] = str(os.getpid())  # (a worker watches the forkserver, its parent)
-    # A worker runs the sweep's main module again as ``__mp_main__`` (multiprocessing's preparation of a child);
-    # one run with ``python -m`` (``lit_bench.cli.bench``) is left to that: preloaded, runpy warns that it is
-    # already imported. Its own imports are preloaded all the same.
-    main = getattr(sys.modules["__main__"].__spec__, "name", None)
-    multiprocessing.set_forkserver_preload([name for name in WORKER_MODULES if name != main])
+    # (a main module run with ``python -m``, as regress runs lit_bench.cli.bench, is left to each worker to run)
+    os.environ[signals.SWEEP_MAIN_ENV] = getattr(sys.modules["__main__"].__spec__, "name", None) or ""
+    multiprocessing.set_forkserver_preload([WORKER_PRELOAD])
     multiprocessing.forkserver.ensure_running()  # (returns at once: the imports run in the new process)
     loky_context.set_start_method("forkserver", force=True)
 

@@ -35,6 +35,7 @@ STOP_FILE_ENV = "LIT_BENCH_STOP_FILE"  # created when a sweep is interrupted: it
 SWEEP_PID_ENV = "LIT_BENCH_SWEEP_PID"  # the process that runs the sweep (joblib workers are other processes)
 # the sweep whose joblib workers are forked by its forkserver (hydra_plugins.lit_bench_launchers.joblib_launcher)
 FORKSERVER_OF_ENV = "LIT_BENCH_FORKSERVER_OF"
+SWEEP_MAIN_ENV = "LIT_BENCH_SWEEP_MAIN"  # that sweep's main module, which its forkserver leaves to the workers to run
 
 STOP_TIMEOUT_S = 30.0  # the longest a run takes to stop after the first signal (config: stop_timeout_s)
 

@@ -195,13 +195,15 @@ def test_after_a_dead_worker_jobs_finished_in_any_swept_sweep_are_not_run_again(
 
 
 _PRELOADED = """
-import json, os, sys
+import gc, json, os, sys
 from joblib import Parallel, cpu_count, delayed
 from hydra_plugins.lit_bench_launchers import joblib_launcher
 
 def job():
-    # what the worker held before its job imported anything; its parent; the thread limit it was given
-    return "lit_bench.run.train" in sys.modules, os.getppid(), os.environ.get("OMP_NUM_THREADS")
+    # what the worker held before its job imported anything; its parent; the thread limit it was given; whether its
+    # collector runs and skips the preloaded objects
+    preloaded = "lit_bench.run.train" in sys.modules
+    return preloaded, os.getppid(), os.environ.get("OMP_NUM_THREADS"), gc.isenabled(), gc.get_freeze_count() > 0
 
 if sys.argv[1] == "2":
     joblib_launcher.start_preloaded_workers(2)
@@ -212,17 +214,17 @@ print(json.dumps([Parallel(n_jobs=2)(delayed(job)() for _ in range(2)), os.getpi
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_joblib_workers_are_forked_from_a_process_that_imported_what_a_job_needs(n_jobs: int) -> None:
     """The launcher's setup starts the forkserver that forks its workers (n_jobs > 1): a job finds the harness
-    imported, the worker's parent is the forkserver (not the launching process) and it has joblib's thread limits;
-    without it (loky's own workers) none of that holds."""
+    imported and frozen out of the garbage collector's passes (which run), the worker's parent is the forkserver (not
+    the launching process) and it has joblib's thread limits; without it (loky's own workers) none of that holds."""
     env = {key: value for key, value in CHILD_ENV.items() if key != "OMP_NUM_THREADS"}
     done = subprocess.run(
         [sys.executable, "-c", _PRELOADED, str(n_jobs)], cwd=REPO, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     jobs, launcher_pid, cores = json.loads(done.stdout)
-    for preloaded, parent, threads in jobs:
+    for preloaded, parent, threads, collecting, frozen in jobs:
         assert threads == str(max(cores // 2, 1))  # joblib's limit either way
-        assert preloaded is (n_jobs == 2)
+        assert preloaded is (n_jobs == 2) and frozen is (n_jobs == 2) and collecting
         assert (parent != launcher_pid) is (n_jobs == 2)
 
 
