@@ -4,7 +4,9 @@ job's modules, with Python's cyclic garbage collector paused during the imports 
 That import is a sweep's critical path (its first job starts when it ends), and the collector, traversing the growing
 heap of module objects again and again, was ~20% of it (measured here: 2.9 s -> 2.4 s). Frozen (``gc.freeze``), the
 imported objects are left out of the forked workers' collections and their memory pages stay shared, as Python's
-documentation advises for a process that forks without exec. Garbage made after the imports is collected as usual.
+documentation advises for a process that forks without exec. Garbage made after the imports is collected as usual;
+the cycles the imports themselves left (~13k of ~720k objects, measured) stay frozen with them, shared by the
+workers, rather than cost a full collection on the critical path.
 """
 
 from __future__ import annotations
