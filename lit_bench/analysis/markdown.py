@@ -182,8 +182,9 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
     lines += [
         "",
         f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
-        f'reads it ("lit better" / "lit worse" when it excludes 0, else "indistinguishable") and is '
-        f"withheld under {stats.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
+        f'reads it ("lit better" / "lit worse" when it excludes 0 and the paired sign-flip test of the per-seed '
+        f'differences rejects at 5%, possible from 6 seeds on; else "indistinguishable"; the test\'s p-value is in '
+        f"comparison.csv) and is withheld under {stats.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
         SPEED_NOTE,
     ]
     return "\n".join(lines)

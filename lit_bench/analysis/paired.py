@@ -48,6 +48,7 @@ def paired_columns(a: pd.DataFrame, b: pd.DataFrame, *, seed: int = 0, name: str
         "ci_high": result.ci_high,
         "ci_flagged": result.ci_flagged,
         "probability_of_improvement": result.probability_of_improvement,
+        "sign_flip_p_value": result.sign_flip_p_value,
         "verdict": result.verdict,
         "fps_ratio_median": fps_ratio[0],
         "fps_ratio_min": fps_ratio[1],
@@ -229,7 +230,8 @@ def ablation_markdown(table: pd.DataFrame) -> str:
     lines += [
         "",
         "Same seeds on both sides; the CI resamples seeds jointly (a paired, stratified bootstrap); the "
-        "verdict reads it (better / worse when it excludes 0, else indistinguishable) and is withheld under "
+        "verdict reads it (better / worse when it excludes 0 and the paired sign-flip test of the per-seed "
+        "differences rejects at 5%, possible from 6 seeds on; else indistinguishable) and is withheld under "
         f"{stats.MIN_SEEDS_FOR_CI} seeds (‡). A variant (base: <algo>) is paired with its base's runs of the "
         "same sweep, env and budget; --compare A B pairs any two configs.",
     ]

@@ -174,22 +174,29 @@ def test_small_samples_are_flagged_and_single_runs_have_no_interval(tmp_path):
     assert flagged.ci_flagged.all() and comparison.ci_flagged.all() and (comparison.verdict == "n<5").all()
     assert "| 3 | 410.0 [400.0, 420.0]‡ |" in md and "+5.0 [+5.0, +5.0]‡ | 0.67 | n<5 |" in md
     enough, comparison, md = _tables(_equal_budget_sweep(tmp_path / "five", 5))
-    assert not enough.ci_flagged.any() and comparison.verdict.item() == "lit better"
     assert "]‡" not in md  # no interval flagged
+    # lit = SB3 + 5 on every seed: the CI is [5, 5], but 5 seeds' sign-flip test cannot reject (p = 2/32): no verdict
+    # of better or worse before 6 seeds
+    assert not enough.ci_flagged.any() and comparison.verdict.item() == "indistinguishable"
+    assert comparison.sign_flip_p_value.item() == pytest.approx(2 / 32) and comparison.ci_low.item() > 0
+    _, comparison, _ = _tables(_equal_budget_sweep(tmp_path / "six", 6))
+    assert comparison.verdict.item() == "lit better" and comparison.sign_flip_p_value.item() == pytest.approx(2 / 64)
     single, comparison, md = _tables(_equal_budget_sweep(tmp_path / "one", 1))
     assert single.ci_low.isna().all() and single.seeds.eq(1).all() and comparison.ci_low.isna().all()
     assert "| 1 | 400.0 | 1.01 (SB3 runs, n=1) | 500.0 [1] |" in md and "| 0: +5.0 | +5.0 | 1.00 | n<5 |" in md
 
 
 def test_paired_comparison_table(tmp_path):
-    _, comparison, text = _tables(_equal_budget_sweep(tmp_path / "cmp", 5))
+    _, comparison, text = _tables(_equal_budget_sweep(tmp_path / "cmp", 6))
     row = comparison.iloc[0]
-    # sb3 = lit - 5 on every seed: the paired difference is exactly 5, so is its whole CI: lit better
-    assert row.n == 5 and row.iqm_difference == pytest.approx(5.0)
+    # sb3 = lit - 5 on every seed: the paired difference is exactly 5, so is its whole CI, and 6 seeds of the same
+    # sign are the sign-flip test's rarest pattern (p = 2/64): lit better
+    assert row.n == 6 and row.iqm_difference == pytest.approx(5.0)
     assert row.ci_low == pytest.approx(5.0) and row.ci_high == pytest.approx(5.0) and row.verdict == "lit better"
     assert row.probability_of_improvement > 0.5 and row.fps_ratio_median == pytest.approx(1.0)
     assert (
-        "| ppo | CartPole | 5 | 420.0 | 415.0 | 0: +5.0, 1: +5.0, 2: +5.0, 3: +5.0, 4: +5.0 | +5.0 [+5.0, +5.0] |"
+        "| ppo | CartPole | 6 | 425.0 | 420.0 | 0: +5.0, 1: +5.0, 2: +5.0, 3: +5.0, 4: +5.0, 5: +5.0 | "
+        "+5.0 [+5.0, +5.0] |"
         in text
         and "| lit better | 1.00x wall-clock |" in text  # the fixture runs recorded no CPU time
     )
@@ -252,7 +259,8 @@ def test_seeds_trained_in_batched_groups_are_seeds_of_their_config(tmp_path):
     assert len(lit) == 1 and lit.variant.iloc[0] == "budget=3000" and lit.seeds.iloc[0] == 5
     assert lit.batched_seeds.iloc[0] == 4 and lit.incomplete.iloc[0] == 1
     (pair,) = comparison.itertuples()
-    assert pair.n == 5 and pair.iqm_difference == pytest.approx(5.0) and pair.verdict == "lit better"
+    # (5 seeds, each +5: the CI excludes 0, the sign-flip test cannot at n=5)
+    assert pair.n == 5 and pair.iqm_difference == pytest.approx(5.0) and pair.verdict == "indistinguishable"
     assert md.count("batched") == 1 and "Seeds trained in batched seed groups" in md
     assert "ppo[budget=3000] / lit on CartPole (4 of 5)" in md
 

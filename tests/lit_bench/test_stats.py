@@ -79,17 +79,46 @@ def test_curves_on_grid_and_band():
     assert (band["ci_low"] <= band["iqm"]).all() and (band["iqm"] <= band["ci_high"]).all()
 
 
+def test_a_narrow_bootstrap_interval_over_five_seeds_is_no_verdict():
+    """make run's 5 seeds of PPO CartPole (lit grouped vs SB3, 2026-12-05): the paired bootstrap's CI excluded 0 with
+    2 of the 5 differences >= 0; the sign-flip test (p = 8/32) withholds the verdict."""
+    lit = dict(enumerate([168.4, 226.6, 300.0, 500.0, 196.0]))
+    sb3 = dict(enumerate([500.0, 213.8, 500.0, 500.0, 491.0]))
+    pair = stats.paired_comparison(lit, sb3)
+    assert pair is not None and pair.ci_high < 0 and pair.sign_flip_p_value == pytest.approx(8 / 32)
+    assert pair.verdict == "indistinguishable"
+
+
+def test_the_sign_flip_test_is_exact_and_sampled_past_its_limit():
+    # 6 differences: the observed signs and their mirror are the only patterns as far from 0 (2 of 64)
+    assert stats.sign_flip_p_value([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]) == pytest.approx(2 / 64)
+    # [2, 1]: means 1.5, 0.5, -0.5, -1.5; a zero difference flips onto itself: [2, 0]'s means are all +-1
+    assert stats.sign_flip_p_value([2.0, 1.0]) == pytest.approx(0.5)
+    assert stats.sign_flip_p_value([2.0, 0.0]) == 1.0
+    assert stats.sign_flip_p_value([1.0, -1.0, 1.0, -1.0]) == 1.0  # a mean of 0: every pattern is as far
+    assert np.isnan(stats.sign_flip_p_value([1.0]))
+    many = [1.0] * (stats.SIGN_FLIP_EXACT_MAX_SEEDS + 6)  # sampled: only the observed draw is as far
+    assert stats.sign_flip_p_value(many, n_samples=1000) == pytest.approx(1 / 1000)
+    symmetric = np.random.default_rng(0).normal(size=40)
+    assert 0.05 < stats.sign_flip_p_value(symmetric - symmetric.mean()) <= 1.0
+
+
 def test_paired_comparison_on_known_numbers():
     lit = {s: float(v) for s, v in enumerate([1, 2, 3, 4, 5])}
-    better = stats.paired_comparison(lit, {s: v - 1 for s, v in lit.items()}, n_boot=200)
+    plus_one = stats.paired_comparison(lit, {s: v - 1 for s, v in lit.items()}, n_boot=200)
     # IQM of 1..5 drops one value at each end: 3 vs 2; every paired resample differs by exactly 1
-    assert (better.a_iqm, better.b_iqm, better.iqm_difference) == (3.0, 2.0, 1.0)
-    assert (better.ci_low, better.ci_high) == pytest.approx((1.0, 1.0))
-    assert (better.verdict, better.ci_flagged) == ("lit better", False)
+    assert (plus_one.a_iqm, plus_one.b_iqm, plus_one.iqm_difference) == (3.0, 2.0, 1.0)
+    assert (plus_one.ci_low, plus_one.ci_high) == pytest.approx((1.0, 1.0))
+    # ...but 5 differences of one sign are 2 of the sign-flip test's 32 patterns: p = 0.0625, no verdict
+    assert plus_one.sign_flip_p_value == pytest.approx(2 / 32) and not plus_one.ci_flagged
+    assert plus_one.verdict == "indistinguishable"
     # P(X > Y) + P(X = Y) / 2 over all 25 pairs: 15 greater, 4 ties
-    assert better.probability_of_improvement == pytest.approx((15 + 2) / 25)
-    assert better.differences == [1.0] * 5 and better.seeds == [0, 1, 2, 3, 4]
-    worse = stats.paired_comparison({s: v - 1 for s, v in lit.items()}, lit, n_boot=200)
+    assert plus_one.probability_of_improvement == pytest.approx((15 + 2) / 25)
+    assert plus_one.differences == [1.0] * 5 and plus_one.seeds == [0, 1, 2, 3, 4]
+    six = {**lit, 5: 6.0}
+    better = stats.paired_comparison(six, {s: v - 1 for s, v in six.items()}, n_boot=200)
+    assert (better.verdict, better.sign_flip_p_value) == ("lit better", pytest.approx(2 / 64))
+    worse = stats.paired_comparison({s: v - 1 for s, v in six.items()}, six, n_boot=200)
     assert worse.verdict == "lit worse" and worse.iqm_difference == pytest.approx(-1.0)
     mixed = stats.paired_comparison(lit, {0: 2.0, 1: 1.0, 2: 4.0, 3: 3.0, 4: 5.0}, n_boot=500)
     assert mixed.ci_low < 0 < mixed.ci_high and mixed.verdict == "indistinguishable"

@@ -57,7 +57,7 @@ def _sweep(root, n_seeds=5, *, variant_budget=20_000):
 
 
 def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
-    _, summary, _ = tables([_sweep(tmp_path / "s")])
+    _, summary, _ = tables([_sweep(tmp_path / "s", 6)])
     ablations = read_tables([tmp_path / "s"]).ablations
     row = ablations.iloc[0]
     assert len(ablations) == 1 and (row.kind, row.a, row.b) == (
@@ -65,9 +65,11 @@ def test_a_variant_is_paired_with_its_base_and_gets_its_reference(tmp_path):
         "my_ppo[budget=20000] / lit",
         "ppo[budget=20000] / lit",
     )
-    assert row.differences == [10.0, 11.0, 12.0, 13.0, 14.0] and row.n == 5 and row.verdict == "my_ppo better"
-    # P(A > B) over all pairs of seeds (ties count half): (1.5 + 3 + 4 + 5 + 5) / 25
-    assert row.ci_low > 0 and row.probability_of_improvement == pytest.approx(0.74)
+    assert row.differences == [10.0, 11.0, 12.0, 13.0, 14.0, 15.0] and row.n == 6 and row.verdict == "my_ppo better"
+    # P(A > B) over all pairs of seeds (ties count half): (1.5 + 3 + 4 + 5 + 6 + 6) / 36; 6 positive differences:
+    # the sign-flip test's p-value is 2 / 2^6
+    assert row.ci_low > 0 and row.probability_of_improvement == pytest.approx(25.5 / 36)
+    assert row.sign_flip_p_value == pytest.approx(2 / 64)
     variant = summary.set_index("algo").loc["my_ppo"]
     assert variant.base == "ppo" and variant.reference_at_budget == pytest.approx(500.0)  # ppo's SB3 reference
     text = markdown(summary)
@@ -99,8 +101,8 @@ def test_compare_names_any_two_configs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert (
         "| ppo[budget=20000] / lit | ppo[algo.learning_rate=0.001,budget=20000] / lit | CartPole | 5 | 420.0 | "
-        "370.0 | 0: +50.0, 1: +50.0, 2: +50.0, 3: +50.0, 4: +50.0 | +50.0 [+50.0, +50.0] | 1.00 | ppo better |"
-    ) in out
+        "370.0 | 0: +50.0, 1: +50.0, 2: +50.0, 3: +50.0, 4: +50.0 | +50.0 [+50.0, +50.0] | 1.00 | indistinguishable |"
+    ) in out  # (+50 on each of 5 seeds: the CI excludes 0, but no exact test over 5 seeds reaches 5%)
     assert "| ppo[budget=20000] / lit | ppo[budget=20000] / sb3 | CartPole | 5 | 420.0 | 415.0 |" in out
     assert "| my_ppo[budget=20000] / lit | ppo[budget=20000] / lit |" in out  # the variant, without --compare
     assert {p.name for p in (root / "report").iterdir()} >= {"ablations.csv", "ablations.png", "comparison.png"}
