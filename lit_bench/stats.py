@@ -411,8 +411,8 @@ def verdict(
 ) -> str:
     """A few words on ``name`` (the A side) vs B: better or worse only where both the CI of the IQM difference
     excludes 0 and the paired sign-flip test rejects at 5% (``p_value``); withheld under ``min_seeds`` seeds. A
-    percentile bootstrap's interval over a few seeds is too narrow (it excluded 0 with 2 of 5 seeds going the other
-    way); the sign-flip test is exact at any n."""
+    percentile bootstrap's interval over a few seeds is too narrow (it excluded 0 with 2 of 5 differences >= 0);
+    the sign-flip test is exact at any n."""
     if n < min_seeds:
         return f"n<{min_seeds}"
     if not p_value < 0.05:
