@@ -65,8 +65,8 @@ def markdown(summary: pd.DataFrame, comparison: pd.DataFrame | None = None, link
         if over:
             overshoots.append(
                 f"{OVERSHOOT} {label(r, several)} on {r.env}: {trained:.0f} env steps trained (budget="
-                f"{r.budget:.0f}): the last rollout runs to its end, as in SB3; labelled and compared "
-                f"with SB3 at {trained:.0f}."
+                f"{r.budget:.0f}): the last rollout (ARS: the last update's episodes; its seeds' median) runs to "
+                f"its end, as in SB3; labelled and compared with SB3 at {trained:.0f}."
             )
         bench = "-"
         if np.isfinite(r.sb3_reference):

@@ -141,9 +141,11 @@ def summary_table(
         base = next((b for b in group_runs.get("base", ()) if isinstance(b, str)), None)  # a variant's base algo
         budget = number(group_runs.get("budget"))
         # the env steps its completed runs trained (SB3 and lit_sb3 finish the last rollout: more than a budget that
-        # is not a multiple of it): what the run is labelled with and compared at
+        # is not a multiple of it; ARS its last update's episodes, so its seeds differ: their median): what the run
+        # is labelled with and compared at
         completed = group_runs[group_runs.status == "completed"]
-        trained = number(completed.timesteps) if "timesteps" in completed else np.nan
+        steps = pd.to_numeric(completed.timesteps, errors="coerce").dropna() if "timesteps" in completed else None
+        trained = float(steps.median()) if steps is not None and not steps.empty else np.nan
         if not np.isfinite(budget):
             budget = number(group_runs.get("timesteps"))
         if not np.isfinite(trained):

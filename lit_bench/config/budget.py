@@ -7,6 +7,10 @@ refuses malformed values: these budgets are valid, they only cannot show learnin
   the run trains one whole rollout whatever the budget. Warned (:func:`budget_warnings`).
 - No evaluation before the end: ``eval.every`` at or above the budget leaves only the final evaluation, no curve.
   Warned.
+- Less than one ARS iteration: ARS plays ``2 x n_delta x n_eval_episodes`` whole episodes per update and stops only
+  between updates (sb3-contrib's ``learn``), so a budget below what they may take can train many times more env
+  steps than asked (the Zoo's Ant: 120 episodes, up to 120,000 steps). Warned where the env's episode limit is
+  known (:func:`ars_iteration`).
 
 Each message is one line naming the parameter and the smallest budget that would do what it lacks.
 """
@@ -83,9 +87,44 @@ def overshoot(cfg: DictConfig, budget: int) -> str | None:
     )
 
 
+def episode_limit(env: Any) -> int | None:
+    """The episode step limit of an env config (``kwargs.max_episode_steps``, else its id's registered limit), or
+    None where it is not known without building the env (a ``make`` factory, an id not registered yet)."""
+    import gymnasium  # (here: the plan of a command without ARS imports no env library)
+
+    if env.get("make") is not None:
+        return None
+    limit = _int((env.get("kwargs") or {}).get("max_episode_steps"))
+    if limit is not None:
+        return limit
+    try:
+        return _int(gymnasium.spec(str(env.get("id"))).max_episode_steps)
+    except gymnasium.error.Error:
+        return None
+
+
+def ars_iteration(cfg: DictConfig, budget: int) -> str | None:
+    """One line when ARS's first update may play more env steps than the budget (else None)."""
+    n_delta = _int(cfg.algo.get("n_delta"))
+    limit = None if n_delta is None else episode_limit(cfg.env)
+    if n_delta is None or limit is None:
+        return None
+    per_candidate = _int(cfg.algo.get("n_eval_episodes")) or 1
+    episodes = 2 * n_delta * per_candidate
+    most = episodes * limit
+    if budget >= most:
+        return None
+    return (
+        f"budget={budget}: one update of {cfg.algo_name} plays 2 x algo.n_delta={n_delta} x algo.n_eval_episodes="
+        f"{per_candidate} = {episodes} episodes of up to {limit} env steps on {cfg.env_name} and stops only between "
+        f"updates, as sb3-contrib's learn does: the run may train up to {most} env steps; the summary and the "
+        f"report say how many it trained"
+    )
+
+
 def budget_warnings(cfg: DictConfig, budget: int) -> list[str]:
     """Lines for a budget that trains but shows little (less than one on-policy rollout, no evaluation before the
-    end) or more than asked for (not a multiple of the rollout)."""
+    end) or more than asked for (not a multiple of the rollout, less than one ARS update)."""
     found = []
     n_steps = _int(cfg.algo.get("n_steps"))
     if n_steps is not None and n_steps > 0:
@@ -102,8 +141,8 @@ def budget_warnings(cfg: DictConfig, budget: int) -> list[str]:
             f"eval.every={every} >= budget={budget}: the run is evaluated at its end only (no learning curve); "
             f"budget={2 * every} (or eval.every<={budget // 2}) gives one evaluation before it"
         )
-    line = overshoot(cfg, budget)
-    return found + ([line] if line else [])
+    lines = (overshoot(cfg, budget), ars_iteration(cfg, budget))
+    return found + [line for line in lines if line]
 
 
 def next_boundary(steps: int, every: int) -> int:

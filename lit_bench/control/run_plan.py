@@ -334,7 +334,7 @@ def _config(
     view = OmegaConf.create(
         {
             "algo": OmegaConf.to_container(cfg.algo, resolve=False),
-            "env": {"n_envs": cfg.env.get("n_envs")},
+            "env": {key: cfg.env.get(key) for key in ("n_envs", "id", "make", "kwargs")},
             "eval": {"every": cfg.eval.get("every")},
             "algo_name": algo,
             "env_name": env,
@@ -526,7 +526,7 @@ def announce(args: list[str], dry_run: bool, allow_no_learning: bool) -> None:
     long_run = plan.cpu_s > LONG_RUN_S or bool(plan.unmeasured and plan.env_steps > 100_000)
     if dry_run or plan.multirun or long_run:
         print(describe(plan), flush=True)
-    if plan.multirun:  # a single run warns itself (lit_bench.run.train.warn_budget), after Hydra's checks
+    if plan.multirun or dry_run:  # a single run warns itself (lit_bench.run.train.warn_budget), after Hydra's checks
         for line in dict.fromkeys(w for c in plan.configs for w in c.warnings):
             print(f"warning: {line}", file=sys.stderr, flush=True)
         os.environ[PLANNED_ENV] = "1"  # the runs (a joblib sweep's workers too) do not repeat them

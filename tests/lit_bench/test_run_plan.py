@@ -59,6 +59,24 @@ def test_budget_warnings_name_less_than_one_rollout_no_evaluation_before_the_end
     assert budget_warnings(_cfg({"n_steps": 32}, n_envs=8, every=256), 512) == []
 
 
+def test_a_budget_below_one_ars_update_is_warned_with_the_episodes_it_may_play():
+    def ars(env: dict, n_delta: int = 60, n_eval_episodes: int = 1):
+        cfg = _cfg({"n_delta": n_delta, "n_eval_episodes": n_eval_episodes})
+        cfg.env = env
+        return cfg
+
+    [line] = budget_warnings(ars({"id": "Ant-v5"}), 2000)  # the Zoo's Ant: 120 episodes of up to 1,000 steps
+    assert "\n" not in line and line.startswith("budget=2000")
+    assert "algo.n_delta=60" in line and "120 episodes of up to 1000 env steps" in line and "up to 120000" in line
+    [line] = budget_warnings(ars({"id": "CartPole-v1"}, n_delta=2, n_eval_episodes=3), 5000)
+    assert "12 episodes of up to 500" in line and "up to 6000" in line
+    assert budget_warnings(ars({"id": "CartPole-v1"}, n_delta=2), 2000) == []  # 4 x 500: one update fits
+    [line] = budget_warnings(ars({"id": "CartPole-v1", "kwargs": {"max_episode_steps": 50}}, n_delta=30), 2000)
+    assert "of up to 50 env steps" in line  # the env's own limit
+    assert budget_warnings(ars({"id": "NoSuchEnv-v0"}), 10) == []  # no known limit: nothing to say
+    assert budget_warnings(ars({"id": "CartPole-v1", "make": {"_target_": "f"}}), 10) == []  # built by a factory
+
+
 def test_the_cards_sweep_is_priced_from_the_measured_speeds():
     plan = make_plan(CARD)
     assert plan is not None and plan.multirun and plan.runs == 6

@@ -104,3 +104,13 @@ def test_steps_beyond_the_budget_are_labelled_compared_and_warned(tmp_path: Path
     row = table.iloc[0]
     assert row.budget == 300 and row.trained == 512
     assert "512 env steps trained (budget=300)" in markdown(table)
+
+
+def test_ars_seeds_that_trained_different_steps_beyond_the_budget_are_labelled_at_their_median(tmp_path: Path) -> None:
+    """ARS stops only between updates of whole episodes, so each seed overshoots a small budget by its own amount."""
+    for seed, steps in enumerate((284, 1000, 400)):
+        write_run(tmp_path, "ars", "CartPole", seed, "lit", [10.0], budget=100, timesteps=steps)
+    _, table, _ = tables([tmp_path])
+    row = table.iloc[0]
+    assert row.budget == 100 and row.trained == 400
+    assert "400 env steps trained (budget=100): the last rollout (ARS: the last update's episodes" in markdown(table)
