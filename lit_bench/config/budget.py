@@ -7,10 +7,10 @@ refuses malformed values: these budgets are valid, they only cannot show learnin
   the run trains one whole rollout whatever the budget. Warned (:func:`budget_warnings`).
 - No evaluation before the end: ``eval.every`` at or above the budget leaves only the final evaluation, no curve.
   Warned.
-- Less than one ARS iteration: ARS plays ``2 x n_delta x n_eval_episodes`` whole episodes per update and stops only
+- Less than one ARS update: ARS plays ``2 x n_delta x n_eval_episodes`` whole episodes per update and stops only
   between updates (sb3-contrib's ``learn``), so a budget below what they may take can train many times more env
   steps than asked (the Zoo's Ant: 120 episodes, up to 120,000 steps). Warned where the env's episode limit is
-  known (:func:`ars_iteration`).
+  known (:func:`ars_update`).
 
 Each message is one line naming the parameter and the smallest budget that would do what it lacks.
 """
@@ -103,7 +103,7 @@ def episode_limit(env: Any) -> int | None:
         return None
 
 
-def ars_iteration(cfg: DictConfig, budget: int) -> str | None:
+def ars_update(cfg: DictConfig, budget: int) -> str | None:
     """One line when ARS's first update may play more env steps than the budget (else None)."""
     n_delta = _int(cfg.algo.get("n_delta"))
     limit = None if n_delta is None else episode_limit(cfg.env)
@@ -141,7 +141,7 @@ def budget_warnings(cfg: DictConfig, budget: int) -> list[str]:
             f"eval.every={every} >= budget={budget}: the run is evaluated at its end only (no learning curve); "
             f"budget={2 * every} (or eval.every<={budget // 2}) gives one evaluation before it"
         )
-    lines = (overshoot(cfg, budget), ars_iteration(cfg, budget))
+    lines = (overshoot(cfg, budget), ars_update(cfg, budget))
     return found + [line for line in lines if line]
 
 
