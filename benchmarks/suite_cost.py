@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from lit_bench.config.budget import episode_limit
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.store.format import SUMMARY
@@ -116,7 +117,7 @@ def shorter_rollouts(algo: str, env: str) -> list[str]:
     (an upper bound)."""
     cfg = _compose(algo, env, [])
     n_steps, n_envs = cfg.algo.get("n_steps"), int(cfg.env.n_envs)
-    if n_steps is None or n_envs * int(n_steps) <= budgets(algo)[1]:
+    if n_steps is None or n_envs * int(n_steps) <= budgets(algo, env)[1]:
         return []
     batch = int(cfg.algo.get("batch_size") or 1)
     return [f"algo.n_steps={max(-(-batch // n_envs), 2048 // n_envs, 1)}"]
@@ -180,9 +181,20 @@ def run_group(cfg: Any, out_dir: Path) -> dict[str, Any]:
     return next((s for s in summaries if s["status"] != "completed"), summaries[0])
 
 
-def budgets(algo: str) -> tuple[int, int]:
-    """(B, D): B covers start-up and the first rollouts / learning_starts, D is the measured part."""
-    return (300, 600) if algo in OFF_POLICY else (2_000, 6_000)
+def budgets(algo: str, env: str) -> tuple[int, int]:
+    """(B, D): B covers start-up and the first rollouts / learning_starts, D is the measured part. ARS stops only
+    between updates of whole episodes (``lit_bench.config.budget.ars_update``), so where an update may take more
+    than these spans, B is one update's most env steps and D two more."""
+    if algo in OFF_POLICY:
+        return 300, 600
+    if algo == "ars":
+        cfg = _compose(algo, env, [])
+        limit = episode_limit(cfg.env)
+        if limit is not None:
+            most = 2 * int(cfg.algo.n_delta) * int(cfg.algo.get("n_eval_episodes") or 1) * limit
+            if most > 2_000:
+                return most, 2 * most
+    return 2_000, 6_000
 
 
 def measure(
@@ -216,7 +228,7 @@ def _measured(
 ) -> dict[str, Any] | None:
     """The row of ``algo`` on ``env`` (``size``: a batched group of that many seeds, 0: one process per seed), or
     None where it cannot be measured (printed). ``warm_up``: a run first, for one-time imports and compilation."""
-    first, more = budgets(algo)
+    first, more = budgets(algo, env)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             shorter = shorter_rollouts(algo, env)
