@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from lit_bench.config.budget import episode_limit
+from lit_bench.config.budget import ars_update_of
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.store.format import SUMMARY
@@ -187,13 +187,9 @@ def budgets(algo: str, env: str) -> tuple[int, int]:
     than these spans, B is one update's most env steps and D two more."""
     if algo in OFF_POLICY:
         return 300, 600
-    if algo == "ars":
-        cfg = _compose(algo, env, [])
-        limit = episode_limit(cfg.env)
-        if limit is not None:
-            most = 2 * int(cfg.algo.n_delta) * int(cfg.algo.get("n_eval_episodes") or 1) * limit
-            if most > 2_000:
-                return most, 2 * most
+    update = ars_update_of(_compose(algo, env, [])) if algo == "ars" else None
+    if update is not None and update.most_steps > 2_000:
+        return update.most_steps, 2 * update.most_steps
     return 2_000, 6_000
 
 

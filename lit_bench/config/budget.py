@@ -17,7 +17,7 @@ Each message is one line naming the parameter and the smallest budget that would
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, ListConfig
 
@@ -103,22 +103,43 @@ def episode_limit(env: Any) -> int | None:
         return None
 
 
+class ArsUpdate(NamedTuple):
+    """What one ARS update plays: ``2 x n_delta`` candidates, ``n_eval_episodes`` whole episodes each."""
+
+    n_delta: int
+    n_eval_episodes: int
+    episode_limit: int
+
+    @property
+    def episodes(self) -> int:
+        return 2 * self.n_delta * self.n_eval_episodes
+
+    @property
+    def most_steps(self) -> int:
+        return self.episodes * self.episode_limit
+
+
+def ars_update_of(cfg: DictConfig) -> ArsUpdate | None:
+    """One ARS update of ``cfg`` (None: not ARS, or the env's episode limit is not known)."""
+    n_delta = _int(cfg.algo.get("n_delta"))
+    if n_delta is None:
+        return None
+    limit = episode_limit(cfg.env)
+    if limit is None:
+        return None
+    return ArsUpdate(n_delta, _int(cfg.algo.get("n_eval_episodes")) or 1, limit)
+
+
 def ars_update(cfg: DictConfig, budget: int) -> str | None:
     """One line when ARS's first update may play more env steps than the budget (else None)."""
-    n_delta = _int(cfg.algo.get("n_delta"))
-    limit = None if n_delta is None else episode_limit(cfg.env)
-    if n_delta is None or limit is None:
-        return None
-    per_candidate = _int(cfg.algo.get("n_eval_episodes")) or 1
-    episodes = 2 * n_delta * per_candidate
-    most = episodes * limit
-    if budget >= most:
+    update = ars_update_of(cfg)
+    if update is None or budget >= update.most_steps:
         return None
     return (
-        f"budget={budget}: one update of {cfg.algo_name} plays 2 x algo.n_delta={n_delta} x algo.n_eval_episodes="
-        f"{per_candidate} = {episodes} episodes of up to {limit} env steps on {cfg.env_name} and stops only between "
-        f"updates, as sb3-contrib's learn does: the run may train up to {most} env steps; the summary and the "
-        f"report say how many it trained"
+        f"budget={budget}: one update of {cfg.algo_name} plays 2 x algo.n_delta={update.n_delta} x "
+        f"algo.n_eval_episodes={update.n_eval_episodes} = {update.episodes} episodes of up to {update.episode_limit} "
+        f"env steps on {cfg.env_name} and stops only between updates, as sb3-contrib's learn does: the run may train "
+        f"up to {update.most_steps} env steps; the summary and the report say how many it trained"
     )
 
 
