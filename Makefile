@@ -27,8 +27,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip uninstall -q -y hydra-optuna-sweeper 2>/dev/null || true
 	touch $(STAMP)
 
-run: setup ## Main job: PPO on CartPole-v1, lit_sb3 and SB3 side by side x 5 seeds (paired), then the report
-	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo env=CartPole backend=lit,sb3 seed=0,1,2,3,4 budget=20000 sweep=make_run
+run: setup ## Main job: PPO on CartPole-v1, lit_sb3 and SB3 side by side x 6 seeds (paired), then the report
+	OMP_NUM_THREADS=1 $(BIN)/python run.py -m algo=ppo env=CartPole backend=lit,sb3 seed=0,1,2,3,4,5 budget=20000 sweep=make_run
 	$(BIN)/python -m lit_bench.cli.report results/runs/make_run --out results/runs/make_run/report
 
 # One pytest worker per core (pytest-xdist), a test file's tests on one worker: every test runs in its own temporary

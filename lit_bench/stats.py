@@ -384,6 +384,9 @@ def paired_bootstrap_ci(
 # beyond.
 SIGN_FLIP_EXACT_MAX_SEEDS = 14
 SIGN_FLIP_SAMPLES = 20_000
+# The test's smallest two-sided p-value over n seeds is 2 / 2^n (all differences of one sign): under 5% from 6 seeds
+# on. Under that a verdict could only ever read "indistinguishable", whatever the scores, so it is withheld instead.
+MIN_SEEDS_FOR_VERDICT = 6
 
 
 def sign_flip_p_value(differences: Sequence[float], *, n_samples: int = SIGN_FLIP_SAMPLES, seed: int = 0) -> float:
@@ -407,12 +410,12 @@ def sign_flip_p_value(differences: Sequence[float], *, n_samples: int = SIGN_FLI
 
 
 def verdict(
-    low: float, high: float, n: int, p_value: float, min_seeds: int = MIN_SEEDS_FOR_CI, name: str = "lit"
+    low: float, high: float, n: int, p_value: float, min_seeds: int = MIN_SEEDS_FOR_VERDICT, name: str = "lit"
 ) -> str:
     """A few words on ``name`` (the A side) vs B: better or worse only where both the CI of the IQM difference
-    excludes 0 and the paired sign-flip test rejects at 5% (``p_value``); withheld under ``min_seeds`` seeds. A
-    percentile bootstrap's interval over a few seeds is too narrow (it excluded 0 with 2 of 5 differences >= 0);
-    the sign-flip test is exact at any n."""
+    excludes 0 and the paired sign-flip test rejects at 5% (``p_value``); withheld under ``min_seeds`` seeds, where
+    the test cannot reject. A percentile bootstrap's interval over a few seeds is too narrow (it excluded 0 with 2 of
+    5 differences >= 0); the sign-flip test is exact at any n."""
     if n < min_seeds:
         return f"n<{min_seeds}"
     if not p_value < 0.05:

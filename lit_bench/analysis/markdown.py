@@ -183,8 +183,8 @@ def comparison_markdown(comparison: pd.DataFrame, several_sweeps: bool = False) 
         "",
         f"The CI resamples seeds jointly for both backends (a paired, stratified bootstrap); the verdict "
         f'reads it ("lit better" / "lit worse" when it excludes 0 and the paired sign-flip test of the per-seed '
-        f'differences rejects at 5%, possible from 6 seeds on; else "indistinguishable"; the test\'s p-value is in '
-        f"comparison.csv) and is withheld under {stats.MIN_SEEDS_FOR_CI} seeds ({FLAG}).",
+        f'differences rejects at 5%; else "indistinguishable"; the test\'s p-value is in comparison.csv) and is '
+        f"withheld under {stats.MIN_SEEDS_FOR_VERDICT} seeds, where that test cannot reject.",
         SPEED_NOTE,
     ]
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Paired comparisons of two configs on the same seeds: lit vs SB3, a variant vs its base, any A vs B of a sweep.
 
 One row per (A, B, env): the per-seed differences of the final scores, the IQM difference with its paired stratified
-bootstrap 95% CI, P(A > B) and a verdict withheld under ``stats.MIN_SEEDS_FOR_CI`` seeds (``stats``'s
+bootstrap 95% CI, P(A > B) and a verdict withheld under ``stats.MIN_SEEDS_FOR_VERDICT`` seeds (``stats``'s
 ``paired_comparison``, the same rule for every kind of pair).
 
 Pairs come from two places: every **variant** (an algo config with ``base: <algo>``, ``lit_bench.config.sources``)
@@ -231,9 +231,10 @@ def ablation_markdown(table: pd.DataFrame) -> str:
         "",
         "Same seeds on both sides; the CI resamples seeds jointly (a paired, stratified bootstrap); the "
         "verdict reads it (better / worse when it excludes 0 and the paired sign-flip test of the per-seed "
-        "differences rejects at 5%, possible from 6 seeds on; else indistinguishable) and is withheld under "
-        f"{stats.MIN_SEEDS_FOR_CI} seeds (‡). A variant (base: <algo>) is paired with its base's runs of the "
-        "same sweep, env and budget; --compare A B pairs any two configs.",
+        f"differences rejects at 5%; else indistinguishable) and is withheld under {stats.MIN_SEEDS_FOR_VERDICT} "
+        f"seeds, where that test cannot reject; ‡ = a CI over fewer than {stats.MIN_SEEDS_FOR_CI} seeds. A variant "
+        "(base: <algo>) is paired with its base's runs of the same sweep, env and budget; --compare A B pairs any two "
+        "configs.",
     ]
     return "\n".join(lines)
 

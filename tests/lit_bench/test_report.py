@@ -171,19 +171,19 @@ def test_ratio_is_taken_at_the_runs_own_budget(tmp_path):
 
 def test_small_samples_are_flagged_and_single_runs_have_no_interval(tmp_path):
     flagged, comparison, md = _tables(_equal_budget_sweep(tmp_path / "three", 3))
-    assert flagged.ci_flagged.all() and comparison.ci_flagged.all() and (comparison.verdict == "n<5").all()
-    assert "| 3 | 410.0 [400.0, 420.0]‡ |" in md and "+5.0 [+5.0, +5.0]‡ | 0.67 | n<5 |" in md
+    assert flagged.ci_flagged.all() and comparison.ci_flagged.all() and (comparison.verdict == "n<6").all()
+    assert "| 3 | 410.0 [400.0, 420.0]‡ |" in md and "+5.0 [+5.0, +5.0]‡ | 0.67 | n<6 |" in md
     enough, comparison, md = _tables(_equal_budget_sweep(tmp_path / "five", 5))
     assert "]‡" not in md  # no interval flagged
-    # lit = SB3 + 5 on every seed: the CI is [5, 5], but 5 seeds' sign-flip test cannot reject (p = 2/32): no verdict
-    # of better or worse before 6 seeds
-    assert not enough.ci_flagged.any() and comparison.verdict.item() == "indistinguishable"
+    # lit = SB3 + 5 on every seed: the CI is [5, 5], but 5 seeds' sign-flip test cannot reject (p = 2/32): the
+    # verdict is withheld until 6 seeds, while the CI is no longer flagged
+    assert not enough.ci_flagged.any() and comparison.verdict.item() == "n<6"
     assert comparison.sign_flip_p_value.item() == pytest.approx(2 / 32) and comparison.ci_low.item() > 0
     _, comparison, _ = _tables(_equal_budget_sweep(tmp_path / "six", 6))
     assert comparison.verdict.item() == "lit better" and comparison.sign_flip_p_value.item() == pytest.approx(2 / 64)
     single, comparison, md = _tables(_equal_budget_sweep(tmp_path / "one", 1))
     assert single.ci_low.isna().all() and single.seeds.eq(1).all() and comparison.ci_low.isna().all()
-    assert "| 1 | 400.0 | 1.01 (SB3 runs, n=1) | 500.0 [1] |" in md and "| 0: +5.0 | +5.0 | 1.00 | n<5 |" in md
+    assert "| 1 | 400.0 | 1.01 (SB3 runs, n=1) | 500.0 [1] |" in md and "| 0: +5.0 | +5.0 | 1.00 | n<6 |" in md
 
 
 def test_paired_comparison_table(tmp_path):
@@ -259,8 +259,8 @@ def test_seeds_trained_in_batched_groups_are_seeds_of_their_config(tmp_path):
     assert len(lit) == 1 and lit.variant.iloc[0] == "budget=3000" and lit.seeds.iloc[0] == 5
     assert lit.batched_seeds.iloc[0] == 4 and lit.incomplete.iloc[0] == 1
     (pair,) = comparison.itertuples()
-    # (5 seeds, each +5: the CI excludes 0, the sign-flip test cannot at n=5)
-    assert pair.n == 5 and pair.iqm_difference == pytest.approx(5.0) and pair.verdict == "indistinguishable"
+    # (5 seeds, each +5: the CI excludes 0, the sign-flip test cannot at n=5: no verdict)
+    assert pair.n == 5 and pair.iqm_difference == pytest.approx(5.0) and pair.verdict == "n<6"
     assert md.count("batched") == 1 and "Seeds trained in batched seed groups" in md
     assert "ppo[budget=3000] / lit on CartPole (4 of 5)" in md
 

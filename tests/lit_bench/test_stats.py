@@ -79,14 +79,24 @@ def test_curves_on_grid_and_band():
     assert (band["ci_low"] <= band["iqm"]).all() and (band["iqm"] <= band["ci_high"]).all()
 
 
-def test_a_narrow_bootstrap_interval_over_five_seeds_is_no_verdict():
-    """make run's 5 seeds of PPO CartPole (lit grouped vs SB3, 2026-12-05): the paired bootstrap's CI excluded 0 with
-    2 of the 5 differences >= 0; the sign-flip test (p = 8/32) withholds the verdict."""
-    lit = dict(enumerate([168.4, 226.6, 300.0, 500.0, 196.0]))
-    sb3 = dict(enumerate([500.0, 213.8, 500.0, 500.0, 491.0]))
+def test_a_narrow_bootstrap_interval_over_six_seeds_is_no_verdict():
+    """make run's 6 seeds of PPO CartPole (lit grouped vs SB3, 2026-12-06): the paired bootstrap's CI excluded 0 with
+    2 of the 6 differences >= 0; the sign-flip test (p = 8/64) finds no difference. (60 seeds of the same command:
+    -53.8 [-123.8, +23.0], p = 0.14.)"""
+    lit = dict(enumerate([168.4, 226.6, 300.0, 500.0, 196.0, 139.0]))
+    sb3 = dict(enumerate([500.0, 213.8, 500.0, 500.0, 491.0, 346.4]))
     pair = stats.paired_comparison(lit, sb3)
-    assert pair is not None and pair.ci_high < 0 and pair.sign_flip_p_value == pytest.approx(8 / 32)
+    assert pair is not None and pair.ci_high < 0 and pair.sign_flip_p_value == pytest.approx(8 / 64)
     assert pair.verdict == "indistinguishable"
+
+
+def test_no_verdict_where_the_sign_flip_test_cannot_reject():
+    """Over n seeds the test's smallest p-value is 2 / 2^n: 5 seeds all better by the same margin is p = 2/32, so
+    a verdict there could only read "indistinguishable"; it is withheld until 6, where the same data reject."""
+    assert 2 / 2 ** (stats.MIN_SEEDS_FOR_VERDICT - 1) >= 0.05 > 2 / 2**stats.MIN_SEEDS_FOR_VERDICT
+    for n, verdict in ((5, "n<6"), (6, "lit better")):
+        pair = stats.paired_comparison({s: s + 1.0 for s in range(n)}, {s: float(s) for s in range(n)}, n_boot=200)
+        assert pair is not None and pair.sign_flip_p_value == pytest.approx(2 / 2**n) and pair.verdict == verdict
 
 
 def test_the_sign_flip_test_is_exact_and_sampled_past_its_limit():
@@ -111,7 +121,7 @@ def test_paired_comparison_on_known_numbers():
     assert (plus_one.ci_low, plus_one.ci_high) == pytest.approx((1.0, 1.0))
     # ...but 5 differences of one sign are 2 of the sign-flip test's 32 patterns: p = 0.0625, no verdict
     assert plus_one.sign_flip_p_value == pytest.approx(2 / 32) and not plus_one.ci_flagged
-    assert plus_one.verdict == "indistinguishable"
+    assert plus_one.verdict == f"n<{stats.MIN_SEEDS_FOR_VERDICT}"
     # P(X > Y) + P(X = Y) / 2 over all 25 pairs: 15 greater, 4 ties
     assert plus_one.probability_of_improvement == pytest.approx((15 + 2) / 25)
     assert plus_one.differences == [1.0] * 5 and plus_one.seeds == [0, 1, 2, 3, 4]
@@ -120,10 +130,10 @@ def test_paired_comparison_on_known_numbers():
     assert (better.verdict, better.sign_flip_p_value) == ("lit better", pytest.approx(2 / 64))
     worse = stats.paired_comparison({s: v - 1 for s, v in six.items()}, six, n_boot=200)
     assert worse.verdict == "lit worse" and worse.iqm_difference == pytest.approx(-1.0)
-    mixed = stats.paired_comparison(lit, {0: 2.0, 1: 1.0, 2: 4.0, 3: 3.0, 4: 5.0}, n_boot=500)
+    mixed = stats.paired_comparison(six, {0: 2.0, 1: 1.0, 2: 4.0, 3: 3.0, 4: 5.0, 5: 6.0}, n_boot=500)
     assert mixed.ci_low < 0 < mixed.ci_high and mixed.verdict == "indistinguishable"
     few = stats.paired_comparison({0: 2.0, 1: 3.0, 9: 7.0}, {0: 1.0, 1: 1.0, 2: 0.0}, n_boot=50)
-    assert few.seeds == [0, 1] and few.ci_flagged and few.verdict == f"n<{stats.MIN_SEEDS_FOR_CI}"
+    assert few.seeds == [0, 1] and few.ci_flagged and few.verdict == f"n<{stats.MIN_SEEDS_FOR_VERDICT}"
     assert stats.paired_comparison({0: 1.0}, {1: 1.0}) is None  # no shared seed: nothing to pair
 
 

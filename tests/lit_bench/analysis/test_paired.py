@@ -101,8 +101,8 @@ def test_compare_names_any_two_configs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert (
         "| ppo[budget=20000] / lit | ppo[algo.learning_rate=0.001,budget=20000] / lit | CartPole | 5 | 420.0 | "
-        "370.0 | 0: +50.0, 1: +50.0, 2: +50.0, 3: +50.0, 4: +50.0 | +50.0 [+50.0, +50.0] | 1.00 | indistinguishable |"
-    ) in out  # (+50 on each of 5 seeds: the CI excludes 0, but no exact test over 5 seeds reaches 5%)
+        "370.0 | 0: +50.0, 1: +50.0, 2: +50.0, 3: +50.0, 4: +50.0 | +50.0 [+50.0, +50.0] | 1.00 | n<6 |"
+    ) in out  # (+50 on each of 5 seeds: the CI excludes 0, but no exact test over 5 seeds reaches 5%: no verdict)
     assert "| ppo[budget=20000] / lit | ppo[budget=20000] / sb3 | CartPole | 5 | 420.0 | 415.0 |" in out
     assert "| my_ppo[budget=20000] / lit | ppo[budget=20000] / lit |" in out  # the variant, without --compare
     assert {p.name for p in (root / "report").iterdir()} >= {"ablations.csv", "ablations.png", "comparison.png"}
