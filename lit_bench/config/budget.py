@@ -87,6 +87,17 @@ def overshoot(cfg: DictConfig, budget: int) -> str | None:
     )
 
 
+def trained_steps(cfg: DictConfig, budget: int) -> tuple[int, bool]:
+    """The env steps a run of ``budget`` trains, and whether that is exact: an on-policy budget rounded up to whole
+    rollouts (:func:`overshoot`); ARS's at least the budget, its last update's episodes running to their ends (how
+    many steps they take is known only once played); any other algorithm's the budget."""
+    n_steps = _int(cfg.algo.get("n_steps"))
+    if n_steps is not None and n_steps > 0:
+        rollout = n_steps * int(cfg.env.get("n_envs") or 1)
+        return -(-budget // rollout) * rollout, True
+    return budget, _int(cfg.algo.get("n_delta")) is None
+
+
 def episode_limit(env: Any) -> int | None:
     """The episode step limit of an env config (``kwargs.max_episode_steps``, else its id's registered limit), or
     None where it is not known without building the env (a ``make`` factory, an id not registered yet)."""

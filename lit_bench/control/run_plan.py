@@ -34,7 +34,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning
+from lit_bench.config.budget import PLANNED_ENV, budget_warnings, no_learning, trained_steps
 from lit_bench.config.checks import ConfigError
 from lit_bench.config.hydra_versions import VERSION_BASE
 from lit_bench.config.identity import CONF_DIR, algo_dir
@@ -67,6 +67,7 @@ class Config:
     env: str
     backend: str
     budget: int
+    steps: int  # env steps a run trains (config.budget.trained_steps): on-policy, the budget in whole rollouts
     runs: int
     cpu_s: float | None  # None: no measured speed for this algorithm and env family
     measured_on: str | None  # the env its speed was measured on (one per family), or HERE
@@ -80,6 +81,7 @@ class Config:
     group_measured_on: str | None = None
     base: str = ""  # the algorithm its costs are looked up under (algo.base, else algo)
     unpaid: str | None = None  # why auto trains its seeds one process each although they batch (seed_groups)
+    steps_exact: bool = True  # False: at least ``steps`` (ARS's last update plays its episodes to their ends)
 
     @property
     def batched(self) -> bool:
@@ -90,8 +92,8 @@ class Config:
         """Each batched group's CPU seconds (None where a group size is not measured)."""
         from lit_bench.control.suite_plan import group_cpu_s
 
-        per_step = None if self.cpu_s is None else self.cpu_s / self.budget
-        return group_cpu_s(self.group_ratios, group_sizes(self.runs, self.groups), self.budget, per_step)
+        per_step = None if self.cpu_s is None else self.cpu_s / self.steps
+        return group_cpu_s(self.group_ratios, group_sizes(self.runs, self.groups), self.steps, per_step)
 
 
 @dataclass
@@ -109,7 +111,7 @@ class Plan:
 
     @property
     def env_steps(self) -> int:
-        return sum(c.runs * c.budget for c in self.configs)
+        return sum(c.runs * c.steps for c in self.configs)
 
     @property
     def cpu_s(self) -> float:
@@ -349,13 +351,16 @@ def _config(
     if here is not None:
         row = {"cpu_s_per_step": str(here), "env": HERE}
     problem = no_learning(view, budget)
+    steps, steps_exact = trained_steps(view, budget)
     return Config(
         algo=algo,
         env=env,
         backend=str(cfg.backend),
         budget=budget,
+        steps=steps,
         runs=runs,
-        cpu_s=None if row is None else float(row["cpu_s_per_step"]) * budget,
+        cpu_s=None if row is None else float(row["cpu_s_per_step"]) * steps,
+        steps_exact=steps_exact,
         measured_on=None if row is None else row["env"],
         problems=[problem] if problem else [],
         warnings=budget_warnings(view, budget),
@@ -405,7 +410,8 @@ def describe(plan: Plan) -> str:
     lines = []
     if plan.multirun:
         for c in plan.configs:
-            cost = "speed not measured" if c.cpu_s is None else f"{_duration(c.runs * c.cpu_s)} CPU"
+            at_least = "" if c.steps_exact else "at least "
+            cost = "speed not measured" if c.cpu_s is None else f"{at_least}{_duration(c.runs * c.cpu_s)} CPU"
             if c.measured_on == HERE:
                 cost += " (at its speed in this machine's completed runs)"
             elif c.measured_on not in (None, c.env):
@@ -429,8 +435,9 @@ def describe(plan: Plan) -> str:
             f"the config's composed values (a pruned trial stops early; sampled values change the cost)"
         )
     unmeasured = sorted({f"{c.algo} on {c.env}" for c in plan.unmeasured})
+    at_least = "" if all(c.steps_exact for c in plan.configs) else "at least "
     lines.append(
-        f"plan: {plan.runs} run{'s' if plan.runs != 1 else ''}, {plan.env_steps:,} env steps; estimated "
+        f"plan: {plan.runs} run{'s' if plan.runs != 1 else ''}, {at_least}{plan.env_steps:,} env steps; estimated "
         f"{_duration(plan.cpu_s)} CPU, {where}"
         + (f"; no measured speed for {', '.join(unmeasured)}" if unmeasured else "")
         + " (training speeds: this machine's completed runs, else results/reference/suite_cost.csv; evaluations and"

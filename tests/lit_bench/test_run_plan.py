@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from lit_bench.config.budget import budget_warnings, no_learning, smallest_learning_budget
+from lit_bench.config.budget import budget_warnings, no_learning, smallest_learning_budget, trained_steps
 from lit_bench.control.cost_table import costs, group_ratio, group_ratios
 from lit_bench.control.run_plan import Config, describe, grouped_cost, make_plan
 from tests.lit_bench.helpers import run_py
@@ -77,6 +77,23 @@ def test_a_budget_below_one_ars_update_is_warned_with_the_episodes_it_may_play()
     assert budget_warnings(ars({"id": "CartPole-v1", "make": {"_target_": "f"}}), 10) == []  # built by a factory
 
 
+def test_a_run_is_priced_at_the_env_steps_it_trains():
+    assert trained_steps(_cfg({"n_steps": 32}, n_envs=8), 1000) == (1024, True)  # whole rollouts of 256
+    assert trained_steps(_cfg({"n_steps": 32}, n_envs=8), 1024) == (1024, True)
+    assert trained_steps(_cfg({"learning_starts": 100}), 1000) == (1000, True)  # off-policy: the budget
+    assert trained_steps(_cfg({"n_delta": 60}), 1000) == (1000, False)  # ARS: at least, its last update's episodes
+    # a budget under one rollout trains one whole rollout: priced as such (PPO's Acrobot rollout is 16 x 256)
+    plan = make_plan(["-m", "algo=ppo,ars", "env=Acrobot", "seed=0,1", "budget=1000"])
+    assert plan is not None
+    ppo, ars = plan.configs
+    assert (ppo.steps, ppo.steps_exact, ars.steps, ars.steps_exact) == (4096, True, 1000, False)
+    assert ppo.cpu_s == pytest.approx(4096 * costs()[("ppo", "classic")])
+    text = describe(plan)
+    assert "ars on Acrobot, budget=1000: 2 runs, at least " in text
+    assert "ppo on Acrobot, budget=1000: 2 runs, at least" not in text
+    assert f"plan: 4 runs, at least {2 * 4096 + 2 * 1000:,} env steps" in text
+
+
 def test_the_cards_sweep_is_priced_from_the_measured_speeds():
     plan = make_plan(CARD)
     assert plan is not None and plan.multirun and plan.runs == 6
@@ -108,15 +125,19 @@ def test_the_plan_prices_a_config_at_this_machines_speed_where_it_has_completed_
     plan = make_plan(args)
     assert plan is not None
     cartpole, acrobot = plan.configs
-    assert cartpole.cpu_s == pytest.approx(20000 / 1000.0)
+    # priced at the env steps a run trains: the budget in whole rollouts (CartPole 8 x 32, Acrobot 16 x 256)
+    assert (cartpole.steps, acrobot.steps) == (20224, 20480) and cartpole.steps_exact
+    assert cartpole.cpu_s == pytest.approx(20224 / 1000.0)
     assert acrobot.measured_on == "Acrobot"  # no runs here: the suite cost table's speed
-    assert acrobot.cpu_s == pytest.approx(20000 * costs()[("ppo", "classic")])
+    assert acrobot.cpu_s == pytest.approx(20480 * costs()[("ppo", "classic")])
     text = describe(plan)
     assert "ppo on CartPole, budget=20000: 2 runs, 40 s CPU (at its speed in this machine's completed runs)" in text
 
 
 def _config(runs: int, groups: int, batchable: bool, ratios: dict[int, float] | None) -> Config:
-    return Config("ppo", "CartPole", "lit", 1000, runs, 1000 * 0.001, "Acrobot", [], [], groups, batchable, ratios)
+    return Config(
+        "ppo", "CartPole", "lit", 1000, 1000, runs, 1000 * 0.001, "Acrobot", [], [], groups, batchable, ratios
+    )
 
 
 def test_the_grouped_cost_prices_batched_groups_at_their_measured_ratio_to_one_process_per_seed():
@@ -163,8 +184,8 @@ def test_an_optuna_study_is_planned_as_its_trials_times_its_seeds():
     space = "algo.learning_rate=tag(log, interval(1e-5, 1e-2))"  # (a search dimension on the command line)
     args = ["-m", "hydra/sweeper=tpe", "algo=ppo", "env=CartPole", "budget=20000", space, "hpo.seeds=2"]
     plan = make_plan([*args, "hydra.sweeper.n_trials=7"])
-    assert plan is not None and plan.study == (7, 2) and plan.runs == 14 and plan.env_steps == 14 * 20000
-    assert plan.cpu_s == pytest.approx(14 * 20000 * costs()[("ppo", "classic")])
+    assert plan is not None and plan.study == (7, 2) and plan.runs == 14 and plan.env_steps == 14 * 20224
+    assert plan.cpu_s == pytest.approx(14 * 20224 * costs()[("ppo", "classic")])  # (whole rollouts of 256)
     assert "an Optuna study of 7 trials x 2 seeds: at most these runs" in describe(plan)
 
 
@@ -182,7 +203,7 @@ def test_dry_run_prints_the_plan_and_makes_nothing(tmp_path: Path):
     assert "plan: 6 runs, 6,000,000 env steps; estimated" in done.stdout
     assert not any(tmp_path.iterdir())
     single = run_py("--dry-run", "algo=ppo", "env=CartPole", f"out_dir={tmp_path}")
-    assert single.returncode == 0 and "plan: 1 run, 100,000 env steps" in single.stdout
+    assert single.returncode == 0 and "plan: 1 run, 100,096 env steps" in single.stdout
     assert not any(tmp_path.iterdir())
 
 
