@@ -1,5 +1,5 @@
-"""The replay-buffer loop of a seed group's off-policy seeds (DQN, SAC, TD3, DDPG): SB3's ``collect_rollouts`` and
-``train`` schedule for N seeds in lockstep.
+"""The replay-buffer loop of a seed group's off-policy seeds (DQN, QR-DQN, SAC, TD3, DDPG): SB3's
+``collect_rollouts`` and ``train`` schedule for N seeds in lockstep.
 
 Design (what is batched, and why each seed stays exact):
 

@@ -1,5 +1,6 @@
-"""lit_sb3's off-policy losses (:mod:`lit_sb3.common.losses`) for a seed axis: each takes ``[N, batch, ...]`` tensors
-and gives ``[N]`` losses (or ``[N, batch, 1]`` targets), seed i's the pure loss of seed i's slices.
+"""lit_sb3's off-policy losses (:mod:`lit_sb3.common.losses`, QR-DQN's of :mod:`lit_sb3.common.quantile`) for a
+seed axis: each takes ``[N, batch, ...]`` tensors and gives ``[N]`` losses (or ``[N, batch, ...]`` targets), seed i's
+the pure loss of seed i's slices.
 
 They are the pure losses written with an explicit seed axis instead of mapped over it with ``torch.vmap``: the same
 operations on the same values, seed i's reductions over its own slice, so the results are bit-identical to the
@@ -25,6 +26,34 @@ def q_huber_loss(q_values: torch.Tensor, actions: torch.Tensor, target_q: torch.
     """:func:`lit_sb3.common.losses.q_huber_loss` per seed, ``[N]``."""
     taken = torch.gather(q_values, dim=2, index=actions.long().reshape(q_values.shape[0], -1, 1))
     return F.smooth_l1_loss(taken, target_q, reduction="none").mean(dim=_PER_SEED)
+
+
+def qrdqn_target(
+    rewards: torch.Tensor, dones: torch.Tensor, gamma: float, next_quantiles: torch.Tensor
+) -> torch.Tensor:
+    """:func:`lit_sb3.common.quantile.qrdqn_target` per seed: ``next_quantiles`` ``[N, batch, n_quantiles,
+    n_actions]``, the target ``[N, batch, n_quantiles]``."""
+    greedy = next_quantiles.mean(dim=2).argmax(dim=2)
+    index = greedy[:, :, None, None].expand(-1, -1, next_quantiles.shape[2], 1)
+    chosen = next_quantiles.gather(dim=3, index=index).squeeze(3)
+    return rewards + (1.0 - dones) * gamma * chosen
+
+
+def taken_action_quantiles(quantiles: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """:func:`lit_sb3.common.quantile.taken_action_quantiles` per seed, ``[N, batch, n_quantiles]``."""
+    n, batch, n_quantiles, _ = quantiles.shape
+    index = actions.long().reshape(n, batch, 1, 1).expand(-1, -1, n_quantiles, 1)
+    return quantiles.gather(dim=3, index=index).squeeze(3)
+
+
+def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
+    """:func:`lit_sb3.common.quantile.quantile_huber_loss` per seed in QR-DQN's form (summed over the current
+    quantiles, then averaged): ``current`` and ``target`` ``[N, batch, n_quantiles]``, ``[N]``."""
+    delta = target.unsqueeze(-2) - current.unsqueeze(-1)
+    huber = F.huber_loss(delta, torch.zeros_like(delta), reduction="none", delta=1.0)
+    tau = taus.reshape(-1, 1)
+    weights = torch.where(delta.detach() < 0, 1.0 - tau, tau)
+    return (weights * huber).sum(dim=-2).mean(dim=_PER_SEED)
 
 
 def clipped_double_q_target(

@@ -1,5 +1,6 @@
-"""SB3's off-policy MLP policies (DQN's, SAC's, TD3's ``MlpPolicy``) for N seeds at once: the networks and their
-targets as stacked parameters ``[N, ...]`` (named as the policy's ``named_parameters``), and their batched forwards.
+"""SB3's off-policy MLP policies (DQN's, SAC's, TD3's and sb3-contrib's QR-DQN's ``MlpPolicy``) for N seeds at
+once: the networks and their targets as stacked parameters ``[N, ...]`` (named as the policy's ``named_parameters``),
+and their batched forwards.
 
 Every forward takes ``[N, batch, ...]`` tensors and runs the policy's own template modules through
 :func:`lit_sb3.seeds.stacked.batched_forward`; the SAC actor's squashed Gaussian is SB3's own
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import cast
 
 import torch
+from sb3_contrib.qrdqn.policies import QRDQNPolicy
 from stable_baselines3.common.distributions import SquashedDiagGaussianDistribution
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
@@ -25,6 +27,7 @@ from lit_sb3.seeds.stacked import Stacked, batched_forward, check_batchable, sta
 #: the policy classes whose MLP form is batched, and the online -> target network names of each
 TARGET_NETWORKS: dict[type[BasePolicy], dict[str, str]] = {
     DQNPolicy: {"q_net": "q_net_target"},
+    QRDQNPolicy: {"quantile_net": "quantile_net_target"},
     SACPolicy: {"critic": "critic_target"},
     TD3Policy: {"critic": "critic_target", "actor": "actor_target"},
 }
@@ -42,7 +45,8 @@ class StackedOffPolicy:
         kind = next((cls for cls in TARGET_NETWORKS if type(template) is cls), None)
         if kind is None or getattr(template, "use_sde", False):
             raise ValueError(
-                f"policy: seed groups batch the MlpPolicy of DQN, SAC and TD3 (no gSDE), not {type(template).__name__}"
+                f"policy: seed groups batch the MlpPolicy of DQN, QR-DQN, SAC and TD3 (no gSDE), not "
+                f"{type(template).__name__}"
             )
         if getattr(template, "share_features_extractor", False):
             raise ValueError("policy_kwargs: seed groups batch share_features_extractor=False only")
@@ -87,6 +91,13 @@ class StackedOffPolicy:
         """DQN: every action's value ``[N, batch, n_actions]`` (``network``: ``"q_net"`` or ``"q_net_target"``)."""
         module = getattr(self.template, network).q_net
         return self.forward(module, f"{network}.q_net.", self.features(obs))
+
+    def quantiles(self, obs: torch.Tensor, network: str = "quantile_net") -> torch.Tensor:
+        """QR-DQN: every action's quantiles ``[N, batch, n_quantiles, n_actions]`` (``network``: ``"quantile_net"``
+        or ``"quantile_net_target"``), laid out as the single network's ``view`` lays them out."""
+        module = getattr(self.template, network)
+        out = self.forward(module.quantile_net, f"{network}.quantile_net.", self.features(obs))
+        return out.reshape(*out.shape[:2], module.n_quantiles, int(module.action_space.n))
 
     def critics(
         self, obs: torch.Tensor, actions: torch.Tensor, network: str = "critic", params: Stacked | None = None

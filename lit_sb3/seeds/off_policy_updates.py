@@ -1,4 +1,4 @@
-"""The gradient steps of DQN, SAC and TD3 (and DDPG, TD3's special case) for a seed group: SB3's ``train`` on
+"""The gradient steps of DQN, QR-DQN, SAC and TD3 (and DDPG, TD3's special case) for a seed group: SB3's ``train`` on
 every seed's own minibatch at once.
 
 Each step is the single run's step (see :mod:`lit_sb3.algorithms.dqn`, ``sac``, ``td3``) with lit_sb3's pure loss
@@ -8,15 +8,16 @@ parameters, so the gradient of their sum is each seed's own gradient.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from lit_sb3.algorithms.dqn import DQN
+from lit_sb3.algorithms.qrdqn import QRDQN
 from lit_sb3.algorithms.sac import SAC
 from lit_sb3.algorithms.td3 import TD3
-from lit_sb3.common import losses
+from lit_sb3.common import losses, quantile
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.seeds import off_policy_losses as batched
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
@@ -24,6 +25,9 @@ from lit_sb3.seeds.optim import BatchedAdam, BatchedOptimizer, batched_optimizer
 from lit_sb3.seeds.replay import SeedSamples
 from lit_sb3.seeds.streams import SeedStreams
 from lit_sb3.seeds.transfer import to_device
+
+if TYPE_CHECKING:
+    from lit_sb3.seeds.group import SeedGroup
 
 
 def _optimizer(model: OffPolicyAlgorithm, params: list[torch.Tensor]) -> BatchedOptimizer:
@@ -52,21 +56,27 @@ class _Means:
 
 class BatchedDQN(BatchedOffPolicy):
     """DQN: epsilon-greedy actions (one uniform draw per seed and vector step), Huber loss, gradient norms clipped per
-    seed, target networks refreshed every ``target_update_interval`` env steps."""
+    seed, target networks refreshed every ``target_update_interval`` env steps (QR-DQN's too: its subclass changes
+    the network's output and the loss)."""
 
-    template: DQN
+    template: DQN | QRDQN
+    network = "q_net"  # the online network's name in the policy (its target: ``network + "_target"``)
 
     def _build_optimizers(self) -> dict[str, BatchedOptimizer]:
         self.exploration_rate = 0.0
-        return {"policy.optimizer": _optimizer(self.template, self.net.network("q_net"))}
+        return {"policy.optimizer": _optimizer(self.template, self.net.network(self.network))}
+
+    def action_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Every action's value ``[N, batch, n_actions]``, whose argmax is the greedy action (DQN's Q-values)."""
+        return self.net.q_values(obs)
 
     def policy_actions(self, obs: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
-        return self.net.q_values(obs).argmax(dim=-1)
+        return self.action_values(obs).argmax(dim=-1)
 
     def greedy_scores(self, obs: np.ndarray) -> torch.Tensor | None:
         tensor = to_device([obs], self.device)[0].reshape(self.n_seeds, -1, *self.obs_shape)
         with torch.no_grad():
-            return self.net.q_values(tensor)
+            return self.action_values(tensor)
 
     def explore(self, actions: np.ndarray, deterministic: bool, streams: SeedStreams) -> np.ndarray:
         if deterministic:
@@ -118,6 +128,32 @@ class BatchedDQN(BatchedOffPolicy):
     def _export_parts(self, index: int, model: Any) -> None:
         model.exploration.exploration_rate = self.exploration_rate
         model.target_networks.n_calls = self.n_calls
+
+
+class BatchedQRDQN(BatchedDQN):
+    """QR-DQN: DQN's acting, exploration, target refresh and clipping; the greedy action has the largest mean
+    quantile, and the loss is the quantile Huber loss towards the target network's quantiles of the greedy next
+    action (sb3-contrib's ``train``)."""
+
+    template: QRDQN
+    network = "quantile_net"
+
+    def __init__(self, group: SeedGroup) -> None:
+        super().__init__(group)
+        self.taus = quantile.quantile_midpoints(self.template.n_quantiles, self.device)
+
+    def action_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """The mean of every action's quantiles (the single policy's ``_predict``), ``[N, batch, n_actions]``."""
+        return self.net.quantiles(obs).mean(dim=2)
+
+    def loss(self, data: SeedSamples) -> torch.Tensor:
+        """Each seed's quantile Huber loss on its minibatch, ``[N]``."""
+        model = self.template
+        with torch.no_grad():
+            next_quantiles = self.net.quantiles(data.next_observations, "quantile_net_target")
+            target = batched.qrdqn_target(data.rewards, data.dones, model.gamma, next_quantiles)
+        current = batched.taken_action_quantiles(self.net.quantiles(data.observations), data.actions)
+        return batched.quantile_huber_loss(current, target, self.taus)
 
 
 class BatchedSAC(BatchedOffPolicy):

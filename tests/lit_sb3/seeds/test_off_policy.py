@@ -1,5 +1,6 @@
-"""Seed groups of the off-policy algorithms (DQN, SAC, TD3): one seed's update is the single model's, a group is
-reproducible, a seed does not depend on its group, each seed is an ordinary model, and a group resumes exactly."""
+"""Seed groups of the off-policy algorithms (DQN, QR-DQN, SAC, TD3, DDPG): one seed's update is the single model's,
+a group is reproducible, a seed does not depend on its group, each seed is an ordinary model, and a group resumes
+exactly."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
-from lit_sb3 import DDPG, DQN, SAC, TD3, RLTrainer
+from lit_sb3 import DDPG, DQN, QRDQN, SAC, TD3, RLTrainer
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.seeds import SeedGroup
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
@@ -26,6 +27,16 @@ SMALL = {"policy_kwargs": {"net_arch": [32, 32]}, "learning_starts": 50, "batch_
 CONFIGS: dict[str, tuple[type[OffPolicyAlgorithm], str, dict[str, Any]]] = {
     # max_grad_norm small enough that the per-seed clipping acts
     "DQN": (DQN, "CartPole-v1", {**SMALL, "target_update_interval": 40, "max_grad_norm": 0.5}),
+    "QRDQN": (
+        QRDQN,
+        "CartPole-v1",
+        {
+            **SMALL,
+            "policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 7},
+            "target_update_interval": 40,
+            "max_grad_norm": 0.5,
+        },
+    ),
     "SAC": (SAC, "Pendulum-v1", SMALL),
     "TD3": (TD3, "Pendulum-v1", {**SMALL, "action_noise": NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))}),
     # TD3's special case: one critic, no delay, no target smoothing
@@ -74,7 +85,7 @@ def _batch(model: OffPolicyAlgorithm, size: int = 16) -> ReplayBufferSamples:
     obs_space = model.observation_space
     assert obs_space is not None
     obs = torch.as_tensor(np.stack([obs_space.sample() for _ in range(2 * size)]), dtype=torch.float32)
-    if isinstance(model, DQN):
+    if isinstance(model, DQN | QRDQN):
         actions = torch.as_tensor(gen.integers(0, 2, size=(size, 1)))
     else:
         actions = torch.as_tensor(gen.uniform(-1, 1, size=(size, 1)), dtype=torch.float32)
@@ -269,7 +280,7 @@ def test_unbatched_settings_are_refused_in_one_line(kwargs: dict[str, Any], mess
 
 
 def test_off_policy_algorithms_are_batched() -> None:
-    assert all(SeedGroup.batched(cls) for cls in (DQN, SAC, TD3, DDPG))
+    assert all(SeedGroup.batched(cls) for cls in (DQN, QRDQN, SAC, TD3, DDPG))
 
 
 def test_metric_rows_follow_episodes() -> None:
@@ -305,7 +316,7 @@ def test_batched_losses_are_the_vmapped_pure_losses_bit_for_bit() -> None:
     its gradients, to the last bit."""
     from torch.func import vmap
 
-    from lit_sb3.common import losses
+    from lit_sb3.common import losses, quantile
     from lit_sb3.seeds import off_policy_losses as batched
 
     gen = torch.Generator().manual_seed(0)
@@ -346,9 +357,28 @@ def test_batched_losses_are_the_vmapped_pure_losses_bit_for_bit() -> None:
             batched.entropy_coef_loss(log_ent_coef, log_prob, -1.0),
         ),
     }
+    # QR-DQN's (7 quantiles of 2 actions)
+    next_quantiles, quantiles = draw(7, 2), draw(7, 2).requires_grad_(True)
+    target = vmap(quantile.qrdqn_target, in_dims=(0, 0, None, 0))(rewards, dones, 0.99, next_quantiles)
+    taus = quantile.quantile_midpoints(7)
+    pairs |= {
+        "qrdqn_target": (target, batched.qrdqn_target(rewards, dones, 0.99, next_quantiles)),
+        "taken_action_quantiles": (
+            vmap(quantile.taken_action_quantiles)(quantiles, actions),
+            batched.taken_action_quantiles(quantiles, actions),
+        ),
+        "quantile_huber_loss": (
+            vmap(quantile.quantile_huber_loss, in_dims=(0, 0, None))(
+                vmap(quantile.taken_action_quantiles)(quantiles, actions), target, taus
+            ),
+            batched.quantile_huber_loss(batched.taken_action_quantiles(quantiles, actions), target, taus),
+        ),
+    }
     for name, (mapped, mine) in pairs.items():
         assert mapped.shape == mine.shape and torch.equal(mapped, mine), name
-        inputs = [t for t in (q2, log_prob, log_ent_coef) if t.requires_grad]
+        if not mapped.requires_grad:  # (a target of inputs without gradients)
+            continue
+        inputs = [t for t in (q2, log_prob, log_ent_coef, quantiles) if t.requires_grad]
         expected = torch.autograd.grad(mapped.sum(), inputs, allow_unused=True)
         got = torch.autograd.grad(mine.sum(), inputs, allow_unused=True)
         for a, b in zip(expected, got, strict=True):
