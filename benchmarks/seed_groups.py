@@ -35,6 +35,7 @@ CONFIGS = {
     "ppo_cartpole": ["algo=ppo", "env=CartPole"],
     "a2c_acrobot": ["algo=a2c", "env=Acrobot"],
     "dqn_cartpole": ["algo=dqn", "env=CartPole"],
+    "qrdqn_cartpole": ["algo=qrdqn", "env=CartPole"],
     "sac_pendulum_64": ["algo=sac", "env=Pendulum", "algo.policy_kwargs={net_arch:[64,64]}"],
     "sac_pendulum_400_300": ["algo=sac", "env=Pendulum", "algo.policy_kwargs={net_arch:[400,300]}"],
     "td3_pendulum_64": [*_TD3, "algo.policy_kwargs.net_arch=[64,64]"],

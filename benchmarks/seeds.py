@@ -36,6 +36,7 @@ class Config:
     kwargs: dict[str, Any] = field(default_factory=dict)
     #: arguments that are objects, as Python expressions (TD3's action noise), evaluated after ``_NOISE_IMPORTS``
     exprs: dict[str, str] = field(default_factory=dict)
+    sb3_package: str = "stable_baselines3"  # where SB3's class is (QR-DQN: sb3_contrib)
 
     def arguments(self) -> str:
         """The algorithm's keyword arguments as source text."""
@@ -51,6 +52,22 @@ _TD3_NOISE = {"action_noise": "NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))"
 # budgets train
 _SAC = {"learning_rate": 1e-3, "learning_starts": 100}
 _TD3 = {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 100, "learning_rate": 1e-3}
+
+# the RL Zoo's CartPole settings of DQN, and QR-DQN's (the same, with 10 quantiles)
+_DQN = {
+    "learning_rate": 2.3e-3,
+    "batch_size": 64,
+    "buffer_size": 100_000,
+    "learning_starts": 1000,
+    "gamma": 0.99,
+    "target_update_interval": 10,
+    "train_freq": 256,
+    "gradient_steps": 128,
+    "exploration_fraction": 0.16,
+    "exploration_final_eps": 0.04,
+    "policy_kwargs": {"net_arch": [256, 256]},
+}
+_QRDQN = {**_DQN, "policy_kwargs": {"net_arch": [256, 256], "n_quantiles": 10}}
 
 
 CONFIGS = {
@@ -69,24 +86,8 @@ CONFIGS = {
         },
     ),
     "a2c": Config("A2C", "Acrobot-v1", 16, {"ent_coef": 0.0}),
-    "dqn": Config(
-        "DQN",
-        "CartPole-v1",
-        1,
-        {
-            "learning_rate": 2.3e-3,
-            "batch_size": 64,
-            "buffer_size": 100_000,
-            "learning_starts": 1000,
-            "gamma": 0.99,
-            "target_update_interval": 10,
-            "train_freq": 256,
-            "gradient_steps": 128,
-            "exploration_fraction": 0.16,
-            "exploration_final_eps": 0.04,
-            "policy_kwargs": {"net_arch": [256, 256]},
-        },
-    ),
+    "dqn": Config("DQN", "CartPole-v1", 1, _DQN),
+    "qrdqn": Config("QRDQN", "CartPole-v1", 1, _QRDQN, sb3_package="sb3_contrib"),
     "sac": Config("SAC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [64, 64]}}),
     "sac-400-300": Config("SAC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [400, 300]}}),
     "td3": Config("TD3", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [64, 64]}}, _TD3_NOISE),
@@ -109,7 +110,7 @@ CONFIGS = {
 def _per_seed_code(backend: str, config: Config, seed: int, steps: int) -> str:
     if backend == "sb3":
         return config.imports() + (
-            f"from stable_baselines3 import {config.algo} as Algo\n"
+            f"from {config.sb3_package} import {config.algo} as Algo\n"
             "from stable_baselines3.common.env_util import make_vec_env\n"
             f"env = make_vec_env({config.env!r}, n_envs={config.n_envs}, seed={seed})\n"
             f"Algo('MlpPolicy', env, seed={seed}, {config.arguments()}).learn({steps})\n"
