@@ -68,7 +68,7 @@ SEED = "seed"
 AUTO_MAX_RATIO = 0.9
 # lit_sb3's classes that seed groups batch (lit_sb3.seeds.group.BATCHED's keys, which import torch; a test checks
 # that the two agree)
-BATCHED_ALGORITHMS = ("PPO", "A2C", "DQN", "QRDQN", "SAC", "TD3", "DDPG")
+BATCHED_ALGORITHMS = ("PPO", "A2C", "DQN", "QRDQN", "SAC", "TQC", "TD3", "DDPG")
 
 
 def seeds_per_process(value: Any) -> int | str:

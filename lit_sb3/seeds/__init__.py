@@ -13,7 +13,7 @@ The API is the contract's (``SeedGroup`` in :mod:`lit_sb3.seeds.group`)::
     group.num_timesteps, group.seeds, group.model(i), group.evaluate(eval_envs, n_eval_episodes, deterministic)
     group.seed_state(i), group.load_seed_states([...]), group.metrics(i), SeedGroup.batched(algo_cls), group.device
 
-Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE); DQN, QR-DQN, SAC, TD3 and DDPG (MlpPolicy,
+Batched: PPO and A2C (MlpPolicy, Discrete and Box actions, no gSDE); DQN, QR-DQN, SAC, TQC, TD3 and DDPG (MlpPolicy,
 step-based ``train_freq``, 1-step returns, SB3's plain replay buffer: :mod:`lit_sb3.seeds.off_policy`), on the CPU or
 a CUDA device (``device=``, below). Anything else (other algorithms, CNN / multi-input policies, custom optimizers
 but Adam and RMSprop, devices but the CPU and CUDA) is refused in one line.
@@ -82,7 +82,7 @@ nowhere); SB3's ``EvalCallback`` needs a model with ``predict``: evaluate a grou
 Lightning checkpoint of a group (``ModelCheckpoint``) holds every seed's ``seed_state``, and
 ``RLTrainer(...).fit(group, ckpt_path=...)`` resumes from it exactly. ``verbose`` prints nothing in a group.
 
-Writing a batched algorithm (DQN, QR-DQN, SAC, TD3): subclass :class:`lit_sb3.seeds.group.BatchedAlgorithm`
+Writing a batched algorithm (DQN, QR-DQN, SAC, TQC, TD3): subclass :class:`lit_sb3.seeds.group.BatchedAlgorithm`
 (``collect``, ``update``, ``act``, ``seed_state``, ``load_seed_state``, ``export``; :class:`BatchedOnPolicy` in
 :mod:`lit_sb3.seeds.on_policy` is the worked example) and add it to ``BATCHED`` in ``group.py``. The group gives it
 ``group.models`` (the ordinary per-seed models, built with their seeds: their hyperparameters, spaces, initial

@@ -43,6 +43,7 @@ BATCHED: dict[str, tuple[str, str]] = {
     "DQN": ("lit_sb3.algorithms.dqn", "lit_sb3.seeds.off_policy_updates:BatchedDQN"),
     "QRDQN": ("lit_sb3.algorithms.qrdqn", "lit_sb3.seeds.off_policy_updates:BatchedQRDQN"),
     "SAC": ("lit_sb3.algorithms.sac", "lit_sb3.seeds.off_policy_updates:BatchedSAC"),
+    "TQC": ("lit_sb3.algorithms.tqc", "lit_sb3.seeds.off_policy_updates:BatchedTQC"),
     "TD3": ("lit_sb3.algorithms.td3", "lit_sb3.seeds.off_policy_updates:BatchedTD3"),
     "DDPG": ("lit_sb3.algorithms.ddpg", "lit_sb3.seeds.off_policy_updates:BatchedTD3"),  # TD3's special case
 }

@@ -1,4 +1,4 @@
-"""The replay-buffer loop of a seed group's off-policy seeds (DQN, QR-DQN, SAC, TD3, DDPG): SB3's
+"""The replay-buffer loop of a seed group's off-policy seeds (DQN, QR-DQN, SAC, TQC, TD3, DDPG): SB3's
 ``collect_rollouts`` and ``train`` schedule for N seeds in lockstep.
 
 Design (what is batched, and why each seed stays exact):

@@ -1,6 +1,6 @@
-"""lit_sb3's off-policy losses (:mod:`lit_sb3.common.losses`, QR-DQN's of :mod:`lit_sb3.common.quantile`) for a
-seed axis: each takes ``[N, batch, ...]`` tensors and gives ``[N]`` losses (or ``[N, batch, ...]`` targets), seed i's
-the pure loss of seed i's slices.
+"""lit_sb3's off-policy losses (:mod:`lit_sb3.common.losses`, QR-DQN's and TQC's of :mod:`lit_sb3.common.quantile`)
+for a seed axis: each takes ``[N, batch, ...]`` tensors and gives ``[N]`` losses (or ``[N, batch, ...]`` targets),
+seed i's the pure loss of seed i's slices.
 
 They are the pure losses written with an explicit seed axis instead of mapped over it with ``torch.vmap``: the same
 operations on the same values, seed i's reductions over its own slice, so the results are bit-identical to the
@@ -46,14 +46,46 @@ def taken_action_quantiles(quantiles: torch.Tensor, actions: torch.Tensor) -> to
     return quantiles.gather(dim=3, index=index).squeeze(3)
 
 
-def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
-    """:func:`lit_sb3.common.quantile.quantile_huber_loss` per seed in QR-DQN's form (summed over the current
-    quantiles, then averaged): ``current`` and ``target`` ``[N, batch, n_quantiles]``, ``[N]``."""
+def quantile_huber_loss(
+    current: torch.Tensor, target: torch.Tensor, taus: torch.Tensor, sum_over_quantiles: bool = True
+) -> torch.Tensor:
+    """:func:`lit_sb3.common.quantile.quantile_huber_loss` per seed, ``[N]``: QR-DQN's ``current`` and ``target``
+    ``[N, batch, n_quantiles]`` (summed over the current quantiles, then averaged), TQC's ``[N, batch, n_critics,
+    n_quantiles]`` and ``[N, batch, 1, n_kept]`` (``sum_over_quantiles=False``: averaged)."""
     delta = target.unsqueeze(-2) - current.unsqueeze(-1)
     huber = F.huber_loss(delta, torch.zeros_like(delta), reduction="none", delta=1.0)
     tau = taus.reshape(-1, 1)
     weights = torch.where(delta.detach() < 0, 1.0 - tau, tau)
-    return (weights * huber).sum(dim=-2).mean(dim=_PER_SEED)
+    loss = weights * huber
+    if sum_over_quantiles:
+        loss = loss.sum(dim=-2)
+    return loss.mean(dim=tuple(range(1, loss.ndim)))
+
+
+def tqc_target(
+    rewards: torch.Tensor,
+    dones: torch.Tensor,
+    gamma: float,
+    next_quantiles: torch.Tensor,
+    n_to_drop_per_net: int,
+    next_log_prob: torch.Tensor,
+    ent_coef: torch.Tensor,
+) -> torch.Tensor:
+    """:func:`lit_sb3.common.quantile.tqc_target` per seed: ``next_quantiles`` ``[N, batch, n_critics,
+    n_quantiles]``, each seed's ``ent_coef`` ``[N, 1]``; the target ``[N, batch, 1, n_kept]``."""
+    n, batch, n_critics, n_quantiles = next_quantiles.shape
+    n_kept = n_critics * (n_quantiles - n_to_drop_per_net)
+    pooled = next_quantiles.reshape(n, batch, n_critics * n_quantiles)
+    kept = torch.sort(pooled, dim=2).values[:, :, :n_kept]
+    soft = kept - ent_coef.unsqueeze(1) * next_log_prob.reshape(n, batch, 1)
+    return (rewards + (1.0 - dones) * gamma * soft).unsqueeze(2)
+
+
+def tqc_actor_loss(log_prob: torch.Tensor, quantiles_pi: torch.Tensor, ent_coef: torch.Tensor) -> torch.Tensor:
+    """:func:`lit_sb3.common.quantile.tqc_actor_loss` per seed (``quantiles_pi`` ``[N, batch, n_critics,
+    n_quantiles]``, ``ent_coef`` ``[N, 1]``), ``[N]``."""
+    q_pi = quantiles_pi.mean(dim=3).mean(dim=2, keepdim=True)
+    return (ent_coef.unsqueeze(1) * log_prob.reshape(q_pi.shape) - q_pi).mean(dim=_PER_SEED)
 
 
 def clipped_double_q_target(

@@ -1,6 +1,6 @@
-"""SB3's off-policy MLP policies (DQN's, SAC's, TD3's and sb3-contrib's QR-DQN's ``MlpPolicy``) for N seeds at
-once: the networks and their targets as stacked parameters ``[N, ...]`` (named as the policy's ``named_parameters``),
-and their batched forwards.
+"""SB3's off-policy MLP policies (DQN's, SAC's, TD3's and sb3-contrib's QR-DQN's and TQC's ``MlpPolicy``) for N
+seeds at once: the networks and their targets as stacked parameters ``[N, ...]`` (named as the policy's
+``named_parameters``), and their batched forwards.
 
 Every forward takes ``[N, batch, ...]`` tensors and runs the policy's own template modules through
 :func:`lit_sb3.seeds.stacked.batched_forward`; the SAC actor's squashed Gaussian is SB3's own
@@ -14,6 +14,7 @@ from typing import cast
 
 import torch
 from sb3_contrib.qrdqn.policies import QRDQNPolicy
+from sb3_contrib.tqc.policies import TQCPolicy
 from stable_baselines3.common.distributions import SquashedDiagGaussianDistribution
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
@@ -29,6 +30,7 @@ TARGET_NETWORKS: dict[type[BasePolicy], dict[str, str]] = {
     DQNPolicy: {"q_net": "q_net_target"},
     QRDQNPolicy: {"quantile_net": "quantile_net_target"},
     SACPolicy: {"critic": "critic_target"},
+    TQCPolicy: {"critic": "critic_target"},  # SAC's actor; quantile critics laid out as SAC's critics
     TD3Policy: {"critic": "critic_target", "actor": "actor_target"},
 }
 
@@ -45,7 +47,7 @@ class StackedOffPolicy:
         kind = next((cls for cls in TARGET_NETWORKS if type(template) is cls), None)
         if kind is None or getattr(template, "use_sde", False):
             raise ValueError(
-                f"policy: seed groups batch the MlpPolicy of DQN, QR-DQN, SAC and TD3 (no gSDE), not "
+                f"policy: seed groups batch the MlpPolicy of DQN, QR-DQN, SAC, TQC and TD3 (no gSDE), not "
                 f"{type(template).__name__}"
             )
         if getattr(template, "share_features_extractor", False):
@@ -102,8 +104,9 @@ class StackedOffPolicy:
     def critics(
         self, obs: torch.Tensor, actions: torch.Tensor, network: str = "critic", params: Stacked | None = None
     ) -> tuple[torch.Tensor, ...]:
-        """SAC / TD3: each critic's ``Q(s, a)`` ``[N, batch, 1]``; ``params`` replaces the stacked ones (detached
-        copies: the actor's loss reads the critics without writing gradients into them)."""
+        """SAC / TD3: each critic's ``Q(s, a)`` ``[N, batch, 1]`` (TQC: its quantiles, ``[N, batch, n_quantiles]``);
+        ``params`` replaces the stacked ones (detached copies: the actor's loss reads the critics without writing
+        gradients into them)."""
         critic = getattr(self.template, network)
         q_input = torch.cat([self.features(obs), actions], dim=-1)
         stacked = self.params if params is None else params
@@ -122,8 +125,8 @@ class StackedOffPolicy:
         return self.forward(module, f"{network}.mu.", self.features(obs))
 
     def sac_actions(self, obs: torch.Tensor, noise: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """SAC: squashed Gaussian actions ``[N, batch, A]`` (reparameterized with the standard normal ``noise``;
-        None: the mode) and their log-probabilities ``[N, batch, 1]``."""
+        """SAC (and TQC, whose actor is SAC's): squashed Gaussian actions ``[N, batch, A]`` (reparameterized with the
+        standard normal ``noise``; None: the mode) and their log-probabilities ``[N, batch, 1]``."""
         actor = cast(SACPolicy, self.template).actor
         latent = self.forward(actor.latent_pi, "actor.latent_pi.", self.features(obs))
         mean = self.forward(actor.mu, "actor.mu.", latent)

@@ -34,7 +34,7 @@ TINY = ("algo=ppo", "env=CartPole", "env.n_envs=8", "algo.n_steps=32", "budget=5
         (("parity=true",), "parity=true: a parity run is SB3's exact run"),
         (("trainer.accelerator=gpu",), "trainer.accelerator=gpu, trainer.devices=1: seed groups train on one CPU"),
         (("trainer.devices=2",), "trainer.accelerator=cpu, trainer.devices=2:"),
-        (("algo=trpo",), "algo=trpo: seed groups batch PPO, A2C, DQN, QRDQN, SAC, TD3, DDPG, not TRPO"),
+        (("algo=trpo",), "algo=trpo: seed groups batch PPO, A2C, DQN, QRDQN, SAC, TQC, TD3, DDPG, not TRPO"),
         (("algo.use_sde=true", "env=Pendulum"), "algo.use_sde=true: seed groups do not batch gSDE"),
         (("algo.policy=CnnPolicy",), "algo.policy=CnnPolicy: seed groups batch MlpPolicy"),
         (("eval.video=true",), "eval.video / eval.video_every: a batched group records no videos yet"),

@@ -325,7 +325,7 @@ def test_greedy_actions_recompute_near_ties_one_row_at_a_time() -> None:
 
 
 def test_refusals_are_one_line() -> None:
-    batched = "PPO, A2C, DQN, QRDQN, SAC, TD3, DDPG"
+    batched = "PPO, A2C, DQN, QRDQN, SAC, TQC, TD3, DDPG"
     with pytest.raises(ValueError, match=rf"^algo_cls: seed groups batch lit_sb3's {batched}, not TRPO"):
         SeedGroup(TRPO, seeds=[0, 1], env="CartPole-v1")
     with pytest.raises(ValueError, match="not PPO"):

@@ -1,4 +1,4 @@
-"""Seed groups of the off-policy algorithms (DQN, QR-DQN, SAC, TD3, DDPG): one seed's update is the single model's,
+"""Seed groups of the off-policy algorithms (DQN, QR-DQN, SAC, TQC, TD3, DDPG): one seed's update is the single model's,
 a group is reproducible, a seed does not depend on its group, each seed is an ordinary model, and a group resumes
 exactly."""
 
@@ -18,7 +18,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
-from lit_sb3 import DDPG, DQN, QRDQN, SAC, TD3, RLTrainer
+from lit_sb3 import DDPG, DQN, QRDQN, SAC, TD3, TQC, RLTrainer
 from lit_sb3.common.off_policy import OffPolicyAlgorithm
 from lit_sb3.seeds import SeedGroup
 from lit_sb3.seeds.off_policy import BatchedOffPolicy
@@ -38,6 +38,7 @@ CONFIGS: dict[str, tuple[type[OffPolicyAlgorithm], str, dict[str, Any]]] = {
         },
     ),
     "SAC": (SAC, "Pendulum-v1", SMALL),
+    "TQC": (TQC, "Pendulum-v1", {**SMALL, "policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5}}),
     "TD3": (TD3, "Pendulum-v1", {**SMALL, "action_noise": NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))}),
     # TD3's special case: one critic, no delay, no target smoothing
     "DDPG": (DDPG, "Pendulum-v1", {**SMALL, "action_noise": NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))}),
@@ -280,7 +281,7 @@ def test_unbatched_settings_are_refused_in_one_line(kwargs: dict[str, Any], mess
 
 
 def test_off_policy_algorithms_are_batched() -> None:
-    assert all(SeedGroup.batched(cls) for cls in (DQN, QRDQN, SAC, TD3, DDPG))
+    assert all(SeedGroup.batched(cls) for cls in (DQN, QRDQN, SAC, TQC, TD3, DDPG))
 
 
 def test_metric_rows_follow_episodes() -> None:
@@ -374,11 +375,28 @@ def test_batched_losses_are_the_vmapped_pure_losses_bit_for_bit() -> None:
             batched.quantile_huber_loss(batched.taken_action_quantiles(quantiles, actions), target, taus),
         ),
     }
+    # TQC's (2 critics of 5 quantiles, 1 dropped per critic)
+    tqc_next, tqc_current = draw(2, 5), draw(2, 5).requires_grad_(True)
+    tqc_target = vmap(quantile.tqc_target, in_dims=(0, 0, None, 0, None, 0, 0))(
+        rewards, dones, 0.99, tqc_next, 1, log_prob.detach(), ent_coef
+    )
+    taus_5 = quantile.quantile_midpoints(5)
+    pairs |= {
+        "tqc_target": (tqc_target, batched.tqc_target(rewards, dones, 0.99, tqc_next, 1, log_prob.detach(), ent_coef)),
+        "tqc_critic_loss": (
+            vmap(quantile.quantile_huber_loss, in_dims=(0, 0, None, None))(tqc_current, tqc_target, taus_5, False),
+            batched.quantile_huber_loss(tqc_current, tqc_target, taus_5, sum_over_quantiles=False),
+        ),
+        "tqc_actor": (
+            vmap(quantile.tqc_actor_loss)(log_prob, tqc_current, ent_coef),
+            batched.tqc_actor_loss(log_prob, tqc_current, ent_coef),
+        ),
+    }
     for name, (mapped, mine) in pairs.items():
         assert mapped.shape == mine.shape and torch.equal(mapped, mine), name
         if not mapped.requires_grad:  # (a target of inputs without gradients)
             continue
-        inputs = [t for t in (q2, log_prob, log_ent_coef, quantiles) if t.requires_grad]
+        inputs = [t for t in (q2, log_prob, log_ent_coef, quantiles, tqc_current) if t.requires_grad]
         expected = torch.autograd.grad(mapped.sum(), inputs, allow_unused=True)
         got = torch.autograd.grad(mine.sum(), inputs, allow_unused=True)
         for a, b in zip(expected, got, strict=True):

@@ -1,7 +1,7 @@
 """A seed of a group follows the run its own process trains: the ordinary lit_sb3 model of that seed.
 
-For PPO, A2C, DQN, QR-DQN, SAC, TD3 and DDPG, a group of one seed and the same seed inside a group of three take the
-ordinary model's actions and end a short run with its parameters, up to the rounding of the batched kernels:
+For PPO, A2C, DQN, QR-DQN, SAC, TQC, TD3 and DDPG, a group of one seed and the same seed inside a group of three take
+the ordinary model's actions and end a short run with its parameters, up to the rounding of the batched kernels:
 
 - actions: the group records what it sends to each seed's envs, as the ordinary model does (their action logs).
   Discrete actions are equal throughout (a sample could flip only where two actions' ``probs / Exp(1)`` tie to
@@ -27,7 +27,7 @@ import pytest
 import torch
 from stable_baselines3.common.noise import NormalActionNoise
 
-from lit_sb3 import A2C, DDPG, DQN, PPO, QRDQN, SAC, TD3, sb3_parity
+from lit_sb3 import A2C, DDPG, DQN, PPO, QRDQN, SAC, TD3, TQC, sb3_parity
 from lit_sb3.common.envs import to_vec_env
 from lit_sb3.seeds import SeedGroup
 
@@ -56,6 +56,7 @@ CONFIGS: dict[str, tuple[type, str, int, dict[str, Any], int]] = {
         320,
     ),
     "sac": (SAC, "Pendulum-v1", 2, OFF_POLICY, 320),
+    "tqc": (TQC, "Pendulum-v1", 2, {**OFF_POLICY, "policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5}}, 320),
     "td3": (TD3, "Pendulum-v1", 2, {**OFF_POLICY, "action_noise": "normal"}, 320),
     "ddpg": (DDPG, "Pendulum-v1", 2, {**OFF_POLICY, "action_noise": "normal"}, 320),
 }
