@@ -90,6 +90,10 @@ CONFIGS = {
     "qrdqn": Config("QRDQN", "CartPole-v1", 1, _QRDQN, sb3_package="sb3_contrib"),
     "sac": Config("SAC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [64, 64]}}),
     "sac-400-300": Config("SAC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [400, 300]}}),
+    # TQC: the Zoo's Pendulum settings (its learning rate) on SAC's small networks and learning start
+    "tqc": Config(
+        "TQC", "Pendulum-v1", 1, {**_SAC, "policy_kwargs": {"net_arch": [64, 64]}}, sb3_package="sb3_contrib"
+    ),
     "td3": Config("TD3", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [64, 64]}}, _TD3_NOISE),
     "td3-400-300": Config("TD3", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [400, 300]}}, _TD3_NOISE),
     "ddpg": Config("DDPG", "Pendulum-v1", 1, {**_TD3, "policy_kwargs": {"net_arch": [64, 64]}}, _TD3_NOISE),
