@@ -68,18 +68,23 @@ def no_learning(cfg: DictConfig, budget: int) -> str | None:
     )
 
 
+def _rollout(cfg: DictConfig) -> int | None:
+    """An on-policy config's env steps per rollout (``n_envs x n_steps``); None for any other algorithm."""
+    n_steps = _int(cfg.algo.get("n_steps"))
+    if n_steps is None or n_steps <= 0:
+        return None
+    return n_steps * int(cfg.env.get("n_envs") or 1)
+
+
 def overshoot(cfg: DictConfig, budget: int) -> str | None:
     """One line when an on-policy budget is not a multiple of its rollout: the last rollout runs to its end (SB3's
     ``learn`` does the same; cutting it short would change the algorithm), so more env steps are trained than asked
     for. The summary's ``timesteps`` records them; the report labels and compares the run with them."""
-    n_steps = _int(cfg.algo.get("n_steps"))
-    if n_steps is None or n_steps <= 0:
+    rollout = _rollout(cfg)
+    if rollout is None or not budget % rollout:
         return None
-    n_envs = cfg.env.get("n_envs") or 1
-    rollout = n_steps * int(n_envs)
-    if not budget % rollout:
-        return None
-    trained = -(-budget // rollout) * rollout
+    n_steps, n_envs = cfg.algo.n_steps, cfg.env.get("n_envs") or 1
+    trained, _ = trained_steps(cfg, budget)
     return (
         f"budget={budget} is not a multiple of the {rollout} env steps of one rollout ({n_envs} envs x "
         f"n_steps={n_steps}): {cfg.algo_name} trains {trained} env steps, as SB3's learn does; the summary and the "
@@ -91,9 +96,8 @@ def trained_steps(cfg: DictConfig, budget: int) -> tuple[int, bool]:
     """The env steps a run of ``budget`` trains, and whether that is exact: an on-policy budget rounded up to whole
     rollouts (:func:`overshoot`); ARS's at least the budget, its last update's episodes running to their ends (how
     many steps they take is known only once played); any other algorithm's the budget."""
-    n_steps = _int(cfg.algo.get("n_steps"))
-    if n_steps is not None and n_steps > 0:
-        rollout = n_steps * int(cfg.env.get("n_envs") or 1)
+    rollout = _rollout(cfg)
+    if rollout is not None:
         return -(-budget // rollout) * rollout, True
     return budget, _int(cfg.algo.get("n_delta")) is None
 
@@ -158,15 +162,13 @@ def budget_warnings(cfg: DictConfig, budget: int) -> list[str]:
     """Lines for a budget that trains but shows little (less than one on-policy rollout, no evaluation before the
     end) or more than asked for (not a multiple of the rollout, less than one ARS update)."""
     found = []
-    n_steps = _int(cfg.algo.get("n_steps"))
-    if n_steps is not None and n_steps > 0:
-        rollout = n_steps * int(cfg.env.get("n_envs") or 1)
-        if budget < rollout:
-            found.append(
-                f"budget={budget} is less than one rollout of {cfg.algo_name} on {cfg.env_name} "
-                f"({cfg.env.get('n_envs') or 1} envs x algo.n_steps={n_steps}): it trains {rollout} env steps, one "
-                f"update; budget={2 * rollout} is the smallest with two"
-            )
+    rollout = _rollout(cfg)
+    if rollout is not None and budget < rollout:
+        found.append(
+            f"budget={budget} is less than one rollout of {cfg.algo_name} on {cfg.env_name} "
+            f"({cfg.env.get('n_envs') or 1} envs x algo.n_steps={cfg.algo.n_steps}): it trains {rollout} env steps, "
+            f"one update; budget={2 * rollout} is the smallest with two"
+        )
     every = _int(cfg.eval.get("every"))
     if every is not None and every >= budget:
         found.append(

@@ -32,15 +32,20 @@ def quantile_huber_loss(
         )
     if taus is None:
         taus = quantile_midpoints(current_quantiles.shape[-1], current_quantiles.device)
-    # [..., n_current, n_target]: target minus estimate for every pair
-    delta = target_quantiles.unsqueeze(-2) - current_quantiles.unsqueeze(-1)
-    huber = F.huber_loss(delta, torch.zeros_like(delta), reduction="none", delta=1.0)
-    tau = taus.reshape(-1, 1)
-    weights = torch.where(delta.detach() < 0, 1.0 - tau, tau)
-    loss = weights * huber
+    loss = pairwise_quantile_huber(current_quantiles, target_quantiles, taus)
     if sum_over_quantiles:
         return loss.sum(dim=-2).mean()
     return loss.mean()
+
+
+def pairwise_quantile_huber(current: torch.Tensor, target: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
+    """Every (current, target) pair's tau-weighted Huber error, ``[..., n_current, n_target]`` (before the loss's
+    reduction; a seed group reduces it per seed)."""
+    delta = target.unsqueeze(-2) - current.unsqueeze(-1)  # target minus estimate for every pair
+    huber = F.huber_loss(delta, torch.zeros_like(delta), reduction="none", delta=1.0)
+    tau = taus.reshape(-1, 1)
+    weights = torch.where(delta.detach() < 0, 1.0 - tau, tau)
+    return weights * huber
 
 
 def truncated_quantiles(next_quantiles: torch.Tensor, n_to_drop_per_net: int) -> torch.Tensor:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from lit_sb3.common import quantile
+
 _PER_SEED = (1, 2)  # a ``[N, batch, 1]`` tensor's dimensions reduced per seed
 
 
@@ -52,11 +54,7 @@ def quantile_huber_loss(
     """:func:`lit_sb3.common.quantile.quantile_huber_loss` per seed, ``[N]``: QR-DQN's ``current`` and ``target``
     ``[N, batch, n_quantiles]`` (summed over the current quantiles, then averaged), TQC's ``[N, batch, n_critics,
     n_quantiles]`` and ``[N, batch, 1, n_kept]`` (``sum_over_quantiles=False``: averaged)."""
-    delta = target.unsqueeze(-2) - current.unsqueeze(-1)
-    huber = F.huber_loss(delta, torch.zeros_like(delta), reduction="none", delta=1.0)
-    tau = taus.reshape(-1, 1)
-    weights = torch.where(delta.detach() < 0, 1.0 - tau, tau)
-    loss = weights * huber
+    loss = quantile.pairwise_quantile_huber(current, target, taus)
     if sum_over_quantiles:
         loss = loss.sum(dim=-2)
     return loss.mean(dim=tuple(range(1, loss.ndim)))
